@@ -1,0 +1,93 @@
+/** Admin API: queue health and settings, pause/resume, one reaper pass now. */
+import { checkQueueSettings, type QueueDefaults } from '../core/config.js';
+import { invalid, LeaseholdError } from '../core/errors.js';
+import { reapOnce } from '../db/reap-once.js';
+import { queuesHealth, queueUpsertSettings, type QueueHealth } from '../db/store/read.js';
+import { iso } from '../db/store/record.js';
+import { parseQueue } from './http.js';
+import type { AppDeps, Routes } from './router.js';
+import { bool, int, nullable, obj, optional } from './validate.js';
+
+const DAY = 24 * 3600 * 1000;
+
+function queueView(q: QueueHealth) {
+  return {
+    name: q.name,
+    paused: q.paused,
+    counts: q.counts,
+    ready: q.ready,
+    expiredLeases: q.expiredLeases,
+    oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
+    oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
+    settings: q.settings,
+    overrides: q.overrides,
+  };
+}
+
+export function adminRoutes(r: Routes, deps: AppDeps) {
+  const { db, config, clock } = deps;
+
+  r.add({ method: 'get', path: '/queues', role: 'admin', summary: 'Counts, health and settings of every queue' }, async (c) => {
+    const queues = await queuesHealth(db, { now: clock.now(), defaults: config });
+    return c.json({ queues: queues.map(queueView) });
+  });
+
+  r.add({ method: 'get', path: '/queues/:queue', role: 'admin', summary: 'Counts, health and settings of one queue' }, async (c) => {
+    const name = parseQueue(c.req.param('queue'));
+    const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+    if (!queue) throw new LeaseholdError('not_found', `no queue is named ${name}`, 'queue');
+    return c.json({ queue: queueView(queue) });
+  });
+
+  const duration = (min: number, max: number) => optional(nullable(int({ min, max })));
+  r.add(
+    {
+      method: 'patch',
+      path: '/queues/:queue/settings',
+      role: 'admin',
+      summary: "Override the server's lease, heartbeat, grace, attempts, backoff or retention for one queue (null: back to the default)",
+      body: obj({
+        leaseMs: duration(1_000, config.maxLeaseMs),
+        heartbeatMs: duration(100, config.maxLeaseMs),
+        graceMs: duration(100, 30 * DAY),
+        maxAttempts: duration(1, 1000),
+        maxLostAttempts: duration(1, 1000),
+        backoffBaseMs: duration(1, 30 * DAY),
+        backoffMaxMs: duration(1, 30 * DAY),
+        retentionMs: duration(60_000, 3650 * DAY),
+        paused: optional(bool()),
+      }),
+    },
+    async (c, body) => {
+      const name = parseQueue(c.req.param('queue'));
+      const [current] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      const merged: QueueDefaults = { ...config, ...current?.overrides };
+      for (const [key, value] of Object.entries(body)) {
+        if (key === 'paused') continue;
+        (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
+      }
+      // The same lease rules as the server's own settings, named by field.
+      const { errors } = checkQueueSettings(merged, (key) => key);
+      if (errors.length) throw invalid(errors[0]!.setting, `${errors[0]!.setting} ${errors[0]!.rule}`);
+      await queueUpsertSettings(db, { queue: name, patch: body, now: clock.now() });
+      const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      return c.json({ queue: queueView(queue!) });
+    },
+  );
+
+  for (const [action, paused] of [['pause', true], ['resume', false]] as const) {
+    r.add(
+      { method: 'post', path: `/queues/:queue/${action}`, role: 'admin', summary: paused ? 'Stop claims from this queue (running jobs go on)' : 'Let claims take jobs again' },
+      async (c) => {
+        const name = parseQueue(c.req.param('queue'));
+        await queueUpsertSettings(db, { queue: name, patch: { paused }, now: clock.now() });
+        return c.json({ queue: name, paused });
+      },
+    );
+  }
+
+  r.add({ method: 'post', path: '/reaper/run', role: 'admin', summary: 'Run one reaper pass now and say what it did' }, async (c) => {
+    const report = await reapOnce(db, clock.now(), config);
+    return c.json({ ...report, at: iso(report.at) });
+  });
+}

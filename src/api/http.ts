@@ -1,0 +1,54 @@
+/** Shared pieces of every route: reading a JSON body, ids, names, error responses. */
+import type { Context } from 'hono';
+import { LeaseholdError, invalid } from '../core/errors.js';
+import { str, type Validator } from './validate.js';
+
+/**
+ * Reads the body as JSON and validates it. Requiring `application/json` keeps
+ * a web page from posting a simple cross-site form to a token-less server on
+ * loopback: a browser cannot send that content type without a preflight.
+ */
+export async function readBody<T>(c: Context, v: Validator<T>): Promise<T> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new LeaseholdError('unsupported_media_type', 'send the body as JSON with Content-Type: application/json', 'content-type');
+  }
+  const text = await c.req.text();
+  if (text.trim() === '') throw invalid('body', 'the request body is empty: send a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid('body', 'the request body is not valid JSON');
+  }
+  return v.parse(value, '');
+}
+
+/** Job ids are opaque strings to clients; here they are positive integers in decimal. */
+export const JOB_ID_PATTERN = /^[1-9][0-9]{0,14}$/;
+
+export function parseJobId(raw: string): number {
+  if (!JOB_ID_PATTERN.test(raw)) throw new LeaseholdError('not_found', `no job has id ${JSON.stringify(raw.slice(0, 40))}`, 'id');
+  return Number(raw);
+}
+
+export const jobIdField = str({ min: 1, max: 15, pattern: JOB_ID_PATTERN, patternHelp: 'must be a job id as returned by the API', description: 'job id' });
+
+export const QUEUE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+export const queueName = str({
+  min: 1,
+  max: 128,
+  pattern: QUEUE_PATTERN,
+  patternHelp: 'must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit',
+});
+
+export function parseQueue(raw: string | undefined, field = 'queue'): string {
+  return queueName.parse(raw ?? '', field);
+}
+
+export const workerIdField = str({ min: 1, max: 200, description: 'the worker id the claim was made with' });
+export const lockTokenField = str({ min: 1, max: 200, description: 'the lockToken returned by the claim' });
+
+export function errorBody(err: LeaseholdError) {
+  return { error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}), ...(err.details ?? {}) } };
+}

@@ -1,0 +1,162 @@
+/**
+ * Jobs: enqueue (one or a bulk), read one with its events, list, and the
+ * operator's guarded actions (cancel, retry, requeue).
+ */
+import type { Context } from 'hono';
+import { invalid } from '../core/errors.js';
+import { jobsInsert, type NewJob } from '../db/store/enqueue.js';
+import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.js';
+import { eventsForJob, jobGet, jobsList } from '../db/store/read.js';
+import { iso, toJob } from '../db/store/record.js';
+import { JOB_STATUSES, type JobStatus } from '../db/schema.js';
+import { LeaseholdError } from '../core/errors.js';
+import { parseJobId, parseQueue, QUEUE_PATTERN } from './http.js';
+import { operatorError } from './outcomes.js';
+import type { AppDeps, Routes } from './router.js';
+import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.js';
+
+const MAX_BULK = 10_000;
+const YEAR_MS = 365 * 24 * 3600 * 1000;
+
+const newJob = obj({
+  payload: json('the job payload, any JSON'),
+  idempotencyKey: optional(str({ min: 1, max: 255, description: 'unique per queue: a duplicate returns the existing job' })),
+  priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
+  delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
+  runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
+  maxAttempts: optional(int({ min: 1, max: 1000 })),
+  timeoutMs: optional(int({ min: 1, max: YEAR_MS, description: 'hard deadline per attempt, enforced by the reaper even while the job heartbeats' })),
+});
+
+const actionShape = {
+  reason: optional(str({ min: 1, max: 1000, description: 'why: kept in the audit trail' })),
+  actor: optional(str({ min: 1, max: 200, description: 'who: kept in the audit trail; default "admin"' })),
+};
+const actionBody = obj(actionShape);
+
+export function jobRoutes(r: Routes, deps: AppDeps) {
+  const { db, config, clock } = deps;
+  const enqueueBody = {
+    ...newJob,
+    schema: { oneOf: [newJob.schema, { type: 'object', properties: { jobs: { type: 'array', items: newJob.schema, maxItems: MAX_BULK } }, required: ['jobs'] }] },
+    parse(value: unknown, path: string) {
+      if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'jobs' in value) {
+        return { bulk: true as const, jobs: obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) }).parse(value, path).jobs };
+      }
+      return { bulk: false as const, jobs: [newJob.parse(value, path)] };
+    },
+  };
+
+  r.add(
+    { method: 'post', path: '/queues/:queue/jobs', role: 'worker', summary: 'Enqueue a job, or {jobs: [...]} in one batch', body: enqueueBody },
+    async (c, body) => {
+      const queue = parseQueue(c.req.param('queue'));
+      const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
+      const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config });
+      if (body.bulk) {
+        return c.json({ jobs: enqueued.map((e) => ({ ...toJob(e.job), deduplicated: e.deduplicated })) }, 201);
+      }
+      const [only] = enqueued;
+      return only!.deduplicated ? c.json({ job: toJob(only!.job), deduplicated: true }, 200) : c.json({ job: toJob(only!.job) }, 201);
+    },
+  );
+
+  r.add({ method: 'get', path: '/jobs/:id', role: 'admin', summary: 'One job and its full event history' }, async (c) => {
+    const id = parseJobId(c.req.param('id')!);
+    const job = await jobGet(db, id);
+    if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+    const events = await eventsForJob(db, { jobId: id, limit: 1000 });
+    return c.json({
+      job: toJob(job),
+      events: events.map((e) => ({
+        id: String(e.id),
+        type: e.type,
+        at: iso(e.at),
+        from: e.from_status,
+        to: e.to_status,
+        reason: e.reason,
+        message: e.message,
+        actor: e.actor,
+        workerId: e.worker_id,
+        attempt: e.attempt,
+      })),
+    });
+  });
+
+  r.add({ method: 'get', path: '/jobs', role: 'admin', summary: 'Jobs by id (newest first), keyset-paginated: pass next as after' }, async (c) => {
+    const q = c.req.query();
+    for (const key of Object.keys(q)) {
+      if (!['queue', 'status', 'after', 'limit', 'order'].includes(key)) throw invalid(key, `${key} is not a known query parameter`);
+    }
+    if (q.queue !== undefined && !QUEUE_PATTERN.test(q.queue)) parseQueue(q.queue);
+    if (q.status !== undefined && !JOB_STATUSES.includes(q.status as JobStatus)) {
+      throw invalid('status', `status must be one of ${JOB_STATUSES.join(', ')}`);
+    }
+    if (q.after !== undefined && !/^[0-9]{1,15}$/.test(q.after)) throw invalid('after', 'after must be a job id (the next value of the previous page)');
+    if (q.limit !== undefined && !/^[0-9]{1,4}$/.test(q.limit)) throw invalid('limit', 'limit must be a whole number from 1 to 500');
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (limit < 1 || limit > 500) throw invalid('limit', 'limit must be a whole number from 1 to 500');
+    if (q.order !== undefined && q.order !== 'asc' && q.order !== 'desc') throw invalid('order', 'order must be asc or desc');
+    const page = await jobsList(db, {
+      queue: q.queue,
+      status: q.status as JobStatus | undefined,
+      after: q.after === undefined ? undefined : Number(q.after),
+      limit,
+      order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
+    });
+    return c.json({ jobs: page.jobs.map(toJob), next: page.next === null ? null : String(page.next) });
+  });
+
+  const act = async (c: Context, outcome: OperatorOutcome, id: number, wanted: string) => {
+    if (!outcome.ok) throw operatorError(outcome, id, wanted);
+    return c.json({ job: toJob(outcome.job) });
+  };
+
+  r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', summary: 'Cancel a pending job', body: actionBody }, async (c, body) => {
+    const id = parseJobId(c.req.param('id')!);
+    const outcome = await jobCancelIfPending(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    return act(c, outcome, id, 'only a pending job can be cancelled');
+  });
+
+  r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody }, async (c, body) => {
+    const id = parseJobId(c.req.param('id')!);
+    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    return act(c, outcome, id, 'only a failed or cancelled job can be retried');
+  });
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/requeue',
+      role: 'admin',
+      summary: 'Put a running job whose lease expired back in the queue; force: true also takes a live lease (its worker\'s writes are refused from then on)',
+      body: obj({ ...actionShape, force: optional(bool('take a live lease too; needs a reason')) }),
+    },
+    async (c, body) => {
+      const id = parseJobId(c.req.param('id')!);
+      if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
+      const outcome = await jobRequeueIfLeaseExpired(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, force: body.force ?? false, now: clock.now() });
+      return act(c, outcome, id, body.force ? 'only a running job can be requeued' : 'only a running job whose lease has expired can be requeued without force');
+    },
+  );
+
+}
+
+function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
+  const field = (name: string) => (path ? `${path}.${name}` : name);
+  if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
+  let runAt: number | undefined;
+  if (typeof j.runAt === 'string') {
+    runAt = Date.parse(j.runAt);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(j.runAt) || Number.isNaN(runAt)) throw invalid(field('runAt'), `${field('runAt')} must be an ISO 8601 time such as 2030-01-01T00:00:00Z`);
+  }
+  return {
+    payload: j.payload,
+    idempotencyKey: j.idempotencyKey,
+    priority: j.priority,
+    delayMs: j.delayMs,
+    runAt,
+    maxAttempts: j.maxAttempts,
+    timeoutMs: j.timeoutMs,
+  };
+}

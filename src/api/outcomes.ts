@@ -1,0 +1,31 @@
+/** Turns store outcomes into wire shapes and errors. */
+import { LeaseholdError } from '../core/errors.js';
+import type { OwnedOutcome } from '../db/store/owned.js';
+import type { OperatorOutcome } from '../db/store/operator.js';
+import { iso } from '../db/store/record.js';
+
+export function ownedError(o: Exclude<OwnedOutcome, { ok: true }>): LeaseholdError {
+  if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${o.id}`, 'id');
+  const why = o.status === 'running' ? 'is running under a newer claim' : `is ${o.status}`;
+  return new LeaseholdError('lease_lost', `job ${o.id} ${why}: this worker no longer holds it, and the write changed nothing`, 'lockToken', {
+    status: o.status,
+  });
+}
+
+/** One entry of a batched answer: ok with data, or the error this job would have got alone. */
+export function batchEntry(o: OwnedOutcome, ok: (job: Extract<OwnedOutcome, { ok: true }>['job']) => Record<string, unknown>) {
+  if (o.ok) return { id: String(o.id), ok: true, ...ok(o.job) };
+  const err = ownedError(o);
+  return { id: String(o.id), ok: false, error: { code: err.code, message: err.message, ...(err.details ?? {}) } };
+}
+
+export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, wanted: string): LeaseholdError {
+  if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+  return new LeaseholdError('conflict', `job ${id} is ${o.status}; ${wanted}`, 'id', { status: o.status });
+}
+
+export const leaseFields = (j: { lease_expires_at: number | null; deadline_at: number | null; lease_epoch: number }) => ({
+  leaseExpiresAt: iso(j.lease_expires_at),
+  deadlineAt: iso(j.deadline_at),
+  fencingToken: j.lease_epoch,
+});

@@ -1,0 +1,47 @@
+/**
+ * Route registration: every route declares its method, path, role, summary
+ * and body validator in one spec. The spec both guards the handler (auth, then
+ * body validation, before any write) and is kept in a list for the API docs.
+ */
+import type { Context, Hono } from 'hono';
+import type { Clock } from '../core/clock.js';
+import type { Config } from '../core/config.js';
+import type { Db } from '../db/db.js';
+import { requireRole, type Role } from './auth.js';
+import { readBody } from './http.js';
+import type { Validator } from './validate.js';
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  /** Where unexpected errors are reported; never to clients. */
+  logError?: (err: unknown) => void;
+}
+
+export interface RouteSpec<B = unknown> {
+  method: 'get' | 'post' | 'put' | 'patch';
+  /** Hono path, relative to /api/v1. */
+  path: string;
+  /** null: open (health checks). */
+  role: Role | null;
+  summary: string;
+  body?: Validator<B>;
+}
+
+export class Routes {
+  readonly specs: RouteSpec[] = [];
+  constructor(
+    readonly app: Hono,
+    private readonly config: Config,
+  ) {}
+
+  add<B>(spec: RouteSpec<B>, handler: (c: Context, body: B) => Response | Promise<Response>): void {
+    this.specs.push(spec as RouteSpec);
+    const guards = spec.role ? [requireRole(spec.role, this.config)] : [];
+    this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
+      const body = spec.body ? await readBody(c, spec.body) : (undefined as B);
+      return handler(c, body);
+    });
+  }
+}

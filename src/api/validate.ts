@@ -1,0 +1,139 @@
+/**
+ * Request validators that also describe themselves as JSON Schema, so the
+ * OpenAPI document is generated from the same objects that check requests.
+ *
+ * A failed check throws `invalid_request` naming the field by its path
+ * (`jobs[3].priority`), and nothing has been written yet.
+ */
+import { invalid } from '../core/errors.js';
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface Validator<T> {
+  parse(value: unknown, path: string): T;
+  schema: JsonSchema;
+  optional: boolean;
+}
+
+export type Infer<V> = V extends Validator<infer T> ? T : never;
+
+const describe = (value: unknown) =>
+  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+
+export function str(o: { min?: number; max: number; pattern?: RegExp; patternHelp?: string; description?: string }): Validator<string> {
+  return {
+    optional: false,
+    schema: { type: 'string', minLength: o.min ?? 0, maxLength: o.max, ...(o.pattern ? { pattern: o.pattern.source } : {}), ...(o.description ? { description: o.description } : {}) },
+    parse(value, path) {
+      if (typeof value !== 'string') throw invalid(path, `${path} must be a string, got ${describe(value)}`);
+      if (value.length < (o.min ?? 0)) throw invalid(path, `${path} must be at least ${o.min} characters`);
+      if (value.length > o.max) throw invalid(path, `${path} must be at most ${o.max} characters`);
+      if (o.pattern && !o.pattern.test(value)) throw invalid(path, `${path} ${o.patternHelp ?? `must match ${o.pattern.source}`}`);
+      return value;
+    },
+  };
+}
+
+export function int(o: { min: number; max: number; description?: string }): Validator<number> {
+  return {
+    optional: false,
+    schema: { type: 'integer', minimum: o.min, maximum: o.max, ...(o.description ? { description: o.description } : {}) },
+    parse(value, path) {
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw invalid(path, `${path} must be a whole number, got ${describe(value)}`);
+      if (value < o.min || value > o.max) throw invalid(path, `${path} must be between ${o.min} and ${o.max}, got ${value}`);
+      return value;
+    },
+  };
+}
+
+export function bool(description?: string): Validator<boolean> {
+  return {
+    optional: false,
+    schema: { type: 'boolean', ...(description ? { description } : {}) },
+    parse(value, path) {
+      if (typeof value !== 'boolean') throw invalid(path, `${path} must be true or false, got ${describe(value)}`);
+      return value;
+    },
+  };
+}
+
+/** Any JSON value (an object, array, string, number, boolean or null). */
+export function json(description?: string): Validator<unknown> {
+  return {
+    optional: false,
+    schema: description ? { description } : {},
+    parse(value, path) {
+      if (value === undefined) throw invalid(path, `${path} is required`);
+      return value;
+    },
+  };
+}
+
+export function optional<T>(v: Validator<T>): Validator<T | undefined> {
+  return {
+    optional: true,
+    schema: v.schema,
+    parse: (value, path) => (value === undefined ? undefined : v.parse(value, path)),
+  };
+}
+
+/** null is accepted and means "unset". */
+export function nullable<T>(v: Validator<T>): Validator<T | null> {
+  return {
+    optional: v.optional,
+    schema: { ...v.schema, nullable: true },
+    parse: (value, path) => (value === null ? null : v.parse(value, path)),
+  };
+}
+
+export function arr<T>(item: Validator<T>, o: { min: number; max: number }): Validator<T[]> {
+  return {
+    optional: false,
+    schema: { type: 'array', items: item.schema, minItems: o.min, maxItems: o.max },
+    parse(value, path) {
+      if (!Array.isArray(value)) throw invalid(path, `${path} must be an array, got ${describe(value)}`);
+      if (value.length < o.min) throw invalid(path, `${path} must have at least ${o.min} item${o.min === 1 ? '' : 's'}`);
+      if (value.length > o.max) throw invalid(path, `${path} must have at most ${o.max} items, got ${value.length}`);
+      return value.map((v, i) => item.parse(v, `${path}[${i}]`));
+    },
+  };
+}
+
+type Shape = Record<string, Validator<unknown>>;
+type Out<S extends Shape> = { [K in keyof S as S[K]['optional'] extends true ? never : K]: Infer<S[K]> } & {
+  [K in keyof S as S[K]['optional'] extends true ? K : never]?: Infer<S[K]>;
+};
+
+/** An object with exactly these fields: an unknown field is an error (it is usually a typo). */
+export function obj<S extends Shape>(shape: S, description?: string): Validator<Out<S>> {
+  const required = Object.entries(shape).filter(([, v]) => !v.optional).map(([k]) => k);
+  return {
+    optional: false,
+    schema: {
+      type: 'object',
+      properties: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.schema])),
+      ...(required.length ? { required } : {}),
+      additionalProperties: false,
+      ...(description ? { description } : {}),
+    },
+    parse(value, path) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        throw invalid(path || 'body', `${path || 'the request body'} must be a JSON object, got ${describe(value)}`);
+      }
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) {
+        if (!(key in shape)) throw invalid(join(path, key), `${join(path, key)} is not a known field`);
+      }
+      const out: Record<string, unknown> = {};
+      for (const [key, v] of Object.entries(shape)) {
+        const field = join(path, key);
+        if (record[key] === undefined && !v.optional) throw invalid(field, `${field} is required`);
+        const parsed = v.parse(record[key], field);
+        if (parsed !== undefined) out[key] = parsed;
+      }
+      return out as Out<S>;
+    },
+  };
+}
+
+const join = (path: string, key: string) => (path ? `${path}.${key}` : key);

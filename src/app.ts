@@ -1,0 +1,70 @@
+/**
+ * createApp: the one Hono app every runtime serves. It knows only Web-standard
+ * Request/Response; the runtime entry passes the database, config and clock in.
+ *
+ * @example
+ *   const app = createApp({ db, config, clock: databaseClock });
+ *   const res = await app.request('/healthz');
+ */
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { adminRoutes } from './api/admin-routes.js';
+import { requireRole } from './api/auth.js';
+import { errorBody } from './api/http.js';
+import { jobRoutes } from './api/job-routes.js';
+import { prometheusText } from './api/metrics.js';
+import { Routes, type AppDeps } from './api/router.js';
+import { workerRoutes } from './api/worker-routes.js';
+import { LeaseholdError } from './core/errors.js';
+import { readNow } from './db/store/read.js';
+import { metricsSnapshot } from './db/store/metrics.js';
+
+export type { AppDeps } from './api/router.js';
+
+export function createApp(deps: AppDeps) {
+  const { config } = deps;
+  const app = new Hono();
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: config.maxPayloadBytes,
+      onError: () => {
+        throw new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body');
+      },
+    }),
+  );
+
+  const api = new Hono();
+  const routes = new Routes(api, config);
+  jobRoutes(routes, deps);
+  workerRoutes(routes, deps);
+  adminRoutes(routes, deps);
+  app.route('/api/v1', api);
+
+  app.get('/healthz', async (c) => {
+    const now = await readNow(deps.db);
+    return c.json({ ok: true, databaseTime: new Date(now).toISOString() });
+  });
+  app.get('/metrics', requireRole('admin', config), async (c) => {
+    const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now() }));
+    return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+  });
+
+  app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
+  app.onError(function toErrorResponse(err, c) {
+    if (err instanceof LeaseholdError) return c.json(errorBody(err), err.status);
+    if (isBusy(err)) {
+      return c.json({ error: { code: 'unavailable', message: 'the database is busy: retry shortly' } }, 503, { 'retry-after': '1' });
+    }
+    (deps.logError ?? console.error)(err);
+    // Never a stack trace or a database message to clients.
+    return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
+  });
+  return Object.assign(app, { routeSpecs: routes.specs });
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /SQLITE_BUSY|SQLITE_LOCKED/.test(code);
+}

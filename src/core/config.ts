@@ -1,0 +1,234 @@
+/**
+ * Server configuration: every setting, its default, its environment variable
+ * and CLI flag, and the rules that keep leases honest.
+ *
+ * The lease rules (DESIGN section 7):
+ * - a worker renews its lease every `heartbeatMs`; the lease must survive at
+ *   least one missed beat, so `heartbeatMs <= leaseMs / 2` (a third is better);
+ * - the reaper waits `graceMs` past expiry before it acts, which must cover a
+ *   late heartbeat (`graceMs >= heartbeatMs`) plus clock skew; the longer the
+ *   grace, the longer a dead worker's job waits to run again;
+ * - a job whose lease expired but whose owner still beats its liveness row is
+ *   given at most `maxReapDeferMs` more before it is taken anyway.
+ *
+ * Guarantee: at-least-once. Reaping a job whose worker was only slow (longer
+ * than lease + grace without a successful heartbeat) runs it twice; the old
+ * worker's writes are then refused by its lock token.
+ */
+import { LeaseholdError } from './errors.js';
+
+export interface QueueDefaults {
+  /** How long a claim holds a job without a heartbeat. */
+  leaseMs: number;
+  /** How often workers should heartbeat (told to them in every claim). */
+  heartbeatMs: number;
+  /** How long past lease expiry the reaper waits before it takes a job back. */
+  graceMs: number;
+  /** Attempts (errored or lost) before a job fails for good. */
+  maxAttempts: number;
+  /** Times a job may lose its worker (crash, kill, hang) before it fails for good. */
+  maxLostAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long finished jobs (and their events) are kept. */
+  retentionMs: number;
+}
+
+export interface Config extends QueueDefaults {
+  databaseUrl: string;
+  databaseAuthToken: string | undefined;
+  host: string;
+  port: number;
+  workerToken: string | undefined;
+  adminToken: string | undefined;
+  reaperIntervalMs: number;
+  /** A worker seen (claim, heartbeat, liveness beat) this recently counts as alive. */
+  workerAliveMs: number;
+  /** Longest the reaper defers an expired lease because its owner looks alive. */
+  maxReapDeferMs: number;
+  reaperBatchSize: number;
+  pruneBatchSize: number;
+  maxPayloadBytes: number;
+  maxClaimBatch: number;
+  maxLeaseMs: number;
+}
+
+type Kind = 'string' | 'secret' | 'int' | 'duration';
+
+interface Setting {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  kind: Kind;
+  default: string | number | undefined;
+  help: string;
+}
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'databaseUrl', env: 'LEASEHOLD_DATABASE_URL', flag: '--database-url', kind: 'string', default: 'file:./leasehold.db', help: 'file:, libsql:// or http(s):// database URL' },
+  { key: 'databaseAuthToken', env: 'LEASEHOLD_DATABASE_AUTH_TOKEN', flag: '--database-auth-token', kind: 'secret', default: undefined, help: 'auth token for a remote libSQL server' },
+  { key: 'host', env: 'LEASEHOLD_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'address to listen on; off loopback both tokens are required' },
+  { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
+  { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },
+  { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
+  { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
+  { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
+  { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
+  { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs' },
+  { key: 'workerAliveMs', env: 'LEASEHOLD_WORKER_ALIVE_MS', flag: '--worker-alive-ms', kind: 'duration', default: 15_000, help: 'a worker seen this recently counts as alive' },
+  { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
+  { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },
+  { key: 'pruneBatchSize', env: 'LEASEHOLD_PRUNE_BATCH', flag: '--prune-batch', kind: 'int', default: 1_000, help: 'finished jobs pruned per pass at most' },
+  { key: 'retentionMs', env: 'LEASEHOLD_RETENTION_MS', flag: '--retention-ms', kind: 'duration', default: 7 * DAY, help: 'how long finished jobs and their events are kept' },
+  { key: 'maxAttempts', env: 'LEASEHOLD_MAX_ATTEMPTS', flag: '--max-attempts', kind: 'int', default: 5, help: 'default attempts per job' },
+  { key: 'maxLostAttempts', env: 'LEASEHOLD_MAX_LOST_ATTEMPTS', flag: '--max-lost-attempts', kind: 'int', default: 3, help: 'times a job may lose its worker before it fails' },
+  { key: 'backoffBaseMs', env: 'LEASEHOLD_BACKOFF_BASE_MS', flag: '--backoff-base-ms', kind: 'duration', default: 1_000, help: 'first retry delay (doubles per attempt, jittered)' },
+  { key: 'backoffMaxMs', env: 'LEASEHOLD_BACKOFF_MAX_MS', flag: '--backoff-max-ms', kind: 'duration', default: 10 * MINUTE, help: 'longest retry delay' },
+  { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted' },
+  { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
+  { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
+];
+
+export interface ConfigProblem {
+  setting: string;
+  rule: string;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: ConfigProblem[]) {
+    super(problems.map((p) => `${p.setting}: ${p.rule}`).join('\n'));
+  }
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+export const isLoopback = (host: string) => LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/**
+ * Reads settings from the environment, then CLI flags (flags win), and checks
+ * them. Throws ConfigError naming every impossible setting; returns the risky
+ * ones as warnings.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  args: readonly string[] = [],
+): { config: Config; warnings: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const raw: Record<string, unknown> = {};
+  const flags = parseFlags(args, problems);
+  for (const s of SETTINGS) {
+    const fromFlag = flags.get(s.flag);
+    const text = fromFlag ?? env[s.env];
+    const name = fromFlag !== undefined ? s.flag : s.env;
+    if (text === undefined || text === '') {
+      raw[s.key] = s.default;
+      continue;
+    }
+    if (s.kind === 'string' || s.kind === 'secret') {
+      raw[s.key] = text;
+    } else if (!/^-?\d+$/.test(text.trim())) {
+      problems.push({ setting: name, rule: `must be a whole number${s.kind === 'duration' ? ' of milliseconds' : ''}, got ${JSON.stringify(text)}` });
+    } else {
+      raw[s.key] = Number(text.trim());
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  const config = raw as unknown as Config;
+  const { errors, warnings } = checkConfig(config);
+  if (errors.length) throw new ConfigError(errors);
+  return { config, warnings };
+}
+
+/** Default configuration, as if no variable or flag were set. */
+export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  const config = Object.fromEntries(SETTINGS.map((s) => [s.key, s.default])) as unknown as Config;
+  return { ...config, ...overrides };
+}
+
+function parseFlags(args: readonly string[], problems: ConfigProblem[]): Map<string, string> {
+  const known = new Set(SETTINGS.map((s) => s.flag));
+  const flags = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (!known.has(flag)) {
+      problems.push({ setting: flag, rule: 'is not a known option (see --help)' });
+      continue;
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined) problems.push({ setting: flag, rule: 'needs a value' });
+    else flags.set(flag, value);
+  }
+  return flags;
+}
+
+const envOf = (key: keyof Config) => SETTINGS.find((s) => s.key === key)!.env;
+
+/** The rules. Errors stop the start; warnings are printed. */
+export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: ConfigProblem[] } {
+  const errors: ConfigProblem[] = [];
+  const warnings: ConfigProblem[] = [];
+  const err = (key: keyof Config, rule: string) => errors.push({ setting: envOf(key), rule });
+  const warn = (key: keyof Config, rule: string) => warnings.push({ setting: envOf(key), rule });
+
+  for (const s of SETTINGS) {
+    const v = c[s.key];
+    if (s.kind !== 'duration' && s.kind !== 'int') continue;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) err(s.key, 'must be a whole number');
+    else if (s.key === 'port' ? v < 0 || v > 65535 : v <= 0) {
+      err(s.key, s.key === 'port' ? 'must be between 0 and 65535' : `must be greater than zero, got ${v}`);
+    }
+  }
+  if (errors.length) return { errors, warnings };
+
+  const lease = checkQueueSettings(c);
+  errors.push(...lease.errors);
+  warnings.push(...lease.warnings);
+  if (c.maxLeaseMs < c.leaseMs) err('maxLeaseMs', `must be at least the default lease (${c.leaseMs} ms)`);
+  if (c.reaperIntervalMs > c.leaseMs) {
+    warn('reaperIntervalMs', `is longer than the lease (${c.leaseMs} ms): dead workers' jobs wait up to lease + grace + interval to run again`);
+  }
+  if (c.workerAliveMs < c.heartbeatMs) {
+    err('workerAliveMs', `must be at least the heartbeat interval (${c.heartbeatMs} ms), or every worker looks dead between beats`);
+  }
+  if (!/^(file:|libsql:|https?:|wss?:)/.test(c.databaseUrl)) {
+    err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
+  }
+  if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
+    err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);
+  }
+  for (const key of ['workerToken', 'adminToken'] as const) {
+    const token = c[key];
+    if (token !== undefined && token.length < 16) err(key, 'must be at least 16 characters');
+  }
+  if (c.workerToken && c.workerToken === c.adminToken) err('adminToken', 'must differ from the worker token');
+  return { errors, warnings };
+}
+
+/**
+ * The lease rules for one set of queue settings (server defaults, or a queue's
+ * overrides merged over them).
+ */
+export function checkQueueSettings(q: QueueDefaults, name: (key: keyof QueueDefaults) => string = envOf) {
+  const errors: ConfigProblem[] = [];
+  const warnings: ConfigProblem[] = [];
+  const err = (key: keyof QueueDefaults, rule: string) => errors.push({ setting: name(key), rule });
+  const warn = (key: keyof QueueDefaults, rule: string) => warnings.push({ setting: name(key), rule });
+  if (q.heartbeatMs * 2 > q.leaseMs) {
+    err('heartbeatMs', `must be at most half the lease (${q.leaseMs} ms) so one late heartbeat does not lose the lease, got ${q.heartbeatMs}`);
+  } else if (q.heartbeatMs * 3 > q.leaseMs) {
+    warn('heartbeatMs', `is more than a third of the lease (${q.leaseMs} ms): two late beats lose the lease`);
+  }
+  if (q.graceMs < q.heartbeatMs) {
+    err('graceMs', `must be at least the heartbeat interval (${q.heartbeatMs} ms) so a late heartbeat still wins, got ${q.graceMs}`);
+  }
+  if (q.graceMs > q.leaseMs * 10) warn('graceMs', `is over ten leases: dead workers' jobs wait a long time to run again`);
+  if (q.backoffMaxMs < q.backoffBaseMs) err('backoffMaxMs', `must be at least the base backoff (${q.backoffBaseMs} ms)`);
+  if (q.maxLostAttempts > q.maxAttempts) {
+    warn('maxLostAttempts', `is above max attempts (${q.maxAttempts}), so it never applies`);
+  }
+  return { errors, warnings };
+}

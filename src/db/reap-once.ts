@@ -1,0 +1,51 @@
+/**
+ * reapOnce: one pass of the reaper. Pure of timers: the Node server's
+ * interval, Deno.cron, a Workers `scheduled` handler, `leasehold reap` and
+ * `POST /api/v1/reaper/run` all call this and nothing else.
+ *
+ * Batched (at most `reaperBatchSize` jobs taken back per pass, so recovery
+ * after an outage is never a retry storm), idempotent (every write is guarded
+ * by the token and expiry it read, so two reapers running at once take each
+ * job back once), and every decision leaves an event with its reason.
+ */
+import type { Now } from '../core/clock.js';
+import type { Config } from '../core/config.js';
+import { decideReap, type ReapReason } from '../core/reaper.js';
+import type { Db } from './db.js';
+import { readNow } from './store/read.js';
+import { jobsGetReapCandidates, jobsPruneFinished, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.js';
+
+export interface ReapReport {
+  /** The time the pass ran at (epoch ms). */
+  at: number;
+  requeued: { id: string; reason: ReapReason }[];
+  failed: { id: string; reason: ReapReason }[];
+  deferred: { id: string; reason: 'owner_alive'; overdueMs: number }[];
+  /** Decisions that lost a race (a heartbeat or completion landed first): left alone. */
+  raced: number;
+  pruned: number;
+}
+
+const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
+
+export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapReport> {
+  const at = typeof now === 'number' ? now : await readNow(db);
+  const candidates = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config });
+  const writes: ReapWrite[] = [];
+  for (const candidate of candidates) {
+    const decision = decideReap(candidate, at, config);
+    if (decision.action !== 'none') writes.push({ candidate, decision });
+  }
+  const taken = await jobsReapIfUnchanged(db, { now: at, writes, defaults: config });
+  const report: ReapReport = { at, requeued: [], failed: [], deferred: [], raced: 0, pruned: 0 };
+  for (const { candidate, decision } of writes) {
+    const id = String(candidate.id);
+    if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });
+    else if (!taken.has(candidate.id)) report.raced++;
+    else if (decision.action === 'requeue') report.requeued.push({ id, reason: decision.reason });
+    else report.failed.push({ id, reason: decision.reason });
+  }
+  report.pruned = await jobsPruneFinished(db, { now: at, limit: config.pruneBatchSize, defaults: config });
+  await workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) });
+  return report;
+}

@@ -1,0 +1,175 @@
+/**
+ * The leasehold schema: tables, indexes and CHECK constraints. No queries here.
+ *
+ * Times are integers: milliseconds since the Unix epoch, taken from one clock
+ * (see src/core/clock.ts). JSON values (payload, result, checkpoint, progress)
+ * are stored as JSON text.
+ */
+import { sql } from 'drizzle-orm';
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    queueName: text('queue_name').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status', { enum: JOB_STATUSES }).notNull().default('pending'),
+    priority: integer('priority').notNull().default(0),
+    // attempt_count counts claims that used up an attempt (a release gives it back);
+    // errored and lost attempts are counted apart so a crash loop can be told from a bug.
+    attemptCount: integer('attempt_count').notNull().default(0),
+    maxAttempts: integer('max_attempts').notNull(),
+    erroredAttempts: integer('errored_attempts').notNull().default(0),
+    lostAttempts: integer('lost_attempts').notNull().default(0),
+    // Fencing token: +1 on every claim, never reset, so downstream systems can
+    // reject a write from an older claim of the same job.
+    leaseEpoch: integer('lease_epoch').notNull().default(0),
+    availableAt: integer('available_at').notNull(),
+    startedAt: integer('started_at'),
+    completedAt: integer('completed_at'),
+    failedAt: integer('failed_at'),
+    cancelledAt: integer('cancelled_at'),
+    // Set exactly when the job is finished; retention pruning walks this column.
+    finishedAt: integer('finished_at'),
+    lastHeartbeatAt: integer('last_heartbeat_at'),
+    leaseMs: integer('lease_ms'),
+    leaseExpiresAt: integer('lease_expires_at'),
+    lockedBy: text('locked_by'),
+    lockToken: text('lock_token'),
+    idempotencyKey: text('idempotency_key'),
+    dedupCount: integer('dedup_count').notNull().default(0),
+    lastError: text('last_error'),
+    progress: text('progress'),
+    checkpoint: text('checkpoint'),
+    result: text('result'),
+    timeoutMs: integer('timeout_ms'),
+    deadlineAt: integer('deadline_at'),
+    reaperDeferrals: integer('reaper_deferrals').notNull().default(0),
+    // Every transition names itself here; a trigger turns that into its audit
+    // event, inside the same statement, and only when a row really changed.
+    lastEvent: text('last_event').notNull().default('enqueued'),
+    lastEventReason: text('last_event_reason'),
+    lastEventActor: text('last_event_actor'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    check('jobs_status_known', sql`${t.status} IN ('pending', 'running', 'completed', 'failed', 'cancelled')`),
+    check('jobs_token_iff_running', sql`(${t.status} = 'running') = (${t.lockToken} IS NOT NULL)`),
+    check(
+      'jobs_lease_iff_running',
+      sql`(${t.status} = 'running') = (${t.leaseExpiresAt} IS NOT NULL AND ${t.lockedBy} IS NOT NULL AND ${t.leaseMs} IS NOT NULL)`,
+    ),
+    check('jobs_completed_at_iff_completed', sql`(${t.status} = 'completed') = (${t.completedAt} IS NOT NULL)`),
+    check('jobs_failed_at_iff_failed', sql`(${t.status} = 'failed') = (${t.failedAt} IS NOT NULL)`),
+    check('jobs_cancelled_at_iff_cancelled', sql`(${t.status} = 'cancelled') = (${t.cancelledAt} IS NOT NULL)`),
+    check(
+      'jobs_finished_at_iff_finished',
+      sql`(${t.status} IN ('completed', 'failed', 'cancelled')) = (${t.finishedAt} IS NOT NULL)`,
+    ),
+    check('jobs_attempts_in_range', sql`${t.attemptCount} >= 0 AND ${t.maxAttempts} >= 1`),
+    check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
+    check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
+    // The claim: pending jobs of one queue in claim order.
+    index('jobs_claim_idx')
+      .on(t.queueName, sql`${t.priority} DESC`, t.availableAt, t.id)
+      .where(sql`${t.status} = 'pending'`),
+    // The reaper: running jobs by lease expiry, and by hard deadline.
+    index('jobs_lease_expiry_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
+    index('jobs_deadline_idx').on(t.deadlineAt).where(sql`${t.status} = 'running' AND ${t.deadlineAt} IS NOT NULL`),
+    // Heartbeats of one worker, and "what does this worker hold".
+    index('jobs_running_by_worker_idx').on(t.lockedBy).where(sql`${t.status} = 'running'`),
+    // Retention pruning: finished jobs, oldest first.
+    index('jobs_finished_idx').on(t.finishedAt).where(sql`${t.finishedAt} IS NOT NULL`),
+    // Listing one queue (and status), keyset-paginated by id.
+    index('jobs_queue_status_id_idx').on(t.queueName, t.status, t.id),
+    index('jobs_status_id_idx').on(t.status, t.id),
+    uniqueIndex('jobs_idempotency_key_idx')
+      .on(t.queueName, t.idempotencyKey)
+      .where(sql`${t.idempotencyKey} IS NOT NULL`),
+  ],
+);
+
+/** The audit trail: one row per transition, rejected stale write and reaper decision. */
+export const events = sqliteTable(
+  'events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    jobId: integer('job_id').notNull(),
+    queueName: text('queue_name').notNull(),
+    type: text('type').notNull(),
+    fromStatus: text('from_status'),
+    toStatus: text('to_status'),
+    reason: text('reason'),
+    message: text('message'),
+    actor: text('actor'),
+    workerId: text('worker_id'),
+    attempt: integer('attempt'),
+    at: integer('at').notNull(),
+  },
+  (t) => [index('events_job_idx').on(t.jobId, t.id), index('events_type_at_idx').on(t.type, t.at)],
+);
+
+/** Worker registry: lets the reaper tell "worker dead" from "job slow". */
+export const workers = sqliteTable(
+  'workers',
+  {
+    id: text('id').primaryKey(),
+    host: text('host'),
+    pid: integer('pid'),
+    version: text('version'),
+    queues: text('queues'),
+    runningCount: integer('running_count').notNull().default(0),
+    startedAt: integer('started_at').notNull(),
+    lastSeenAt: integer('last_seen_at').notNull(),
+  },
+  (t) => [index('workers_last_seen_idx').on(t.lastSeenAt)],
+);
+
+/** The idempotency ledger for side effects: one row per (job, key) that ran. */
+export const effects = sqliteTable(
+  'effects',
+  {
+    jobId: integer('job_id').notNull(),
+    key: text('key').notNull(),
+    result: text('result'),
+    attempt: integer('attempt').notNull(),
+    workerId: text('worker_id'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.key] })],
+);
+
+/**
+ * Per-queue settings. A NULL column means "use the server's configured default";
+ * the queue row itself is created on first enqueue.
+ */
+export const queues = sqliteTable(
+  'queues',
+  {
+    name: text('name').primaryKey(),
+    leaseMs: integer('lease_ms'),
+    heartbeatMs: integer('heartbeat_ms'),
+    graceMs: integer('grace_ms'),
+    maxAttempts: integer('max_attempts'),
+    maxLostAttempts: integer('max_lost_attempts'),
+    backoffBaseMs: integer('backoff_base_ms'),
+    backoffMaxMs: integer('backoff_max_ms'),
+    retentionMs: integer('retention_ms'),
+    paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    check('queues_positive_durations', sql`coalesce(${t.leaseMs}, 1) > 0 AND coalesce(${t.heartbeatMs}, 1) > 0 AND coalesce(${t.graceMs}, 0) >= 0`),
+  ],
+);
+
+export type JobRow = typeof jobs.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+export type WorkerRow = typeof workers.$inferSelect;
+export type QueueRow = typeof queues.$inferSelect;

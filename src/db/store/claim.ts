@@ -1,0 +1,59 @@
+/**
+ * Claim: pending -> running.
+ *
+ * Precondition (in the WHERE): the job is pending, in this queue, due
+ * (`available_at <= now`), and the queue is not paused.
+ * Postcondition: up to `limit` jobs, in order of priority (highest first), then
+ * due time, then id, are running with a new random 128-bit lock token, one
+ * more attempt, the next fencing token, and a lease of `leaseMs` from now.
+ * No rows back means nothing was ready. One UPDATE ... WHERE id IN (SELECT ...
+ * LIMIT n) RETURNING: two claimers can never take the same job.
+ */
+import { sql } from 'drizzle-orm';
+import type { Now } from '../../core/clock.js';
+import type { QueueDefaults } from '../../core/config.js';
+import type { Db } from '../db.js';
+import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.js';
+import type { JobRecord } from './record.js';
+import { workerTouch } from './workers.js';
+
+export interface ClaimParams {
+  queue: string;
+  workerId: string;
+  limit: number;
+  /** The lease asked for; the queue's or server's default when absent. */
+  leaseMs?: number | undefined;
+  now: Now;
+  defaults: QueueDefaults;
+}
+
+export interface Claimed extends JobRecord {
+  /** How often the claimer should heartbeat, from the queue's settings. */
+  heartbeat_ms: number;
+}
+
+export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
+  const now = nowSql(p.now);
+  const queue = sql`${p.queue}`;
+  const lease = sql`coalesce(${p.leaseMs ?? null}, ${queueSettingSql('lease_ms', queue, p.defaults.leaseMs)})`;
+  const heartbeat = queueSettingSql('heartbeat_ms', queue, p.defaults.heartbeatMs);
+  const [, claimed] = await db.batch([
+    workerTouch(db, p.workerId, p.now),
+    db.all<Claimed>(sql`UPDATE jobs SET
+        status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId},
+        attempt_count = attempt_count + 1, lease_epoch = lease_epoch + 1,
+        lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
+        deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ${now} + timeout_ms END,
+        progress = NULL, reaper_deferrals = 0, updated_at = ${now},
+        last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
+      WHERE status = 'pending' AND id IN (
+        SELECT id FROM jobs
+        WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
+          AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
+        ORDER BY priority DESC, available_at, id
+        LIMIT ${p.limit})
+      RETURNING *, ${heartbeat} AS heartbeat_ms`),
+  ]);
+  // RETURNING order is unspecified: restore claim order for the caller.
+  return (claimed as Claimed[]).sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
+}

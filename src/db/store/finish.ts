@@ -1,0 +1,89 @@
+/**
+ * Ending an attempt, by its owner.
+ *
+ * Precondition for all: the owner's guard (see owned.ts).
+ * - complete: running -> completed, with the result.
+ * - fail: running -> pending (retryable and attempts left: due after the
+ *   backoff, or after `retryAfterMs`) or -> failed (non-retryable, or attempts
+ *   spent), with `last_error`; counted as an errored attempt.
+ * - release: running -> pending now, the attempt given back (shutdown).
+ * No row back: `lease_lost` (or `not_found`), and nothing changed.
+ */
+import { sql } from 'drizzle-orm';
+import type { Now } from '../../core/clock.js';
+import type { QueueDefaults } from '../../core/config.js';
+import type { Db } from '../db.js';
+import { backoffSql, nowSql } from '../sql.js';
+import { CLEAR_LEASE, OWNER_GUARD, ownedWrite, type OwnedOutcome } from './owned.js';
+
+export interface CompleteParams {
+  workerId: string;
+  /** `data` is the result as JSON text (or null). */
+  results: readonly { id: number; lockToken: string; data?: string | null }[];
+  now: Now;
+}
+
+/** Completes many jobs in one statement; each is still fenced by its own token. */
+export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
+  const now = nowSql(p.now);
+  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, (v) =>
+    sql`UPDATE jobs SET status = 'completed', result = v.column3, completed_at = ${now}, finished_at = ${now},
+        ${CLEAR_LEASE}, updated_at = ${now},
+        last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
+      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+  );
+}
+
+export interface FailParams {
+  workerId: string;
+  id: number;
+  lockToken: string;
+  error: string;
+  /** False: fail for good now. Default true. */
+  retryable: boolean;
+  /** Retry after this delay instead of the backoff. */
+  retryAfterMs?: number | undefined;
+  now: Now;
+  defaults: QueueDefaults;
+}
+
+export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome[]> {
+  const now = nowSql(p.now);
+  const retry = sql`(${p.retryable ? 1 : 0} = 1 AND jobs.attempt_count < jobs.max_attempts)`;
+  const delay = sql`coalesce(${p.retryAfterMs ?? null}, ${backoffSql(sql`jobs.attempt_count`, sql`jobs.queue_name`, p.defaults)})`;
+  return ownedWrite(
+    db,
+    { refs: [{ id: p.id, lockToken: p.lockToken }], workerId: p.workerId, write: 'fail', now: p.now },
+    (v) => sql`UPDATE jobs SET
+        status = CASE WHEN ${retry} THEN 'pending' ELSE 'failed' END,
+        available_at = CASE WHEN ${retry} THEN ${now} + ${delay} ELSE jobs.available_at END,
+        failed_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
+        finished_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
+        errored_attempts = jobs.errored_attempts + 1, last_error = ${p.error},
+        ${CLEAR_LEASE}, updated_at = ${now},
+        last_event = CASE WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
+        last_event_reason = CASE WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
+        last_event_actor = ${p.workerId}
+      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+  );
+}
+
+export interface ReleaseParams {
+  workerId: string;
+  leases: readonly { id: number; lockToken: string }[];
+  reason: string;
+  now: Now;
+}
+
+/**
+ * Gives leases back (a worker shutting down): the jobs are claimable at once,
+ * in their old place in the queue, and the attempt does not count.
+ */
+export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]> {
+  const now = nowSql(p.now);
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now }, (v) =>
+    sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
+        last_event = 'released', last_event_reason = ${p.reason}, last_event_actor = ${p.workerId}
+      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+  );
+}

@@ -1,0 +1,52 @@
+/**
+ * Keeping a lease: running -> running.
+ *
+ * Precondition: the owner's guard (see owned.ts).
+ * Postcondition: heartbeat renews the lease to now + lease (or a new lease
+ * length: extend), and stores progress when given; checkpoint stores state for
+ * the next attempt and renews the lease too. These write no event: they are
+ * not transitions. No row back: `lease_lost` (or `not_found`).
+ */
+import { sql } from 'drizzle-orm';
+import type { Now } from '../../core/clock.js';
+import type { Db } from '../db.js';
+import { nowSql } from '../sql.js';
+import { OWNER_GUARD, ownedWrite, type OwnedOutcome } from './owned.js';
+
+export interface HeartbeatParams {
+  workerId: string;
+  /** `data` is the progress as JSON text, or null to keep the last one. */
+  leases: readonly { id: number; lockToken: string; data?: string | null }[];
+  /** A new lease length (extend); the claim's length when absent. */
+  leaseMs?: number | undefined;
+  now: Now;
+}
+
+export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
+  const now = nowSql(p.now);
+  const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now }, (v) =>
+    sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_ms = ${lease}, lease_expires_at = ${now} + ${lease},
+        progress = coalesce(v.column3, jobs.progress)
+      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+  );
+}
+
+export interface CheckpointParams {
+  workerId: string;
+  id: number;
+  lockToken: string;
+  /** JSON text. */
+  checkpoint: string;
+  now: Now;
+}
+
+export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<OwnedOutcome[]> {
+  const now = nowSql(p.now);
+  return ownedWrite(
+    db,
+    { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now },
+    (v) => sql`UPDATE jobs SET checkpoint = v.column3, last_heartbeat_at = ${now}, lease_expires_at = ${now} + jobs.lease_ms
+      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+  );
+}

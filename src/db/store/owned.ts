@@ -1,0 +1,78 @@
+/**
+ * The owner's guard, shared by every write a worker makes to its running job
+ * (heartbeat, extend, checkpoint, complete, fail, release).
+ *
+ * Precondition (restated in every WHERE): `jobs.id = ref.id AND status =
+ * 'running' AND lock_token = ref.lockToken`. A write whose guard fails changes
+ * nothing, and a `stale_write_rejected` event names the stale token's worker.
+ * One batch (one transaction, one round trip): record the stale refs, touch the
+ * worker's liveness row, run the guarded UPDATE ... FROM (VALUES ...) v, and
+ * read back the status of any job the update did not return.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Now } from '../../core/clock.js';
+import type { Db } from '../db.js';
+import type { JobStatus } from '../schema.js';
+import { nowSql, valuesSql } from '../sql.js';
+import type { JobRecord } from './record.js';
+import { workerTouch } from './workers.js';
+
+export interface OwnedRef {
+  id: number;
+  lockToken: string;
+  /** Per-job JSON text for the write (progress, checkpoint or result); column3 of `v`. */
+  data?: string | null;
+}
+
+export type OwnedOutcome =
+  | { id: number; ok: true; job: JobRecord }
+  | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus }
+  | { id: number; ok: false; reason: 'not_found' };
+
+export interface OwnedWriteParams {
+  refs: readonly OwnedRef[];
+  workerId: string;
+  /** Which write this is, for the stale-write event: 'heartbeat', 'complete', ... */
+  write: string;
+  now: Now;
+}
+
+/** The guard, for an UPDATE jobs ... FROM <refs> AS v. */
+export const OWNER_GUARD = sql`jobs.id = v.column1 AND jobs.status = 'running' AND jobs.lock_token = v.column2`;
+
+/**
+ * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${OWNER_GUARD}
+ * RETURNING *` built by the caller) under the owner's guard, and says for
+ * every ref whether it was accepted.
+ */
+export async function ownedWrite(
+  db: Db,
+  p: OwnedWriteParams,
+  update: (refsTable: SQL) => SQL,
+): Promise<OwnedOutcome[]> {
+  const refsTable = valuesSql(p.refs.map((r) => [r.id, r.lockToken, r.data ?? null]));
+  const now = nowSql(p.now);
+  const ids = sql.join(p.refs.map((r) => sql`${r.id}`), sql`, `);
+  const [, , accepted, current] = await db.batch([
+    db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
+      SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
+        CASE WHEN j.status <> 'running' THEN 'job is ' || j.status ELSE 'lock token is not the current claim''s' END,
+        ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
+      FROM ${refsTable} AS v JOIN jobs j ON j.id = v.column1
+      WHERE NOT (j.status = 'running' AND j.lock_token = v.column2)`),
+    workerTouch(db, p.workerId, p.now),
+    db.all<JobRecord>(update(refsTable)),
+    db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`),
+  ]);
+  const byId = new Map((accepted as JobRecord[]).map((j) => [j.id, j]));
+  const statusById = new Map((current as { id: number; status: JobStatus }[]).map((r) => [r.id, r.status]));
+  return p.refs.map((r): OwnedOutcome => {
+    const job = byId.get(r.id);
+    if (job) return { id: r.id, ok: true, job };
+    const status = statusById.get(r.id);
+    return status === undefined ? { id: r.id, ok: false, reason: 'not_found' } : { id: r.id, ok: false, reason: 'lease_lost', status };
+  });
+}
+
+/** Columns that leave the running state: no token, no owner, no lease. */
+export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, lease_expires_at = NULL, lease_ms = NULL`;

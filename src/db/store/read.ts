@@ -1,0 +1,157 @@
+/** Reads: one job with its events, keyset-paginated lists, per-queue health. */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Now } from '../../core/clock.js';
+import type { QueueDefaults } from '../../core/config.js';
+import type { Db } from '../db.js';
+import type { EventRow, JobStatus } from '../schema.js';
+import { nowSql } from '../sql.js';
+import type { JobRecord } from './record.js';
+
+/** The database's clock, in epoch ms. */
+export async function readNow(db: Db): Promise<number> {
+  const [row] = await db.all<{ now: number }>(sql`SELECT ${nowSql('db')} AS now`);
+  return row!.now;
+}
+
+export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined> {
+  const [row] = await db.all<JobRecord>(sql`SELECT * FROM jobs WHERE id = ${id}`);
+  return row;
+}
+
+export interface EventRecord {
+  id: number;
+  job_id: number;
+  queue_name: string;
+  type: string;
+  from_status: string | null;
+  to_status: string | null;
+  reason: string | null;
+  message: string | null;
+  actor: string | null;
+  worker_id: string | null;
+  attempt: number | null;
+  at: number;
+}
+
+export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<EventRecord[]> {
+  return db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} ORDER BY id LIMIT ${p.limit}`);
+}
+
+export interface ListParams {
+  queue?: string | undefined;
+  status?: JobStatus | undefined;
+  /** Keyset cursor: the last id of the previous page. */
+  after?: number | undefined;
+  limit: number;
+  order: 'asc' | 'desc';
+}
+
+/** A page of jobs by id (newest first by default), and the cursor for the next page. */
+export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
+  const where: SQL[] = [];
+  if (p.queue !== undefined) where.push(sql`queue_name = ${p.queue}`);
+  if (p.status !== undefined) where.push(sql`status = ${p.status}`);
+  if (p.after !== undefined) where.push(p.order === 'desc' ? sql`id < ${p.after}` : sql`id > ${p.after}`);
+  const filter = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
+  const rows = await db.all<JobRecord>(
+    sql`SELECT * FROM jobs ${filter} ORDER BY id ${sql.raw(p.order === 'desc' ? 'DESC' : 'ASC')} LIMIT ${p.limit + 1}`,
+  );
+  const page = rows.slice(0, p.limit);
+  return { jobs: page, next: rows.length > p.limit ? page[page.length - 1]!.id : null };
+}
+
+export interface QueueHealth {
+  name: string;
+  paused: boolean;
+  counts: Record<JobStatus, number>;
+  /** Pending jobs due now. */
+  ready: number;
+  /** Running jobs whose lease has expired (zombie candidates). */
+  expiredLeases: number;
+  oldestRunningStartedAt: number | null;
+  oldestReadyAvailableAt: number | null;
+  /** The queue's own settings; absent ones fall back to the server defaults. */
+  overrides: Partial<QueueDefaults>;
+  settings: QueueDefaults;
+}
+
+const SETTING_COLUMNS = {
+  leaseMs: 'lease_ms',
+  heartbeatMs: 'heartbeat_ms',
+  graceMs: 'grace_ms',
+  maxAttempts: 'max_attempts',
+  maxLostAttempts: 'max_lost_attempts',
+  backoffBaseMs: 'backoff_base_ms',
+  backoffMaxMs: 'backoff_max_ms',
+  retentionMs: 'retention_ms',
+} as const satisfies Record<keyof QueueDefaults, string>;
+
+/** Counts and health per queue, with its settings. */
+export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]> {
+  const now = nowSql(p.now);
+  const only = p.queue === undefined ? sql`` : sql`WHERE q.name = ${p.queue}`;
+  const count = (where: SQL) => sql`(SELECT count(*) FROM jobs j WHERE j.queue_name = q.name AND ${where})`;
+  const rows = await db.all<Record<string, number | string | null>>(sql`SELECT q.*,
+      ${count(sql`j.status = 'pending'`)} AS c_pending,
+      ${count(sql`j.status = 'running'`)} AS c_running,
+      ${count(sql`j.status = 'completed'`)} AS c_completed,
+      ${count(sql`j.status = 'failed'`)} AS c_failed,
+      ${count(sql`j.status = 'cancelled'`)} AS c_cancelled,
+      ${count(sql`j.status = 'pending' AND j.available_at <= ${now}`)} AS ready,
+      ${count(sql`j.status = 'running' AND j.lease_expires_at < ${now}`)} AS expired_leases,
+      (SELECT min(started_at) FROM jobs j WHERE j.queue_name = q.name AND j.status = 'running') AS oldest_running,
+      (SELECT min(available_at) FROM jobs j WHERE j.queue_name = q.name AND j.status = 'pending' AND j.available_at <= ${now}) AS oldest_ready
+    FROM queues q ${only} ORDER BY q.name`);
+  return rows.map((r) => {
+    const overrides: Partial<QueueDefaults> = {};
+    const settings = {} as QueueDefaults;
+    for (const [key, column] of Object.entries(SETTING_COLUMNS) as [keyof QueueDefaults, string][]) {
+      const value = r[column];
+      if (typeof value === 'number') overrides[key] = value;
+      settings[key] = typeof value === 'number' ? value : p.defaults[key];
+    }
+    return {
+      name: String(r.name),
+      paused: Boolean(r.paused),
+      counts: {
+        pending: Number(r.c_pending),
+        running: Number(r.c_running),
+        completed: Number(r.c_completed),
+        failed: Number(r.c_failed),
+        cancelled: Number(r.c_cancelled),
+      },
+      ready: Number(r.ready),
+      expiredLeases: Number(r.expired_leases),
+      oldestRunningStartedAt: (r.oldest_running as number | null) ?? null,
+      oldestReadyAvailableAt: (r.oldest_ready as number | null) ?? null,
+      overrides,
+      settings,
+    };
+  });
+}
+
+export interface QueueSettingsPatch {
+  leaseMs?: number | null;
+  heartbeatMs?: number | null;
+  graceMs?: number | null;
+  maxAttempts?: number | null;
+  maxLostAttempts?: number | null;
+  backoffBaseMs?: number | null;
+  backoffMaxMs?: number | null;
+  retentionMs?: number | null;
+  paused?: boolean;
+}
+
+/** Creates the queue if needed and sets the given overrides (null: back to the default). */
+export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void> {
+  const now = nowSql(p.now);
+  const sets = Object.entries(p.patch).map(([key, value]) => {
+    const v = typeof value === 'boolean' ? (value ? 1 : 0) : value;
+    const column = key === 'paused' ? 'paused' : SETTING_COLUMNS[key as keyof QueueDefaults];
+    return sql`${sql.raw(column)} = ${v}`;
+  });
+  await db.run(sql`INSERT INTO queues (name, created_at, updated_at) VALUES (${p.queue}, ${now}, ${now})
+    ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = ${now}`], sql`, `)}`);
+}
+
+export type { EventRow };

@@ -1,0 +1,111 @@
+/**
+ * The reaper's statements.
+ *
+ * - candidates: running jobs whose lease expired more than the queue's grace
+ *   ago, or whose deadline passed; oldest expiry first, at most `limit`.
+ * - take back: running -> pending (with backoff) or -> failed. The guard is
+ *   the token the reaper read and, for an expired lease, the expiry it read:
+ *   a heartbeat that lands between the read and the write moves the expiry,
+ *   so the write finds no row and the job stays with its owner.
+ * - defer: no state change; a `reap_deferred` event says why, under the same guard.
+ * - prune: finished jobs past retention, with their events and effects.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { QueueDefaults } from '../../core/config.js';
+import type { ReapCandidate, ReapDecision } from '../../core/reaper.js';
+import { batchList, type Db } from '../db.js';
+import { backoffSql } from '../sql.js';
+import { CLEAR_LEASE } from './owned.js';
+
+export interface ReapCandidateRow extends ReapCandidate {
+  queueName: string;
+  lockToken: string;
+  lockedBy: string;
+}
+
+export async function jobsGetReapCandidates(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<ReapCandidateRow[]> {
+  const columns = sql`j.id AS id, j.queue_name AS queueName, j.lock_token AS lockToken, j.locked_by AS lockedBy,
+    j.attempt_count AS attemptCount, j.max_attempts AS maxAttempts, j.lost_attempts AS lostAttempts,
+    coalesce(q.max_lost_attempts, ${p.defaults.maxLostAttempts}) AS maxLostAttempts,
+    j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${p.defaults.graceMs}) AS graceMs,
+    j.deadline_at AS deadlineAt, w.last_seen_at AS ownerLastSeenAt
+    FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN workers w ON w.id = j.locked_by`;
+  // Two index range scans (expired leases; passed deadlines), so the pass
+  // costs the same with a million finished rows as with none.
+  return db.all<ReapCandidateRow>(sql`SELECT * FROM (
+      SELECT ${columns} WHERE j.status = 'running' AND j.lease_expires_at < ${p.now}
+        AND j.lease_expires_at < ${p.now} - coalesce(q.grace_ms, ${p.defaults.graceMs})
+      UNION
+      SELECT ${columns} WHERE j.status = 'running' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${p.now}
+    ) ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`);
+}
+
+export interface ReapWrite {
+  candidate: ReapCandidateRow;
+  decision: Exclude<ReapDecision, { action: 'none' }>;
+}
+
+/** One statement per decision, all in one batch; returns which ids were taken back. */
+export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>> {
+  if (p.writes.length === 0) return new Set();
+  const statements = p.writes.map(({ candidate: c, decision: d }) => {
+    const guard = sql`id = ${c.id} AND status = 'running' AND lock_token = ${c.lockToken}`;
+    const leaseGuard = d.action !== 'defer' && d.cause === 'deadline' ? sql`AND deadline_at = ${c.deadlineAt}` : sql`AND lease_expires_at = ${c.leaseExpiresAt}`;
+    if (d.action === 'defer') {
+      return db.all<{ id: number }>(sql`UPDATE jobs SET reaper_deferrals = reaper_deferrals + 1 WHERE ${guard} ${leaseGuard} RETURNING id`);
+    }
+    const counted = d.cause === 'lost' ? sql`lost_attempts = lost_attempts + 1` : sql`errored_attempts = errored_attempts + 1`;
+    const error =
+      d.action === 'fail'
+        ? d.message
+        : d.cause === 'lost'
+          ? `lease expired at ${new Date(c.leaseExpiresAt).toISOString()} without a heartbeat from ${c.lockedBy}`
+          : `deadline passed at ${new Date(c.deadlineAt ?? p.now).toISOString()}`;
+    const next: SQL =
+      d.action === 'requeue'
+        ? sql`status = 'pending', available_at = ${p.now} + ${backoffSql(sql`attempt_count`, sql`queue_name`, p.defaults)}`
+        : sql`status = 'failed', failed_at = ${p.now}, finished_at = ${p.now}`;
+    return db.all<{ id: number }>(sql`UPDATE jobs SET ${next}, ${counted}, ${CLEAR_LEASE}, last_error = ${error}, updated_at = ${p.now},
+        last_event = 'reaped', last_event_reason = ${d.reason}, last_event_actor = 'reaper'
+      WHERE ${guard} ${leaseGuard} RETURNING id`);
+  });
+  // Deferrals leave an event too, written only if the guard still held.
+  const deferEvents = p.writes
+    .filter((w) => w.decision.action === 'defer')
+    .map(({ candidate: c, decision: d }) =>
+      db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
+        SELECT id, queue_name, 'reap_deferred', status, status, 'owner_alive',
+          ${`lease overdue by ${d.action === 'defer' ? d.overdueMs : 0} ms past grace, but ${c.lockedBy} was seen recently`},
+          'reaper', locked_by, attempt_count, ${p.now}
+        FROM jobs WHERE id = ${c.id} AND status = 'running' AND lock_token = ${c.lockToken} AND lease_expires_at = ${c.leaseExpiresAt}`),
+    );
+  const results = await batchList(db, [...deferEvents, ...statements]);
+  const taken = new Set<number>();
+  (results.slice(deferEvents.length) as unknown as { id: number }[][]).forEach((rows, i) => {
+    if (rows.length > 0 && p.writes[i]!.decision.action !== 'defer') taken.add(p.writes[i]!.candidate.id);
+  });
+  return taken;
+}
+
+/** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects. */
+export async function jobsPruneFinished(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<number> {
+  const retention = p.defaults.retentionMs;
+  // The first bound is a constant (the shortest retention of any queue), so
+  // the scan is an index range over rows that may be due, not all finished rows.
+  const due = sql`SELECT j.id FROM jobs j
+    WHERE j.finished_at IS NOT NULL
+      AND j.finished_at < ${p.now} - min(${retention}, coalesce((SELECT min(retention_ms) FROM queues), ${retention}))
+      AND j.finished_at < ${p.now} - coalesce((SELECT q.retention_ms FROM queues q WHERE q.name = j.queue_name), ${retention})
+    ORDER BY j.finished_at, j.id LIMIT ${p.limit}`;
+  const [, , deleted] = await db.batch([
+    db.run(sql`DELETE FROM events WHERE job_id IN (${due})`),
+    db.run(sql`DELETE FROM effects WHERE job_id IN (${due})`),
+    db.all<{ id: number }>(sql`DELETE FROM jobs WHERE id IN (${due}) RETURNING id`),
+  ]);
+  return (deleted as { id: number }[]).length;
+}
+
+/** Forgets workers not seen for longer than `olderThanMs`. */
+export async function workersPruneStale(db: Db, p: { now: number; olderThanMs: number }): Promise<void> {
+  await db.run(sql`DELETE FROM workers WHERE last_seen_at < ${p.now - p.olderThanMs}`);
+}

@@ -1,0 +1,105 @@
+/** The job row as statements return it (snake_case), and its wire form. */
+import type { JobStatus } from '../schema.js';
+
+export interface JobRecord {
+  id: number;
+  queue_name: string;
+  payload: string;
+  status: JobStatus;
+  priority: number;
+  attempt_count: number;
+  max_attempts: number;
+  errored_attempts: number;
+  lost_attempts: number;
+  lease_epoch: number;
+  available_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  failed_at: number | null;
+  cancelled_at: number | null;
+  finished_at: number | null;
+  last_heartbeat_at: number | null;
+  lease_ms: number | null;
+  lease_expires_at: number | null;
+  locked_by: string | null;
+  lock_token: string | null;
+  idempotency_key: string | null;
+  dedup_count: number;
+  last_error: string | null;
+  progress: string | null;
+  checkpoint: string | null;
+  result: string | null;
+  timeout_ms: number | null;
+  deadline_at: number | null;
+  reaper_deferrals: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
+export interface Job {
+  id: string;
+  queue: string;
+  status: JobStatus;
+  payload: unknown;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  erroredAttempts: number;
+  lostAttempts: number;
+  fencingToken: number;
+  idempotencyKey: string | null;
+  availableAt: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  failedAt: string | null;
+  cancelledAt: string | null;
+  lastHeartbeatAt: string | null;
+  leaseExpiresAt: string | null;
+  leaseMs: number | null;
+  lockedBy: string | null;
+  timeoutMs: number | null;
+  deadlineAt: string | null;
+  lastError: string | null;
+  progress: unknown;
+  checkpoint: unknown;
+  result: unknown;
+}
+
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const parsed = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
+
+export function toJob(r: JobRecord): Job {
+  return {
+    id: String(r.id),
+    queue: r.queue_name,
+    status: r.status,
+    payload: parsed(r.payload),
+    priority: r.priority,
+    attempt: r.attempt_count,
+    maxAttempts: r.max_attempts,
+    erroredAttempts: r.errored_attempts,
+    lostAttempts: r.lost_attempts,
+    fencingToken: r.lease_epoch,
+    idempotencyKey: r.idempotency_key,
+    availableAt: iso(r.available_at)!,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    startedAt: iso(r.started_at),
+    completedAt: iso(r.completed_at),
+    failedAt: iso(r.failed_at),
+    cancelledAt: iso(r.cancelled_at),
+    lastHeartbeatAt: iso(r.last_heartbeat_at),
+    leaseExpiresAt: iso(r.lease_expires_at),
+    leaseMs: r.lease_ms,
+    lockedBy: r.locked_by,
+    timeoutMs: r.timeout_ms,
+    deadlineAt: iso(r.deadline_at),
+    lastError: r.last_error,
+    progress: parsed(r.progress),
+    checkpoint: parsed(r.checkpoint),
+    result: parsed(r.result),
+  };
+}

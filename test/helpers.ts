@@ -1,0 +1,70 @@
+/** Test setup: a fresh libSQL file per test, the real app, and a clock the test moves. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../src/app.js';
+import { manualClock } from '../src/core/clock.js';
+import { defaultConfig, type Config } from '../src/core/config.js';
+import { migrateLibsql, openLibsql } from '../src/runtime/libsql.js';
+
+export const MIGRATIONS = join(import.meta.dirname, '..', 'drizzle');
+
+export async function setup(overrides: Partial<Config> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-test-'));
+  const url = `file:${join(dir, 'test.db')}`;
+  const opened = await openLibsql(url);
+  await migrateLibsql(opened, MIGRATIONS);
+  const config = defaultConfig({ databaseUrl: url, ...overrides });
+  const clock = manualClock();
+  const errors: unknown[] = [];
+  const app = createApp({ db: opened.db, config, clock, logError: (e) => errors.push(e) });
+  const t = {
+    db: opened.db,
+    client: opened.client,
+    app,
+    clock,
+    config,
+    url,
+    dir,
+    /** Unexpected errors the app logged (a test should see none). */
+    errors,
+    async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+      const res = await app.request(path, {
+        method,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let json: any;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, json, text };
+    },
+    post: (path: string, body?: unknown, headers?: Record<string, string>) => t.call('POST', path, body ?? {}, headers),
+    get: (path: string, headers?: Record<string, string>) => t.call('GET', path, undefined, headers),
+    async enqueue(queue: string, job: Record<string, unknown> = { payload: {} }) {
+      const res = await t.post(`/api/v1/queues/${queue}/jobs`, job);
+      if (res.status >= 300) throw new Error(`enqueue failed: ${res.text}`);
+      return res.json.job as { id: string } & Record<string, any>;
+    },
+    async claim(queue: string, workerId: string, extra: Record<string, unknown> = {}) {
+      const res = await t.post(`/api/v1/queues/${queue}/claim`, { workerId, ...extra });
+      if (res.status !== 200) throw new Error(`claim failed: ${res.text}`);
+      return res.json.jobs as ({ id: string; lockToken: string } & Record<string, any>)[];
+    },
+    async events(id: string) {
+      const res = await t.get(`/api/v1/jobs/${id}`);
+      return res.json.events as { type: string; reason: string | null; workerId: string | null; from: string; to: string }[];
+    },
+    close() {
+      opened.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+export type TestBed = Awaited<ReturnType<typeof setup>>;
