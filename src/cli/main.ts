@@ -1,0 +1,185 @@
+/**
+ * The `leasehold` command: serve, migrate, reap, enqueue, stats.
+ * Every server setting is also a flag (see `leasehold serve --help`).
+ */
+import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.js';
+import { databaseClock } from '../core/clock.js';
+import { LeaseholdError } from '../core/errors.js';
+import { reapOnce } from '../db/reap-once.js';
+import { jobsInsert } from '../db/store/enqueue.js';
+import { queuesHealth } from '../db/store/read.js';
+import { toJob } from '../db/store/record.js';
+import { openDatabase, startServer, summarize } from '../runtime/node.js';
+import { splitFlags, UsageError, type CommandFlag } from './args.js';
+
+interface Command {
+  summary: string;
+  flags: CommandFlag[];
+  run(config: Config, flags: Map<string, string | true>): Promise<number | 'keep-running'>;
+}
+
+const SETTINGS_HELP = SETTINGS.map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.help}${s.default !== undefined && s.kind !== 'secret' ? ` (default ${s.default})` : ''}`).join('\n');
+
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    summary: 'Run the server, API and in-process reaper (default command)',
+    flags: [],
+    async run(config) {
+      const server = await startServer(config);
+      const stop = async (signal: string) => {
+        console.log(`leasehold: ${signal}, shutting down`);
+        await server.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.once('SIGINT', () => void stop('SIGINT'));
+      return 'keep-running';
+    },
+  },
+  migrate: {
+    summary: 'Apply the database migrations and exit',
+    flags: [],
+    async run(config) {
+      const opened = await openDatabase(config);
+      opened.close();
+      console.log(`leasehold: migrations applied to ${config.databaseUrl}`);
+      return 0;
+    },
+  },
+  reap: {
+    summary: 'Run one reaper pass (for an external cron) and print what it did',
+    flags: [{ flag: '--json', help: 'print the full report as JSON', boolean: true }],
+    async run(config, flags) {
+      const opened = await openDatabase(config);
+      try {
+        const report = await reapOnce(opened.db, databaseClock.now(), config);
+        console.log(flags.has('--json') ? JSON.stringify(report, null, 2) : `reaper: ${summarize(report)}`);
+      } finally {
+        opened.close();
+      }
+      return 0;
+    },
+  },
+  enqueue: {
+    summary: 'Add a job to a queue, straight into the database',
+    flags: [
+      { flag: '--queue', help: 'queue name (required)' },
+      { flag: '--payload', help: 'JSON payload (default {})' },
+      { flag: '--idempotency-key', help: 'unique per queue: a duplicate returns the existing job' },
+      { flag: '--priority', help: 'higher runs first (default 0)' },
+      { flag: '--delay-ms', help: 'run no earlier than this many ms from now' },
+      { flag: '--max-attempts', help: 'attempts before the job fails for good' },
+      { flag: '--timeout-ms', help: 'hard deadline per attempt' },
+    ],
+    async run(config, flags) {
+      const queue = flags.get('--queue');
+      if (typeof queue !== 'string') throw new UsageError('--queue is required');
+      let payload: unknown = {};
+      const text = flags.get('--payload');
+      if (typeof text === 'string') {
+        try {
+          payload = JSON.parse(text);
+        } catch {
+          throw new UsageError('--payload must be JSON');
+        }
+      }
+      const num = (flag: string) => {
+        const v = flags.get(flag);
+        if (v === undefined) return undefined;
+        if (typeof v !== 'string' || !/^-?\d+$/.test(v)) throw new UsageError(`${flag} must be a whole number`);
+        return Number(v);
+      };
+      const key = flags.get('--idempotency-key');
+      const opened = await openDatabase(config);
+      try {
+        const [result] = await jobsInsert(opened.db, {
+          queue,
+          jobs: [{ payload, idempotencyKey: typeof key === 'string' ? key : undefined, priority: num('--priority'), delayMs: num('--delay-ms'), maxAttempts: num('--max-attempts'), timeoutMs: num('--timeout-ms') }],
+          actor: 'cli',
+          now: databaseClock.now(),
+          defaults: config,
+        });
+        console.log(JSON.stringify({ job: toJob(result!.job), deduplicated: result!.deduplicated }, null, 2));
+      } finally {
+        opened.close();
+      }
+      return 0;
+    },
+  },
+  stats: {
+    summary: 'Print counts and health per queue',
+    flags: [{ flag: '--json', help: 'print JSON', boolean: true }],
+    async run(config, flags) {
+      const opened = await openDatabase(config);
+      try {
+        const queues = await queuesHealth(opened.db, { now: databaseClock.now(), defaults: config });
+        if (flags.has('--json')) {
+          console.log(JSON.stringify(queues, null, 2));
+          return 0;
+        }
+        const header = ['queue', 'pending', 'ready', 'running', 'expired', 'completed', 'failed', 'cancelled', 'paused'];
+        const rows = queues.map((q) => [q.name, q.counts.pending, q.ready, q.counts.running, q.expiredLeases, q.counts.completed, q.counts.failed, q.counts.cancelled, q.paused ? 'yes' : 'no'].map(String));
+        const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+        for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  '));
+        if (queues.length === 0) console.log('(no queues yet)');
+      } finally {
+        opened.close();
+      }
+      return 0;
+    },
+  },
+};
+
+function usage(): string {
+  return `usage: leasehold <command> [flags]\n\ncommands:\n${Object.entries(COMMANDS)
+    .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+    .join('\n')}\n\n'leasehold <command> --help' lists a command's flags.`;
+}
+
+function commandHelp(name: string, c: Command): string {
+  const own = c.flags.map((f) => `  ${f.flag.padEnd(26)} ${f.help}`).join('\n');
+  return `usage: leasehold ${name} [flags]\n\n${c.summary}.\n${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
+}
+
+async function main(argv: string[]): Promise<number | 'keep-running'> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first.startsWith('-')) {
+    if (first === '--help' || first === '-h') {
+      console.log(usage());
+      return 0;
+    }
+    return main(['serve', ...argv]);
+  }
+  if (first === 'help') {
+    console.log(usage());
+    return 0;
+  }
+  const command = COMMANDS[first];
+  if (!command) {
+    console.error(`leasehold: unknown command ${JSON.stringify(first)}\n\n${usage()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(commandHelp(first, command));
+    return 0;
+  }
+  try {
+    const { values, rest: settingFlags } = splitFlags(rest, command.flags);
+    const { config, warnings } = loadConfig(process.env, settingFlags);
+    for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
+    return await command.run(config, values);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`leasehold: cannot start, the configuration breaks a rule:\n${err.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`);
+      return 2;
+    }
+    if (err instanceof UsageError || err instanceof LeaseholdError) {
+      console.error(`leasehold ${first}: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code !== 'keep-running') process.exitCode = code;
