@@ -1,0 +1,112 @@
+/** In-process mode: the store functions called directly on a libSQL Drizzle database. */
+import { DB_CLOCK } from '../src/core/clock.js';
+import { defaultConfig } from '../src/core/config.js';
+import type { Db } from '../src/db/db.js';
+import { jobsClaimPending } from '../src/db/store/claim.js';
+import { jobsInsert, type NewJob } from '../src/db/store/enqueue.js';
+import { jobsCompleteIfOwned } from '../src/db/store/finish.js';
+import { check, now, openTempDb, percentile, repeat } from './lib.js';
+import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
+
+export interface InProcessSizes {
+  runs: number;
+  singleCalls: number;
+  bulkTotal: number;
+  bulkPerCall: number;
+  cycleJobs: number;
+  naiveJobs: number;
+}
+
+const config = defaultConfig();
+const QUEUE = 'bench';
+const WORKER = 'bench-worker';
+const jobsOf = (n: number, from = 0): NewJob[] => Array.from({ length: n }, (_, i) => ({ payload: { n: from + i } }));
+
+export async function seed(db: Db, total: number) {
+  for (let i = 0; i < total; i += 1_000) {
+    await jobsInsert(db, { queue: QUEUE, jobs: jobsOf(Math.min(1_000, total - i), i), actor: 'bench', now: DB_CLOCK, defaults: config });
+  }
+}
+
+function driver(db: Db): Driver {
+  return {
+    async claim(limit) {
+      const claimed = await jobsClaimPending(db, { queue: QUEUE, workerId: WORKER, limit, now: DB_CLOCK, defaults: config });
+      return claimed.map((j) => ({ id: j.id, lockToken: j.lock_token! }));
+    },
+    async complete(leases) {
+      const outcomes = await jobsCompleteIfOwned(db, {
+        workerId: WORKER,
+        results: leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: null })),
+        now: DB_CLOCK,
+      });
+      return outcomes.filter((o) => o.ok).length;
+    },
+  };
+}
+
+const loopStats = (r: LoopResult) => ({
+  jobsPerSec: r.jobs / r.seconds,
+  claimP50Ms: percentile(r.claimLatenciesMs, 50),
+  claimP99Ms: percentile(r.claimLatenciesMs, 99),
+  jobsPerClaim: r.jobs / r.claimCalls,
+  jobsPerCompletion: r.jobs / r.completeCalls,
+});
+
+export async function benchInProcess(s: InProcessSizes, log: (line: string) => void) {
+  const enqueueSingle = await repeat(s.runs, async () => {
+    const db = await openTempDb('inproc-single');
+    try {
+      const t0 = now();
+      for (let i = 0; i < s.singleCalls; i++) {
+        await jobsInsert(db.db, { queue: QUEUE, jobs: [{ payload: { n: i } }], actor: 'bench', now: DB_CLOCK, defaults: config });
+      }
+      const seconds = (now() - t0) / 1000;
+      return { jobsPerSec: s.singleCalls / seconds };
+    } finally {
+      db.done();
+    }
+  });
+  log(`  in-process enqueue single: ${enqueueSingle.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+
+  const enqueueBulk = await repeat(s.runs, async () => {
+    const db = await openTempDb('inproc-bulk');
+    try {
+      const batches = Array.from({ length: Math.ceil(s.bulkTotal / s.bulkPerCall) }, (_, b) => jobsOf(s.bulkPerCall, b * s.bulkPerCall));
+      const t0 = now();
+      let inserted = 0;
+      for (const jobs of batches) {
+        inserted += (await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config })).length;
+      }
+      const seconds = (now() - t0) / 1000;
+      check(inserted === batches.length * s.bulkPerCall, 'bulk insert count');
+      return { jobsPerSec: inserted / seconds };
+    } finally {
+      db.done();
+    }
+  });
+  log(`  in-process enqueue bulk: ${enqueueBulk.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+
+  const cycle = (label: string, run: (d: Driver) => Promise<LoopResult>, jobs: number) =>
+    repeat(s.runs, async () => {
+      const db = await openTempDb(`inproc-${label}`);
+      try {
+        await seed(db.db, jobs);
+        const stats = loopStats(await run(driver(db.db)));
+        const [left] = await db.client.execute(`SELECT count(*) AS n FROM jobs WHERE status <> 'completed'`).then((r) => r.rows);
+        check(Number(left?.n) === 0, `${label}: ${left?.n} jobs not completed`);
+        return stats;
+      } finally {
+        db.done();
+      }
+    });
+
+  const slots8 = await cycle('slots8', (d) => runSlots(d, { total: s.cycleJobs, slots: 8, maxClaim: 50 }), s.cycleJobs);
+  log(`  in-process claim+complete, 8 slots: ${slots8.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+  const slots50 = await cycle('slots50', (d) => runSlots(d, { total: s.cycleJobs, slots: 50, maxClaim: 50 }), s.cycleJobs);
+  log(`  in-process claim+complete, 50 slots: ${slots50.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+  const naive = await cycle('naive', (d) => runNaive(d, { total: s.naiveJobs, loops: 8 }), s.naiveJobs);
+  log(`  in-process naive claim 1 / complete 1: ${naive.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+
+  return { enqueueSingle, enqueueBulk, slots8, slots50, naive };
+}

@@ -1,0 +1,93 @@
+/** Shared helpers for the benchmark: temp databases, timing, statistics, machine info. */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { MIGRATIONS_DIR } from '../src/runtime/node.js';
+import { migrateLibsql, openLibsql, type OpenedDb } from '../src/runtime/libsql.js';
+
+export interface TempDb {
+  dir: string;
+  path: string;
+  url: string;
+  remove(): void;
+}
+
+/** A fresh directory in the OS temp dir holding one database file (plus its -wal/-shm). */
+export function tempDb(label: string): TempDb {
+  const dir = mkdtempSync(join(tmpdir(), `leasehold-bench-${label}-`));
+  const path = join(dir, 'bench.db');
+  return { dir, path, url: `file:${path}`, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Opens a migrated libSQL database on a fresh temp file; `done()` closes and deletes it. */
+export async function openTempDb(label: string): Promise<OpenedDb & { tmp: TempDb; done(): void }> {
+  const tmp = tempDb(label);
+  const opened = await openLibsql(tmp.url);
+  await migrateLibsql(opened, MIGRATIONS_DIR);
+  return {
+    ...opened,
+    tmp,
+    done() {
+      opened.close();
+      tmp.remove();
+    },
+  };
+}
+
+export const now = () => performance.now();
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Nearest-rank percentile (p in 0..100). */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const rank = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[rank]!;
+}
+
+/** Runs `fn` `runs` times (each returns one sample) and gives all samples and their median. */
+export async function repeat<T extends Record<string, number>>(runs: number, fn: (run: number) => Promise<T>): Promise<{ runs: T[]; median: T }> {
+  const samples: T[] = [];
+  for (let i = 0; i < runs; i++) samples.push(await fn(i));
+  const keys = Object.keys(samples[0] ?? {}) as (keyof T)[];
+  const med = Object.fromEntries(keys.map((k) => [k, median(samples.map((s) => s[k] as number))])) as T;
+  return { runs: samples, median: med };
+}
+
+export function machineInfo() {
+  let cpu = 'unknown';
+  try {
+    cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpu;
+  } catch {
+    /* not Linux */
+  }
+  let nproc = 0;
+  try {
+    nproc = (readFileSync('/proc/cpuinfo', 'utf8').match(/^processor\s*:/gm) ?? []).length;
+  } catch {
+    /* not Linux */
+  }
+  return { nproc, cpu, node: process.version, platform: `${process.platform} ${process.arch}` };
+}
+
+/** VmRSS and VmHWM (peak) of a process, in MB, from /proc/<pid>/status. */
+export function procMemory(pid: number): { rssMb: number; peakRssMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rssMb: kb('VmRSS') / 1024, peakRssMb: kb('VmHWM') / 1024 };
+}
+
+export const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a';
+
+/** Fails the benchmark loudly instead of reporting a number for work that did not happen. */
+export function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(`benchmark sanity check failed: ${message}`);
+}
