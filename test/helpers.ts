@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../src/app.js';
-import { manualClock } from '../src/core/clock.js';
+import { manualClock, type Clock } from '../src/core/clock.js';
 import { defaultConfig, type Config } from '../src/core/config.js';
 import { migrateLibsql, openLibsql } from '../src/runtime/libsql.js';
 
 export const MIGRATIONS = join(import.meta.dirname, '..', 'drizzle');
 
-export async function setup(overrides: Partial<Config> = {}) {
+/** `options.realClock`: the app reads the database's clock instead of the manual one (for tests with real timers). */
+export async function setup(overrides: Partial<Config> = {}, options: { realClock?: Clock } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-test-'));
   const url = `file:${join(dir, 'test.db')}`;
   const opened = await openLibsql(url);
@@ -17,7 +18,7 @@ export async function setup(overrides: Partial<Config> = {}) {
   const config = defaultConfig({ databaseUrl: url, ...overrides });
   const clock = manualClock();
   const errors: unknown[] = [];
-  const app = createApp({ db: opened.db, config, clock, logError: (e) => errors.push(e) });
+  const app = createApp({ db: opened.db, config, clock: options.realClock ?? clock, logError: (e) => errors.push(e) });
   const t = {
     db: opened.db,
     client: opened.client,

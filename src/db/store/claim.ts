@@ -28,7 +28,7 @@ export interface ClaimParams {
 }
 
 export interface Claimed extends JobRecord {
-  /** How often the claimer should heartbeat, from the queue's settings. */
+  /** How often the claimer should heartbeat: the queue's interval, at most a third of the lease granted. */
   heartbeat_ms: number;
 }
 
@@ -52,7 +52,7 @@ export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[
           AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
         ORDER BY priority DESC, available_at, id
         LIMIT ${p.limit})
-      RETURNING *, ${heartbeat} AS heartbeat_ms`),
+      RETURNING *, min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`),
   ]);
   // RETURNING order is unspecified: restore claim order for the caller.
   return (claimed as Claimed[]).sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);

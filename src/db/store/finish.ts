@@ -14,7 +14,7 @@ import type { Now } from '../../core/clock.js';
 import type { QueueDefaults } from '../../core/config.js';
 import type { Db } from '../db.js';
 import { backoffSql, nowSql } from '../sql.js';
-import { CLEAR_LEASE, OWNER_GUARD, ownedWrite, type OwnedOutcome } from './owned.js';
+import { CLEAR_LEASE, ownerGuard, ownedWrite, type OwnedOutcome } from './owned.js';
 
 export interface CompleteParams {
   workerId: string;
@@ -30,7 +30,7 @@ export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOut
     sql`UPDATE jobs SET status = 'completed', result = v.column3, completed_at = ${now}, finished_at = ${now},
         ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
 }
 
@@ -64,7 +64,7 @@ export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome[]> {
         last_event = CASE WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
         last_event_reason = CASE WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
         last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
 }
 
@@ -84,6 +84,6 @@ export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutco
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now }, (v) =>
     sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'released', last_event_reason = ${p.reason}, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
 }

@@ -2,22 +2,24 @@
  * Keeping a lease: running -> running.
  *
  * Precondition: the owner's guard (see owned.ts).
- * Postcondition: heartbeat renews the lease to now + lease (or a new lease
- * length: extend), and stores progress when given; checkpoint stores state for
- * the next attempt and renews the lease too. These write no event: they are
+ * Postcondition: heartbeat renews the lease to now + the claim's lease, and
+ * stores progress when given; extend (a heartbeat with `leaseMs`) pushes the
+ * expiry to now + leaseMs once, before a long step, without changing the
+ * length later heartbeats renew by. A renewal never moves the expiry earlier.
+ * Checkpoint stores state for the next attempt and renews the lease too. These write no event: they are
  * not transitions. No row back: `lease_lost` (or `not_found`).
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
 import type { Db } from '../db.js';
 import { nowSql } from '../sql.js';
-import { OWNER_GUARD, ownedWrite, type OwnedOutcome } from './owned.js';
+import { ownerGuard, ownedWrite, type OwnedOutcome } from './owned.js';
 
 export interface HeartbeatParams {
   workerId: string;
   /** `data` is the progress as JSON text, or null to keep the last one. */
   leases: readonly { id: number; lockToken: string; data?: string | null }[];
-  /** A new lease length (extend); the claim's length when absent. */
+  /** Extend: push the expiry to now + leaseMs this once. */
   leaseMs?: number | undefined;
   now: Now;
 }
@@ -26,9 +28,9 @@ export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedO
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now }, (v) =>
-    sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_ms = ${lease}, lease_expires_at = ${now} + ${lease},
+    sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
         progress = coalesce(v.column3, jobs.progress)
-      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
 }
 
@@ -46,7 +48,7 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   return ownedWrite(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now },
-    (v) => sql`UPDATE jobs SET checkpoint = v.column3, last_heartbeat_at = ${now}, lease_expires_at = ${now} + jobs.lease_ms
-      FROM ${v} AS v WHERE ${OWNER_GUARD} RETURNING *`,
+    (v) => sql`UPDATE jobs SET checkpoint = v.column3, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms)
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
 }

@@ -3,7 +3,7 @@
  * (heartbeat, extend, checkpoint, complete, fail, release).
  *
  * Precondition (restated in every WHERE): `jobs.id = ref.id AND status =
- * 'running' AND lock_token = ref.lockToken`. A write whose guard fails changes
+ * 'running' AND lock_token = ref.lockToken AND locked_by = workerId`. A write whose guard fails changes
  * nothing, and a `stale_write_rejected` event names the stale token's worker.
  * One batch (one transaction, one round trip): record the stale refs, touch the
  * worker's liveness row, run the guarded UPDATE ... FROM (VALUES ...) v, and
@@ -37,11 +37,12 @@ export interface OwnedWriteParams {
   now: Now;
 }
 
-/** The guard, for an UPDATE jobs ... FROM <refs> AS v. */
-export const OWNER_GUARD = sql`jobs.id = v.column1 AND jobs.status = 'running' AND jobs.lock_token = v.column2`;
+/** The guard, for an UPDATE jobs ... FROM <refs> AS v, by `workerId`. */
+export const ownerGuard = (workerId: string) =>
+  sql`jobs.id = v.column1 AND jobs.status = 'running' AND jobs.lock_token = v.column2 AND jobs.locked_by = ${workerId}`;
 
 /**
- * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${OWNER_GUARD}
+ * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${ownerGuard(workerId)}
  * RETURNING *` built by the caller) under the owner's guard, and says for
  * every ref whether it was accepted.
  */
@@ -56,10 +57,12 @@ export async function ownedWrite(
   const [, , accepted, current] = await db.batch([
     db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
-        CASE WHEN j.status <> 'running' THEN 'job is ' || j.status ELSE 'lock token is not the current claim''s' END,
+        CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
+          WHEN j.lock_token = v.column2 THEN 'the claim belongs to worker ' || j.locked_by
+          ELSE 'lock token is not the current claim''s' END,
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.column1
-      WHERE NOT (j.status = 'running' AND j.lock_token = v.column2)`),
+      WHERE NOT (j.status = 'running' AND j.lock_token = v.column2 AND j.locked_by = ${p.workerId})`),
     workerTouch(db, p.workerId, p.now),
     db.all<JobRecord>(update(refsTable)),
     db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`),

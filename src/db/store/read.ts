@@ -145,13 +145,17 @@ export interface QueueSettingsPatch {
 /** Creates the queue if needed and sets the given overrides (null: back to the default). */
 export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void> {
   const now = nowSql(p.now);
-  const sets = Object.entries(p.patch).map(([key, value]) => {
-    const v = typeof value === 'boolean' ? (value ? 1 : 0) : value;
-    const column = key === 'paused' ? 'paused' : SETTING_COLUMNS[key as keyof QueueDefaults];
-    return sql`${sql.raw(column)} = ${v}`;
-  });
-  await db.run(sql`INSERT INTO queues (name, created_at, updated_at) VALUES (${p.queue}, ${now}, ${now})
-    ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = ${now}`], sql`, `)}`);
+  const entries = Object.entries(p.patch).map(([key, value]) => ({
+    column: sql.raw(key === 'paused' ? 'paused' : SETTING_COLUMNS[key as keyof QueueDefaults]),
+    value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
+  }));
+  // The patch goes in both branches: a new queue row carries it too.
+  const columns = entries.map((e) => sql`, ${e.column}`);
+  const values = entries.map((e) => sql`, ${e.value}`);
+  const sets = entries.map((e) => sql`${e.column} = excluded.${e.column}`);
+  await db.run(sql`INSERT INTO queues (name, created_at, updated_at ${sql.join(columns, sql``)})
+    VALUES (${p.queue}, ${now}, ${now} ${sql.join(values, sql``)})
+    ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = excluded.updated_at`], sql`, `)}`);
 }
 
 export type { EventRow };
