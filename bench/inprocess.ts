@@ -5,7 +5,7 @@ import type { Db } from '../src/db/db.js';
 import { jobsClaimPending } from '../src/db/store/claim.js';
 import { jobsInsert, type NewJob } from '../src/db/store/enqueue.js';
 import { jobsCompleteIfOwned } from '../src/db/store/finish.js';
-import { check, now, openTempDb, percentile, repeat } from './lib.js';
+import { check, now, openTempDb, percentile, repeat, seedPending } from './lib.js';
 import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
 
 export interface InProcessSizes {
@@ -15,18 +15,14 @@ export interface InProcessSizes {
   bulkPerCall: number;
   cycleJobs: number;
   naiveJobs: number;
+  /** Each timed loop also stops after this long (whichever comes first). */
+  maxSeconds: number;
 }
 
 const config = defaultConfig();
 const QUEUE = 'bench';
 const WORKER = 'bench-worker';
 const jobsOf = (n: number, from = 0): NewJob[] => Array.from({ length: n }, (_, i) => ({ payload: { n: from + i } }));
-
-export async function seed(db: Db, total: number) {
-  for (let i = 0; i < total; i += 1_000) {
-    await jobsInsert(db, { queue: QUEUE, jobs: jobsOf(Math.min(1_000, total - i), i), actor: 'bench', now: DB_CLOCK, defaults: config });
-  }
-}
 
 function driver(db: Db): Driver {
   return {
@@ -46,6 +42,7 @@ function driver(db: Db): Driver {
 }
 
 const loopStats = (r: LoopResult) => ({
+  jobs: r.jobs,
   jobsPerSec: r.jobs / r.seconds,
   claimP50Ms: percentile(r.claimLatenciesMs, 50),
   claimP99Ms: percentile(r.claimLatenciesMs, 99),
@@ -58,11 +55,14 @@ export async function benchInProcess(s: InProcessSizes, log: (line: string) => v
     const db = await openTempDb('inproc-single');
     try {
       const t0 = now();
-      for (let i = 0; i < s.singleCalls; i++) {
-        await jobsInsert(db.db, { queue: QUEUE, jobs: [{ payload: { n: i } }], actor: 'bench', now: DB_CLOCK, defaults: config });
+      const deadline = t0 + s.maxSeconds * 1000;
+      let calls = 0;
+      while (calls < s.singleCalls && now() < deadline) {
+        await jobsInsert(db.db, { queue: QUEUE, jobs: [{ payload: { n: calls } }], actor: 'bench', now: DB_CLOCK, defaults: config });
+        calls++;
       }
       const seconds = (now() - t0) / 1000;
-      return { jobsPerSec: s.singleCalls / seconds };
+      return { jobsPerSec: calls / seconds, jobs: calls };
     } finally {
       db.done();
     }
@@ -74,13 +74,16 @@ export async function benchInProcess(s: InProcessSizes, log: (line: string) => v
     try {
       const batches = Array.from({ length: Math.ceil(s.bulkTotal / s.bulkPerCall) }, (_, b) => jobsOf(s.bulkPerCall, b * s.bulkPerCall));
       const t0 = now();
+      const deadline = t0 + s.maxSeconds * 1000;
       let inserted = 0;
       for (const jobs of batches) {
-        inserted += (await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config })).length;
+        if (now() >= deadline) break;
+        const enqueued = await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config });
+        check(enqueued.length === jobs.length, 'bulk insert count');
+        inserted += enqueued.length;
       }
       const seconds = (now() - t0) / 1000;
-      check(inserted === batches.length * s.bulkPerCall, 'bulk insert count');
-      return { jobsPerSec: inserted / seconds };
+      return { jobsPerSec: inserted / seconds, jobs: inserted };
     } finally {
       db.done();
     }
@@ -91,21 +94,21 @@ export async function benchInProcess(s: InProcessSizes, log: (line: string) => v
     repeat(s.runs, async () => {
       const db = await openTempDb(`inproc-${label}`);
       try {
-        await seed(db.db, jobs);
-        const stats = loopStats(await run(driver(db.db)));
-        const [left] = await db.client.execute(`SELECT count(*) AS n FROM jobs WHERE status <> 'completed'`).then((r) => r.rows);
-        check(Number(left?.n) === 0, `${label}: ${left?.n} jobs not completed`);
-        return stats;
+        await seedPending(db.client, QUEUE, jobs);
+        const result = await run(driver(db.db));
+        const [row] = (await db.client.execute(`SELECT sum(status = 'completed') AS done, sum(status = 'running') AS running FROM jobs`)).rows;
+        check(Number(row?.done) === result.jobs && Number(row?.running) === 0, `${label}: ${row?.done} completed, ${row?.running} running, loop says ${result.jobs}`);
+        return loopStats(result);
       } finally {
         db.done();
       }
     });
 
-  const slots8 = await cycle('slots8', (d) => runSlots(d, { total: s.cycleJobs, slots: 8, maxClaim: 50 }), s.cycleJobs);
+  const slots8 = await cycle('slots8', (d) => runSlots(d, { total: s.cycleJobs, slots: 8, maxClaim: 50, maxSeconds: s.maxSeconds }), s.cycleJobs);
   log(`  in-process claim+complete, 8 slots: ${slots8.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
-  const slots50 = await cycle('slots50', (d) => runSlots(d, { total: s.cycleJobs, slots: 50, maxClaim: 50 }), s.cycleJobs);
+  const slots50 = await cycle('slots50', (d) => runSlots(d, { total: s.cycleJobs, slots: 50, maxClaim: 50, maxSeconds: s.maxSeconds }), s.cycleJobs);
   log(`  in-process claim+complete, 50 slots: ${slots50.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
-  const naive = await cycle('naive', (d) => runNaive(d, { total: s.naiveJobs, loops: 8 }), s.naiveJobs);
+  const naive = await cycle('naive', (d) => runNaive(d, { total: s.naiveJobs, loops: 8, maxSeconds: s.maxSeconds }), s.naiveJobs);
   log(`  in-process naive claim 1 / complete 1: ${naive.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
 
   return { enqueueSingle, enqueueBulk, slots8, slots50, naive };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MIGRATIONS_DIR } from '../src/runtime/node.js';
+import type { Client } from '@libsql/client';
 import { migrateLibsql, openLibsql, type OpenedDb } from '../src/runtime/libsql.js';
 
 export interface TempDb {
@@ -90,4 +91,23 @@ export const fmt = (n: number, digits = 0) =>
 /** Fails the benchmark loudly instead of reporting a number for work that did not happen. */
 export function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`benchmark sanity check failed: ${message}`);
+}
+
+/**
+ * Puts `n` pending jobs in `queue` with one INSERT ... SELECT per 10,000 (the
+ * audit trigger still writes their `enqueued` events), due now by the
+ * database clock: the same rows jobsInsert makes, much faster, so seeding
+ * does not dominate the run.
+ */
+export async function seedPending(client: Client, queue: string, n: number): Promise<void> {
+  const NOW = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`;
+  await client.execute({ sql: `INSERT INTO queues (name, created_at, updated_at) VALUES (?1, ${NOW}, ${NOW}) ON CONFLICT (name) DO NOTHING`, args: [queue] });
+  for (let done = 0; done < n; done += 10_000) {
+    await client.execute({
+      sql: `INSERT INTO jobs (queue_name, payload, max_attempts, available_at, last_event_actor, created_at, updated_at)
+            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2), t(now) AS (SELECT ${NOW})
+            SELECT ?1, json_object('n', ?3 + i), 5, t.now, 'bench', t.now, t.now FROM s, t ORDER BY i`,
+      args: [queue, Math.min(10_000, n - done), done],
+    });
+  }
 }

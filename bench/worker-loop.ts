@@ -30,10 +30,11 @@ export interface LoopResult {
  * Slots mode: `slots` handlers run at once; the claimer asks for
  * min(free slots, maxClaim) jobs whenever a slot is free. A slot frees when
  * its handler returns; finished jobs queue up and one completion call at a
- * time reports all that are waiting (group commit). Stops once `total` jobs
- * have been completed (the queue must hold at least that many).
+ * time reports all that are waiting (group commit). Stops claiming after
+ * `total` jobs (the queue must hold at least that many) or `maxSeconds`,
+ * whichever comes first, and returns once every claimed job is completed.
  */
-export async function runSlots(driver: Driver, p: { total: number; slots: number; maxClaim: number }): Promise<LoopResult> {
+export async function runSlots(driver: Driver, p: { total: number; slots: number; maxClaim: number; maxSeconds: number }): Promise<LoopResult> {
   let running = 0;
   let completed = 0;
   let claimedTotal = 0;
@@ -76,7 +77,8 @@ export async function runSlots(driver: Driver, p: { total: number; slots: number
   };
 
   const t0 = now();
-  while (claimedTotal < p.total) {
+  const deadline = t0 + p.maxSeconds * 1000;
+  while (claimedTotal < p.total && now() < deadline) {
     const free = p.slots - running;
     if (free <= 0 || finished.length >= maxUnreported) {
       await new Promise<void>((resolve) => (wake = resolve));
@@ -92,9 +94,9 @@ export async function runSlots(driver: Driver, p: { total: number; slots: number
     running += leases.length;
     for (const lease of leases) void handle(lease);
   }
-  while (completed < p.total) {
+  while (completed < claimedTotal) {
     await flush();
-    if (completed < p.total && !flushing && finished.length === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (completed < claimedTotal && !flushing && finished.length === 0) await new Promise<void>((resolve) => setImmediate(resolve));
   }
   const seconds = (now() - t0) / 1000;
   return { jobs: completed, seconds, claimCalls, completeCalls, claimLatenciesMs };
@@ -102,18 +104,20 @@ export async function runSlots(driver: Driver, p: { total: number; slots: number
 
 /**
  * Naive mode: `loops` independent workers, each claiming one job and
- * completing it (one call each) before claiming the next.
+ * completing it (one call each) before claiming the next; until `total` jobs
+ * or `maxSeconds`.
  */
-export async function runNaive(driver: Driver, p: { total: number; loops: number }): Promise<LoopResult> {
+export async function runNaive(driver: Driver, p: { total: number; loops: number; maxSeconds: number }): Promise<LoopResult> {
   let claimed = 0;
   let completed = 0;
   let claimCalls = 0;
   let completeCalls = 0;
   const claimLatenciesMs: number[] = [];
   const t0 = now();
+  const deadline = t0 + p.maxSeconds * 1000;
   await Promise.all(
     Array.from({ length: p.loops }, async () => {
-      while (claimed < p.total) {
+      while (claimed < p.total && now() < deadline) {
         claimed++;
         const c0 = now();
         const leases = await driver.claim(1);
@@ -121,10 +125,11 @@ export async function runNaive(driver: Driver, p: { total: number; loops: number
         claimCalls++;
         check(leases.length === 1, 'naive claim found no job');
         completeCalls++;
-        completed += await driver.complete(leases);
+        const accepted = await driver.complete(leases); // not `completed += await ...`: that reads `completed` before the await
+        completed += accepted;
       }
     }),
   );
-  check(completed === p.total, `naive completed ${completed} of ${p.total}`);
+  check(completed === claimed, `naive completed ${completed} of ${claimed}`);
   return { jobs: completed, seconds: (now() - t0) / 1000, claimCalls, completeCalls, claimLatenciesMs };
 }

@@ -1,0 +1,197 @@
+/**
+ * HTTP mode: the real `leasehold serve` in a child process on 127.0.0.1 (port
+ * 0), driven with fetch from this process, so the server's memory (VmRSS,
+ * VmHWM from /proc) is its own.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { migrateLibsql, openLibsql } from '../src/runtime/libsql.js';
+import { MIGRATIONS_DIR } from '../src/runtime/node.js';
+import { check, now, percentile, procMemory, repeat, seedPending, tempDb, type TempDb } from './lib.js';
+import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
+
+export interface HttpSizes {
+  runs: number;
+  singleRequests: number;
+  bulkTotal: number;
+  bulkPerRequest: number;
+  cycleJobs: number;
+  naiveJobs: number;
+  /** Each timed loop also stops after this long (whichever comes first). */
+  maxSeconds: number;
+}
+
+const BIN = join(import.meta.dirname, '..', 'bin', 'leasehold.js');
+const QUEUE = 'bench';
+const WORKER = 'bench-worker';
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+  tmp: TempDb;
+  stop(): Promise<void>;
+}
+
+async function startServer(label: string, seedJobs = 0): Promise<Server> {
+  const tmp = tempDb(`http-${label}`);
+  if (seedJobs > 0) {
+    // Migrate and fill the file before the server opens it (untimed).
+    const opened = await openLibsql(tmp.url);
+    try {
+      await migrateLibsql(opened, MIGRATIONS_DIR);
+      await seedPending(opened.client, QUEUE, seedJobs);
+    } finally {
+      opened.close();
+    }
+  }
+  // The real CLI, as an operator runs it (its in-process reaper included).
+  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--database-url', tmp.url], {
+    env: { ...process.env, LEASEHOLD_WORKER_TOKEN: '', LEASEHOLD_ADMIN_TOKEN: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    tmp.remove();
+  };
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30_000);
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        const match = /leasehold listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`server exited with ${code} before listening:\n${output}`));
+      });
+    });
+    return { url, child, tmp, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function post(url: string, body: unknown): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+  const json = (await res.json()) as any;
+  check(res.ok, `POST ${url} -> ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+function driver(url: string): Driver {
+  return {
+    async claim(limit) {
+      const { jobs } = await post(`${url}/api/v1/queues/${QUEUE}/claim`, { workerId: WORKER, limit });
+      return (jobs as { id: string; lockToken: string }[]).map((j) => ({ id: j.id, lockToken: j.lockToken }));
+    },
+    async complete(leases) {
+      const { results } = await post(`${url}/api/v1/completions`, { workerId: WORKER, results: leases.map((l) => ({ id: String(l.id), lockToken: l.lockToken })) });
+      return (results as { ok: boolean }[]).filter((r) => r.ok).length;
+    },
+  };
+}
+
+const loopStats = (r: LoopResult, server: Server) => ({
+  jobs: r.jobs,
+  jobsPerSec: r.jobs / r.seconds,
+  claimP50Ms: percentile(r.claimLatenciesMs, 50),
+  claimP99Ms: percentile(r.claimLatenciesMs, 99),
+  jobsPerClaim: r.jobs / r.claimCalls,
+  jobsPerCompletion: r.jobs / r.completeCalls,
+  serverPeakRssMb: procMemory(server.child.pid!).peakRssMb,
+});
+
+async function withServer<T>(label: string, fn: (s: Server) => Promise<T>, seedJobs = 0): Promise<T> {
+  const server = await startServer(label, seedJobs);
+  try {
+    return await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+export async function benchHttp(s: HttpSizes, log: (line: string) => void) {
+  const enqueueSingle = await repeat(s.runs, (run) =>
+    withServer('single', async (server) => {
+      const url = `${server.url}/api/v1/queues/${QUEUE}/jobs`;
+      await post(url, { payload: { warmup: run } });
+      // One client, one request at a time.
+      let t0 = now();
+      let deadline = t0 + (s.maxSeconds / 2) * 1000;
+      let sent = 0;
+      while (sent < s.singleRequests && now() < deadline) {
+        await post(url, { payload: { n: sent } });
+        sent++;
+      }
+      const sequential = sent / ((now() - t0) / 1000);
+      // Eight clients at once.
+      let next = 0;
+      let done = 0;
+      t0 = now();
+      deadline = t0 + (s.maxSeconds / 2) * 1000;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next < s.singleRequests && now() < deadline) {
+            next++;
+            await post(url, { payload: { n: next } });
+            done++;
+          }
+        }),
+      );
+      const concurrent8 = done / ((now() - t0) / 1000);
+      return { sequentialJobsPerSec: sequential, concurrent8JobsPerSec: concurrent8, serverPeakRssMb: procMemory(server.child.pid!).peakRssMb };
+    }),
+  );
+  log(`  http enqueue single (1 client): ${enqueueSingle.runs.map((r) => r.sequentialJobsPerSec.toFixed(0)).join(', ')} jobs/s; (8 clients): ${enqueueSingle.runs.map((r) => r.concurrent8JobsPerSec.toFixed(0)).join(', ')}`);
+
+  const enqueueBulk = await repeat(s.runs, () =>
+    withServer('bulk', async (server) => {
+      const url = `${server.url}/api/v1/queues/${QUEUE}/jobs`;
+      const bodies = Array.from({ length: Math.ceil(s.bulkTotal / s.bulkPerRequest) }, (_, b) =>
+        JSON.stringify({ jobs: Array.from({ length: s.bulkPerRequest }, (_, i) => ({ payload: { n: b * s.bulkPerRequest + i } })) }),
+      );
+      const t0 = now();
+      const deadline = t0 + s.maxSeconds * 1000;
+      let inserted = 0;
+      for (const body of bodies) {
+        if (now() >= deadline) break;
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(30_000) });
+        check(res.status === 201, `bulk enqueue -> ${res.status}`);
+        inserted += ((await res.json()) as { jobs: unknown[] }).jobs.length;
+      }
+      const seconds = (now() - t0) / 1000;
+      return { jobs: inserted, jobsPerSec: inserted / seconds, serverPeakRssMb: procMemory(server.child.pid!).peakRssMb };
+    }),
+  );
+  log(`  http enqueue bulk: ${enqueueBulk.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+
+  const cycle = (label: string, jobs: number, run: (d: Driver) => Promise<LoopResult>) =>
+    repeat(s.runs, () =>
+      withServer(label, async (server) => loopStats(await run(driver(server.url)), server), jobs),
+    );
+  const slots8 = await cycle('slots8', s.cycleJobs, (d) => runSlots(d, { total: s.cycleJobs, slots: 8, maxClaim: 50, maxSeconds: s.maxSeconds }));
+  log(`  http claim+complete, 8 slots: ${slots8.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+  const slots50 = await cycle('slots50', s.cycleJobs, (d) => runSlots(d, { total: s.cycleJobs, slots: 50, maxClaim: 50, maxSeconds: s.maxSeconds }));
+  log(`  http claim+complete, 50 slots: ${slots50.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+  const naive = await cycle('naive', s.naiveJobs, (d) => runNaive(d, { total: s.naiveJobs, loops: 8, maxSeconds: s.maxSeconds }));
+  log(`  http naive claim 1 / complete 1 (8 loops): ${naive.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);
+
+  const peakRssMb = Math.max(
+    ...[enqueueSingle, enqueueBulk, slots8, slots50, naive].flatMap((r) => r.runs.map((x) => x.serverPeakRssMb)),
+  );
+  return { enqueueSingle, enqueueBulk, slots8, slots50, naive, serverPeakRssMb: peakRssMb };
+}

@@ -1,0 +1,161 @@
+/**
+ * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|reaper] [-- --json]`.
+ *
+ * Prints a table of medians beside the targets and writes every run's numbers
+ * to bench/results.json (or, with --json, to stdout). Every scenario uses a
+ * fresh temporary database file, deleted afterwards. Loopback only.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchHttp, type HttpSizes } from './http.js';
+import { benchInProcess, type InProcessSizes } from './inprocess.js';
+import { fmt, machineInfo } from './lib.js';
+import { benchReaper, type ReaperSizes } from './reaper.js';
+
+const PARTS = ['inprocess', 'http', 'reaper'] as const;
+type Part = (typeof PARTS)[number];
+
+function parseArgs(argv: readonly string[]) {
+  let quick = false;
+  let json = false;
+  let only: Part[] = [...PARTS];
+  for (const arg of argv) {
+    if (arg === '--quick') quick = true;
+    else if (arg === '--json') json = true;
+    else if (arg.startsWith('--only=')) {
+      const wanted = arg.slice('--only='.length).split(',');
+      const unknown = wanted.filter((w) => !(PARTS as readonly string[]).includes(w));
+      if (unknown.length) throw new Error(`--only takes ${PARTS.join('|')} (comma-separated), got ${unknown.join(', ')}`);
+      only = wanted as Part[];
+    } else if (arg === '--help' || arg === '-h') {
+      console.log('usage: npm run bench [-- --quick] [-- --only=inprocess|http|reaper] [-- --json]');
+      process.exit(0);
+    } else throw new Error(`unknown argument ${arg} (try --help)`);
+  }
+  return { quick, json, only };
+}
+
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; reaper: ReaperSizes }> = {
+  full: {
+    inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
+    http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
+    reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
+  },
+  quick: {
+    inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
+    http: { runs: 1, singleRequests: 200, bulkTotal: 5_000, bulkPerRequest: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
+    reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
+  },
+};
+
+interface Row {
+  section: string;
+  metric: string;
+  value: number;
+  unit: string;
+  digits?: number;
+  target?: string;
+  met?: boolean;
+  note?: string;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const sizes = SIZES[args.quick ? 'quick' : 'full'];
+  // With --json, progress goes to stderr so stdout is only the JSON document.
+  const log = (line: string) => (args.json ? console.error(line) : console.log(line));
+  const machine = machineInfo();
+  log(`leasehold bench (${args.quick ? 'quick' : 'full'}): ${machine.nproc} cpus, ${machine.cpu}, node ${machine.node}`);
+  const started = Date.now();
+  const rows: Row[] = [];
+  const results: Record<string, unknown> = {};
+
+  if (args.only.includes('inprocess')) {
+    log('in-process (store functions on a libSQL file)...');
+    const r = await benchInProcess(sizes.inprocess, log);
+    results.inprocess = { sizes: sizes.inprocess, ...r };
+    const s = 'in-process';
+    rows.push(
+      { section: s, metric: 'enqueue, 1 job per call', value: r.enqueueSingle.median.jobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: `enqueue, bulk ${sizes.inprocess.bulkPerCall}/call`, value: r.enqueueBulk.median.jobsPerSec, unit: 'jobs/s', target: '>= 100,000', met: r.enqueueBulk.median.jobsPerSec >= 100_000 },
+      { section: s, metric: 'claim+complete, 8 slots', value: r.slots8.median.jobsPerSec, unit: 'jobs/s', target: '>= 25,000', met: r.slots8.median.jobsPerSec >= 25_000, note: `${fmt(r.slots8.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots8.median.jobsPerCompletion, 1)} jobs/completion` },
+      { section: s, metric: 'claim+complete, 50 slots', value: r.slots50.median.jobsPerSec, unit: 'jobs/s', target: '>= 25,000', met: r.slots50.median.jobsPerSec >= 25_000, note: `${fmt(r.slots50.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots50.median.jobsPerCompletion, 1)} jobs/completion` },
+      { section: s, metric: 'claim 1 + complete 1 (naive)', value: r.naive.median.jobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: 'claim latency p50 (8 slots, limit <= 8)', value: r.slots8.median.claimP50Ms, unit: 'ms', digits: 3 },
+      { section: s, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
+    );
+  }
+
+  if (args.only.includes('http')) {
+    log('HTTP (leasehold serve in a child process, fetch over 127.0.0.1)...');
+    const r = await benchHttp(sizes.http, log);
+    results.http = { sizes: sizes.http, ...r };
+    const s = 'http';
+    rows.push(
+      { section: s, metric: 'enqueue, 1 job per request, 1 client', value: r.enqueueSingle.median.sequentialJobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: 'enqueue, 1 job per request, 8 clients', value: r.enqueueSingle.median.concurrent8JobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: `enqueue, bulk ${sizes.http.bulkPerRequest}/request`, value: r.enqueueBulk.median.jobsPerSec, unit: 'jobs/s', target: '>= 100,000', met: r.enqueueBulk.median.jobsPerSec >= 100_000 },
+      { section: s, metric: 'claim+complete, 8 slots', value: r.slots8.median.jobsPerSec, unit: 'jobs/s', target: '>= 10,000', met: r.slots8.median.jobsPerSec >= 10_000, note: `${fmt(r.slots8.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots8.median.jobsPerCompletion, 1)} jobs/completion` },
+      { section: s, metric: 'claim+complete, 50 slots', value: r.slots50.median.jobsPerSec, unit: 'jobs/s', target: '>= 10,000', met: r.slots50.median.jobsPerSec >= 10_000, note: `${fmt(r.slots50.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots50.median.jobsPerCompletion, 1)} jobs/completion` },
+      { section: s, metric: 'claim 1 + complete 1 (naive, 8 loops)', value: r.naive.median.jobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: 'claim latency p50 (8 slots, limit <= 8)', value: r.slots8.median.claimP50Ms, unit: 'ms', digits: 3 },
+      { section: s, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
+      { section: s, metric: 'server peak RSS (VmHWM, max over runs)', value: r.serverPeakRssMb, unit: 'MB', digits: 1, target: '< 200', met: r.serverPeakRssMb < 200 },
+    );
+  }
+
+  if (args.only.includes('reaper')) {
+    log('reaper (reapOnce over few vs many finished jobs)...');
+    const r = await benchReaper(sizes.reaper, log);
+    results.reaper = { sizes: sizes.reaper, ...r };
+    const s = 'reaper';
+    const small = fmt(sizes.reaper.finishedSmall);
+    const large = fmt(sizes.reaper.finishedLarge);
+    rows.push(
+      { section: s, metric: `idle pass, ${small} finished`, value: r.small.idlePassMs, unit: 'ms', digits: 3 },
+      { section: s, metric: `idle pass, ${large} finished`, value: r.large.idlePassMs, unit: 'ms', digits: 3 },
+      { section: s, metric: `idle pass ratio ${large}/${small}`, value: r.idleRatio, unit: 'x', digits: 2, target: '<= 2', met: r.idleRatio <= 2 },
+      { section: s, metric: `pass reaping ${sizes.reaper.expired}, ${small} finished`, value: r.small.reapPassMs, unit: 'ms', digits: 3 },
+      { section: s, metric: `pass reaping ${sizes.reaper.expired}, ${large} finished`, value: r.large.reapPassMs, unit: 'ms', digits: 3 },
+      { section: s, metric: `reaping pass ratio ${large}/${small}`, value: r.reapRatio, unit: 'x', digits: 2, target: '<= 2', met: r.reapRatio <= 2 },
+    );
+  }
+
+  const document = {
+    date: new Date().toISOString(),
+    mode: args.quick ? 'quick' : 'full',
+    machine,
+    totalSeconds: (Date.now() - started) / 1000,
+    table: rows,
+    results,
+  };
+  if (args.json) {
+    process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+  } else {
+    printTable(rows);
+    const out = join(import.meta.dirname, 'results.json');
+    writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
+    console.log(`\nall runs in ${out}; took ${document.totalSeconds.toFixed(0)} s`);
+  }
+}
+
+function printTable(rows: readonly Row[]) {
+  const cells = rows.map((r) => [
+    r.section,
+    r.metric,
+    `${fmt(r.value, r.digits ?? 0)} ${r.unit}`,
+    r.target ? `${r.target} ${r.unit}` : '',
+    r.met === undefined ? '' : r.met ? 'met' : 'MISSED',
+    r.note ?? '',
+  ]);
+  const head = ['section', 'metric (median)', 'value', 'target', '', 'note'];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((x, i) => (i === 2 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('  ').trimEnd();
+  console.log(`\n${line(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+  for (const c of cells) console.log(line(c));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
