@@ -13,6 +13,7 @@ import { requireRole } from './api/auth.js';
 import { errorBody } from './api/http.js';
 import { jobRoutes } from './api/job-routes.js';
 import { prometheusText } from './api/metrics.js';
+import { openApiDocument } from './api/openapi.js';
 import { Routes, type AppDeps } from './api/router.js';
 import { workerRoutes } from './api/worker-routes.js';
 import { LeaseholdError } from './core/errors.js';
@@ -20,6 +21,9 @@ import { readNow } from './db/store/read.js';
 import { metricsSnapshot } from './db/store/metrics.js';
 
 export type { AppDeps } from './api/router.js';
+
+/** The package version, reported by workers and in the API docs. */
+export const VERSION = '0.1.0';
 
 export function createApp(deps: AppDeps) {
   const { config } = deps;
@@ -40,6 +44,8 @@ export function createApp(deps: AppDeps) {
   jobRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
+  // Open like /healthz: it describes the API, it holds no data.
+  api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);
 
   app.get('/healthz', async (c) => {

@@ -8,6 +8,8 @@ import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../db/s
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
 import { iso, toJob } from '../db/store/record.js';
 import { workerBeat } from '../db/store/workers.js';
+import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
+import { invalid, LeaseholdError } from '../core/errors.js';
 import { jsonOrNull } from '../db/sql.js';
 import type { OwnedOutcome } from '../db/store/owned.js';
 import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.js';
@@ -17,6 +19,16 @@ import { arr, bool, int, json, obj, optional, str } from './validate.js';
 
 const MAX_BATCH = 1_000;
 const MAX_ERROR_CHARS = 16_000;
+
+/** One entry per job: a batch naming a job twice is ambiguous (which token wins?), so it is refused. */
+function uniqueIds<T extends { id: string }>(items: T[], field: string): T[] {
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (seen.has(item.id)) throw invalid(`${field}[${i}].id`, `${field}[${i}].id names job ${item.id} a second time`);
+    seen.add(item.id);
+  });
+  return items;
+}
 
 function single(outcomes: OwnedOutcome[]) {
   const o = outcomes[0]!;
@@ -95,7 +107,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const outcomes = await jobsHeartbeatIfOwned(db, {
         workerId: body.workerId,
-        leases: body.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
+        leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: body.leaseMs,
         now: clock.now(),
       });
@@ -159,7 +171,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const outcomes = await jobsCompleteIfOwned(db, {
         workerId: body.workerId,
-        results: body.results.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
+        results: uniqueIds(body.results, 'results').map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
         now: clock.now(),
       });
       return c.json({ results: outcomes.map((o) => batchEntry(o, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }))) });
@@ -236,6 +248,41 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       await workerBeat(db, { id: body.workerId, ...body, now: clock.now() });
       return c.json({ ok: true });
+    },
+  );
+
+  const effectKey = str({ min: 1, max: 200, description: 'names the side effect within the job' });
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/effects/start',
+      role: 'worker',
+      summary: 'once(): start a side effect under the lease, or get the result an earlier attempt recorded',
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey }),
+    },
+    async (c, body) => {
+      const id = parseJobId(c.req.param('id')!);
+      const outcome = await effectStartIfOwned(db, { jobId: id, key: body.key, lockToken: body.lockToken, workerId: body.workerId, now: clock.now() });
+      if (outcome.kind === 'not_found') throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+      if (outcome.kind === 'lease_lost') throw ownedError({ id, ok: false, reason: 'lease_lost', status: outcome.status as never });
+      if (outcome.kind === 'done') return c.json({ state: 'done', result: outcome.result === null ? null : JSON.parse(outcome.result) });
+      return c.json({ state: 'run' });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/effects/finish',
+      role: 'worker',
+      summary: 'once(): record that a side effect ran; answers the result on record (the first one wins)',
+      body: obj({ workerId: workerIdField, key: effectKey, result: optional(json()) }),
+    },
+    async (c, body) => {
+      const id = parseJobId(c.req.param('id')!);
+      const recorded = await effectFinish(db, { jobId: id, key: body.key, result: JSON.stringify(body.result ?? null), now: clock.now() });
+      if (recorded === undefined) throw new LeaseholdError('not_found', `job ${id} has no started effect named ${JSON.stringify(body.key)}`, 'key');
+      return c.json({ result: recorded === null ? null : JSON.parse(recorded) });
     },
   );
 }

@@ -130,18 +130,29 @@ export const workers = sqliteTable(
   (t) => [index('workers_last_seen_idx').on(t.lastSeenAt)],
 );
 
-/** The idempotency ledger for side effects: one row per (job, key) that ran. */
+/**
+ * The idempotency ledger for side effects (the worker's `once(key, fn)`): one
+ * row per (job, key). `started` is written under the lease before the effect
+ * runs, so only the current owner can start it; `done` holds its result for
+ * every later attempt.
+ */
 export const effects = sqliteTable(
   'effects',
   {
     jobId: integer('job_id').notNull(),
     key: text('key').notNull(),
+    state: text('state', { enum: ['started', 'done'] }).notNull().default('started'),
     result: text('result'),
     attempt: integer('attempt').notNull(),
     workerId: text('worker_id'),
     createdAt: integer('created_at').notNull(),
+    completedAt: integer('completed_at'),
   },
-  (t) => [primaryKey({ columns: [t.jobId, t.key] })],
+  (t) => [
+    primaryKey({ columns: [t.jobId, t.key] }),
+    check('effects_state_known', sql`${t.state} IN ('started', 'done')`),
+    check('effects_completed_at_iff_done', sql`(${t.state} = 'done') = (${t.completedAt} IS NOT NULL)`),
+  ],
 );
 
 /**

@@ -1,0 +1,106 @@
+/**
+ * The in-process transport: the worker calls the store directly on a database
+ * handle, with the same guarded statements the HTTP API runs.
+ */
+import { databaseClock, type Clock } from '../core/clock.js';
+import type { Config } from '../core/config.js';
+import type { Db } from '../db/db.js';
+import { jobsClaimPending } from '../db/store/claim.js';
+import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../db/store/finish.js';
+import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
+import type { OwnedOutcome } from '../db/store/owned.js';
+import { workerBeat } from '../db/store/workers.js';
+import { jsonOrNull } from '../db/sql.js';
+import type { LeaseAnswer, Transport } from './transport.js';
+
+const parse = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
+
+function answer(o: OwnedOutcome): LeaseAnswer {
+  if (o.ok) return { id: String(o.id), ok: true };
+  return o.reason === 'not_found'
+    ? { id: String(o.id), ok: false, code: 'not_found', message: `no job has id ${o.id}` }
+    : { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} is ${o.status} and no longer held by this claim` };
+}
+
+export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Transport {
+  const { db, config } = deps;
+  const clock = deps.clock ?? databaseClock;
+  return {
+    async claim(p) {
+      const rows = await jobsClaimPending(db, { ...p, now: clock.now(), defaults: config });
+      return rows.map((j) => ({
+        id: String(j.id),
+        queue: j.queue_name,
+        payload: parse(j.payload),
+        attempt: j.attempt_count,
+        maxAttempts: j.max_attempts,
+        priority: j.priority,
+        lockToken: j.lock_token!,
+        fencingToken: j.lease_epoch,
+        leaseMs: j.lease_ms!,
+        heartbeatIntervalMs: j.heartbeat_ms,
+        idempotencyKey: j.idempotency_key,
+        checkpoint: parse(j.checkpoint),
+        progress: parse(j.progress),
+        timeoutMs: j.timeout_ms,
+      }));
+    },
+    async heartbeat(p) {
+      const outcomes = await jobsHeartbeatIfOwned(db, {
+        workerId: p.workerId,
+        leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
+        leaseMs: p.leaseMs,
+        now: clock.now(),
+      });
+      return outcomes.map(answer);
+    },
+    async checkpoint(p) {
+      const [o] = await jobCheckpointIfOwned(db, { workerId: p.workerId, id: Number(p.lease.id), lockToken: p.lease.lockToken, checkpoint: JSON.stringify(p.checkpoint ?? null), now: clock.now() });
+      return answer(o!);
+    },
+    async complete(p) {
+      const outcomes = await jobsCompleteIfOwned(db, {
+        workerId: p.workerId,
+        results: p.results.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
+        now: clock.now(),
+      });
+      return outcomes.map(answer);
+    },
+    async fail(p) {
+      const [o] = await jobFailIfOwned(db, {
+        workerId: p.workerId,
+        id: Number(p.lease.id),
+        lockToken: p.lease.lockToken,
+        error: p.error,
+        retryable: p.retryable,
+        retryAfterMs: p.retryAfterMs,
+        now: clock.now(),
+        defaults: config,
+      });
+      return answer(o!);
+    },
+    async release(p) {
+      const outcomes = await jobsReleaseIfOwned(db, {
+        workerId: p.workerId,
+        leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken })),
+        reason: p.reason,
+        now: clock.now(),
+      });
+      return outcomes.map(answer);
+    },
+    async beat(p) {
+      await workerBeat(db, { id: p.workerId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, now: clock.now() });
+    },
+    async effectStart(p) {
+      const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });
+      if (o.kind === 'done') return { kind: 'done', result: parse(o.result) };
+      if (o.kind === 'run') return o;
+      return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
+    },
+    async effectFinish(p) {
+      const recorded = await effectFinish(db, { jobId: Number(p.jobId), key: p.key, result: JSON.stringify(p.result ?? null), now: clock.now() });
+      return recorded === undefined ? p.result : parse(recorded);
+    },
+  };
+}

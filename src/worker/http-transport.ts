@@ -1,0 +1,112 @@
+/**
+ * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers.
+ */
+import type { ClaimedJob, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.js';
+import { TransportError } from './transport.js';
+
+export interface HttpTransportOptions {
+  /** Base URL of the leasehold server, e.g. http://127.0.0.1:8787 */
+  url: string;
+  /** LEASEHOLD_WORKER_TOKEN, when the server has one. */
+  token?: string | undefined;
+  /** Per-request timeout; a request that takes longer counts as a failed call. Default 10 s. */
+  requestTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+interface WireError {
+  error?: { code?: string; message?: string };
+}
+
+type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string } };
+
+export function httpTransport(options: HttpTransportOptions): Transport {
+  const base = options.url.replace(/\/+$/, '') + '/api/v1';
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const timeout = options.requestTimeoutMs ?? 10_000;
+
+  /** POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise. */
+  async function post<T>(path: string, body: unknown): Promise<{ status: number; json: T & WireError }> {
+    let res: Response;
+    try {
+      res = await doFetch(base + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeout),
+      });
+    } catch (err) {
+      throw new TransportError(`cannot reach leasehold at ${options.url}: ${(err as Error).message}`);
+    }
+    let json: T & WireError;
+    try {
+      json = (await res.json()) as T & WireError;
+    } catch {
+      throw new TransportError(`leasehold answered ${res.status} without JSON on ${path}`);
+    }
+    if (res.status === 409 || res.status === 404 || res.ok) return { status: res.status, json };
+    const message = `${path}: ${res.status} ${json.error?.code ?? ''} ${json.error?.message ?? ''}`.trim();
+    // 5xx, 429 and auth failures may pass (a restart, a rotated token): retry later.
+    throw new TransportError(message);
+  }
+
+  const verdict = (id: string, r: { status: number; json: WireError }): LeaseAnswer =>
+    r.status === 409 || r.status === 404
+      ? { id, ok: false, code: r.status === 409 ? 'lease_lost' : 'not_found', message: r.json.error?.message ?? 'lease lost' }
+      : { id, ok: true };
+
+  const batch = (results: BatchResult[]): LeaseAnswer[] =>
+    results.map((r) => (r.ok ? { id: r.id, ok: true } : { id: r.id, ok: false, code: r.error.code === 'not_found' ? 'not_found' : 'lease_lost', message: r.error.message }));
+
+  return {
+    async claim(p) {
+      const r = await post<{ jobs: ClaimedJob[] }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, limit: p.limit, leaseMs: p.leaseMs });
+      if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
+      return r.json.jobs;
+    },
+    async heartbeat(p) {
+      const r = await post<{ results: BatchResult[] }>('/heartbeats', {
+        workerId: p.workerId,
+        leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress })),
+        leaseMs: p.leaseMs,
+      });
+      if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
+      return batch(r.json.results);
+    },
+    async checkpoint(p) {
+      return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }));
+    },
+    async complete(p) {
+      const r = await post<{ results: BatchResult[] }>('/completions', {
+        workerId: p.workerId,
+        results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, result: x.result })),
+      });
+      if (r.status !== 200) throw new TransportError(`completions: ${r.status} ${r.json.error?.message ?? ''}`);
+      return batch(r.json.results);
+    },
+    async fail(p) {
+      return verdict(
+        p.lease.id,
+        await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }),
+      );
+    },
+    async release(p) {
+      return Promise.all(
+        p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
+      );
+    },
+    async beat(p) {
+      await post('/workers/beat', p);
+    },
+    async effectStart(p): Promise<EffectStart> {
+      const r = await post<{ state: 'run' | 'done'; result?: unknown }>(`/jobs/${p.lease.id}/effects/start`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key });
+      if (r.status !== 200) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
+      return r.json.state === 'done' ? { kind: 'done', result: r.json.result } : { kind: 'run' };
+    },
+    async effectFinish(p) {
+      const r = await post<{ result: unknown }>(`/jobs/${p.jobId}/effects/finish`, { workerId: p.workerId, key: p.key, result: p.result });
+      if (r.status !== 200) throw new TransportError(`effects/finish: ${r.status} ${r.json.error?.message ?? ''}`);
+      return r.json.result;
+    },
+  };
+}

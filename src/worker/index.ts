@@ -1,0 +1,19 @@
+/**
+ * leasehold/worker: run jobs from a leasehold queue.
+ *
+ * @example
+ *   import { createWorker, httpTransport } from 'leasehold/worker';
+ *   const worker = createWorker({
+ *     transport: httpTransport({ url: 'http://127.0.0.1:8787', token: process.env.LEASEHOLD_WORKER_TOKEN }),
+ *     queue: 'email',
+ *     concurrency: 8,
+ *     async handler(ctx) {
+ *       await ctx.once('send', () => sendEmail(ctx.job.payload, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal }));
+ *     },
+ *   }).start();
+ */
+export { createWorker, defaultWorkerId, type Handler, type JobContext, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.js';
+export { httpTransport, type HttpTransportOptions } from './http-transport.js';
+export { dbTransport } from './db-transport.js';
+export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.js';
+export { TransportError, type ClaimedJob, type Transport } from './transport.js';

@@ -1,0 +1,53 @@
+/**
+ * What a worker needs from leasehold, whichever way it talks to it: over HTTP
+ * (any runtime with fetch) or in-process (a database handle). Both transports
+ * pass the same conformance tests, so a worker behaves the same on either.
+ */
+export interface ClaimedJob {
+  id: string;
+  queue: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  priority: number;
+  lockToken: string;
+  fencingToken: number;
+  leaseMs: number;
+  heartbeatIntervalMs: number;
+  idempotencyKey: string | null;
+  checkpoint: unknown;
+  progress: unknown;
+  timeoutMs: number | null;
+}
+
+/** The answer to one write on one job: accepted, or refused because the claim is gone. */
+export type LeaseAnswer = { id: string; ok: true } | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string };
+
+export type EffectStart = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
+
+export interface LeaseRef {
+  id: string;
+  lockToken: string;
+}
+
+export interface Transport {
+  claim(p: { queue: string; workerId: string; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
+  /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
+  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
+  checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
+  /** Completes many jobs in one call, each fenced by its own token. */
+  complete(p: { workerId: string; results: (LeaseRef & { result?: unknown })[] }): Promise<LeaseAnswer[]>;
+  fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
+  release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
+  /** The worker's own liveness row. */
+  beat(p: { workerId: string; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
+  /** once(): start an effect under the lease, or learn it already ran. */
+  effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
+  /** once(): record that the effect ran; answers the recorded result (the first one recorded wins). */
+  effectFinish(p: { workerId: string; jobId: string; key: string; result: unknown }): Promise<unknown>;
+}
+
+/** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */
+export class TransportError extends Error {
+  override readonly name = 'TransportError';
+}

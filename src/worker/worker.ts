@@ -1,0 +1,568 @@
+/**
+ * createWorker: the claim loop, the heartbeat loop and the job's AbortSignal.
+ *
+ * - Claims in batches up to its free slots; never holds more jobs than slots.
+ * - One heartbeat timer, apart from the handlers, renews all of the worker's
+ *   leases in one call and beats the worker's liveness row.
+ * - A job's signal is aborted when a heartbeat is refused (`lease_lost`), when
+ *   the lease runs out locally without a successful renewal (self-fencing:
+ *   before the reaper could hand the job to someone else), at the job's
+ *   deadline, and at shutdown. `signal.reason` is a JobAbortedError.
+ * - A handler that ignores its signal still cannot write: its completion is
+ *   refused by the token, and the worker reports the attempt as `abandoned`.
+ * - Completions of handlers that finish together go in one call.
+ *
+ * Local time here is `performance.now()` (monotonic). Lease deadlines are the
+ * server's; the worker only keeps a conservative local copy: a renewal sent at
+ * local time t is good until at least t + lease.
+ */
+import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.js';
+import type { ClaimedJob, LeaseAnswer, Transport } from './transport.js';
+import { TransportError } from './transport.js';
+
+export interface JobContext<P = unknown> {
+  job: {
+    id: string;
+    queue: string;
+    payload: P;
+    attempt: number;
+    maxAttempts: number;
+    priority: number;
+    /** What an earlier attempt saved with checkpoint(), or null. */
+    checkpoint: unknown;
+    progress: unknown;
+  };
+  /** Aborted on lease loss, deadline or shutdown; `signal.reason` says which. */
+  signal: AbortSignal;
+  /** Stable across attempts: pass it to downstream systems to deduplicate. */
+  idempotencyKey: string;
+  /** Grows with every claim of this job: downstream systems can refuse writes from an older claim. */
+  fencingToken: number;
+  /** Renews the lease now (the heartbeat loop does it anyway), optionally with progress. */
+  heartbeat(progress?: unknown): Promise<void>;
+  /** Saves state the next attempt starts from (ctx.job.checkpoint). */
+  checkpoint(data: unknown): Promise<void>;
+  /** Sets the lease to `ms` from now, before a long step that cannot heartbeat. */
+  extendLease(ms: number): Promise<void>;
+  /**
+   * Runs `fn` at most once per (job, key) across attempts, and returns its
+   * recorded result on later attempts. A crash (or lost lease) after `fn`
+   * ran but before its result was recorded runs it again: pass
+   * `idempotencyKey` to the downstream system as well.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+}
+
+export type Handler<P = unknown> = (ctx: JobContext<P>) => unknown;
+
+export interface WorkerEvents {
+  claimed: { job: ClaimedJob };
+  completed: { job: ClaimedJob; result: unknown };
+  failed: { job: ClaimedJob; error: unknown; retryable: boolean };
+  lease_lost: { job: ClaimedJob; reason: AbortCause; message: string };
+  heartbeat_failed: { error: unknown; jobs: string[] };
+  abandoned: { job: ClaimedJob; reason: string };
+  event_loop_blocked: { delayMs: number; jobs: string[] };
+  error: { error: unknown; during: string };
+  stopped: { released: string[] };
+}
+
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export interface WorkerOptions<P = unknown> {
+  transport: Transport;
+  /** One queue, or several served round-robin. */
+  queue: string | string[];
+  handler: Handler<P>;
+  /** Jobs run at once. Default 1. */
+  concurrency?: number;
+  /** Lease to ask for; default: the queue's. */
+  leaseMs?: number;
+  /** Heartbeat interval; default: what the server says in each claim. */
+  heartbeatMs?: number;
+  /** Poll interval when idle; doubles while idle up to maxPollMs, with jitter. Default 500. */
+  pollMs?: number;
+  maxPollMs?: number;
+  /** Most jobs per claim call. Default 50. */
+  claimBatch?: number;
+  /** Default: host-pid-random. */
+  workerId?: string;
+  /** How long close() lets running jobs finish before it aborts them and releases their leases. Default 10 s. */
+  drainTimeoutMs?: number;
+  /** Close on SIGTERM / SIGINT (where the runtime has process signals). Default true. */
+  handleSignals?: boolean;
+  logger?: Logger;
+  /** Reported in the worker registry. */
+  identity?: { host?: string; pid?: number; version?: string };
+}
+
+interface Running {
+  job: ClaimedJob;
+  controller: AbortController;
+  leaseMs: number;
+  /** Local time until which the lease is surely still ours. */
+  leaseValidUntil: number;
+  progress: unknown;
+  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: string; retryable: boolean; retryAfterMs?: number | undefined; raw: unknown };
+
+const now = () => performance.now();
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
+export function defaultWorkerId(identity: { host?: string; pid?: number } = {}): string {
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(4)), (b) => b.toString(16).padStart(2, '0')).join('');
+  return `${identity.host ?? 'worker'}-${identity.pid ?? 0}-${random}`;
+}
+
+export type Worker = ReturnType<typeof createWorker>;
+
+export function createWorker<P = unknown>(options: WorkerOptions<P>) {
+  const transport = options.transport;
+  const queues = Array.isArray(options.queue) ? options.queue : [options.queue];
+  const concurrency = options.concurrency ?? 1;
+  const claimBatch = options.claimBatch ?? 50;
+  const pollMs = options.pollMs ?? 500;
+  const maxPollMs = options.maxPollMs ?? 10_000;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
+  const identity = options.identity ?? processIdentity();
+  const workerId = options.workerId ?? defaultWorkerId(identity);
+  const logger = options.logger ?? consoleLogger(workerId);
+
+  const active = new Map<string, Running>();
+  const listeners = new Map<keyof WorkerEvents, Set<(e: never) => void>>();
+  const stopping = new AbortController();
+  let state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  let wakeClaimLoop: () => void = () => {};
+  let claimLoopDone: Promise<void> = Promise.resolve();
+  let heartbeatTimer: ReturnType<typeof setTimeout> | undefined;
+  let heartbeatInterval = options.heartbeatMs ?? 5_000;
+  let nextQueue = 0;
+  const stats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, heartbeatFailures: 0 };
+  let pendingCompletions: { running: Running; result: unknown }[] = [];
+  /** Jobs a claim brought back after close() began: released without running. */
+  const releasedInFlight: string[] = [];
+  let completionFlush: Promise<void> | undefined;
+  const removeSignalHandlers = options.handleSignals === false ? () => {} : onProcessSignals(() => void close());
+
+  function emit<K extends keyof WorkerEvents>(event: K, payload: WorkerEvents[K]) {
+    for (const fn of listeners.get(event) ?? []) {
+      try {
+        (fn as (e: WorkerEvents[K]) => void)(payload);
+      } catch (err) {
+        logger.error(`listener for ${event} threw: ${String(err)}`);
+      }
+    }
+  }
+
+  function abort(r: Running, reason: AbortCause, message: string) {
+    if (r.controller.signal.aborted) return;
+    r.controller.abort(new JobAbortedError(reason, message));
+    if (reason === 'lease_lost' || reason === 'lease_expired_locally') {
+      stats.leaseLost++;
+      emit('lease_lost', { job: r.job, reason, message });
+    }
+  }
+
+  /** Applies the server's answers to a renewal sent at local time `sentAt`. */
+  function applyLeaseAnswers(answers: LeaseAnswer[], sentAt: number) {
+    for (const a of answers) {
+      const r = active.get(a.id);
+      if (!r) continue;
+      if (a.ok) r.leaseValidUntil = Math.max(r.leaseValidUntil, sentAt + r.leaseMs);
+      else abort(r, 'lease_lost', a.message);
+    }
+  }
+
+  // ---- claiming -------------------------------------------------------------
+
+  async function claimLoop() {
+    let idleRounds = 0;
+    let failures = 0;
+    while (state === 'running') {
+      const free = concurrency - active.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => (wakeClaimLoop = resolve));
+        continue;
+      }
+      let jobs: ClaimedJob[] = [];
+      const sentAt = now();
+      try {
+        jobs = await claimRoundRobin(Math.min(free, claimBatch));
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const delay = Math.min(maxPollMs, pollMs * 2 ** Math.min(failures, 8));
+        logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`);
+        emit('error', { error: err, during: 'claim' });
+        await sleep(jitter(delay), stopping.signal);
+        continue;
+      }
+      if (state !== 'running') {
+        // Closed while the claim was in flight: give the jobs straight back.
+        const leases = jobs.map((j) => ({ id: j.id, lockToken: j.lockToken }));
+        if (leases.length) {
+          const answers = await persist(undefined, 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
+          releasedInFlight.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
+        }
+        continue;
+      }
+      if (jobs.length === 0) {
+        idleRounds++;
+        await sleep(jitter(Math.min(maxPollMs, pollMs * 2 ** Math.min(idleRounds - 1, 8))), stopping.signal);
+        continue;
+      }
+      idleRounds = 0;
+      for (const job of jobs) start(job, sentAt);
+    }
+  }
+
+  async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
+    for (let i = 0; i < queues.length; i++) {
+      const queue = queues[(nextQueue + i) % queues.length]!;
+      const jobs = await transport.claim({ queue, workerId, limit, leaseMs: options.leaseMs });
+      if (jobs.length > 0) {
+        nextQueue = (nextQueue + i + 1) % queues.length;
+        return jobs;
+      }
+    }
+    return [];
+  }
+
+  function track(job: ClaimedJob, sentAt: number): Running {
+    const r: Running = { job, controller: new AbortController(), leaseMs: job.leaseMs, leaseValidUntil: sentAt + job.leaseMs, progress: undefined, deadlineTimer: undefined };
+    active.set(job.id, r);
+    if (options.heartbeatMs === undefined && job.heartbeatIntervalMs < heartbeatInterval) {
+      // The server asks for quicker beats than the timer is set for: re-arm it now.
+      heartbeatInterval = job.heartbeatIntervalMs;
+      clearTimeout(heartbeatTimer);
+      scheduleHeartbeat();
+    }
+    return r;
+  }
+
+  function start(job: ClaimedJob, sentAt: number) {
+    stats.claimed++;
+    const r = track(job, sentAt);
+    emit('claimed', { job });
+    if (job.timeoutMs !== null) {
+      r.deadlineTimer = setTimeout(() => abort(r, 'deadline_exceeded', `job ${job.id} passed its ${job.timeoutMs} ms deadline`), Math.max(0, sentAt + job.timeoutMs - now()));
+    }
+    void run(r).finally(() => {
+      clearTimeout(r.deadlineTimer);
+      active.delete(job.id);
+      wakeClaimLoop();
+    });
+  }
+
+  // ---- running a job ----------------------------------------------------------
+
+  async function run(r: Running) {
+    let outcome: Outcome;
+    try {
+      outcome = { kind: 'complete', result: await options.handler(context(r)) };
+    } catch (err) {
+      outcome = classify(err);
+    }
+    if (r.controller.signal.aborted && (r.controller.signal.reason as JobAbortedError).reason === 'shutdown' && state === 'stopped') {
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: 'released at shutdown' });
+      return;
+    }
+    if (outcome.kind === 'complete') await complete(r, outcome.result);
+    else await fail(r, outcome);
+  }
+
+  function classify(err: unknown): Outcome {
+    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    if (err instanceof NonRetryableError) return { kind: 'fail', error: message, retryable: false, raw: err };
+    if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
+    return { kind: 'fail', error: message.slice(0, 16_000), retryable: true, raw: err };
+  }
+
+  /** Retries a write that failed in transit until the lease is surely gone locally. */
+  async function persist<T>(r: Running | undefined, during: string, write: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!(err instanceof TransportError)) throw err;
+        emit('error', { error: err, during });
+        if (r && now() > r.leaseValidUntil) return undefined;
+        await sleep(jitter(Math.min(2_000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+
+  function complete(r: Running, result: unknown): Promise<void> {
+    pendingCompletions.push({ running: r, result });
+    completionFlush ??= Promise.resolve().then(flushCompletions);
+    return completionFlush;
+  }
+
+  /** Sends every completion that piled up since the last flush in one call. */
+  async function flushCompletions() {
+    const batch = pendingCompletions;
+    pendingCompletions = [];
+    completionFlush = undefined;
+    const answers = await persist(undefined, 'complete', () =>
+      transport.complete({ workerId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })) }),
+    ).catch((err) => {
+      emit('error', { error: err, during: 'complete' });
+      return undefined;
+    });
+    batch.forEach(({ running, result }, i) => {
+      const answer = answers?.[i];
+      if (answer?.ok) {
+        stats.completed++;
+        emit('completed', { job: running.job, result });
+      } else {
+        stats.abandoned++;
+        emit('abandoned', { job: running.job, reason: answer ? `completion refused: ${answer.message}` : 'completion could not be delivered' });
+      }
+    });
+  }
+
+  async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
+    const answer = await persist(r, 'fail', () =>
+      transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }),
+    ).catch((err) => {
+      emit('error', { error: err, during: 'fail' });
+      return undefined;
+    });
+    if (answer?.ok) {
+      stats.failed++;
+      emit('failed', { job: r.job, error: o.raw, retryable: o.retryable });
+    } else {
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: answer ? `failure refused: ${answer.message}` : 'failure could not be delivered' });
+    }
+  }
+
+  function context(r: Running): JobContext<P> {
+    const lease = { id: r.job.id, lockToken: r.job.lockToken };
+    const refused = (a: LeaseAnswer) => {
+      if (a.ok) return;
+      abort(r, 'lease_lost', a.message);
+      throw r.controller.signal.reason;
+    };
+    return {
+      job: {
+        id: r.job.id,
+        queue: r.job.queue,
+        payload: r.job.payload as P,
+        attempt: r.job.attempt,
+        maxAttempts: r.job.maxAttempts,
+        priority: r.job.priority,
+        checkpoint: r.job.checkpoint,
+        progress: r.job.progress,
+      },
+      signal: r.controller.signal,
+      idempotencyKey: r.job.idempotencyKey ?? `${r.job.queue}:${r.job.id}`,
+      fencingToken: r.job.fencingToken,
+      async heartbeat(progress) {
+        if (progress !== undefined) r.progress = progress;
+        const sentAt = now();
+        const [answer] = await transport.heartbeat({ workerId, leases: [{ ...lease, progress }] });
+        applyLeaseAnswers([answer!], sentAt);
+        refused(answer!);
+      },
+      async checkpoint(data) {
+        const sentAt = now();
+        const answer = await transport.checkpoint({ workerId, lease, checkpoint: data });
+        applyLeaseAnswers([answer], sentAt);
+        refused(answer);
+      },
+      async extendLease(ms) {
+        const sentAt = now();
+        const [answer] = await transport.heartbeat({ workerId, leases: [lease], leaseMs: ms });
+        if (answer!.ok) r.leaseValidUntil = Math.max(r.leaseValidUntil, sentAt + ms);
+        refused(answer!);
+      },
+      async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+        const started = await transport.effectStart({ workerId, lease, key });
+        if (started.kind === 'done') return started.result as T;
+        if (started.kind === 'lease_lost') {
+          abort(r, 'lease_lost', started.message);
+          throw r.controller.signal.reason;
+        }
+        const result = await fn();
+        // Recorded even if the lease was lost meanwhile: the effect did happen.
+        return (await persist(undefined, 'once', () => transport.effectFinish({ workerId, jobId: r.job.id, key, result: result ?? null }))) as T;
+      },
+    };
+  }
+
+  // ---- heartbeats -------------------------------------------------------------
+
+  function scheduleHeartbeat() {
+    const expectedAt = now() + heartbeatInterval;
+    heartbeatTimer = setTimeout(() => void heartbeatTick(expectedAt), heartbeatInterval);
+  }
+
+  async function heartbeatTick(expectedAt: number) {
+    const lateBy = now() - expectedAt;
+    const jobs = [...active.values()];
+    if (lateBy > Math.max(500, heartbeatInterval / 2)) {
+      // The timer could not fire: something blocked the event loop. This is
+      // what "could not renew lock" usually means in other queues.
+      stats.eventLoopBlocked++;
+      const ids = jobs.map((r) => r.job.id);
+      logger.warn(`event loop was blocked for ${Math.round(lateBy)} ms; heartbeat late for job(s) ${ids.join(', ') || '(none)'}: move CPU-bound work off the event loop or raise the lease`);
+      emit('event_loop_blocked', { delayMs: lateBy, jobs: ids });
+    }
+    const live = jobs.filter((r) => !r.controller.signal.aborted);
+    // Self-fencing: a lease we could not renew in time is gone; stop the handler
+    // before the reaper can give the job to another worker.
+    for (const r of live) {
+      if (now() > r.leaseValidUntil) abort(r, 'lease_expired_locally', `job ${r.job.id}: no successful heartbeat within the ${r.leaseMs} ms lease`);
+    }
+    const renew = live.filter((r) => !r.controller.signal.aborted);
+    const sentAt = now();
+    try {
+      const beat = transport.beat({ workerId, ...identity, queues, runningCount: active.size });
+      if (renew.length > 0) {
+        const answers = await transport.heartbeat({
+          workerId,
+          leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
+        });
+        applyLeaseAnswers(answers, sentAt);
+      }
+      await beat;
+    } catch (err) {
+      stats.heartbeatFailures++;
+      logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${renew.map((r) => r.job.id).join(', ') || '(none)'}`);
+      emit('heartbeat_failed', { error: err, jobs: renew.map((r) => r.job.id) });
+    }
+    if (state === 'running' || state === 'stopping') scheduleHeartbeat();
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------
+
+  function startWorker() {
+    if (state !== 'new') return worker;
+    state = 'running';
+    void transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch((err) => emit('error', { error: err, during: 'beat' }));
+    scheduleHeartbeat();
+    claimLoopDone = claimLoop().catch((err) => {
+      logger.error(`claim loop stopped: ${describe(err)}`);
+      emit('error', { error: err, during: 'claim' });
+    });
+    return worker;
+  }
+
+  /**
+   * Stops claiming, lets running jobs finish for up to `drainTimeoutMs`, then
+   * aborts the rest and releases their leases so they run again at once.
+   */
+  async function close(opts: { drainTimeoutMs?: number } = {}): Promise<void> {
+    if (state === 'stopped' || state === 'stopping') return closed;
+    const wasRunning = state === 'running';
+    state = 'stopping';
+    stopping.abort();
+    wakeClaimLoop();
+    closed = (async () => {
+      if (wasRunning) await claimLoopDone;
+      const deadline = now() + (opts.drainTimeoutMs ?? drainTimeoutMs);
+      while (active.size > 0 && now() < deadline) await sleep(Math.min(50, deadline - now()));
+      const leftover = [...active.values()];
+      state = 'stopped';
+      clearTimeout(heartbeatTimer);
+      for (const r of leftover) abort(r, 'shutdown', `worker ${workerId} is shutting down`);
+      const released = [...releasedInFlight];
+      if (leftover.length > 0) {
+        const answers = await persist(undefined, 'release', () =>
+          transport.release({ workerId, leases: leftover.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken })), reason: 'worker_shutdown' }),
+        ).catch(() => undefined);
+        released.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
+      }
+      await transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch(() => {});
+      removeSignalHandlers();
+      emit('stopped', { released });
+    })();
+    return closed;
+  }
+  let closed: Promise<void> = Promise.resolve();
+
+  const worker = {
+    id: workerId,
+    start: startWorker,
+    close,
+    /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked, heartbeatFailures. */
+    stats,
+    get running() {
+      return active.size;
+    },
+    on<K extends keyof WorkerEvents>(event: K, fn: (e: WorkerEvents[K]) => void) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(fn as (e: never) => void);
+      return worker;
+    },
+  };
+  return worker;
+}
+
+function jitter(ms: number) {
+  return ms * (0.8 + Math.random() * 0.4);
+}
+
+function describe(err: unknown) {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function consoleLogger(workerId: string): Logger {
+  return {
+    info: (m) => console.log(`leasehold worker ${workerId}: ${m}`),
+    warn: (m) => console.warn(`leasehold worker ${workerId}: ${m}`),
+    error: (m) => console.error(`leasehold worker ${workerId}: ${m}`),
+  };
+}
+
+type ProcessLike = {
+  pid?: number;
+  env?: Record<string, string | undefined>;
+  once?: (s: string, f: () => void) => void;
+  off?: (s: string, f: () => void) => void;
+  getBuiltinModule?: (name: string) => { hostname?: () => string } | undefined;
+};
+
+/**
+ * Host and pid where the runtime has a `process` (Node, Deno, Bun); nothing on
+ * Workers. `getBuiltinModule` reaches os.hostname() without importing a runtime.
+ */
+function processIdentity(): { host?: string; pid?: number } {
+  const proc = (globalThis as { process?: ProcessLike }).process;
+  let host: string | undefined;
+  try {
+    host = proc?.getBuiltinModule?.('os')?.hostname?.();
+  } catch {
+    host = undefined;
+  }
+  host ??= proc?.env?.HOSTNAME;
+  return { ...(host ? { host } : {}), ...(proc?.pid ? { pid: proc.pid } : {}) };
+}
+
+function onProcessSignals(handler: () => void): () => void {
+  const proc = (globalThis as { process?: ProcessLike }).process;
+  if (!proc?.once || !proc.off) return () => {};
+  proc.once('SIGTERM', handler);
+  proc.once('SIGINT', handler);
+  return () => {
+    proc.off!('SIGTERM', handler);
+    proc.off!('SIGINT', handler);
+  };
+}
