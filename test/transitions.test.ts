@@ -168,10 +168,12 @@ describe('claim', () => {
   test('a claim sets running, owner, lease, a 128-bit lock token, attempt 1, fencing token 1', async () => {
     const e = await t.enqueue('q', { payload: { x: 1 } });
     const c = await claimOne('q', 'w1');
-    expect(c).toMatchObject({ id: e.id, status: 'running', attempt: 1, fencingToken: 1, lockedBy: 'w1', payload: { x: 1 }, heartbeatIntervalMs: 5000, checkpoint: null });
+    expect(c).toMatchObject({ id: e.id, queue: 'q', attempt: 1, fencingToken: 1, leaseMs: 30_000, payload: { x: 1 }, heartbeatIntervalMs: 5000, checkpoint: null });
     expect(c.lockToken).toMatch(/^[0-9a-f]{32,}$/);
     expect(ms(c.leaseExpiresAt)).toBe(t.clock.now() + 30_000);
-    expect(ms(c.startedAt)).toBe(t.clock.now());
+    const job = (await t.get(`${api}/jobs/${e.id}`)).json.job;
+    expect(job).toMatchObject({ status: 'running', lockedBy: 'w1', attempt: 1 });
+    expect(ms(job.startedAt)).toBe(t.clock.now());
     const events = await t.events(e.id);
     expect(events.at(-1)).toMatchObject({ type: 'claimed', from: 'pending', to: 'running', workerId: 'w1' });
     // The lock token is the claimer's secret: never in a job read.

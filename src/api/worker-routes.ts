@@ -6,12 +6,12 @@
 import { jobsClaimPending } from '../db/store/claim.js';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../db/store/finish.js';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
-import { iso, toJob } from '../db/store/record.js';
+import { iso, toClaimedJob, toJob } from '../db/store/record.js';
 import { workerBeat } from '../db/store/workers.js';
 import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
 import { invalid, LeaseholdError } from '../core/errors.js';
 import { jsonOrNull } from '../db/sql.js';
-import type { OwnedOutcome } from '../db/store/owned.js';
+import type { LeanJob, OwnedOutcome } from '../db/store/owned.js';
 import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.js';
 import { batchEntry, leaseFields, ownedError } from './outcomes.js';
 import type { AppDeps, Routes } from './router.js';
@@ -30,7 +30,7 @@ function uniqueIds<T extends { id: string }>(items: T[], field: string): T[] {
   return items;
 }
 
-function single(outcomes: OwnedOutcome[]) {
+function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
   const o = outcomes[0]!;
   if (!o.ok) throw ownedError(o);
   return o.job;
@@ -57,14 +57,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         now: clock.now(),
         defaults: config,
       });
-      return c.json({
-        jobs: claimed.map((j) => ({
-          ...toJob(j),
-          lockToken: j.lock_token,
-          heartbeatIntervalMs: j.heartbeat_ms,
-          ...leaseFields(j),
-        })),
-      });
+      return c.json({ jobs: claimed.map(toClaimedJob) });
     },
   );
 
@@ -151,6 +144,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
           workerId: body.workerId,
           results: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, data: jsonOrNull(body.result) }],
           now: clock.now(),
+          full: true,
         }),
       );
       return c.json({ job: toJob(job) });
@@ -224,6 +218,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
           leases: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken }],
           reason: body.reason ?? 'released_by_worker',
           now: clock.now(),
+          full: true,
         }),
       );
       return c.json({ job: toJob(job) });

@@ -7,6 +7,7 @@ import { drizzle } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
 import type { Db } from '../db/db.js';
 import * as schema from '../db/schema.js';
+import { createEmbeddedClient, type Synchronous } from './embedded-client.js';
 
 export interface OpenedDb {
   db: Db;
@@ -17,23 +18,25 @@ export interface OpenedDb {
 /** How long a connection waits for another process's write lock before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
 
-export async function openLibsql(url: string, authToken?: string): Promise<OpenedDb> {
-  const isFile = url.startsWith('file:');
-  // `timeout` is the busy timeout, passed to every connection the client's
-  // pool opens: a PRAGMA would hold only for the connection that ran it.
-  const client = createClient({ url, ...(authToken ? { authToken } : {}), ...(isFile ? { timeout: BUSY_TIMEOUT_MS } : {}) });
-  if (isFile) {
-    // WAL is a property of the file, so setting it once holds for every
-    // connection: readers never block the writer. synchronous=FULL (the
-    // default) keeps every acknowledged commit across a power cut, not only
-    // a process crash.
-    await client.execute('PRAGMA journal_mode = WAL');
-  }
-  const db = drizzle(client, { schema }) as unknown as Db;
+/**
+ * A `file:` URL opens the embedded client (one connection, cached statements,
+ * WAL); any other URL (libsql://, http(s)://) goes to @libsql/client.
+ */
+export async function openLibsql(url: string, authToken?: string, options: { synchronous?: Synchronous } = {}): Promise<OpenedDb> {
+  const client = url.startsWith('file:')
+    ? createEmbeddedClient({ path: filePath(url), busyTimeoutMs: BUSY_TIMEOUT_MS, ...options })
+    : createClient({ url, ...(authToken ? { authToken } : {}) });
+  const db = drizzle({ client, schema }) as unknown as Db;
   return { db, client, close: () => client.close() };
+}
+
+/** `file:./x.db`, `file:/abs/x.db` or `file:///abs/x.db` to a path. */
+function filePath(url: string): string {
+  const rest = url.slice('file:'.length).split('?')[0]!;
+  return rest.startsWith('///') ? rest.slice(2) : rest.startsWith('//localhost/') ? rest.slice('//localhost'.length) : rest;
 }
 
 /** Applies the committed migrations in `folder` (drizzle/). Safe to run on every start. */
 export async function migrateLibsql(opened: OpenedDb, folder: string): Promise<void> {
-  await migrate(drizzle(opened.client, { schema }), { migrationsFolder: folder });
+  await migrate(drizzle({ client: opened.client, schema }), { migrationsFolder: folder });
 }

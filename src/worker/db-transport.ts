@@ -12,6 +12,7 @@ import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js
 import type { OwnedOutcome } from '../db/store/owned.js';
 import { workerBeat } from '../db/store/workers.js';
 import { jsonOrNull } from '../db/sql.js';
+import { toClaimedJob } from '../db/store/record.js';
 import type { LeaseAnswer, Transport } from './transport.js';
 
 const parse = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
@@ -29,22 +30,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
   return {
     async claim(p) {
       const rows = await jobsClaimPending(db, { ...p, now: clock.now(), defaults: config });
-      return rows.map((j) => ({
-        id: String(j.id),
-        queue: j.queue_name,
-        payload: parse(j.payload),
-        attempt: j.attempt_count,
-        maxAttempts: j.max_attempts,
-        priority: j.priority,
-        lockToken: j.lock_token!,
-        fencingToken: j.lease_epoch,
-        leaseMs: j.lease_ms!,
-        heartbeatIntervalMs: j.heartbeat_ms,
-        idempotencyKey: j.idempotency_key,
-        checkpoint: parse(j.checkpoint),
-        progress: parse(j.progress),
-        timeoutMs: j.timeout_ms,
-      }));
+      return rows.map(toClaimedJob);
     },
     async heartbeat(p) {
       const outcomes = await jobsHeartbeatIfOwned(db, {

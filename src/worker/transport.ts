@@ -3,22 +3,10 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-export interface ClaimedJob {
-  id: string;
-  queue: string;
-  payload: unknown;
-  attempt: number;
-  maxAttempts: number;
-  priority: number;
-  lockToken: string;
-  fencingToken: number;
-  leaseMs: number;
-  heartbeatIntervalMs: number;
-  idempotencyKey: string | null;
-  checkpoint: unknown;
-  progress: unknown;
-  timeoutMs: number | null;
-}
+import type { ClaimedJobWire } from '../db/store/record.js';
+
+/** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
+export type ClaimedJob = ClaimedJobWire;
 
 /** The answer to one write on one job: accepted, or refused because the claim is gone. */
 export type LeaseAnswer = { id: string; ok: true } | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string };

@@ -27,7 +27,13 @@ export interface ClaimParams {
   defaults: QueueDefaults;
 }
 
-export interface Claimed extends JobRecord {
+/** What a claimer needs of each job. */
+export interface Claimed
+  extends Pick<
+    JobRecord,
+    | 'id' | 'queue_name' | 'payload' | 'priority' | 'attempt_count' | 'max_attempts' | 'lease_epoch' | 'lease_ms'
+    | 'lease_expires_at' | 'lock_token' | 'idempotency_key' | 'checkpoint' | 'progress' | 'timeout_ms' | 'deadline_at' | 'available_at'
+  > {
   /** How often the claimer should heartbeat: the queue's interval, at most a third of the lease granted. */
   heartbeat_ms: number;
 }
@@ -52,7 +58,9 @@ export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[
           AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
         ORDER BY priority DESC, available_at, id
         LIMIT ${p.limit})
-      RETURNING *, min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`),
+      RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
+        lock_token, idempotency_key, checkpoint, progress, timeout_ms, deadline_at, available_at,
+        min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`),
   ]);
   // RETURNING order is unspecified: restore claim order for the caller.
   return (claimed as Claimed[]).sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);

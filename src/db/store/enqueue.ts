@@ -6,10 +6,10 @@
  * in the queue, the existing job untouched but for its dedup counter (which
  * writes a `deduplicated` event). Many jobs go in one batch: all or none.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
 import type { QueueDefaults } from '../../core/config.js';
-import { batchList, type Db } from '../db.js';
+import type { Db } from '../db.js';
 import { nowSql, queueSettingSql } from '../sql.js';
 import type { JobRecord } from './record.js';
 
@@ -31,6 +31,8 @@ export interface EnqueueParams {
   actor: string | null;
   now: Now;
   defaults: QueueDefaults;
+  /** Columns to return (must include dedup_count); every column by default. */
+  columns?: SQL;
 }
 
 export interface Enqueued {
@@ -38,34 +40,35 @@ export interface Enqueued {
   deduplicated: boolean;
 }
 
-/** Rows per INSERT: 10 parameters a row stays well under SQLite's 32,766. */
-const ROWS_PER_STATEMENT = 1_000;
-
+/**
+ * All the jobs travel as one JSON parameter and are expanded by json_each in
+ * one INSERT ... SELECT: "now" and the queue's defaults are computed once, the
+ * statement text is the same for every batch size (so it stays prepared), and
+ * the row count is not bounded by SQLite's parameter limit. Measured: a
+ * VALUES list with ten parameters per row was several times slower.
+ */
 export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> {
   const now = nowSql(p.now);
-  const queue = sql`${p.queue}`;
-  const maxAttemptsDefault = queueSettingSql('max_attempts', queue, p.defaults.maxAttempts);
-  const createQueue = db.run(
-    sql`INSERT INTO queues (name, created_at, updated_at) VALUES (${p.queue}, ${now}, ${now}) ON CONFLICT (name) DO NOTHING`,
+  const rows = JSON.stringify(
+    p.jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null })),
   );
-  const inserts = [];
-  for (let i = 0; i < p.jobs.length; i += ROWS_PER_STATEMENT) {
-    const rows = p.jobs.slice(i, i + ROWS_PER_STATEMENT).map((j) => {
-      const availableAt = j.runAt !== undefined ? sql`${j.runAt}` : sql`${now} + ${j.delayMs ?? 0}`;
-      return sql`(${p.queue}, ${JSON.stringify(j.payload)}, ${j.priority ?? 0}, coalesce(${j.maxAttempts ?? null}, ${maxAttemptsDefault}), ${availableAt}, ${j.idempotencyKey ?? null}, ${j.timeoutMs ?? null}, ${p.actor}, ${now}, ${now})`;
-    });
-    // RETURNING yields rows in the order they were inserted or deduplicated,
-    // each with the values it had at that moment, so rows line up with inputs.
-    inserts.push(
-      db.all<JobRecord>(sql`INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, timeout_ms, last_event_actor, created_at, updated_at)
-        VALUES ${sql.join(rows, sql`, `)}
-        ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL
-        DO UPDATE SET dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
-          last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at
-        RETURNING *`),
-    );
-  }
-  const results = await batchList(db, [createQueue, ...inserts]);
+  const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
+  const [, inserted] = await db.batch([
+    db.run(sql`INSERT INTO queues (name, created_at, updated_at) VALUES (${p.queue}, ${now}, ${now}) ON CONFLICT (name) DO NOTHING`),
+    // RETURNING yields rows in the order they were inserted or deduplicated
+    // (ORDER BY the array index), each with the values it had at that moment.
+    db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, timeout_ms, last_event_actor, created_at, updated_at)
+      SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
+        coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
+        coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
+        j.value ->> '$.k', j.value ->> '$.t', ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+      FROM json_each(${rows}) AS j WHERE true ORDER BY j.key
+      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL
+      DO UPDATE SET dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
+        last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at
+      RETURNING ${p.columns ?? sql`*`}`),
+  ]);
   // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
-  return results.slice(1).flatMap((rows) => (rows as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0 })));
+  return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0 }));
 }

@@ -14,23 +14,28 @@ import type { Now } from '../../core/clock.js';
 import type { QueueDefaults } from '../../core/config.js';
 import type { Db } from '../db.js';
 import { backoffSql, nowSql } from '../sql.js';
-import { CLEAR_LEASE, ownerGuard, ownedWrite, type OwnedOutcome } from './owned.js';
+import { CLEAR_LEASE, ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.js';
+import type { JobRecord } from './record.js';
 
 export interface CompleteParams {
   workerId: string;
   /** `data` is the result as JSON text (or null). */
   results: readonly { id: number; lockToken: string; data?: string | null }[];
   now: Now;
+  /** Return whole rows (a single job's answer) instead of the lean batch columns. */
+  full?: boolean;
 }
 
 /** Completes many jobs in one statement; each is still fenced by its own token. */
+export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
+export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
   return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, (v) =>
     sql`UPDATE jobs SET status = 'completed', result = v.column3, completed_at = ${now}, finished_at = ${now},
         ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`,
   );
 }
 
@@ -47,11 +52,11 @@ export interface FailParams {
   defaults: QueueDefaults;
 }
 
-export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome[]> {
+export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobRecord>[]> {
   const now = nowSql(p.now);
   const retry = sql`(${p.retryable ? 1 : 0} = 1 AND jobs.attempt_count < jobs.max_attempts)`;
   const delay = sql`coalesce(${p.retryAfterMs ?? null}, ${backoffSql(sql`jobs.attempt_count`, sql`jobs.queue_name`, p.defaults)})`;
-  return ownedWrite(
+  return ownedWrite<JobRecord>(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken }], workerId: p.workerId, write: 'fail', now: p.now },
     (v) => sql`UPDATE jobs SET
@@ -73,17 +78,20 @@ export interface ReleaseParams {
   leases: readonly { id: number; lockToken: string }[];
   reason: string;
   now: Now;
+  full?: boolean;
 }
 
 /**
  * Gives leases back (a worker shutting down): the jobs are claimable at once,
  * in their old place in the queue, and the attempt does not count.
  */
+export function jobsReleaseIfOwned(db: Db, p: ReleaseParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
+export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]>;
 export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now }, (v) =>
     sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'released', last_event_reason = ${p.reason}, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`,
   );
 }

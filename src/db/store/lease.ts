@@ -13,7 +13,7 @@ import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
 import type { Db } from '../db.js';
 import { nowSql } from '../sql.js';
-import { ownerGuard, ownedWrite, type OwnedOutcome } from './owned.js';
+import { ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.js';
 
 export interface HeartbeatParams {
   workerId: string;
@@ -30,7 +30,7 @@ export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedO
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now }, (v) =>
     sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
         progress = coalesce(v.column3, jobs.progress)
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
   );
 }
 
@@ -49,6 +49,6 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now },
     (v) => sql`UPDATE jobs SET checkpoint = v.column3, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms)
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
   );
 }

@@ -6,8 +6,9 @@
  * 'running' AND lock_token = ref.lockToken AND locked_by = workerId`. A write whose guard fails changes
  * nothing, and a `stale_write_rejected` event names the stale token's worker.
  * One batch (one transaction, one round trip): record the stale refs, touch the
- * worker's liveness row, run the guarded UPDATE ... FROM (VALUES ...) v, and
- * read back the status of any job the update did not return.
+ * worker's liveness row, and run the guarded UPDATE ... FROM (VALUES ...) v.
+ * Only when a ref was refused does a second read fetch its status, for the
+ * error message (the refusal itself was decided and recorded in the batch).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
@@ -24,8 +25,11 @@ export interface OwnedRef {
   data?: string | null;
 }
 
-export type OwnedOutcome =
-  | { id: number; ok: true; job: JobRecord }
+/** The columns a batch answer needs (see `returning`). */
+export type LeanJob = Pick<JobRecord, 'id' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
+
+export type OwnedOutcome<T extends LeanJob = LeanJob> =
+  | { id: number; ok: true; job: T }
   | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus }
   | { id: number; ok: false; reason: 'not_found' };
 
@@ -46,15 +50,14 @@ export const ownerGuard = (workerId: string) =>
  * RETURNING *` built by the caller) under the owner's guard, and says for
  * every ref whether it was accepted.
  */
-export async function ownedWrite(
+export async function ownedWrite<T extends LeanJob = LeanJob>(
   db: Db,
   p: OwnedWriteParams,
   update: (refsTable: SQL) => SQL,
-): Promise<OwnedOutcome[]> {
+): Promise<OwnedOutcome<T>[]> {
   const refsTable = valuesSql(p.refs.map((r) => [r.id, r.lockToken, r.data ?? null]));
   const now = nowSql(p.now);
-  const ids = sql.join(p.refs.map((r) => sql`${r.id}`), sql`, `);
-  const [, , accepted, current] = await db.batch([
+  const [, , accepted] = await db.batch([
     db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
         CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
@@ -64,18 +67,31 @@ export async function ownedWrite(
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.column1
       WHERE NOT (j.status = 'running' AND j.lock_token = v.column2 AND j.locked_by = ${p.workerId})`),
     workerTouch(db, p.workerId, p.now),
-    db.all<JobRecord>(update(refsTable)),
-    db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`),
+    db.all<T>(update(refsTable)),
   ]);
-  const byId = new Map((accepted as JobRecord[]).map((j) => [j.id, j]));
-  const statusById = new Map((current as { id: number; status: JobStatus }[]).map((r) => [r.id, r.status]));
-  return p.refs.map((r): OwnedOutcome => {
+  const byId = new Map((accepted as T[]).map((j) => [j.id, j]));
+  const refused = p.refs.filter((r) => !byId.has(r.id));
+  const statusById = new Map<number, JobStatus>();
+  if (refused.length > 0) {
+    const ids = sql.join(refused.map((r) => sql`${r.id}`), sql`, `);
+    const rows = await db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`);
+    for (const row of rows) statusById.set(row.id, row.status);
+  }
+  return p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
     if (job) return { id: r.id, ok: true, job };
     const status = statusById.get(r.id);
     return status === undefined ? { id: r.id, ok: false, reason: 'not_found' } : { id: r.id, ok: false, reason: 'lease_lost', status };
   });
 }
+
+/**
+ * What an owned write returns per accepted job: every column for one job's
+ * answer, or only what a batch answer needs (a full row per job is most of the
+ * cost of a large batch).
+ */
+export const returning = (full: boolean) =>
+  full ? sql`*` : sql`id, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
 
 /** Columns that leave the running state: no token, no owner, no lease. */
 export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, lease_expires_at = NULL, lease_ms = NULL`;

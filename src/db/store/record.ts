@@ -103,3 +103,61 @@ export function toJob(r: JobRecord): Job {
     result: parsed(r.result),
   };
 }
+
+/** A claimed job as the claimer sees it: what it needs to run, renew and finish it. */
+export interface ClaimedJobWire {
+  id: string;
+  queue: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  priority: number;
+  lockToken: string;
+  fencingToken: number;
+  leaseMs: number;
+  leaseExpiresAt: string;
+  deadlineAt: string | null;
+  heartbeatIntervalMs: number;
+  idempotencyKey: string | null;
+  checkpoint: unknown;
+  progress: unknown;
+  timeoutMs: number | null;
+}
+
+export function toClaimedJob(j: {
+  id: number;
+  queue_name: string;
+  payload: string;
+  attempt_count: number;
+  max_attempts: number;
+  priority: number;
+  lock_token: string | null;
+  lease_epoch: number;
+  lease_ms: number | null;
+  lease_expires_at: number | null;
+  deadline_at: number | null;
+  heartbeat_ms: number;
+  idempotency_key: string | null;
+  checkpoint: string | null;
+  progress: string | null;
+  timeout_ms: number | null;
+}): ClaimedJobWire {
+  return {
+    id: String(j.id),
+    queue: j.queue_name,
+    payload: parsed(j.payload),
+    attempt: j.attempt_count,
+    maxAttempts: j.max_attempts,
+    priority: j.priority,
+    lockToken: j.lock_token!,
+    fencingToken: j.lease_epoch,
+    leaseMs: j.lease_ms!,
+    leaseExpiresAt: iso(j.lease_expires_at)!,
+    deadlineAt: iso(j.deadline_at),
+    heartbeatIntervalMs: j.heartbeat_ms,
+    idempotencyKey: j.idempotency_key,
+    checkpoint: parsed(j.checkpoint),
+    progress: parsed(j.progress),
+    timeoutMs: j.timeout_ms,
+  };
+}
