@@ -37,6 +37,8 @@ export interface QueueDefaults {
 export interface Config extends QueueDefaults {
   databaseUrl: string;
   databaseAuthToken: string | undefined;
+  /** Embedded file only: `normal` survives a process crash, `full` also a power cut (slower). */
+  synchronous: 'normal' | 'full';
   host: string;
   port: number;
   workerToken: string | undefined;
@@ -70,6 +72,7 @@ const DAY = 24 * 60 * MINUTE;
 export const SETTINGS: readonly Setting[] = [
   { key: 'databaseUrl', env: 'LEASEHOLD_DATABASE_URL', flag: '--database-url', kind: 'string', default: 'file:./leasehold.db', help: 'file:, libsql:// or http(s):// database URL' },
   { key: 'databaseAuthToken', env: 'LEASEHOLD_DATABASE_AUTH_TOKEN', flag: '--database-auth-token', kind: 'secret', default: undefined, help: 'auth token for a remote libSQL server' },
+  { key: 'synchronous', env: 'LEASEHOLD_SYNCHRONOUS', flag: '--synchronous', kind: 'string', default: 'normal', help: 'embedded file: normal survives kill -9; full (fsync per commit) also a power cut' },
   { key: 'host', env: 'LEASEHOLD_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'address to listen on; off loopback both tokens are required' },
   { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },
@@ -197,6 +200,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (!/^(file:|libsql:|https?:|wss?:)/.test(c.databaseUrl)) {
     err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
   }
+  if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
   if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
     err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);
   }

@@ -34,13 +34,5 @@ export function backoffSql(attempt: SQL, queueExpr: SQL, d: QueueDefaults): SQL 
   return sql`(${ceiling} / 2 + abs(random() % (${ceiling} - ${ceiling} / 2 + 1)))`;
 }
 
-/** `(VALUES (a, b), (c, d))` for joining a batch of inputs in one statement. */
-export function valuesSql(rows: readonly (readonly unknown[])[]): SQL {
-  return sql`(VALUES ${sql.join(
-    rows.map((r) => sql`(${sql.join(r.map((v) => sql`${v}`), sql`, `)})`),
-    sql`, `,
-  )})`;
-}
-
 /** JSON text for a column, or NULL. */
 export const jsonOrNull = (value: unknown) => (value === undefined ? null : JSON.stringify(value));

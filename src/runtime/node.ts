@@ -13,7 +13,7 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.js';
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
 export async function openDatabase(config: Config): Promise<OpenedDb> {
-  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken);
+  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
   await migrateLibsql(opened, MIGRATIONS_DIR);
   return opened;
 }

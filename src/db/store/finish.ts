@@ -32,7 +32,7 @@ export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOut
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
   return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, (v) =>
-    sql`UPDATE jobs SET status = 'completed', result = v.column3, completed_at = ${now}, finished_at = ${now},
+    sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
         ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
       FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`,

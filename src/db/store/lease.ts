@@ -29,7 +29,7 @@ export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedO
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now }, (v) =>
     sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
-        progress = coalesce(v.column3, jobs.progress)
+        progress = coalesce(v.data, jobs.progress)
       FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
   );
 }
@@ -48,7 +48,7 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   return ownedWrite(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now },
-    (v) => sql`UPDATE jobs SET checkpoint = v.column3, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms)
+    (v) => sql`UPDATE jobs SET checkpoint = v.data, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms)
       FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
   );
 }

@@ -28,7 +28,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now }): Promise<MetricsS
     ),
     db.all<{ type: string; reason: string | null; count: number }>(
       sql`SELECT type, reason, count(*) AS count FROM events
-        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred') GROUP BY type, reason`,
+        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred')
+          AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
+        GROUP BY type, reason`,
     ),
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
   ]);

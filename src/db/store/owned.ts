@@ -14,14 +14,14 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
 import type { Db } from '../db.js';
 import type { JobStatus } from '../schema.js';
-import { nowSql, valuesSql } from '../sql.js';
+import { nowSql } from '../sql.js';
 import type { JobRecord } from './record.js';
 import { workerTouch } from './workers.js';
 
 export interface OwnedRef {
   id: number;
   lockToken: string;
-  /** Per-job JSON text for the write (progress, checkpoint or result); column3 of `v`. */
+  /** Per-job JSON text for the write (progress, checkpoint or result): `v.data`. */
   data?: string | null;
 }
 
@@ -43,7 +43,17 @@ export interface OwnedWriteParams {
 
 /** The guard, for an UPDATE jobs ... FROM <refs> AS v, by `workerId`. */
 export const ownerGuard = (workerId: string) =>
-  sql`jobs.id = v.column1 AND jobs.status = 'running' AND jobs.lock_token = v.column2 AND jobs.locked_by = ${workerId}`;
+  sql`jobs.id = v.id AND jobs.status = 'running' AND jobs.lock_token = v.token AND jobs.locked_by = ${workerId}`;
+
+/**
+ * The refs as a table `v(id, token, data)`. They travel as one JSON
+ * parameter, so the statement text is the same for any number of refs and
+ * stays prepared.
+ */
+function refsTableSql(refs: readonly OwnedRef[]): SQL {
+  const json = JSON.stringify(refs.map((r) => ({ i: r.id, t: r.lockToken, d: r.data ?? null })));
+  return sql`(SELECT value ->> '$.i' AS id, value ->> '$.t' AS token, value ->> '$.d' AS data FROM json_each(${json}))`;
+}
 
 /**
  * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${ownerGuard(workerId)}
@@ -55,17 +65,17 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
   p: OwnedWriteParams,
   update: (refsTable: SQL) => SQL,
 ): Promise<OwnedOutcome<T>[]> {
-  const refsTable = valuesSql(p.refs.map((r) => [r.id, r.lockToken, r.data ?? null]));
+  const refsTable = refsTableSql(p.refs);
   const now = nowSql(p.now);
   const [, , accepted] = await db.batch([
     db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
         CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
-          WHEN j.lock_token = v.column2 THEN 'the claim belongs to worker ' || j.locked_by
+          WHEN j.lock_token = v.token THEN 'the claim belongs to worker ' || j.locked_by
           ELSE 'lock token is not the current claim''s' END,
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
-      FROM ${refsTable} AS v JOIN jobs j ON j.id = v.column1
-      WHERE NOT (j.status = 'running' AND j.lock_token = v.column2 AND j.locked_by = ${p.workerId})`),
+      FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
+      WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})`),
     workerTouch(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
   ]);
