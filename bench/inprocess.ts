@@ -3,7 +3,7 @@ import { DB_CLOCK } from '../src/core/clock.js';
 import { defaultConfig } from '../src/core/config.js';
 import type { Db } from '../src/db/db.js';
 import { jobsClaimPending } from '../src/db/store/claim.js';
-import { jobsInsert, type NewJob } from '../src/db/store/enqueue.js';
+import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../src/db/store/enqueue.js';
 import { jobsCompleteIfOwned } from '../src/db/store/finish.js';
 import { check, now, openTempDb, percentile, repeat, seedPending } from './lib.js';
 import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
@@ -78,7 +78,8 @@ export async function benchInProcess(s: InProcessSizes, log: (line: string) => v
       let inserted = 0;
       for (const jobs of batches) {
         if (now() >= deadline) break;
-        const enqueued = await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config });
+        // The same columns the HTTP bulk answer returns.
+        const enqueued = await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config, columns: SUMMARY_COLUMNS });
         check(enqueued.length === jobs.length, 'bulk insert count');
         inserted += enqueued.length;
       }

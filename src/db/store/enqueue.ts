@@ -35,6 +35,9 @@ export interface EnqueueParams {
   columns?: SQL;
 }
 
+/** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
+export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, idempotency_key, dedup_count`;
+
 export interface Enqueued {
   job: JobRecord;
   deduplicated: boolean;
