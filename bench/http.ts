@@ -22,7 +22,7 @@ export interface HttpSizes {
 }
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'leasehold.js');
-const QUEUE = 'bench';
+export const QUEUE = 'bench';
 const WORKER = 'bench-worker';
 
 interface Server {
@@ -32,7 +32,7 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(label: string, seedJobs = 0): Promise<Server> {
+export async function startServer(label: string, seedJobs = 0): Promise<Server> {
   const tmp = tempDb(`http-${label}`);
   if (seedJobs > 0) {
     // Migrate and fill the file before the server opens it (untimed).

@@ -11,8 +11,9 @@ import { benchHttp, type HttpSizes } from './http.js';
 import { benchInProcess, type InProcessSizes } from './inprocess.js';
 import { fmt, machineInfo } from './lib.js';
 import { benchReaper, type ReaperSizes } from './reaper.js';
+import { benchSdk, type SdkSizes } from './sdk.js';
 
-const PARTS = ['inprocess', 'http', 'reaper'] as const;
+const PARTS = ['inprocess', 'http', 'sdk', 'reaper'] as const;
 type Part = (typeof PARTS)[number];
 
 function parseArgs(argv: readonly string[]) {
@@ -28,22 +29,24 @@ function parseArgs(argv: readonly string[]) {
       if (unknown.length) throw new Error(`--only takes ${PARTS.join('|')} (comma-separated), got ${unknown.join(', ')}`);
       only = wanted as Part[];
     } else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench [-- --quick] [-- --only=inprocess|http|reaper] [-- --json]');
+      console.log('usage: npm run bench [-- --quick] [-- --only=inprocess|http|sdk|reaper] [-- --json]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg} (try --help)`);
   }
   return { quick, json, only };
 }
 
-const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; reaper: ReaperSizes }> = {
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; reaper: ReaperSizes }> = {
   full: {
     inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
     http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
+    sdk: { runs: 3, jobs: 20_000, maxSeconds: 6 },
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
   },
   quick: {
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
     http: { runs: 1, singleRequests: 200, bulkTotal: 5_000, bulkPerRequest: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
+    sdk: { runs: 1, jobs: 2_000, maxSeconds: 1 },
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
   },
 };
@@ -102,6 +105,27 @@ async function main() {
       { section: s, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
       { section: s, metric: 'server peak RSS (VmHWM, max over runs)', value: r.serverPeakRssMb, unit: 'MB', digits: 1, target: '< 200', met: r.serverPeakRssMb < 200 },
     );
+  }
+
+  if (args.only.includes('sdk')) {
+    log('worker SDK (createWorker, no-op handler, concurrency 8)...');
+    const r = await benchSdk(sizes.sdk, log);
+    results.sdk = { sizes: sizes.sdk, ...r };
+    // Compared with the engine's own 8-slot loop when that part ran too.
+    const engine = results as { inprocess?: { slots8: { median: { jobsPerSec: number } } }; http?: { slots8: { median: { jobsPerSec: number } } } };
+    for (const [mode, value, base] of [
+      ['in-process', r.inProcess.median.jobsPerSec, engine.inprocess?.slots8.median.jobsPerSec],
+      ['http', r.http.median.jobsPerSec, engine.http?.slots8.median.jobsPerSec],
+    ] as const) {
+      const ratio = base ? value / base : undefined;
+      rows.push({
+        section: 'sdk',
+        metric: `createWorker ${mode}, concurrency 8`,
+        value,
+        unit: 'jobs/s',
+        ...(ratio !== undefined ? { target: '>= 80% of engine', met: ratio >= 0.8, note: `${fmt(ratio * 100, 0)}% of the engine's 8-slot loop` } : {}),
+      });
+    }
   }
 
   if (args.only.includes('reaper')) {
