@@ -186,5 +186,5 @@ test('the heartbeat loop keeps the lease of a job running several times longer t
   await until('completed', async () => (await job(id)).job.status === 'completed');
   const { job: final, events } = await job(id);
   expect(final).toMatchObject({ attempt: 1, lostAttempts: 0 });
-  expect(events.map((e) => e.type)).toEqual(['enqueued', 'claimed', 'completed']);
+  expect(events.map((e) => e.type), JSON.stringify(events)).toEqual(['enqueued', 'claimed', 'completed']);
 });

@@ -13,7 +13,13 @@ export async function readBody<T>(c: Context, v: Validator<T>): Promise<T> {
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new LeaseholdError('unsupported_media_type', 'send the body as JSON with Content-Type: application/json', 'content-type');
   }
-  const text = await c.req.text();
+  let text: string;
+  try {
+    text = await c.req.text();
+  } catch {
+    // The client went away mid-body (ECONNRESET): nothing to answer, nothing changed.
+    throw invalid('body', 'the request body could not be read to its end');
+  }
   if (text.trim() === '') throw invalid('body', 'the request body is empty: send a JSON object');
   let value: unknown;
   try {

@@ -28,6 +28,8 @@ const newJob = obj({
   timeoutMs: optional(int({ min: 1, max: YEAR_MS, description: 'hard deadline per attempt, enforced by the reaper even while the job heartbeats' })),
 });
 
+const bulkBody = obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) });
+
 const actionShape = {
   reason: optional(str({ min: 1, max: 1000, description: 'why: kept in the audit trail' })),
   actor: optional(str({ min: 1, max: 200, description: 'who: kept in the audit trail; default "admin"' })),
@@ -36,12 +38,13 @@ const actionBody = obj(actionShape);
 
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
+  /** One job, or {jobs: [...]}: the schema of each branch is the validator that parses it. */
   const enqueueBody = {
-    ...newJob,
-    schema: { oneOf: [newJob.schema, { type: 'object', properties: { jobs: { type: 'array', items: newJob.schema, maxItems: MAX_BULK } }, required: ['jobs'] }] },
+    optional: false,
+    schema: { oneOf: [newJob.schema, bulkBody.schema] },
     parse(value: unknown, path: string) {
       if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'jobs' in value) {
-        return { bulk: true as const, jobs: obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) }).parse(value, path).jobs };
+        return { bulk: true as const, jobs: bulkBody.parse(value, path).jobs };
       }
       return { bulk: false as const, jobs: [newJob.parse(value, path)] };
     },

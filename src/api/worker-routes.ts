@@ -4,7 +4,7 @@
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
 import { jobsClaimPending } from '../db/store/claim.js';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../db/store/finish.js';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.js';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
 import { iso, toClaimedJob, toJob } from '../db/store/record.js';
 import { workerBeat } from '../db/store/workers.js';
@@ -156,19 +156,24 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/completions',
       role: 'worker',
-      summary: 'Complete many jobs in one statement; each is fenced by its own token; one outcome per job',
+      summary:
+        'Complete many jobs in one statement, each fenced by its own token; one outcome per job. With `claim`, also claim the next jobs in the same transaction (answered as `jobs`, like a claim)',
       body: obj({
         workerId: workerIdField,
         results: arr(obj({ id: jobIdField, lockToken: lockTokenField, result: optional(json()) }), { min: 1, max: MAX_BATCH }),
+        claim: optional(obj({ queue: queueName, limit: int({ min: 1, max: config.maxClaimBatch }), leaseMs: optional(leaseMs) })),
       }),
     },
     async (c, body) => {
-      const outcomes = await jobsCompleteIfOwned(db, {
+      const params = {
         workerId: body.workerId,
         results: uniqueIds(body.results, 'results').map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
         now: clock.now(),
-      });
-      return c.json({ results: outcomes.map((o) => batchEntry(o, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }))) });
+      };
+      const completed = (o: OwnedOutcome) => batchEntry(o, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }));
+      if (!body.claim) return c.json({ results: (await jobsCompleteIfOwned(db, params)).map(completed) });
+      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: body.claim, defaults: config });
+      return c.json({ results: outcomes.map(completed), jobs: claimed.map(toClaimedJob) });
     },
   );
 

@@ -7,7 +7,7 @@ import type { Config } from '../core/config.js';
 import type { Db } from '../db/db.js';
 import { jobsClaimPending } from '../db/store/claim.js';
 import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../db/store/finish.js';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.js';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
 import type { OwnedOutcome } from '../db/store/owned.js';
 import { workerBeat } from '../db/store/workers.js';
@@ -46,12 +46,14 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
       return answer(o!);
     },
     async complete(p) {
-      const outcomes = await jobsCompleteIfOwned(db, {
+      const params = {
         workerId: p.workerId,
         results: p.results.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
         now: clock.now(),
-      });
-      return outcomes.map(answer);
+      };
+      if (!p.claim) return { answers: (await jobsCompleteIfOwned(db, params)).map(answer), claimed: [] };
+      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: p.claim, defaults: config });
+      return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
     },
     async fail(p) {
       const [o] = await jobFailIfOwned(db, {

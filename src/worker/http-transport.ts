@@ -77,12 +77,13 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }));
     },
     async complete(p) {
-      const r = await post<{ results: BatchResult[] }>('/completions', {
+      const r = await post<{ results: BatchResult[]; jobs?: ClaimedJob[] }>('/completions', {
         workerId: p.workerId,
         results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, result: x.result })),
+        claim: p.claim,
       });
       if (r.status !== 200) throw new TransportError(`completions: ${r.status} ${r.json.error?.message ?? ''}`);
-      return batch(r.json.results);
+      return { answers: batch(r.json.results), claimed: r.json.jobs ?? [] };
     },
     async fail(p) {
       return verdict(

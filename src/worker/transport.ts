@@ -23,8 +23,15 @@ export interface Transport {
   /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
   heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
-  /** Completes many jobs in one call, each fenced by its own token. */
-  complete(p: { workerId: string; results: (LeaseRef & { result?: unknown })[] }): Promise<LeaseAnswer[]>;
+  /**
+   * Completes many jobs in one call, each fenced by its own token; with
+   * `claim`, also claims the next jobs in the same transaction.
+   */
+  complete(p: {
+    workerId: string;
+    results: (LeaseRef & { result?: unknown })[];
+    claim?: { queue: string; limit: number; leaseMs?: number | undefined } | undefined;
+  }): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
   /** The worker's own liveness row. */

@@ -155,6 +155,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   let pendingCompletions: { running: Running; result: unknown }[] = [];
   /** Jobs a claim brought back after close() began: released without running. */
   const releasedInFlight: string[] = [];
+  /** Slots promised to a claim in flight (the claim loop's, or one riding on a completion). */
+  let reserved = 0;
   let completionFlush: Promise<void> | undefined;
   const removeSignalHandlers = options.handleSignals === false ? () => {} : onProcessSignals(() => void close());
 
@@ -193,15 +195,17 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     let idleRounds = 0;
     let failures = 0;
     while (state === 'running') {
-      const free = concurrency - active.size;
+      const free = concurrency - active.size - reserved;
       if (free <= 0) {
         await new Promise<void>((resolve) => (wakeClaimLoop = resolve));
         continue;
       }
       let jobs: ClaimedJob[] = [];
       const sentAt = now();
+      const limit = Math.min(free, claimBatch);
+      reserved += limit;
       try {
-        jobs = await claimRoundRobin(Math.min(free, claimBatch));
+        jobs = await claimRoundRobin(limit);
         failures = 0;
       } catch (err) {
         failures++;
@@ -210,14 +214,11 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         emit('error', { error: err, during: 'claim' });
         await sleep(jitter(delay), stopping.signal);
         continue;
+      } finally {
+        reserved -= limit;
       }
       if (state !== 'running') {
-        // Closed while the claim was in flight: give the jobs straight back.
-        const leases = jobs.map((j) => ({ id: j.id, lockToken: j.lockToken }));
-        if (leases.length) {
-          const answers = await persist(undefined, 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
-          releasedInFlight.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
-        }
+        await releaseUnstarted(jobs);
         continue;
       }
       if (jobs.length === 0) {
@@ -228,6 +229,14 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       idleRounds = 0;
       for (const job of jobs) start(job, sentAt);
     }
+  }
+
+  /** Jobs a claim brought back after close() began: give them straight back. */
+  async function releaseUnstarted(jobs: ClaimedJob[]) {
+    const leases = jobs.map((j) => ({ id: j.id, lockToken: j.lockToken }));
+    if (leases.length === 0) return;
+    const answers = await persist(undefined, 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
+    releasedInFlight.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
   }
 
   async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
@@ -313,17 +322,39 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     return completionFlush;
   }
 
-  /** Sends every completion that piled up since the last flush in one call. */
+  /**
+   * Sends every completion that piled up since the last flush in one call, and
+   * in the same call claims jobs for the slots those completions free: one
+   * transaction and one round trip per cycle instead of two.
+   */
   async function flushCompletions() {
     const batch = pendingCompletions;
     pendingCompletions = [];
     completionFlush = undefined;
-    const answers = await persist(undefined, 'complete', () =>
-      transport.complete({ workerId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })) }),
-    ).catch((err) => {
-      emit('error', { error: err, during: 'complete' });
-      return undefined;
-    });
+    // The finished jobs still hold their slots until this call returns; once it
+    // has completed them (first, in the same transaction) the slots are free.
+    const wanted = state === 'running' ? Math.max(0, Math.min(claimBatch, concurrency - active.size - reserved + batch.length)) : 0;
+    const queue = queues[nextQueue]!;
+    nextQueue = (nextQueue + 1) % queues.length;
+    // Only the first try claims: if its answer was lost in transit, a retry
+    // must not claim again (those jobs would wait for the reaper).
+    let claim = wanted > 0 ? { queue, limit: wanted, leaseMs: options.leaseMs } : undefined;
+    reserved += wanted;
+    const sentAt = now();
+    const reply = await persist(undefined, 'complete', () => {
+      const once = claim;
+      claim = undefined;
+      return transport.complete({ workerId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once });
+    })
+      .catch((err) => {
+        emit('error', { error: err, during: 'complete' });
+        return undefined;
+      })
+      .finally(() => (reserved -= wanted));
+    const answers = reply?.answers;
+    const claimed = reply?.claimed ?? [];
+    if (state !== 'running') await releaseUnstarted(claimed);
+    else for (const job of claimed) start(job, sentAt);
     batch.forEach(({ running, result }, i) => {
       const answer = answers?.[i];
       if (answer?.ok) {

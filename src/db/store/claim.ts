@@ -38,30 +38,35 @@ export interface Claimed
   heartbeat_ms: number;
 }
 
-export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
+/** The claim UPDATE, for a batch of its own or one shared with completions. */
+export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { workerId: string }) {
   const now = nowSql(p.now);
   const queue = sql`${p.queue}`;
   const lease = sql`coalesce(${p.leaseMs ?? null}, ${queueSettingSql('lease_ms', queue, p.defaults.leaseMs)})`;
   const heartbeat = queueSettingSql('heartbeat_ms', queue, p.defaults.heartbeatMs);
-  const [, claimed] = await db.batch([
-    workerTouch(db, p.workerId, p.now),
-    db.all<Claimed>(sql`UPDATE jobs SET
-        status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId},
-        attempt_count = attempt_count + 1, lease_epoch = lease_epoch + 1,
-        lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
-        deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ${now} + timeout_ms END,
-        progress = NULL, reaper_deferrals = 0, updated_at = ${now},
-        last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-      WHERE status = 'pending' AND id IN (
-        SELECT id FROM jobs
-        WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
-          AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
-        ORDER BY priority DESC, available_at, id
-        LIMIT ${p.limit})
-      RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
-        lock_token, idempotency_key, checkpoint, progress, timeout_ms, deadline_at, available_at,
-        min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`),
-  ]);
-  // RETURNING order is unspecified: restore claim order for the caller.
-  return (claimed as Claimed[]).sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
+  return db.all<Claimed>(sql`UPDATE jobs SET
+      status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId},
+      attempt_count = attempt_count + 1, lease_epoch = lease_epoch + 1,
+      lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
+      deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ${now} + timeout_ms END,
+      progress = NULL, reaper_deferrals = 0, updated_at = ${now},
+      last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
+    WHERE status = 'pending' AND id IN (
+      SELECT id FROM jobs
+      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
+      ORDER BY priority DESC, available_at, id
+      LIMIT ${p.limit})
+    RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
+      lock_token, idempotency_key, checkpoint, progress, timeout_ms, deadline_at, available_at,
+      min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`);
+}
+
+/** RETURNING order is unspecified: claim order for the caller. */
+export const inClaimOrder = (claimed: Claimed[]) =>
+  claimed.sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
+
+export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
+  const [, claimed] = await db.batch([workerTouch(db, p.workerId, p.now), claimStatement(db, p)]);
+  return inClaimOrder(claimed);
 }

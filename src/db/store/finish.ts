@@ -9,12 +9,13 @@
  * - release: running -> pending now, the attempt given back (shutdown).
  * No row back: `lease_lost` (or `not_found`), and nothing changed.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
 import type { QueueDefaults } from '../../core/config.js';
 import type { Db } from '../db.js';
 import { backoffSql, nowSql } from '../sql.js';
-import { CLEAR_LEASE, ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.js';
+import { claimStatement, inClaimOrder, type Claimed } from './claim.js';
+import { CLEAR_LEASE, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.js';
 import type { JobRecord } from './record.js';
 
 export interface CompleteParams {
@@ -30,13 +31,29 @@ export interface CompleteParams {
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
+  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, completeUpdate(p));
+}
+
+const completeUpdate = (p: CompleteParams) => (v: SQL) => {
   const now = nowSql(p.now);
-  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, (v) =>
-    sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
-        ${CLEAR_LEASE}, updated_at = ${now},
-        last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`,
-  );
+  return sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
+      ${CLEAR_LEASE}, updated_at = ${now},
+      last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
+    FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`;
+};
+
+/**
+ * Completes jobs and claims the next ones in one transaction: the slots the
+ * completions free are refilled without a second commit or round trip. The
+ * completions come first, so a worker never holds more than it asked for.
+ */
+export async function jobsCompleteThenClaim(
+  db: Db,
+  p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; defaults: QueueDefaults },
+): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }> {
+  const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, now: p.now, defaults: p.defaults });
+  const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, completeUpdate(p), claim);
+  return { outcomes, claimed: inClaimOrder(then) };
 }
 
 export interface FailParams {

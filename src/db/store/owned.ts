@@ -12,7 +12,8 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
+import { batchList, type Db } from '../db.js';
+import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.js';
 import { nowSql } from '../sql.js';
 import type { JobRecord } from './record.js';
@@ -65,9 +66,23 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
   p: OwnedWriteParams,
   update: (refsTable: SQL) => SQL,
 ): Promise<OwnedOutcome<T>[]> {
+  return (await ownedWriteThen<T, never>(db, p, update)).outcomes;
+}
+
+/**
+ * ownedWrite, with one more statement run after the update in the same
+ * transaction (a completion that also claims the next jobs: one commit, one
+ * round trip).
+ */
+export async function ownedWriteThen<T extends LeanJob, A>(
+  db: Db,
+  p: OwnedWriteParams,
+  update: (refsTable: SQL) => SQL,
+  then?: SQLiteRaw<A[]>,
+): Promise<{ outcomes: OwnedOutcome<T>[]; then: A[] }> {
   const refsTable = refsTableSql(p.refs);
   const now = nowSql(p.now);
-  const [, , accepted] = await db.batch([
+  const [, , accepted, after] = await batchList(db, [
     db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
         CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
@@ -78,6 +93,7 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
       WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})`),
     workerTouch(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
+    ...(then ? [then] : []),
   ]);
   const byId = new Map((accepted as T[]).map((j) => [j.id, j]));
   const refused = p.refs.filter((r) => !byId.has(r.id));
@@ -87,12 +103,13 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
     const rows = await db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`);
     for (const row of rows) statusById.set(row.id, row.status);
   }
-  return p.refs.map((r): OwnedOutcome<T> => {
+  const outcomes = p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
     if (job) return { id: r.id, ok: true, job };
     const status = statusById.get(r.id);
     return status === undefined ? { id: r.id, ok: false, reason: 'not_found' } : { id: r.id, ok: false, reason: 'lease_lost', status };
   });
+  return { outcomes, then: (after as A[] | undefined) ?? [] };
 }
 
 /**
