@@ -11,11 +11,16 @@ import { queuesHealth } from '../db/store/read.js';
 import { toJob } from '../db/store/record.js';
 import { openDatabase, startServer, summarize } from '../runtime/node.js';
 import { splitFlags, UsageError, type CommandFlag } from './args.js';
+import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.js';
 
 interface Command {
   summary: string;
   flags: CommandFlag[];
-  run(config: Config, flags: Map<string, string | true>): Promise<number | 'keep-running'>;
+  /** Usage of what follows `--`, for commands that take one. */
+  trailing?: string;
+  /** More help, after the summary. */
+  details?: string;
+  run(config: Config, flags: Map<string, string | true>, trailing: string[]): Promise<number | 'keep-running'>;
 }
 
 const SETTINGS_HELP = SETTINGS.map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.help}${s.default !== undefined && s.kind !== 'secret' ? ` (default ${s.default})` : ''}`).join('\n');
@@ -128,6 +133,13 @@ const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  work: {
+    summary: 'Run a command per job (payload as JSON on stdin), heartbeating while it runs',
+    flags: WORK_FLAGS,
+    trailing: '-- CMD [ARGS...]',
+    details: WORK_DETAILS,
+    run: workCommand,
+  },
 };
 
 function usage(): string {
@@ -138,7 +150,7 @@ function usage(): string {
 
 function commandHelp(name: string, c: Command): string {
   const own = c.flags.map((f) => `  ${f.flag.padEnd(26)} ${f.help}`).join('\n');
-  return `usage: leasehold ${name} [flags]\n\n${c.summary}.\n${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
+  return `usage: leasehold ${name} [flags]${c.trailing ? ` ${c.trailing}` : ''}\n\n${c.summary}.\n${c.details ? `\n${c.details}\n` : ''}${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
 }
 
 async function main(argv: string[]): Promise<number | 'keep-running'> {
@@ -159,15 +171,20 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     console.error(`leasehold: unknown command ${JSON.stringify(first)}\n\n${usage()}`);
     return 2;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
+  // Everything after `--` belongs to the command (`work`), not to leasehold.
+  const dash = rest.indexOf('--');
+  const own = dash === -1 ? rest : rest.slice(0, dash);
+  const trailing = dash === -1 ? [] : rest.slice(dash + 1);
+  if (own.includes('--help') || own.includes('-h')) {
     console.log(commandHelp(first, command));
     return 0;
   }
   try {
-    const { values, rest: settingFlags } = splitFlags(rest, command.flags);
+    if (dash !== -1 && !command.trailing) throw new UsageError('takes no arguments after --');
+    const { values, rest: settingFlags } = splitFlags(own, command.flags);
     const { config, warnings } = loadConfig(process.env, settingFlags);
     for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
-    return await command.run(config, values);
+    return await command.run(config, values, trailing);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`leasehold: cannot start, the configuration breaks a rule:\n${err.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`);
