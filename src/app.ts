@@ -17,13 +17,12 @@ import { openApiDocument } from './api/openapi.js';
 import { Routes, type AppDeps } from './api/router.js';
 import { workerRoutes } from './api/worker-routes.js';
 import { LeaseholdError } from './core/errors.js';
+import { VERSION } from './version.js';
 import { readNow } from './db/store/read.js';
 import { metricsSnapshot } from './db/store/metrics.js';
 
 export type { AppDeps } from './api/router.js';
-
-/** The package version, reported by workers and in the API docs. */
-export const VERSION = '0.1.0';
+export { VERSION } from './version.js';
 
 export function createApp(deps: AppDeps) {
   const { config } = deps;

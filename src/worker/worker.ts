@@ -19,6 +19,7 @@
 import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.js';
 import type { ClaimedJob, LeaseAnswer, Transport } from './transport.js';
 import { TransportError } from './transport.js';
+import { VERSION } from '../version.js';
 
 export interface JobContext<P = unknown> {
   job: {
@@ -138,7 +139,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const pollMs = options.pollMs ?? 500;
   const maxPollMs = options.maxPollMs ?? 10_000;
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
-  const identity = options.identity ?? processIdentity();
+  const identity = { version: VERSION, ...processIdentity(), ...options.identity };
   const workerId = options.workerId ?? defaultWorkerId(identity);
   const logger = options.logger ?? consoleLogger(workerId);
 
