@@ -5,10 +5,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { migrateLibsql, openLibsql } from '../src/runtime/libsql.js';
-import { MIGRATIONS_DIR } from '../src/runtime/node.js';
-import { check, now, percentile, procMemory, repeat, seedPending, tempDb, type TempDb } from './lib.js';
-import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
+import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
+import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
+import { check, now, percentile, procMemory, repeat, seedPending, tempDb, type TempDb } from './lib.ts';
+import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
 
 export interface HttpSizes {
   runs: number;

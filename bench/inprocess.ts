@@ -1,12 +1,12 @@
 /** In-process mode: the store functions called directly on a libSQL Drizzle database. */
-import { DB_CLOCK } from '../src/core/clock.js';
-import { defaultConfig } from '../src/core/config.js';
-import type { Db } from '../src/db/db.js';
-import { jobsClaimPending } from '../src/db/store/claim.js';
-import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../src/db/store/enqueue.js';
-import { jobsCompleteIfOwned } from '../src/db/store/finish.js';
-import { check, now, openTempDb, percentile, repeat, seedPending } from './lib.js';
-import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.js';
+import { DB_CLOCK } from '../src/core/clock.ts';
+import { defaultConfig } from '../src/core/config.ts';
+import type { Db } from '../src/db/db.ts';
+import { jobsClaimPending } from '../src/db/store/claim.ts';
+import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../src/db/store/enqueue.ts';
+import { jobsCompleteIfOwned } from '../src/db/store/finish.ts';
+import { check, now, openTempDb, percentile, repeat, seedPending } from './lib.ts';
+import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
 
 export interface InProcessSizes {
   runs: number;

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { MIGRATIONS_DIR } from '../src/runtime/node.js';
+import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
 import type { Client } from '@libsql/client';
-import { migrateLibsql, openLibsql, type OpenedDb } from '../src/runtime/libsql.js';
+import { migrateLibsql, openLibsql, type OpenedDb } from '../src/runtime/libsql.ts';
 
 export interface TempDb {
   dir: string;

@@ -5,11 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DB_CLOCK } from '../src/core/clock.js';
-import { defaultConfig } from '../src/core/config.js';
-import { reapOnce } from '../src/db/reap-once.js';
-import { MIGRATIONS_DIR } from '../src/runtime/node.js';
-import { check, median, now, openTempDb } from './lib.js';
+import { DB_CLOCK } from '../src/core/clock.ts';
+import { defaultConfig } from '../src/core/config.ts';
+import { reapOnce } from '../src/db/reap-once.ts';
+import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
+import { check, median, now, openTempDb } from './lib.ts';
 
 export interface ReaperSizes {
   finishedSmall: number;

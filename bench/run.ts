@@ -7,11 +7,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchHttp, type HttpSizes } from './http.js';
-import { benchInProcess, type InProcessSizes } from './inprocess.js';
-import { fmt, machineInfo } from './lib.js';
-import { benchReaper, type ReaperSizes } from './reaper.js';
-import { benchSdk, type SdkSizes } from './sdk.js';
+import { benchHttp, type HttpSizes } from './http.ts';
+import { benchInProcess, type InProcessSizes } from './inprocess.ts';
+import { fmt, machineInfo } from './lib.ts';
+import { benchReaper, type ReaperSizes } from './reaper.ts';
+import { benchSdk, type SdkSizes } from './sdk.ts';
 
 const PARTS = ['inprocess', 'http', 'sdk', 'reaper'] as const;
 type Part = (typeof PARTS)[number];

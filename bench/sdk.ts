@@ -4,10 +4,10 @@
  * engine benchmark drains. The SDK should keep at least 80% of the engine's
  * claim+complete rate with 8 slots.
  */
-import { defaultConfig } from '../src/core/config.js';
-import { createWorker, dbTransport, httpTransport, type Transport } from '../src/worker/index.js';
-import { now, openTempDb, repeat, seedPending } from './lib.js';
-import { QUEUE, startServer } from './http.js';
+import { defaultConfig } from '../src/core/config.ts';
+import { createWorker, dbTransport, httpTransport, type Transport } from '../src/worker/index.ts';
+import { now, openTempDb, repeat, seedPending } from './lib.ts';
+import { QUEUE, startServer } from './http.ts';
 
 export interface SdkSizes {
   runs: number;

@@ -3,7 +3,7 @@
  * number of handler slots, a claimer that fills free slots, a no-op handler,
  * and completions reported in batches.
  */
-import { check, now } from './lib.js';
+import { check, now } from './lib.ts';
 
 export interface Lease {
   id: number | string;

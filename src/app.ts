@@ -8,21 +8,21 @@
  */
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { adminRoutes } from './api/admin-routes.js';
-import { requireRole } from './api/auth.js';
-import { errorBody } from './api/http.js';
-import { jobRoutes } from './api/job-routes.js';
-import { prometheusText } from './api/metrics.js';
-import { openApiDocument } from './api/openapi.js';
-import { Routes, type AppDeps } from './api/router.js';
-import { workerRoutes } from './api/worker-routes.js';
-import { LeaseholdError } from './core/errors.js';
-import { VERSION } from './version.js';
-import { readNow } from './db/store/read.js';
-import { metricsSnapshot } from './db/store/metrics.js';
+import { adminRoutes } from './api/admin-routes.ts';
+import { requireRole } from './api/auth.ts';
+import { errorBody } from './api/http.ts';
+import { jobRoutes } from './api/job-routes.ts';
+import { prometheusText } from './api/metrics.ts';
+import { openApiDocument } from './api/openapi.ts';
+import { Routes, type AppDeps } from './api/router.ts';
+import { workerRoutes } from './api/worker-routes.ts';
+import { LeaseholdError } from './core/errors.ts';
+import { VERSION } from './version.ts';
+import { readNow } from './db/store/read.ts';
+import { metricsSnapshot } from './db/store/metrics.ts';
 
-export type { AppDeps } from './api/router.js';
-export { VERSION } from './version.js';
+export type { AppDeps } from './api/router.ts';
+export { VERSION } from './version.ts';
 
 export function createApp(deps: AppDeps) {
   const { config } = deps;

@@ -3,7 +3,7 @@
  * naming the field, never a 500, and changes nothing in the database.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { setup, type TestBed } from './helpers.js';
+import { setup, type TestBed } from './helpers.ts';
 
 let t: TestBed;
 let claimedToken: string;

@@ -3,7 +3,7 @@
  * token for everything; wrong or missing tokens are refused before any write.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { setup, type TestBed } from './helpers.js';
+import { setup, type TestBed } from './helpers.ts';
 
 const ADMIN = 'a'.repeat(20);
 const WORKER = 'w'.repeat(20);

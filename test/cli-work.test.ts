@@ -7,9 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { TailBuffer } from '../src/cli/work.js';
-import { defaultConfig } from '../src/core/config.js';
-import { startServer, type RunningServer } from '../src/runtime/node.js';
+import { TailBuffer } from '../src/cli/work.ts';
+import { defaultConfig } from '../src/core/config.ts';
+import { startServer, type RunningServer } from '../src/runtime/node.ts';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'leasehold.js');
 

@@ -4,11 +4,11 @@
  * race through one app or through two clients on the same database file.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { createApp } from '../src/app.js';
-import { jobsClaimPending } from '../src/db/store/claim.js';
-import { jobsCompleteIfOwned } from '../src/db/store/finish.js';
-import { openLibsql, type OpenedDb } from '../src/runtime/libsql.js';
-import { setup, type TestBed } from './helpers.js';
+import { createApp } from '../src/app.ts';
+import { jobsClaimPending } from '../src/db/store/claim.ts';
+import { jobsCompleteIfOwned } from '../src/db/store/finish.ts';
+import { openLibsql, type OpenedDb } from '../src/runtime/libsql.ts';
+import { setup, type TestBed } from './helpers.ts';
 
 let t: TestBed;
 const extra: OpenedDb[] = [];

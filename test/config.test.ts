@@ -4,8 +4,8 @@
  * lease rules guard per-queue overrides over the API.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { ConfigError, checkConfig, defaultConfig, loadConfig, type ConfigProblem } from '../src/core/config.js';
-import { setup, type TestBed } from './helpers.js';
+import { ConfigError, checkConfig, defaultConfig, loadConfig, type ConfigProblem } from '../src/core/config.ts';
+import { setup, type TestBed } from './helpers.ts';
 
 function problemsOf(fn: () => unknown): ConfigProblem[] {
   try {

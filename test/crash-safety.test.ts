@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from './process-helpers.js';
+import { postJson, startServerProcess, type ServerProcess } from './process-helpers.ts';
 
 let dir: string;
 const servers: ServerProcess[] = [];

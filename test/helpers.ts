@@ -2,10 +2,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp } from '../src/app.js';
-import { manualClock, type Clock } from '../src/core/clock.js';
-import { defaultConfig, type Config } from '../src/core/config.js';
-import { migrateLibsql, openLibsql } from '../src/runtime/libsql.js';
+import { createApp } from '../src/app.ts';
+import { manualClock, type Clock } from '../src/core/clock.ts';
+import { defaultConfig, type Config } from '../src/core/config.ts';
+import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
 
 export const MIGRATIONS = join(import.meta.dirname, '..', 'drizzle');
 

@@ -5,7 +5,7 @@
  * refuses a body without, naming that field.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { setup, type TestBed } from './helpers.js';
+import { setup, type TestBed } from './helpers.ts';
 
 type Schema = Record<string, any>;
 

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { defaultConfig } from '../src/core/config.js';
-import { startServer, type RunningServer } from '../src/runtime/node.js';
+import { defaultConfig } from '../src/core/config.ts';
+import { startServer, type RunningServer } from '../src/runtime/node.ts';
 
 const WORKER = join(import.meta.dirname, '..', 'examples', 'python', 'worker.py');
 

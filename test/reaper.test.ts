@@ -5,12 +5,12 @@
  * a heartbeat, pruning, and per-queue settings.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import type { Config } from '../src/core/config.js';
-import { backoffRangeMs } from '../src/core/backoff.js';
-import { decideReap } from '../src/core/reaper.js';
-import { reapOnce } from '../src/db/reap-once.js';
-import { jobsGetReapCandidates, jobsReapIfUnchanged, type ReapWrite } from '../src/db/store/reaper.js';
-import { setup, type TestBed } from './helpers.js';
+import type { Config } from '../src/core/config.ts';
+import { backoffRangeMs } from '../src/core/backoff.ts';
+import { decideReap } from '../src/core/reaper.ts';
+import { reapOnce } from '../src/db/reap-once.ts';
+import { jobsGetReapCandidates, jobsReapIfUnchanged, type ReapWrite } from '../src/db/store/reaper.ts';
+import { setup, type TestBed } from './helpers.ts';
 
 let t: TestBed;
 async function bed(overrides: Partial<Config> = {}) {

@@ -6,7 +6,7 @@
  * zombie story end to end over HTTP.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { setup, type TestBed } from './helpers.js';
+import { setup, type TestBed } from './helpers.ts';
 
 let t: TestBed;
 beforeEach(async () => {

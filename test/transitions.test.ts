@@ -4,8 +4,8 @@
  * complete, fail, release, and the operator's cancel / retry / requeue.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { backoffRangeMs } from '../src/core/backoff.js';
-import { setup, type TestBed } from './helpers.js';
+import { backoffRangeMs } from '../src/core/backoff.ts';
+import { setup, type TestBed } from './helpers.ts';
 
 let t: TestBed;
 beforeEach(async () => {

@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { defaultConfig, type Config } from '../src/core/config.js';
-import { startServer, type RunningServer } from '../src/runtime/node.js';
+import { defaultConfig, type Config } from '../src/core/config.ts';
+import { startServer, type RunningServer } from '../src/runtime/node.ts';
 
 const WORKER = join(import.meta.dirname, 'fixtures', 'worker-process.ts');
 // Short leases so the story runs in seconds; the rules still hold (heartbeat <= lease/3, grace >= heartbeat).

@@ -4,12 +4,12 @@
  * deadline, checkpoints, once(), graceful shutdown, blocked event loop.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { databaseClock } from '../src/core/clock.js';
-import { defaultConfig, type Config } from '../src/core/config.js';
-import { startServer, type RunningServer } from '../src/runtime/node.js';
-import { createWorker, dbTransport, httpTransport, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../src/worker/index.js';
-import { JobAbortedError } from '../src/worker/errors.js';
-import { setup, type TestBed } from './helpers.js';
+import { databaseClock } from '../src/core/clock.ts';
+import { defaultConfig, type Config } from '../src/core/config.ts';
+import { startServer, type RunningServer } from '../src/runtime/node.ts';
+import { createWorker, dbTransport, httpTransport, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../src/worker/index.ts';
+import { JobAbortedError } from '../src/worker/errors.ts';
+import { setup, type TestBed } from './helpers.ts';
 
 const FAST: Partial<Config> = { leaseMs: 1_000, heartbeatMs: 200, graceMs: 300, workerAliveMs: 400, maxReapDeferMs: 200, backoffBaseMs: 50, backoffMaxMs: 100 };
 

@@ -1,12 +1,12 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
-import { checkQueueSettings, type QueueDefaults } from '../core/config.js';
-import { invalid, LeaseholdError } from '../core/errors.js';
-import { reapOnce } from '../db/reap-once.js';
-import { queuesHealth, queueUpsertSettings, type QueueHealth } from '../db/store/read.js';
-import { iso } from '../db/store/record.js';
-import { parseQueue } from './http.js';
-import type { AppDeps, Routes } from './router.js';
-import { bool, int, nullable, obj, optional } from './validate.js';
+import { checkQueueSettings, type QueueDefaults } from '../core/config.ts';
+import { invalid, LeaseholdError } from '../core/errors.ts';
+import { reapOnce } from '../db/reap-once.ts';
+import { queuesHealth, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
+import { iso } from '../db/store/record.ts';
+import { parseQueue } from './http.ts';
+import type { AppDeps, Routes } from './router.ts';
+import { bool, int, nullable, obj, optional } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 

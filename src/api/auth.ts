@@ -5,8 +5,8 @@
  * that on a loopback address.
  */
 import type { MiddlewareHandler } from 'hono';
-import type { Config } from '../core/config.js';
-import { LeaseholdError } from '../core/errors.js';
+import type { Config } from '../core/config.ts';
+import { LeaseholdError } from '../core/errors.ts';
 
 export type Role = 'worker' | 'admin';
 

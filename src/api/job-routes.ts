@@ -3,17 +3,17 @@
  * operator's guarded actions (cancel, retry, requeue).
  */
 import type { Context } from 'hono';
-import { invalid } from '../core/errors.js';
-import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.js';
-import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.js';
-import { eventsForJob, jobGet, jobsList } from '../db/store/read.js';
-import { iso, toJob } from '../db/store/record.js';
-import { JOB_STATUSES, type JobStatus } from '../db/schema.js';
-import { LeaseholdError } from '../core/errors.js';
-import { parseJobId, parseQueue, QUEUE_PATTERN } from './http.js';
-import { operatorError } from './outcomes.js';
-import type { AppDeps, Routes } from './router.js';
-import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.js';
+import { invalid } from '../core/errors.ts';
+import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
+import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
+import { iso, toJob } from '../db/store/record.ts';
+import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { LeaseholdError } from '../core/errors.ts';
+import { parseJobId, parseQueue, QUEUE_PATTERN } from './http.ts';
+import { operatorError } from './outcomes.ts';
+import type { AppDeps, Routes } from './router.ts';
+import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
 
 const MAX_BULK = 10_000;
 const YEAR_MS = 365 * 24 * 3600 * 1000;

@@ -1,5 +1,5 @@
 /** Prometheus text for /metrics. */
-import type { MetricsSnapshot } from '../db/store/metrics.js';
+import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
 

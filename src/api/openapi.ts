@@ -3,7 +3,7 @@
  * describe themselves as JSON Schema), so it cannot drift from what the
  * server accepts.
  */
-import type { RouteSpec } from './router.js';
+import type { RouteSpec } from './router.ts';
 
 const ERROR = {
   type: 'object',

@@ -1,8 +1,8 @@
 /** Turns store outcomes into wire shapes and errors. */
-import { LeaseholdError } from '../core/errors.js';
-import type { OwnedOutcome } from '../db/store/owned.js';
-import type { OperatorOutcome } from '../db/store/operator.js';
-import { iso } from '../db/store/record.js';
+import { LeaseholdError } from '../core/errors.ts';
+import type { OwnedOutcome } from '../db/store/owned.ts';
+import type { OperatorOutcome } from '../db/store/operator.ts';
+import { iso } from '../db/store/record.ts';
 
 export function ownedError(o: Exclude<OwnedOutcome, { ok: true }>): LeaseholdError {
   if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${o.id}`, 'id');

@@ -4,12 +4,12 @@
  * body validation, before any write) and is kept in a list for the API docs.
  */
 import type { Context, Hono } from 'hono';
-import type { Clock } from '../core/clock.js';
-import type { Config } from '../core/config.js';
-import type { Db } from '../db/db.js';
-import { requireRole, type Role } from './auth.js';
-import { readBody } from './http.js';
-import type { Validator } from './validate.js';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../db/db.ts';
+import { requireRole, type Role } from './auth.ts';
+import { readBody } from './http.ts';
+import type { Validator } from './validate.ts';
 
 export interface AppDeps {
   db: Db;

@@ -5,7 +5,7 @@
  * A failed check throws `invalid_request` naming the field by its path
  * (`jobs[3].priority`), and nothing has been written yet.
  */
-import { invalid } from '../core/errors.js';
+import { invalid } from '../core/errors.ts';
 
 export type JsonSchema = Record<string, unknown>;
 

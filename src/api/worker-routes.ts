@@ -3,19 +3,19 @@
  * (one or many), fail, release, and the worker's liveness beat. Every write to
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
-import { jobsClaimPending } from '../db/store/claim.js';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.js';
-import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
-import { iso, toClaimedJob, toJob } from '../db/store/record.js';
-import { workerBeat } from '../db/store/workers.js';
-import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
-import { invalid, LeaseholdError } from '../core/errors.js';
-import { jsonOrNull } from '../db/sql.js';
-import type { LeanJob, OwnedOutcome } from '../db/store/owned.js';
-import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.js';
-import { batchEntry, leaseFields, ownedError } from './outcomes.js';
-import type { AppDeps, Routes } from './router.js';
-import { arr, bool, int, json, obj, optional, str } from './validate.js';
+import { jobsClaimPending } from '../db/store/claim.ts';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
+import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
+import { iso, toClaimedJob, toJob } from '../db/store/record.ts';
+import { workerBeat } from '../db/store/workers.ts';
+import { effectFinish, effectStartIfOwned } from '../db/store/effects.ts';
+import { invalid, LeaseholdError } from '../core/errors.ts';
+import { jsonOrNull } from '../db/sql.ts';
+import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
+import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
+import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
+import type { AppDeps, Routes } from './router.ts';
+import { arr, bool, int, json, obj, optional, str } from './validate.ts';
 
 const MAX_BATCH = 1_000;
 const MAX_ERROR_CHARS = 16_000;

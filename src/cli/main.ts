@@ -2,16 +2,16 @@
  * The `leasehold` command: serve, migrate, reap, enqueue, stats.
  * Every server setting is also a flag (see `leasehold serve --help`).
  */
-import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.js';
-import { databaseClock } from '../core/clock.js';
-import { LeaseholdError } from '../core/errors.js';
-import { reapOnce } from '../db/reap-once.js';
-import { jobsInsert } from '../db/store/enqueue.js';
-import { queuesHealth } from '../db/store/read.js';
-import { toJob } from '../db/store/record.js';
-import { openDatabase, startServer, summarize } from '../runtime/node.js';
-import { splitFlags, UsageError, type CommandFlag } from './args.js';
-import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.js';
+import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.ts';
+import { databaseClock } from '../core/clock.ts';
+import { LeaseholdError } from '../core/errors.ts';
+import { reapOnce } from '../db/reap-once.ts';
+import { jobsInsert } from '../db/store/enqueue.ts';
+import { queuesHealth } from '../db/store/read.ts';
+import { toJob } from '../db/store/record.ts';
+import { openDatabase, startServer, summarize } from '../runtime/node.ts';
+import { splitFlags, UsageError, type CommandFlag } from './args.ts';
+import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
 
 interface Command {
   summary: string;

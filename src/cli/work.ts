@@ -26,14 +26,14 @@
  * are gone, releases their leases so the jobs run again at once.
  */
 import { spawn } from 'node:child_process';
-import type { Config } from '../core/config.js';
-import { openDatabase } from '../runtime/node.js';
-import { dbTransport } from '../worker/db-transport.js';
-import { JobAbortedError, NonRetryableError } from '../worker/errors.js';
-import { httpTransport } from '../worker/http-transport.js';
-import type { Transport } from '../worker/transport.js';
-import { createWorker, type JobContext, type Logger, type Worker } from '../worker/worker.js';
-import { UsageError, type CommandFlag } from './args.js';
+import type { Config } from '../core/config.ts';
+import { openDatabase } from '../runtime/node.ts';
+import { dbTransport } from '../worker/db-transport.ts';
+import { JobAbortedError, NonRetryableError } from '../worker/errors.ts';
+import { httpTransport } from '../worker/http-transport.ts';
+import type { Transport } from '../worker/transport.ts';
+import { createWorker, type JobContext, type Logger, type Worker } from '../worker/worker.ts';
+import { UsageError, type CommandFlag } from './args.ts';
 
 /** sysexits.h: the input data was wrong; retrying cannot help. */
 export const EX_DATAERR = 65;

@@ -5,7 +5,7 @@
  */
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
-import type * as schema from './schema.js';
+import type * as schema from './schema.ts';
 
 export type Schema = typeof schema;
 

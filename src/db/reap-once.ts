@@ -8,12 +8,12 @@
  * by the token and expiry it read, so two reapers running at once take each
  * job back once), and every decision leaves an event with its reason.
  */
-import type { Now } from '../core/clock.js';
-import type { Config } from '../core/config.js';
-import { decideReap, type ReapReason } from '../core/reaper.js';
-import type { Db } from './db.js';
-import { readNow } from './store/read.js';
-import { jobsGetReapCandidates, jobsPruneFinished, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.js';
+import type { Now } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import { decideReap, type ReapReason } from '../core/reaper.ts';
+import type { Db } from './db.ts';
+import { readNow } from './store/read.ts';
+import { jobsGetReapCandidates, jobsPruneFinished, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.ts';
 
 export interface ReapReport {
   /** The time the pass ran at (epoch ms). */

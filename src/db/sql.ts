@@ -1,7 +1,7 @@
 /** SQL fragments every store file shares: the clock, tokens, backoff, queue settings. */
 import { sql, type SQL } from 'drizzle-orm';
-import { DB_CLOCK, type Now } from '../core/clock.js';
-import type { QueueDefaults } from '../core/config.js';
+import { DB_CLOCK, type Now } from '../core/clock.ts';
+import type { QueueDefaults } from '../core/config.ts';
 
 /**
  * "Now" inside a statement, in epoch ms. On the database clock this is the

@@ -5,9 +5,9 @@
 import { createClient, type Client } from '@libsql/client';
 import { drizzle } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
-import type { Db } from '../db/db.js';
-import * as schema from '../db/schema.js';
-import { createEmbeddedClient, type Synchronous } from './embedded-client.js';
+import type { Db } from '../db/db.ts';
+import * as schema from '../db/schema.ts';
+import { createEmbeddedClient, type Synchronous } from './embedded-client.ts';
 
 export interface OpenedDb {
   db: Db;

@@ -4,11 +4,11 @@
  */
 import { serve } from '@hono/node-server';
 import { fileURLToPath } from 'node:url';
-import { createApp } from '../app.js';
-import { databaseClock, type Clock } from '../core/clock.js';
-import type { Config } from '../core/config.js';
-import { reapOnce, type ReapReport } from '../db/reap-once.js';
-import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.js';
+import { createApp } from '../app.ts';
+import { databaseClock, type Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
 

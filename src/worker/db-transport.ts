@@ -2,18 +2,18 @@
  * The in-process transport: the worker calls the store directly on a database
  * handle, with the same guarded statements the HTTP API runs.
  */
-import { databaseClock, type Clock } from '../core/clock.js';
-import type { Config } from '../core/config.js';
-import type { Db } from '../db/db.js';
-import { jobsClaimPending } from '../db/store/claim.js';
-import { effectFinish, effectStartIfOwned } from '../db/store/effects.js';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.js';
-import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.js';
-import type { OwnedOutcome } from '../db/store/owned.js';
-import { workerBeat } from '../db/store/workers.js';
-import { jsonOrNull } from '../db/sql.js';
-import { toClaimedJob } from '../db/store/record.js';
-import type { LeaseAnswer, Transport } from './transport.js';
+import { databaseClock, type Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../db/db.ts';
+import { jobsClaimPending } from '../db/store/claim.ts';
+import { effectFinish, effectStartIfOwned } from '../db/store/effects.ts';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
+import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
+import type { OwnedOutcome } from '../db/store/owned.ts';
+import { workerBeat } from '../db/store/workers.ts';
+import { jsonOrNull } from '../db/sql.ts';
+import { toClaimedJob } from '../db/store/record.ts';
+import type { LeaseAnswer, Transport } from './transport.ts';
 
 const parse = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
 

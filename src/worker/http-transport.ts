@@ -1,8 +1,8 @@
 /**
  * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers.
  */
-import type { ClaimedJob, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.js';
-import { TransportError } from './transport.js';
+import type { ClaimedJob, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
+import { TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
   /** Base URL of the leasehold server, e.g. http://127.0.0.1:8787 */

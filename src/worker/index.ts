@@ -12,8 +12,8 @@
  *     },
  *   }).start();
  */
-export { createWorker, defaultWorkerId, type Handler, type JobContext, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.js';
-export { httpTransport, type HttpTransportOptions } from './http-transport.js';
-export { dbTransport } from './db-transport.js';
-export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.js';
-export { TransportError, type ClaimedJob, type Transport } from './transport.js';
+export { createWorker, defaultWorkerId, type Handler, type JobContext, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
+export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
+export { dbTransport } from './db-transport.ts';
+export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
+export { TransportError, type ClaimedJob, type Transport } from './transport.ts';

@@ -16,10 +16,10 @@
  * server's; the worker only keeps a conservative local copy: a renewal sent at
  * local time t is good until at least t + lease.
  */
-import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.js';
-import type { ClaimedJob, LeaseAnswer, Transport } from './transport.js';
-import { TransportError } from './transport.js';
-import { VERSION } from '../version.js';
+import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
+import type { ClaimedJob, LeaseAnswer, Transport } from './transport.ts';
+import { TransportError } from './transport.ts';
+import { VERSION } from '../version.ts';
 
 export interface JobContext<P = unknown> {
   job: {

@@ -10,12 +10,12 @@
  * LIMIT n) RETURNING: two claimers can never take the same job.
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { QueueDefaults } from '../../core/config.js';
-import type { Db } from '../db.js';
-import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.js';
-import type { JobRecord } from './record.js';
-import { workerTouch } from './workers.js';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { Db } from '../db.ts';
+import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
+import type { JobRecord } from './record.ts';
+import { workerTouch } from './workers.ts';
 
 export interface ClaimParams {
   queue: string;

@@ -11,9 +11,9 @@
  * finish, the next attempt finds `started` and runs the effect again.
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
-import { nowSql } from '../sql.js';
+import type { Now } from '../../core/clock.ts';
+import type { Db } from '../db.ts';
+import { nowSql } from '../sql.ts';
 
 export type EffectStartOutcome =
   | { kind: 'run' }

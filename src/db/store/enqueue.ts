@@ -7,11 +7,11 @@
  * writes a `deduplicated` event). Many jobs go in one batch: all or none.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { QueueDefaults } from '../../core/config.js';
-import type { Db } from '../db.js';
-import { nowSql, queueSettingSql } from '../sql.js';
-import type { JobRecord } from './record.js';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { Db } from '../db.ts';
+import { nowSql, queueSettingSql } from '../sql.ts';
+import type { JobRecord } from './record.ts';
 
 export interface NewJob {
   payload: unknown;

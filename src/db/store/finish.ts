@@ -10,13 +10,13 @@
  * No row back: `lease_lost` (or `not_found`), and nothing changed.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { QueueDefaults } from '../../core/config.js';
-import type { Db } from '../db.js';
-import { backoffSql, nowSql } from '../sql.js';
-import { claimStatement, inClaimOrder, type Claimed } from './claim.js';
-import { CLEAR_LEASE, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.js';
-import type { JobRecord } from './record.js';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { Db } from '../db.ts';
+import { backoffSql, nowSql } from '../sql.ts';
+import { claimStatement, inClaimOrder, type Claimed } from './claim.ts';
+import { CLEAR_LEASE, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
+import type { JobRecord } from './record.ts';
 
 export interface CompleteParams {
   workerId: string;

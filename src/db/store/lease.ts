@@ -10,10 +10,10 @@
  * not transitions. No row back: `lease_lost` (or `not_found`).
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
-import { nowSql } from '../sql.js';
-import { ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.js';
+import type { Now } from '../../core/clock.ts';
+import type { Db } from '../db.ts';
+import { nowSql } from '../sql.ts';
+import { ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.ts';
 
 export interface HeartbeatParams {
   workerId: string;

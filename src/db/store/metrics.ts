@@ -4,9 +4,9 @@
  * (but shrink when retention prunes old jobs' events).
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
-import { nowSql } from '../sql.js';
+import type { Now } from '../../core/clock.ts';
+import type { Db } from '../db.ts';
+import { nowSql } from '../sql.ts';
 
 export interface MetricsSnapshot {
   jobs: { queue: string; status: string; count: number }[];

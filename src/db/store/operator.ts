@@ -11,12 +11,12 @@
  * No row back: `conflict` with the job's current status, or `not_found`.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
-import type { JobStatus } from '../schema.js';
-import { nowSql } from '../sql.js';
-import { CLEAR_LEASE } from './owned.js';
-import type { JobRecord } from './record.js';
+import type { Now } from '../../core/clock.ts';
+import type { Db } from '../db.ts';
+import type { JobStatus } from '../schema.ts';
+import { nowSql } from '../sql.ts';
+import { CLEAR_LEASE } from './owned.ts';
+import type { JobRecord } from './record.ts';
 
 export type OperatorOutcome =
   | { ok: true; job: JobRecord }

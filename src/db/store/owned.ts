@@ -11,13 +11,13 @@
  * error message (the refusal itself was decided and recorded in the batch).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import { batchList, type Db } from '../db.js';
+import type { Now } from '../../core/clock.ts';
+import { batchList, type Db } from '../db.ts';
 import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
-import type { JobStatus } from '../schema.js';
-import { nowSql } from '../sql.js';
-import type { JobRecord } from './record.js';
-import { workerTouch } from './workers.js';
+import type { JobStatus } from '../schema.ts';
+import { nowSql } from '../sql.ts';
+import type { JobRecord } from './record.ts';
+import { workerTouch } from './workers.ts';
 
 export interface OwnedRef {
   id: number;

@@ -1,11 +1,11 @@
 /** Reads: one job with its events, keyset-paginated lists, per-queue health. */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { QueueDefaults } from '../../core/config.js';
-import type { Db } from '../db.js';
-import type { EventRow, JobStatus } from '../schema.js';
-import { nowSql } from '../sql.js';
-import type { JobRecord } from './record.js';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { Db } from '../db.ts';
+import type { EventRow, JobStatus } from '../schema.ts';
+import { nowSql } from '../sql.ts';
+import type { JobRecord } from './record.ts';
 
 /** The database's clock, in epoch ms. */
 export async function readNow(db: Db): Promise<number> {

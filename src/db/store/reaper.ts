@@ -11,11 +11,11 @@
  * - prune: finished jobs past retention, with their events and effects.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { QueueDefaults } from '../../core/config.js';
-import type { ReapCandidate, ReapDecision } from '../../core/reaper.js';
-import { batchList, type Db } from '../db.js';
-import { backoffSql } from '../sql.js';
-import { CLEAR_LEASE } from './owned.js';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { ReapCandidate, ReapDecision } from '../../core/reaper.ts';
+import { batchList, type Db } from '../db.ts';
+import { backoffSql } from '../sql.ts';
+import { CLEAR_LEASE } from './owned.ts';
 
 export interface ReapCandidateRow extends ReapCandidate {
   queueName: string;

@@ -1,5 +1,5 @@
 /** The job row as statements return it (snake_case), and its wire form. */
-import type { JobStatus } from '../schema.js';
+import type { JobStatus } from '../schema.ts';
 
 export interface JobRecord {
   id: number;

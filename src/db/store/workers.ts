@@ -4,10 +4,10 @@
  * trusting anything but the database.
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.js';
-import type { Db } from '../db.js';
-import { nowSql } from '../sql.js';
-import type { WorkerRow } from '../schema.js';
+import type { Now } from '../../core/clock.ts';
+import type { Db } from '../db.ts';
+import { nowSql } from '../sql.ts';
+import type { WorkerRow } from '../schema.ts';
 
 /** A statement (for a batch) recording that `workerId` was seen now. */
 export function workerTouch(db: Db, workerId: string, now: Now) {
