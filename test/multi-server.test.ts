@@ -15,7 +15,7 @@ import { postJson, startServerProcess, type ServerProcess } from './process-help
 
 const SKEW = join(import.meta.dirname, 'fixtures', 'skew-clock.cjs');
 const quiet = { info() {}, warn() {}, error() {} };
-const LEASES = { LEASEHOLD_LEASE_MS: '2000', LEASEHOLD_HEARTBEAT_MS: '300', LEASEHOLD_GRACE_MS: '400', LEASEHOLD_WORKER_ALIVE_MS: '800', LEASEHOLD_MAX_REAP_DEFER_MS: '400', LEASEHOLD_REAPER_INTERVAL_MS: '250' };
+const LEASES = { LEASEHOLD_LEASE_MS: '2000', LEASEHOLD_HEARTBEAT_MS: '300', LEASEHOLD_GRACE_MS: '800', LEASEHOLD_WORKER_ALIVE_MS: '1200', LEASEHOLD_MAX_REAP_DEFER_MS: '600', LEASEHOLD_REAPER_INTERVAL_MS: '250' };
 
 let dir: string;
 let dbUrl: string;
@@ -100,7 +100,7 @@ test('two servers on one database, workers on each: every job runs to completion
 });
 
 test('a server whose own clock is a minute ahead agrees with the other on leases (the database keeps the time)', async () => {
-  // B's JavaScript clock is 60 s ahead: far more than the 400 ms grace.
+  // B's JavaScript clock is 60 s ahead: far more than the 800 ms grace.
   const skewed = { NODE_OPTIONS: `--require ${SKEW}`, SKEW_MS: '60000' };
   const seen = Number(execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], { env: { ...process.env, ...skewed } }).toString());
   expect(seen - Date.now()).toBeGreaterThan(55_000); // the preload really moves a process's clock

@@ -12,8 +12,9 @@ import { defaultConfig, type Config } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
 
 const WORKER = join(import.meta.dirname, 'fixtures', 'worker-process.ts');
-// Short leases so the story runs in seconds; the rules still hold (heartbeat <= lease/3, grace >= heartbeat).
-const FAST: Partial<Config> = { leaseMs: 1_500, heartbeatMs: 300, graceMs: 300, workerAliveMs: 600, maxReapDeferMs: 300, reaperIntervalMs: 200, backoffBaseMs: 50, backoffMaxMs: 100 };
+// Short leases so the story runs in seconds; the rules still hold (heartbeat <= lease/3,
+// grace >= heartbeat), with enough slack that a loaded CI machine does not lose a lease.
+const FAST: Partial<Config> = { leaseMs: 2_000, heartbeatMs: 400, graceMs: 800, workerAliveMs: 1_200, maxReapDeferMs: 600, reaperIntervalMs: 200, backoffBaseMs: 50, backoffMaxMs: 100 };
 
 let dir: string;
 let server: RunningServer;
@@ -109,7 +110,7 @@ test('a worker killed with SIGKILL mid-job: the job is reaped and completed by a
 
 test('a worker paused past its lease (SIGSTOP): the job completes elsewhere; after SIGCONT the old handler is aborted and its completion refused', async () => {
   await start();
-  const id = await enqueue({ sleepMs: 1_200, ignoreSignal: true });
+  const id = await enqueue({ sleepMs: 1_500, ignoreSignal: true });
   const a = spawnWorker();
   await until('A started the job', () => effects().some((e) => e.what === 'start'));
   a.child.kill('SIGSTOP');
@@ -129,7 +130,7 @@ test('a worker paused past its lease (SIGSTOP): the job completes elsewhere; aft
 
 test('a handler stuck on I/O while the heartbeat keeps going is ended by its deadline', async () => {
   await start();
-  const id = await enqueue({ hangIo: true }, { timeoutMs: 1_000, maxAttempts: 1 });
+  const id = await enqueue({ hangIo: true }, { timeoutMs: 1_500, maxAttempts: 1 });
   const a = spawnWorker();
   await until('failed', async () => (await job(id)).job.status === 'failed');
   await until('A saw the abort', () => a.lines.some((l) => l.event === 'aborted'));
@@ -181,7 +182,7 @@ test('graceful shutdown (SIGTERM) releases leases and the job runs again without
 
 test('the heartbeat loop keeps the lease of a job running several times longer than the lease', async () => {
   await start();
-  const id = await enqueue({ sleepMs: 4_500 });
+  const id = await enqueue({ sleepMs: 6_500 });
   spawnWorker();
   await until('completed', async () => (await job(id)).job.status === 'completed');
   const { job: final, events } = await job(id);

@@ -11,7 +11,8 @@ import { createWorker, dbTransport, httpTransport, NonRetryableError, RetryAfter
 import { JobAbortedError } from '../src/worker/errors.ts';
 import { setup, type TestBed } from './helpers.ts';
 
-const FAST: Partial<Config> = { leaseMs: 1_000, heartbeatMs: 200, graceMs: 300, workerAliveMs: 400, maxReapDeferMs: 200, backoffBaseMs: 50, backoffMaxMs: 100 };
+// Short leases with enough slack (grace, deferral) that a loaded CI machine does not lose one.
+const FAST: Partial<Config> = { leaseMs: 1_500, heartbeatMs: 300, graceMs: 600, workerAliveMs: 900, maxReapDeferMs: 600, backoffBaseMs: 50, backoffMaxMs: 100 };
 
 interface Bed {
   t: TestBed;
@@ -123,7 +124,7 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
   test('the heartbeat loop keeps the lease of a job that runs several times longer than the lease', async () => {
     const b = await bed(kind);
     const id = await enqueue(b);
-    const w = worker(b, { handler: () => new Promise((r) => setTimeout(() => r('slow but alive'), 3_500)) });
+    const w = worker(b, { handler: () => new Promise((r) => setTimeout(() => r('slow but alive'), 4_600)) });
     // The reaper runs all along: a healthy lease must never be taken.
     const reaps: number[] = [];
     await until('completed', async () => {

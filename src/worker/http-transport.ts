@@ -46,8 +46,10 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     }
     if (res.status === 409 || res.status === 404 || res.ok) return { status: res.status, json };
     const message = `${path}: ${res.status} ${json.error?.code ?? ''} ${json.error?.message ?? ''}`.trim();
-    // 5xx, 429 and auth failures may pass (a restart, a rotated token): retry later.
-    throw new TransportError(message);
+    // 5xx, 429 and auth failures may pass (a restart, a rotated token): retry
+    // later. Any other 4xx is a request that will never succeed as sent.
+    if (res.status >= 500 || res.status === 429 || res.status === 401 || res.status === 403) throw new TransportError(message);
+    throw new Error(`leasehold refused ${message}`);
   }
 
   const verdict = (id: string, r: { status: number; json: WireError }): LeaseAnswer =>

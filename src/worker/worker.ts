@@ -114,6 +114,8 @@ interface Running {
 type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: string; retryable: boolean; retryAfterMs?: number | undefined; raw: unknown };
 
 const now = () => performance.now();
+/** How long shutdown keeps trying to give leases back before leaving them to expire. */
+const RELEASE_RETRY_MS = 5_000;
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
@@ -236,7 +238,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   async function releaseUnstarted(jobs: ClaimedJob[]) {
     const leases = jobs.map((j) => ({ id: j.id, lockToken: j.lockToken }));
     if (leases.length === 0) return;
-    const answers = await persist(undefined, 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
+    const answers = await persist(after(RELEASE_RETRY_MS), 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
     releasedInFlight.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
   }
 
@@ -297,25 +299,34 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   }
 
   function classify(err: unknown): Outcome {
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    // The server keeps at most 16,000 characters of an error.
+    const message = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 16_000);
     if (err instanceof NonRetryableError) return { kind: 'fail', error: message, retryable: false, raw: err };
     if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
-    return { kind: 'fail', error: message.slice(0, 16_000), retryable: true, raw: err };
+    return { kind: 'fail', error: message, retryable: true, raw: err };
   }
 
-  /** Retries a write that failed in transit until the lease is surely gone locally. */
-  async function persist<T>(r: Running | undefined, during: string, write: () => Promise<T>): Promise<T | undefined> {
+  /**
+   * Retries a write that failed in transit (network, 5xx) until `giveUp()` says
+   * it no longer matters: past the lease, the reaper takes the job back anyway.
+   */
+  async function persist<T>(giveUp: () => boolean, during: string, write: () => Promise<T>): Promise<T | undefined> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await write();
       } catch (err) {
         if (!(err instanceof TransportError)) throw err;
         emit('error', { error: err, during });
-        if (r && now() > r.leaseValidUntil) return undefined;
+        if (giveUp()) return undefined;
         await sleep(jitter(Math.min(2_000, 100 * 2 ** attempt)));
       }
     }
   }
+  const leaseGone = (...rs: Running[]) => () => rs.every((r) => now() > r.leaseValidUntil);
+  const after = (ms: number) => {
+    const until = now() + ms;
+    return () => now() > until;
+  };
 
   function complete(r: Running, result: unknown): Promise<void> {
     pendingCompletions.push({ running: r, result });
@@ -342,7 +353,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     let claim = wanted > 0 ? { queue, limit: wanted, leaseMs: options.leaseMs } : undefined;
     reserved += wanted;
     const sentAt = now();
-    const reply = await persist(undefined, 'complete', () => {
+    const reply = await persist(leaseGone(...batch.map((b) => b.running)), 'complete', () => {
       const once = claim;
       claim = undefined;
       return transport.complete({ workerId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once });
@@ -369,7 +380,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   }
 
   async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
-    const answer = await persist(r, 'fail', () =>
+    const answer = await persist(leaseGone(r), 'fail', () =>
       transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }),
     ).catch((err) => {
       emit('error', { error: err, during: 'fail' });
@@ -433,7 +444,9 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         }
         const result = await fn();
         // Recorded even if the lease was lost meanwhile: the effect did happen.
-        return (await persist(undefined, 'once', () => transport.effectFinish({ workerId, jobId: r.job.id, key, result: result ?? null }))) as T;
+        // The first result recorded wins: an attempt racing this one gets the same answer.
+        const recorded = await persist(leaseGone(r), 'once', () => transport.effectFinish({ workerId, jobId: r.job.id, key, result: result ?? null }));
+        return (recorded === undefined ? result : recorded) as T;
       },
     };
   }
@@ -516,7 +529,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       for (const r of leftover) abort(r, 'shutdown', `worker ${workerId} is shutting down`);
       const released = [...releasedInFlight];
       if (leftover.length > 0) {
-        const answers = await persist(undefined, 'release', () =>
+        const answers = await persist(after(RELEASE_RETRY_MS), 'release', () =>
           transport.release({ workerId, leases: leftover.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken })), reason: 'worker_shutdown' }),
         ).catch(() => undefined);
         released.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
