@@ -19,12 +19,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../app.ts';
-import { databaseClock, type Clock } from '../core/clock.ts';
+import { databaseClock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import { reapOnce } from '../db/reap-once.ts';
 import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.ts' with { type: 'macro' };
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
-import { summarize, type RunningServer, type ServeOptions } from './node.ts';
+import type { RunningServer, ServeOptions } from './node.ts';
+import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
 
 export { summarize };
 export type { RunningServer, ServeOptions };
@@ -94,8 +94,8 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${server.port}`;
 
-  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened, config, clock, log);
-  log(`leasehold listening on ${url} (database ${redact(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
+  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened.db, config, clock, log);
+  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
 
   return {
     url,
@@ -107,26 +107,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   };
 }
 
-/** As in node.ts: runs reapOnce every interval; a pass never overlaps the previous one. */
-function startReaperTimer(opened: OpenedDb, config: Config, clock: Clock, log: (line: string) => void) {
-  let running = false;
-  const timer = setInterval(async function reaperTick() {
-    if (running) return;
-    running = true;
-    try {
-      const report = await reapOnce(opened.db, clock.now(), config);
-      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper: ${summarize(report)}`);
-    } catch (err) {
-      console.error('leasehold: reaper pass failed (will retry next interval)', err);
-    } finally {
-      running = false;
-    }
-  }, config.reaperIntervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}
 
-const redact = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
 
 /** Imports of src/runtime/node.ts from outside this folder (the CLI) come here. */
 export const NODE_RUNTIME_IMPORT = /(^|\/)\.\.\/runtime\/node\.ts$/;

@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
+
+export { summarize };
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -45,8 +47,8 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
 
-  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened, config, clock, log);
-  log(`leasehold listening on ${url} (database ${redact(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
+  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened.db, config, clock, log);
+  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
 
   return {
     url,
@@ -58,27 +60,5 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   };
 }
 
-/** Runs reapOnce every interval; a pass never overlaps the previous one. */
-function startReaperTimer(opened: OpenedDb, config: Config, clock: Clock, log: (line: string) => void) {
-  let running = false;
-  const timer = setInterval(async function reaperTick() {
-    if (running) return;
-    running = true;
-    try {
-      const report = await reapOnce(opened.db, clock.now(), config);
-      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper: ${summarize(report)}`);
-    } catch (err) {
-      console.error('leasehold: reaper pass failed (will retry next interval)', err);
-    } finally {
-      running = false;
-    }
-  }, config.reaperIntervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}
 
-export function summarize(r: ReapReport): string {
-  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}`;
-}
 
-const redact = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');

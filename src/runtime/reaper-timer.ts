@@ -1,0 +1,35 @@
+/**
+ * The in-process reaper for long-running servers (Node, Bun, Deno): reapOnce
+ * every interval; a pass never overlaps the previous one, and a failed pass is
+ * logged and tried again at the next tick.
+ */
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../db/db.ts';
+import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+
+export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (line: string) => void): () => void {
+  let running = false;
+  const timer = setInterval(async function reaperTick() {
+    if (running) return;
+    running = true;
+    try {
+      const report = await reapOnce(db, clock.now(), config);
+      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper: ${summarize(report)}`);
+    } catch (err) {
+      console.error('leasehold: reaper pass failed (will retry next interval)', err);
+    } finally {
+      running = false;
+    }
+  }, config.reaperIntervalMs);
+  // Deno's timers have no unref; Node's and Bun's do.
+  (timer as { unref?: () => void }).unref?.();
+  return () => clearInterval(timer);
+}
+
+export function summarize(r: ReapReport): string {
+  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}`;
+}
+
+/** A database URL for logs: credentials in it are masked. */
+export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
