@@ -57,13 +57,29 @@ export function bool(description?: string): Validator<boolean> {
   };
 }
 
-/** Any JSON value (an object, array, string, number, boolean or null). */
+/**
+ * How deeply a JSON value may nest. Deeper values would overflow the stack in
+ * JSON.stringify (~4,000 levels) or SQLite's JSON functions (1,000 levels, and
+ * a payload travels inside an array of objects): a 500 instead of a 400.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Whether `value` nests more than `max` levels of arrays and objects (stops looking there, so no deep recursion). */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (max === 0) return true;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) if (nestedDeeperThan(v, max - 1)) return true;
+  return false;
+}
+
+/** Any JSON value (an object, array, string, number, boolean or null), nested at most MAX_JSON_DEPTH levels. */
 export function json(description?: string): Validator<unknown> {
   return {
     optional: false,
     schema: description ? { description } : {},
     parse(value, path) {
       if (value === undefined) throw invalid(path, `${path} is required`);
+      if (nestedDeeperThan(value, MAX_JSON_DEPTH)) throw invalid(path, `${path} is nested more than ${MAX_JSON_DEPTH} levels deep`);
       return value;
     },
   };

@@ -17,7 +17,7 @@ import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
-import { workerTouch } from './workers.ts';
+import { workerTouch, workerTouchIfKnown } from './workers.ts';
 
 export interface OwnedRef {
   id: number;
@@ -91,7 +91,8 @@ export async function ownedWriteThen<T extends LeanJob, A>(
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
       WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})`),
-    workerTouch(db, p.workerId, p.now),
+    // With a claim (`then`) the worker may take jobs: register it as a claim does.
+    (then ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
     ...(then ? [then] : []),
   ]);
@@ -99,8 +100,9 @@ export async function ownedWriteThen<T extends LeanJob, A>(
   const refused = p.refs.filter((r) => !byId.has(r.id));
   const statusById = new Map<number, JobStatus>();
   if (refused.length > 0) {
-    const ids = sql.join(refused.map((r) => sql`${r.id}`), sql`, `);
-    const rows = await db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (${ids})`);
+    // One JSON parameter, not one per id: D1 allows at most 100 bound parameters per statement.
+    const ids = JSON.stringify(refused.map((r) => r.id));
+    const rows = await db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (SELECT value FROM json_each(${ids}))`);
     for (const row of rows) statusById.set(row.id, row.status);
   }
   const outcomes = p.refs.map((r): OwnedOutcome<T> => {

@@ -16,6 +16,20 @@ export function workerTouch(db: Db, workerId: string, now: Now) {
     ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
 }
 
+/**
+ * workerTouch for a write that may be refused (heartbeat, complete, ...):
+ * touches a known worker, and creates the row only for a worker that holds a
+ * running job. A refused write from an id nobody knows (a typo, a stranger)
+ * leaves the table as it was: a rejected request changes nothing.
+ */
+export function workerTouchIfKnown(db: Db, workerId: string, now: Now) {
+  const t = nowSql(now);
+  return db.run(sql`INSERT INTO workers (id, started_at, last_seen_at) SELECT ${workerId}, ${t}, ${t}
+    WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId})
+      OR EXISTS (SELECT 1 FROM jobs WHERE locked_by = ${workerId} AND status = 'running')
+    ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
+}
+
 export interface WorkerBeat {
   id: string;
   host?: string | undefined;
