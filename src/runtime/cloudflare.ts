@@ -1,0 +1,211 @@
+/**
+ * The Cloudflare Workers entry: `fetch` serves the one Hono app, `scheduled`
+ * (wrangler.toml `[triggers] crons`) runs one reaper pass.
+ *
+ * Database: the D1 binding `DB` by default (drizzle-orm/d1), or a Turso /
+ * libSQL server over HTTP (`@libsql/client/web`) when the secret
+ * LEASEHOLD_DATABASE_URL is set. Migrations are not applied here: D1 takes
+ * them from `wrangler d1 migrations apply` (migrations_dir = "drizzle"), a
+ * Turso database from `leasehold migrate` / the Node entry.
+ *
+ * Security: the edge is public and has no bind address, so the loopback
+ * exemption of the Node server means nothing here. Without both
+ * LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN every request is refused
+ * with 503, unless LEASEHOLD_ALLOW_OPEN=true (local development and tests).
+ *
+ * Clock: always the database's clock (`databaseClock`), so every isolate in
+ * every colo agrees on lease deadlines.
+ *
+ * Types: this file is checked by the main tsconfig (Node + DOM libs), so it
+ * declares the few Workers shapes it needs structurally instead of pulling
+ * @cloudflare/workers-types into the whole project.
+ */
+import { drizzle as drizzleD1 } from 'drizzle-orm/d1';
+import { createApp } from '../app.ts';
+import { databaseClock } from '../core/clock.ts';
+import { ConfigError, loadConfig, type Config } from '../core/config.ts';
+import type { Db } from '../db/db.ts';
+import { reapOnce } from '../db/reap-once.ts';
+import * as schema from '../db/schema.ts';
+
+/** The parts of D1's `D1Database` this file touches (see @cloudflare/workers-types). */
+export interface D1DatabaseLike {
+  prepare(query: string): D1PreparedStatementLike;
+  batch(statements: D1PreparedStatementLike[]): Promise<D1ResultLike[]>;
+}
+export interface D1PreparedStatementLike {
+  bind(...values: unknown[]): D1PreparedStatementLike;
+}
+interface D1ResultLike {
+  results?: unknown[];
+}
+interface ExecutionContextLike {
+  waitUntil(promise: Promise<unknown>): void;
+}
+interface ScheduledControllerLike {
+  readonly scheduledTime: number;
+  readonly cron: string;
+}
+
+export interface Env {
+  /** The D1 database (wrangler.toml `[[d1_databases]]`). */
+  DB?: D1DatabaseLike;
+  /** `true` serves without tokens: local development and tests only. */
+  LEASEHOLD_ALLOW_OPEN?: string;
+  /** LEASEHOLD_* settings (vars) and secrets, as strings; see src/core/config.ts. */
+  [key: string]: unknown;
+}
+
+interface Runtime {
+  db: Db;
+  config: Config;
+  app: ReturnType<typeof createApp>;
+}
+
+/** Why this isolate cannot serve: answered to every request as 503. */
+class Refusal {
+  constructor(
+    readonly code: string,
+    readonly message: string,
+    readonly details?: unknown,
+  ) {}
+}
+
+/**
+ * One app per env object and role: the env (and its bindings) is the same
+ * object for every request an isolate serves, so the app, its config and its
+ * database handle are built once. A different env (tests) gets its own.
+ */
+const served = new WeakMap<object, Promise<Runtime | Refusal>>();
+const reaped = new WeakMap<object, Promise<Runtime | Refusal>>();
+
+export function runtimeFor(env: Env, role: 'serve' | 'reap' = 'serve'): Promise<Runtime | Refusal> {
+  const cache = role === 'serve' ? served : reaped;
+  let runtime = cache.get(env);
+  if (!runtime) {
+    runtime = build(env, role);
+    cache.set(env, runtime);
+    // A failure to build (not a refusal) is retried by the next request.
+    runtime.catch(() => cache.delete(env));
+  }
+  return runtime;
+}
+
+async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusal> {
+  const strings: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (key.startsWith('LEASEHOLD_') && typeof value === 'string') strings[key] = value;
+  }
+  const databaseUrl = strings.LEASEHOLD_DATABASE_URL;
+  // No bind address on Workers: the host check is replaced by the token rule below.
+  strings.LEASEHOLD_HOST = '127.0.0.1';
+  // D1 is not a URL: give loadConfig a well-formed placeholder so its check passes.
+  if (!databaseUrl) strings.LEASEHOLD_DATABASE_URL = 'file:d1';
+
+  let config: Config;
+  try {
+    ({ config } = loadConfig(strings));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      return new Refusal('misconfigured', 'leasehold is misconfigured: fix these settings (wrangler.toml [vars] or secrets)', err.problems);
+    }
+    throw err;
+  }
+
+  // The reaper is not reachable from outside: it runs with or without tokens.
+  const open = role === 'reap' || strings.LEASEHOLD_ALLOW_OPEN === 'true';
+  if (!open && (!config.workerToken || !config.adminToken)) {
+    const missing = [!config.workerToken && 'LEASEHOLD_WORKER_TOKEN', !config.adminToken && 'LEASEHOLD_ADMIN_TOKEN'].filter(Boolean);
+    return new Refusal(
+      'unavailable',
+      `leasehold refuses to serve on a public edge without tokens: set the secret(s) ${missing.join(' and ')} ` +
+        `(npx wrangler secret put ${missing[0]}), or set LEASEHOLD_ALLOW_OPEN=true for local development only`,
+    );
+  }
+
+  let db: Db;
+  if (databaseUrl) {
+    if (!/^(libsql|https?|wss?):/.test(databaseUrl)) {
+      return new Refusal('misconfigured', 'LEASEHOLD_DATABASE_URL must be a libsql://, https:// or wss:// URL on Workers (there is no file system)');
+    }
+    db = await libsqlWebDb(databaseUrl, config.databaseAuthToken);
+  } else if (env.DB) {
+    db = d1Db(env.DB);
+  } else {
+    return new Refusal('misconfigured', 'no database: bind a D1 database as DB in wrangler.toml, or set the LEASEHOLD_DATABASE_URL secret (Turso)');
+  }
+
+  const app = createApp({ db, config, clock: databaseClock, logError: (err) => console.error('leasehold: unexpected error', err) });
+  return { db, config, app };
+}
+
+/**
+ * Drizzle over a D1 binding.
+ *
+ * D1 incompatibility handled here: drizzle-orm/d1 (0.45) cannot batch raw SQL.
+ * Its `batch` binds parameters through `preparedQuery.stmt`, which the raw
+ * queries `db.run(sql)` / `db.all(sql)` (SQLiteRaw) do not have, so every
+ * batch the store sends fails with "Cannot read properties of undefined
+ * (reading 'bind')". This `batch` prepares each statement on the binding
+ * itself and sends one D1 batch (one implicit transaction, as before), then
+ * lets each query map its own result: raw `all` gives the rows as objects
+ * keyed by column name (what src/db/store expects), raw `run` the D1 result,
+ * query-builder queries drizzle's usual mapping.
+ */
+export function d1Db(binding: D1DatabaseLike): Db {
+  const db = drizzleD1(binding as never, { schema });
+  const batch: Db['batch'] = async (queries) => {
+    const prepared = (queries as unknown as { _prepare(): PreparedLike }[]).map((q) => q._prepare());
+    const statements = prepared.map((p) => {
+      const { sql, params } = p.getQuery();
+      return binding.prepare(sql).bind(...params);
+    });
+    const results = await binding.batch(statements);
+    return results.map((result, i) => prepared[i]!.mapResult(result, true)) as never;
+  };
+  return Object.assign(db, { batch }) as unknown as Db;
+}
+
+/** What `d1Db`'s batch uses of a drizzle query (SQLiteRaw or a prepared builder query). */
+interface PreparedLike {
+  getQuery(): { sql: string; params: unknown[] };
+  mapResult(result: unknown, isFromBatch?: boolean): unknown;
+}
+
+/**
+ * Drizzle over a Turso / libSQL server, spoken over HTTP(S) with fetch.
+ * Imported lazily so D1 deployments never evaluate the libSQL client.
+ */
+async function libsqlWebDb(url: string, authToken: string | undefined): Promise<Db> {
+  const [{ createClient }, { drizzle }] = await Promise.all([import('@libsql/client/web'), import('drizzle-orm/libsql/web')]);
+  return drizzle({ client: createClient({ url, ...(authToken ? { authToken } : {}) }), schema }) as unknown as Db;
+}
+
+function refusalResponse(r: Refusal): Response {
+  return Response.json({ error: { code: r.code, message: r.message, ...(r.details ? { details: r.details } : {}) } }, { status: 503 });
+}
+
+export default {
+  async fetch(request: Request, env: Env, ctx: ExecutionContextLike): Promise<Response> {
+    const runtime = await runtimeFor(env);
+    if (runtime instanceof Refusal) return refusalResponse(runtime);
+    return runtime.app.fetch(request, env, ctx as never);
+  },
+
+  async scheduled(controller: ScheduledControllerLike, env: Env, ctx: ExecutionContextLike): Promise<void> {
+    const pass = (async () => {
+      const runtime = await runtimeFor(env, 'reap');
+      if (runtime instanceof Refusal) {
+        console.error(`leasehold: reaper (cron ${controller.cron}) cannot run: ${runtime.message}`);
+        return;
+      }
+      const r = await reapOnce(runtime.db, databaseClock.now(), runtime.config);
+      if (r.requeued.length || r.failed.length || r.deferred.length) {
+        console.log(`leasehold reaper: requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}`);
+      }
+    })();
+    ctx.waitUntil(pass);
+    // Awaited too, so a failed pass shows as a failed cron invocation (the next cron retries).
+    await pass;
+  },
+};

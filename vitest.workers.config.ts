@@ -1,0 +1,42 @@
+/**
+ * The Workers test run: test/workers/*.test.ts inside workerd (miniflare), with
+ * the real entry (src/runtime/cloudflare.ts) as SELF and a local D1 database
+ * migrated from drizzle/.
+ *
+ *   npx vitest run --config vitest.workers.config.ts
+ */
+import path from 'node:path';
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations(path.join(import.meta.dirname, 'drizzle'));
+  return {
+    plugins: [
+      cloudflareTest({
+        main: './src/runtime/cloudflare.ts',
+        wrangler: { configPath: './wrangler.toml' },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            // Short leases so the stale-worker story runs in a few seconds of real (database) time.
+            LEASEHOLD_LEASE_MS: '1000',
+            LEASEHOLD_HEARTBEAT_MS: '200',
+            LEASEHOLD_GRACE_MS: '200',
+            LEASEHOLD_WORKER_ALIVE_MS: '400',
+            LEASEHOLD_MAX_REAP_DEFER_MS: '200',
+            LEASEHOLD_REAPER_INTERVAL_MS: '1000',
+            LEASEHOLD_BACKOFF_BASE_MS: '1',
+            LEASEHOLD_WORKER_TOKEN: 'worker-token-0123456789',
+            LEASEHOLD_ADMIN_TOKEN: 'admin-token-0123456789',
+          },
+        },
+      }),
+    ],
+    test: {
+      include: ['test/workers/**/*.test.ts'],
+      setupFiles: ['./test/workers/apply-migrations.ts'],
+      testTimeout: 30_000,
+    },
+  };
+});
