@@ -1,0 +1,153 @@
+/**
+ * The Deno entry: opens the database (embedded libSQL file by default, through
+ * the same native `libsql` addon as Node, loaded by Deno's Node-API support),
+ * applies migrations, serves the app with Deno.serve, and runs the reaper.
+ *
+ *   npx deno run -A --unstable-cron --no-check src/runtime/deno.ts [--port 8787 ...]
+ *
+ * The reaper runs two ways, both calling the same `reaperPass`:
+ * - every LEASEHOLD_REAPER_INTERVAL_MS (default 5 s) on an in-process timer,
+ *   because leases are seconds long and Deno.cron fires at most once a minute;
+ * - on Deno.cron('leasehold reaper', '* * * * *'), the backstop a platform
+ *   that schedules crons (Deno Deploy) keeps running even when no timer does.
+ * Passes never overlap within one process; two processes reaping one database
+ * is safe (every reaper write is guarded by the token and expiry it read).
+ * See docs/deploy-deno.md.
+ *
+ * This is the only file that names `Deno`.
+ */
+import { fileURLToPath } from 'node:url';
+import { createApp } from '../app.ts';
+import { databaseClock, type Clock } from '../core/clock.ts';
+import { ConfigError, loadConfig, type Config } from '../core/config.ts';
+import { reapOnce } from '../db/reap-once.ts';
+import { migrateLibsql, openLibsql } from './libsql.ts';
+import { redactUrl, summarize } from './reaper-timer.ts';
+
+/** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
+interface DenoNetAddr {
+  hostname: string;
+  port: number;
+}
+interface DenoHttpServer {
+  finished: Promise<void>;
+  shutdown(): Promise<void>;
+}
+declare const Deno: {
+  env: { toObject(): Record<string, string> };
+  args: string[];
+  serve(options: {
+    hostname?: string;
+    port?: number;
+    onListen?: (addr: DenoNetAddr) => void;
+    handler: (request: Request) => Response | Promise<Response>;
+  }): DenoHttpServer;
+  /** Undefined unless Deno runs with --unstable-cron. */
+  cron?: (name: string, schedule: string, options: { signal?: AbortSignal }, handler: () => Promise<void>) => Promise<void>;
+  addSignalListener(signal: 'SIGINT' | 'SIGTERM', handler: () => void): void;
+  exit(code?: number): never;
+};
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
+export const CRON_NAME = 'leasehold reaper';
+/** Deno.cron's finest schedule: once a minute. */
+export const CRON_SCHEDULE = '* * * * *';
+
+export interface DenoServer {
+  url: string;
+  /** One reaper pass, as the timer and the cron run it (skipped if one is already running). */
+  reaperPass(source: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: (line: string) => void = console.log): Promise<DenoServer> {
+  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
+  await migrateLibsql(opened, MIGRATIONS_DIR);
+  const app = createApp({ db: opened.db, config, clock, logError: (err) => console.error('leasehold: unexpected error', err) });
+
+  let running = false;
+  async function reaperPass(source: string): Promise<void> {
+    if (running) return;
+    running = true;
+    try {
+      const report = await reapOnce(opened.db, clock.now(), config);
+      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper (${source}): ${summarize(report)}`);
+    } catch (err) {
+      console.error(`leasehold: reaper pass (${source}) failed, will retry on the next one`, err);
+    } finally {
+      running = false;
+    }
+  }
+
+  let server!: DenoHttpServer;
+  const addr = await new Promise<DenoNetAddr>((resolve, reject) => {
+    try {
+      server = Deno.serve({ hostname: config.host, port: config.port, onListen: resolve, handler: (request) => app.fetch(request) });
+    } catch (err) {
+      reject(err);
+    }
+  });
+  const host = addr.hostname.includes(':') ? `[${addr.hostname}]` : addr.hostname;
+  const url = `http://${host}:${addr.port}`;
+
+  const timer = setInterval(function reaperTick() {
+    void reaperPass('interval');
+  }, config.reaperIntervalMs);
+
+  const cronAbort = new AbortController();
+  let cron = 'no Deno.cron (needs --unstable-cron)';
+  if (typeof Deno.cron === 'function') {
+    Deno.cron(CRON_NAME, CRON_SCHEDULE, { signal: cronAbort.signal }, function leaseholdReaperCron() {
+      return reaperPass('cron');
+    }).catch((err) => console.error('leasehold: Deno.cron stopped', err));
+    cron = `Deno.cron '${CRON_NAME}' (${CRON_SCHEDULE})`;
+  }
+  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms + ${cron})`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    reaperPass,
+    close() {
+      closing ??= (async () => {
+        clearInterval(timer);
+        cronAbort.abort();
+        await server.shutdown();
+        opened.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    const loaded = loadConfig(Deno.env.toObject(), Deno.args);
+    for (const w of loaded.warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
+    config = loaded.config;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`leasehold: cannot start, the configuration breaks a rule:\n${err.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`);
+      Deno.exit(2);
+    }
+    throw err;
+  }
+  const server = await startDenoServer(config);
+  const stop = (signal: string) => {
+    console.log(`leasehold: ${signal}, shutting down`);
+    void server.close().then(
+      () => Deno.exit(0),
+      (err) => {
+        console.error('leasehold: shutdown failed', err);
+        Deno.exit(1);
+      },
+    );
+  };
+  Deno.addSignalListener('SIGTERM', () => stop('SIGTERM'));
+  Deno.addSignalListener('SIGINT', () => stop('SIGINT'));
+}
+
+if ((import.meta as ImportMeta & { main?: boolean }).main) await main();
