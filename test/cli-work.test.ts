@@ -10,6 +10,10 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 import { TailBuffer } from '../src/cli/work.ts';
 import { defaultConfig } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
+import { until } from './until.ts';
+
+/** until(), saying what was seen so far when it times out. */
+const untilWork = <T>(what: string, check: Parameters<typeof until<T>>[1], timeoutMs = 15_000) => until(what, check, timeoutMs, () => `leasehold work said:\n${output}`);
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'leasehold.js');
 
@@ -73,17 +77,8 @@ async function getJob(id: string): Promise<any> {
   return ((await res.json()) as { job: unknown }).job;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; leasehold work said:\n${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
-const finished = (id: string) => until(`job ${id} to finish`, async () => {
+const finished = (id: string) => untilWork(`job ${id} to finish`, async () => {
   const job = await getJob(id);
   return job.status === 'completed' || job.status === 'failed' ? job : undefined;
 });
@@ -98,7 +93,7 @@ const alive = (pid: number) => {
 };
 
 async function readPid(file: string): Promise<number> {
-  const pid = await until(`pid in ${file}`, () => (existsSync(file) && /^\d+\n/.test(readFileSync(file, 'utf8')) ? Number(readFileSync(file, 'utf8').trim()) : undefined));
+  const pid = await untilWork(`pid in ${file}`, () => (existsSync(file) && /^\d+\n/.test(readFileSync(file, 'utf8')) ? Number(readFileSync(file, 'utf8').trim()) : undefined));
   pids.push(pid);
   return pid;
 }
@@ -110,7 +105,7 @@ test('a command that exits 0 completes the job with its stdout (the payload from
   const job = await finished(id);
   expect(job.status).toBe('completed');
   expect(job.result).toEqual({ exitCode: 0, stdout: JSON.stringify(payload), stderr: 'done\n', json: payload });
-  await until('the outcome line', () => w.stdout().includes(`job ${id} completed (exit 0)`));
+  await untilWork('the outcome line', () => w.stdout().includes(`job ${id} completed (exit 0)`));
 });
 
 test('the job id, attempt, keys and payload are in the environment', async () => {
@@ -139,7 +134,7 @@ test('a non-zero exit fails and retries; exit 65 fails for good at once', async 
   expect(job.attempt).toBe(2);
   expect(job.lastError).toContain('exit 3');
   expect(job.lastError).toContain('boom');
-  await until('the failure lines', () => w.stdout().includes(`job ${retried} failed: exit 3`));
+  await untilWork('the failure lines', () => w.stdout().includes(`job ${retried} failed: exit 3`));
 
   const dataErr = await enqueue({ kind: 'dataerr' }, { maxAttempts: 5 });
   const bad = await finished(dataErr);
@@ -167,7 +162,7 @@ test('a command past the job deadline is killed and the job fails', async () => 
   const job = await finished(id);
   expect(job.status).toBe('failed');
   expect(job.lastError).toContain('deadline');
-  await until('the sleep to be gone', () => !alive(pid), 5_000);
+  await untilWork('the sleep to be gone', () => !alive(pid), 5_000);
 });
 
 test('the whole process group is killed: a grandchild of the shell goes too', async () => {
@@ -177,7 +172,7 @@ test('the whole process group is killed: a grandchild of the shell goes too', as
   work(['sh', '-c', `sleep 30 & echo $! > ${pidFile}; wait`]);
   const pid = await readPid(pidFile);
   expect((await finished(id)).status).toBe('failed');
-  await until('the grandchild sleep to be gone', () => !alive(pid), 5_000);
+  await untilWork('the grandchild sleep to be gone', () => !alive(pid), 5_000);
 });
 
 test('without --url it works on the database directly', async () => {

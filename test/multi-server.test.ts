@@ -12,6 +12,7 @@ import { createClient } from '@libsql/client';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { createWorker, httpTransport, type Worker } from '../src/worker/index.ts';
 import { postJson, startServerProcess, type ServerProcess } from './process-helpers.ts';
+import { until } from './until.ts';
 
 const SKEW = join(import.meta.dirname, 'fixtures', 'skew-clock.cjs');
 const quiet = { info() {}, warn() {}, error() {} };
@@ -33,13 +34,6 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 40_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function twoServers(envB: Record<string, string> = {}) {
   const a = await startServerProcess(['--database-url', dbUrl], LEASES);

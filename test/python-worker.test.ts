@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { defaultConfig } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
+import { until } from './until.ts';
 
 const WORKER = join(import.meta.dirname, '..', 'examples', 'python', 'worker.py');
 
@@ -71,15 +72,6 @@ function spawnWorker(extra: string[] = [], options: { cwd?: string } = {}): PyWo
   return w;
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function enqueue(body: Record<string, unknown>): Promise<string> {
   const res = await fetch(`${server.url}/api/v1/queues/py/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest
 import { defaultConfig } from '../src/core/config.ts';
 import { embeddedMigrations } from '../src/runtime/embedded-migrations.ts';
 import { openDatabase } from '../src/runtime/node.ts';
+import { until } from './until.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const BUN = join(ROOT, 'node_modules', '.bin', 'bun');
@@ -97,15 +98,6 @@ async function post(url: string, body: unknown) {
   return { status: res.status, json: (await res.json()) as any };
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms))]);

@@ -10,6 +10,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { defaultConfig, type Config } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
+import { until } from './until.ts';
+
+/** until(), saying what was seen so far when it times out. */
+const untilSeen = <T>(what: string, check: Parameters<typeof until<T>>[1], timeoutMs = 20_000) => until(what, check, timeoutMs, () => `effects: ${JSON.stringify(effects())}`);
 
 const WORKER = join(import.meta.dirname, 'fixtures', 'worker-process.ts');
 // Short leases so the story runs in seconds; the rules still hold (heartbeat <= lease/3,
@@ -74,15 +78,6 @@ const effects = () =>
     ? readFileSync(effectsFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
     : [];
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; effects: ${JSON.stringify(effects())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function api(path: string, body?: unknown) {
   const res = await fetch(`${server.url}/api/v1${path}`, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -96,11 +91,11 @@ test('a worker killed with SIGKILL mid-job: the job is reaped and completed by a
   await start();
   const id = await enqueue({ sleepMs: 1_000 });
   const a = spawnWorker();
-  await until('A started the job', () => effects().some((e) => e.what === 'start'));
+  await untilSeen('A started the job', () => effects().some((e) => e.what === 'start'));
   a.child.kill('SIGKILL');
   await a.exited;
   const b = spawnWorker();
-  await until('completed', async () => (await job(id)).job.status === 'completed');
+  await untilSeen('completed', async () => (await job(id)).job.status === 'completed');
   const { job: final, events } = await job(id);
   expect(final).toMatchObject({ attempt: 2, lostAttempts: 1, result: { by: b.child.pid } });
   expect(events.filter((e) => e.type === 'completed')).toHaveLength(1);
@@ -112,12 +107,12 @@ test('a worker paused past its lease (SIGSTOP): the job completes elsewhere; aft
   await start();
   const id = await enqueue({ sleepMs: 1_500, ignoreSignal: true });
   const a = spawnWorker();
-  await until('A started the job', () => effects().some((e) => e.what === 'start'));
+  await untilSeen('A started the job', () => effects().some((e) => e.what === 'start'));
   a.child.kill('SIGSTOP');
   const b = spawnWorker();
-  await until('B completed it', async () => (await job(id)).job.status === 'completed');
+  await untilSeen('B completed it', async () => (await job(id)).job.status === 'completed');
   a.child.kill('SIGCONT');
-  await until('A gave up its attempt', () => a.lines.some((l) => l.event === 'abandoned'));
+  await untilSeen('A gave up its attempt', () => a.lines.some((l) => l.event === 'abandoned'));
   expect(a.lines.some((l) => l.event === 'aborted')).toBe(true);
   const { job: final, events } = await job(id);
   expect(final.result).toEqual({ by: b.child.pid });
@@ -132,8 +127,8 @@ test('a handler stuck on I/O while the heartbeat keeps going is ended by its dea
   await start();
   const id = await enqueue({ hangIo: true }, { timeoutMs: 1_500, maxAttempts: 1 });
   const a = spawnWorker();
-  await until('failed', async () => (await job(id)).job.status === 'failed');
-  await until('A saw the abort', () => a.lines.some((l) => l.event === 'aborted'));
+  await untilSeen('failed', async () => (await job(id)).job.status === 'failed');
+  await untilSeen('A saw the abort', () => a.lines.some((l) => l.event === 'aborted'));
   expect(a.lines.find((l) => l.event === 'aborted')?.reason).toBe('deadline_exceeded');
   const { events } = await job(id);
   // The heartbeat kept the lease, so no reap for an expired lease happened.
@@ -146,7 +141,7 @@ test('once() applies its side effect exactly once when the process crashes after
   const a = spawnWorker();
   await a.exited;
   spawnWorker();
-  await until('completed', async () => (await job(id)).job.status === 'completed');
+  await untilSeen('completed', async () => (await job(id)).job.status === 'completed');
   expect(effects().filter((e) => e.what === 'charge')).toHaveLength(1);
   expect(effects().filter((e) => e.what === 'start').map((e) => e.attempt)).toEqual([1, 2]);
 });
@@ -157,7 +152,7 @@ test('attempt 2 starts from the checkpoint attempt 1 saved before it crashed', a
   const a = spawnWorker();
   await a.exited;
   spawnWorker();
-  await until('completed', async () => (await job(id)).job.status === 'completed');
+  await untilSeen('completed', async () => (await job(id)).job.status === 'completed');
   expect(effects().filter((e) => e.what === 'start').map((e) => [e.attempt, e.checkpoint])).toEqual([
     [1, null],
     [2, { step: 2 }],
@@ -169,7 +164,7 @@ test('graceful shutdown (SIGTERM) releases leases and the job runs again without
   await start({ leaseMs: 60_000, heartbeatMs: 1_000, graceMs: 1_000, workerAliveMs: 2_000 });
   const id = await enqueue({ sleepMs: 30_000 });
   const a = spawnWorker({ DRAIN_MS: '200' });
-  await until('A started the job', () => effects().some((e) => e.what === 'start'));
+  await untilSeen('A started the job', () => effects().some((e) => e.what === 'start'));
   a.child.kill('SIGTERM');
   await a.exited;
   expect(a.lines.find((l) => l.event === 'stopped')?.released).toEqual([id]);
@@ -184,7 +179,7 @@ test('the heartbeat loop keeps the lease of a job running several times longer t
   await start();
   const id = await enqueue({ sleepMs: 6_500 });
   spawnWorker();
-  await until('completed', async () => (await job(id)).job.status === 'completed');
+  await untilSeen('completed', async () => (await job(id)).job.status === 'completed');
   const { job: final, events } = await job(id);
   expect(final).toMatchObject({ attempt: 1, lostAttempts: 0 });
   expect(events.map((e) => e.type), JSON.stringify(events)).toEqual(['enqueued', 'claimed', 'completed']);

@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from '../src/runtime/node.ts';
 import { createWorker, dbTransport, httpTransport, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../src/worker/index.ts';
 import { JobAbortedError } from '../src/worker/errors.ts';
 import { setup, type TestBed } from './helpers.ts';
+import { until } from './until.ts';
 
 // Short leases with enough slack (grace, deferral) that a loaded CI machine does not lose one.
 const FAST: Partial<Config> = { leaseMs: 1_500, heartbeatMs: 300, graceMs: 600, workerAliveMs: 900, maxReapDeferMs: 600, backoffBaseMs: 50, backoffMaxMs: 100 };
@@ -65,15 +66,6 @@ async function jobState(b: Bed, id: string) {
   return res.rows[0] as unknown as { status: string; attempt_count: number; errored_attempts: number; lost_attempts: number; result: string | null; last_error: string | null; checkpoint: string | null };
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
   test('a return value completes the job with that result; many jobs run at the set concurrency', async () => {
