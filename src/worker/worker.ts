@@ -116,14 +116,17 @@ type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: st
 const now = () => performance.now();
 /** How long shutdown keeps trying to give leases back before leaving them to expire. */
 const RELEASE_RETRY_MS = 5_000;
+/** Waits `ms`, or less if `signal` aborts; never leaves a listener behind on the signal. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 
 export function defaultWorkerId(identity: { host?: string; pid?: number } = {}): string {
@@ -478,15 +481,19 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     const renew = live.filter((r) => !r.controller.signal.aborted);
     const sentAt = now();
     try {
-      const beat = transport.beat({ workerId, ...identity, queues, runningCount: active.size });
-      if (renew.length > 0) {
-        const answers = await transport.heartbeat({
-          workerId,
-          leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
-        });
-        applyLeaseAnswers(answers, sentAt);
-      }
-      await beat;
+      // Both calls in flight at once, and both awaited: a failed liveness beat
+      // must not become an unhandled rejection (found by the chaos run: it
+      // killed every worker whose server went away).
+      const [, answers] = await Promise.all([
+        transport.beat({ workerId, ...identity, queues, runningCount: active.size }),
+        renew.length > 0
+          ? transport.heartbeat({
+              workerId,
+              leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
+            })
+          : [],
+      ]);
+      applyLeaseAnswers(answers, sentAt);
     } catch (err) {
       stats.heartbeatFailures++;
       logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${renew.map((r) => r.job.id).join(', ') || '(none)'}`);
