@@ -12,6 +12,7 @@ import { toJob } from '../db/store/record.ts';
 import { openDatabase, startServer, summarize } from '../runtime/node.ts';
 import { splitFlags, UsageError, type CommandFlag } from './args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
+import { CHAOS_FLAGS } from '../chaos/flags.ts';
 
 interface Command {
   summary: string;
@@ -139,6 +140,11 @@ const COMMANDS: Record<string, Command> = {
     trailing: '-- CMD [ARGS...]',
     details: WORK_DETAILS,
     run: workCommand,
+  },
+  chaos: {
+    summary: 'Fault-injection run against real server and worker processes (see docs/chaos.md)',
+    flags: CHAOS_FLAGS,
+    run: async (_config, flags) => (await import('../chaos/main.ts')).runFromFlags(flags),
   },
 };
 

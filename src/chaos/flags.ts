@@ -1,0 +1,14 @@
+/** The chaos command's flags (shared by `npm run chaos` and `leasehold chaos`). */
+export const CHAOS_FLAGS = [
+  { flag: '--seed', help: 'seed of the fault schedule and handler behaviours (default: random, printed)' },
+  { flag: '--jobs', help: 'jobs to enqueue (default 300; 100000 with --long)' },
+  { flag: '--workers', help: 'worker processes (default 4; 6 with --long)' },
+  { flag: '--concurrency', help: 'slots per worker (default 4; 16 with --long)' },
+  { flag: '--horizon', help: 'seconds over which faults are injected and jobs enqueued (default 20; 240 with --long)' },
+  { flag: '--duration-limit', help: 'seconds the whole run may take before it stops and fails (default 150; 1200 with --long)' },
+  { flag: '--json', help: 'where to write the JSON report (default: <dir>/report.json)' },
+  { flag: '--dir', help: 'working directory for the database, logs and side-effect files (default: a new temp dir)' },
+  { flag: '--long', help: 'the long run: 100000 jobs, longer leases, a second server, minutes', boolean: true },
+  { flag: '--second-server', help: 'a second server on the same database (half the workers use it)', boolean: true },
+  { flag: '--tolerate-unhandled-rejections', help: 'report unhandled rejections in workers as findings, not violations (a known worker bug; see docs/chaos.md)', boolean: true },
+];

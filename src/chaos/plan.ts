@@ -1,0 +1,178 @@
+/**
+ * The chaos plan: everything random about a run, drawn from one seed before
+ * the run starts, so the same seed replays the same fault schedule and the
+ * same handler behaviours (the machine's timing still varies).
+ */
+import { createHash } from 'node:crypto';
+import { rng } from './rng.ts';
+
+export interface Timings {
+  leaseMs: number;
+  heartbeatMs: number;
+  graceMs: number;
+  workerAliveMs: number;
+  maxReapDeferMs: number;
+  reaperIntervalMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  maxAttempts: number;
+  maxLostAttempts: number;
+}
+
+export interface ChaosOptions {
+  seed: number;
+  jobs: number;
+  workers: number;
+  concurrency: number;
+  /** Faults are injected (and jobs enqueued) over this span. */
+  horizonMs: number;
+  /** The whole run, start to verdict, must fit in this; past it the run stops and fails. */
+  durationLimitMs: number;
+  secondServer: boolean;
+  long: boolean;
+  jsonPath?: string | undefined;
+  dir?: string | undefined;
+  keep: boolean;
+  /** Report unhandled rejections in worker processes as findings, not violations. */
+  tolerateUnhandledRejections: boolean;
+  progressEveryMs: number;
+  timings: Timings;
+}
+
+export const SHORT_TIMINGS: Timings = {
+  leaseMs: 2_000,
+  heartbeatMs: 400,
+  graceMs: 800,
+  workerAliveMs: 1_200,
+  maxReapDeferMs: 600,
+  reaperIntervalMs: 200,
+  backoffBaseMs: 50,
+  backoffMaxMs: 200,
+  maxAttempts: 10,
+  maxLostAttempts: 6,
+};
+
+export const LONG_TIMINGS: Timings = {
+  leaseMs: 4_000,
+  heartbeatMs: 800,
+  graceMs: 1_600,
+  workerAliveMs: 2_400,
+  maxReapDeferMs: 1_200,
+  reaperIntervalMs: 400,
+  backoffBaseMs: 100,
+  backoffMaxMs: 1_000,
+  maxAttempts: 10,
+  maxLostAttempts: 6,
+};
+
+export const FAULT_KINDS = ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface Fault {
+  /** Index in the schedule. */
+  n: number;
+  atMs: number;
+  kind: FaultKind;
+  /** Worker slot (worker faults, partitions) or server index (kill_server). */
+  target: number;
+  /** stop: how long stopped; partition: how long cut off; kill_worker: delay before the replacement; kill_server: downtime. */
+  durationMs: number;
+}
+
+export const BEHAVIOURS = ['normal', 'block', 'block_past_lease', 'hang_io', 'throw_once', 'fatal', 'long', 'long_ignores_signal'] as const;
+export type Behaviour = (typeof BEHAVIOURS)[number];
+
+export interface JobSpec {
+  i: number;
+  behaviour: Behaviour;
+  /** sleep / block / run time, per behaviour. */
+  ms: number;
+  /** Hard deadline per attempt (hang_io only). */
+  timeoutMs?: number;
+}
+
+export interface Plan {
+  faults: Fault[];
+  jobs: JobSpec[];
+  /** Worker slots that reach their server through the harness's TCP proxy. */
+  proxiedSlots: number[];
+  servers: number;
+  faultsHash: string;
+  jobsHash: string;
+}
+
+export function makePlan(o: ChaosOptions): Plan {
+  const t = o.timings;
+  const r = rng(o.seed);
+  const servers = o.secondServer ? 2 : 1;
+  const proxiedSlots = Array.from({ length: Math.max(1, Math.ceil(o.workers / 2)) }, (_, i) => i);
+
+  // Every kind at least twice, then more picked at random, roughly one fault per 1.5 s of horizon.
+  const count = Math.max(FAULT_KINDS.length * 2, Math.floor(o.horizonMs / 1_500));
+  const kinds: FaultKind[] = [...FAULT_KINDS, ...FAULT_KINDS];
+  while (kinds.length < count) kinds.push(r.pick(['kill_worker', 'kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server'] as const));
+  for (let i = kinds.length - 1; i > 0; i--) {
+    const j = r.int(0, i);
+    [kinds[i], kinds[j]] = [kinds[j]!, kinds[i]!];
+  }
+  const start = 2_000;
+  const spacing = (o.horizonMs - start) / kinds.length;
+  let lastServerKill = -Infinity;
+  const faults: Fault[] = kinds.map((kind, n) => {
+    let atMs = Math.round(start + n * spacing + r.next() * spacing * 0.6);
+    if (kind === 'kill_server') {
+      // Leave the last restart time to settle before the next one.
+      atMs = Math.max(atMs, lastServerKill + 5_000);
+      lastServerKill = atMs;
+    }
+    switch (kind) {
+      case 'kill_worker':
+        return { n, atMs, kind, target: r.int(0, o.workers - 1), durationMs: r.int(200, 1_500) };
+      case 'stop_worker':
+        return { n, atMs, kind, target: r.int(0, o.workers - 1), durationMs: t.leaseMs + t.graceMs + r.int(200, t.leaseMs) };
+      case 'partition_stall':
+      case 'partition_drop':
+        return { n, atMs, kind, target: r.pick(proxiedSlots), durationMs: r.int(Math.round(t.leaseMs / 2), t.leaseMs * 2) };
+      case 'kill_server':
+        return { n, atMs, kind, target: r.int(0, servers - 1), durationMs: r.int(300, 2_000) };
+    }
+  });
+  faults.sort((a, b) => a.atMs - b.atMs || a.n - b.n);
+  faults.forEach((f, n) => (f.n = n));
+
+  const jr = rng((o.seed ^ 0x5eed) >>> 0);
+  const jobs: JobSpec[] = [];
+  for (let i = 0; i < o.jobs; i++) {
+    const x = jr.next();
+    // In the long run most jobs are quick so 100k fit in minutes.
+    const rare = o.long ? 0.05 : 1;
+    let spec: JobSpec;
+    if (x < 0.05 * rare) spec = { i, behaviour: 'block', ms: jr.int(100, Math.round(t.leaseMs * 0.5)) };
+    else if (x < 0.065 * rare) spec = { i, behaviour: 'block_past_lease', ms: Math.round(t.leaseMs * 1.2) + jr.int(0, t.graceMs) };
+    else if (x < 0.105 * rare) spec = { i, behaviour: 'hang_io', ms: 0, timeoutMs: Math.round(t.leaseMs * 1.5) };
+    else if (x < 0.185 * rare) spec = { i, behaviour: 'throw_once', ms: jr.int(5, 50) };
+    else if (x < 0.205 * rare) spec = { i, behaviour: 'fatal', ms: jr.int(5, 50) };
+    else if (x < 0.245 * rare) spec = { i, behaviour: 'long', ms: jr.int(t.leaseMs * 2, t.leaseMs * 4) };
+    else if (x < 0.26 * rare) spec = { i, behaviour: 'long_ignores_signal', ms: jr.int(t.leaseMs * 2, t.leaseMs * 3) };
+    else spec = { i, behaviour: 'normal', ms: o.long ? jr.int(0, 20) : jr.int(5, 150) };
+    jobs.push(spec);
+  }
+  const hash = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex').slice(0, 16);
+  return { faults, jobs, proxiedSlots, servers, faultsHash: hash(faults), jobsHash: hash(jobs) };
+}
+
+export function describeFault(f: Fault): string {
+  const at = `t+${(f.atMs / 1000).toFixed(2)}s`.padEnd(10);
+  switch (f.kind) {
+    case 'kill_worker':
+      return `${at} SIGKILL worker slot ${f.target} mid-job, replacement after ${f.durationMs} ms`;
+    case 'stop_worker':
+      return `${at} SIGSTOP worker slot ${f.target} for ${f.durationMs} ms, then SIGCONT`;
+    case 'partition_stall':
+      return `${at} partition slot ${f.target}: proxy stalls every byte for ${f.durationMs} ms`;
+    case 'partition_drop':
+      return `${at} partition slot ${f.target}: proxy resets every connection for ${f.durationMs} ms`;
+    case 'kill_server':
+      return `${at} SIGKILL server ${f.target}, restart on the same port and database after ${f.durationMs} ms`;
+  }
+}
