@@ -1,5 +1,5 @@
 /**
- * The `leasehold` command: serve, migrate, reap, enqueue, stats.
+ * The `leasehold` command: serve, migrate, reap, enqueue, stats, work, chaos.
  * Every server setting is also a flag (see `leasehold serve --help`).
  */
 import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.ts';
