@@ -3,13 +3,12 @@
  * operator's guarded actions (cancel, retry, requeue).
  */
 import type { Context } from 'hono';
-import { invalid } from '../core/errors.ts';
+import { invalid, LeaseholdError } from '../core/errors.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
 import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
 import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
 import { iso, toJob } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
-import { LeaseholdError } from '../core/errors.ts';
 import { parseJobId, parseQueue, QUEUE_PATTERN } from './http.ts';
 import { operatorError } from './outcomes.ts';
 import type { AppDeps, Routes } from './router.ts';
@@ -36,20 +35,20 @@ const actionShape = {
 };
 const actionBody = obj(actionShape);
 
+/** One job, or {jobs: [...]}: the schema of each branch is the validator that parses it. */
+const enqueueBody = {
+  optional: false,
+  schema: { oneOf: [newJob.schema, bulkBody.schema] },
+  parse(value: unknown, path: string) {
+    if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'jobs' in value) {
+      return { bulk: true as const, jobs: bulkBody.parse(value, path).jobs };
+    }
+    return { bulk: false as const, jobs: [newJob.parse(value, path)] };
+  },
+};
+
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
-  /** One job, or {jobs: [...]}: the schema of each branch is the validator that parses it. */
-  const enqueueBody = {
-    optional: false,
-    schema: { oneOf: [newJob.schema, bulkBody.schema] },
-    parse(value: unknown, path: string) {
-      if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'jobs' in value) {
-        return { bulk: true as const, jobs: bulkBody.parse(value, path).jobs };
-      }
-      return { bulk: false as const, jobs: [newJob.parse(value, path)] };
-    },
-  };
-
   r.add(
     { method: 'post', path: '/queues/:queue/jobs', role: 'worker', summary: 'Enqueue a job, or {jobs: [...]} in one batch', body: enqueueBody },
     async (c, body) => {
@@ -158,7 +157,6 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       return act(c, outcome, id, body.force ? 'only a running job can be requeued' : 'only a running job whose lease has expired can be requeued without force');
     },
   );
-
 }
 
 function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
