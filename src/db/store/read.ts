@@ -3,7 +3,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
-import type { EventRow, JobStatus } from '../schema.ts';
+import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
 
@@ -158,4 +158,3 @@ export async function queueUpsertSettings(db: Db, p: { queue: string; patch: Que
     ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = excluded.updated_at`], sql`, `)}`);
 }
 
-export type { EventRow };

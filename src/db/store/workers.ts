@@ -7,7 +7,6 @@ import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-import type { WorkerRow } from '../schema.ts';
 
 /** A statement (for a batch) recording that `workerId` was seen now. */
 export function workerTouch(db: Db, workerId: string, now: Now) {
@@ -67,4 +66,3 @@ export async function workersList(db: Db, p: { sinceMs: number; limit: number })
   return db.all<WorkerRecord>(sql`SELECT * FROM workers WHERE last_seen_at >= ${p.sinceMs} ORDER BY last_seen_at DESC LIMIT ${p.limit}`);
 }
 
-export type { WorkerRow };
