@@ -9,6 +9,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
+import { observabilityRoutes } from './api/observability-routes.ts';
 import { requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps) {
   jobRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
+  observabilityRoutes(routes, deps);
   // Open like /healthz: it describes the API, it holds no data.
   api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);
@@ -52,7 +54,7 @@ export function createApp(deps: AppDeps) {
     return c.json({ ok: true, databaseTime: new Date(now).toISOString() });
   });
   app.get('/metrics', requireRole('admin', config), async (c) => {
-    const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now() }));
+    const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now(), config: deps.config }));
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

@@ -50,6 +50,9 @@ const adminCalls: Call[] = [
   ['POST', `${api}/jobs/1/requeue`, { force: true, reason: 'r' }],
   ['POST', `${api}/reaper/run`],
   ['GET', '/metrics'],
+  ['GET', `${api}/metrics`],
+  ['GET', `${api}/alerts`],
+  ['GET', `${api}/tuning`],
 ];
 
 const send = ([method, path, body]: Call, headers: Record<string, string>) =>

@@ -34,5 +34,65 @@ export function prometheusText(m: MetricsSnapshot): string {
   metric('leasehold_reap_deferred_total', 'counter', 'Reaper decisions deferred because the owner looked alive.', [
     ['', byType('reap_deferred').reduce((s, e) => s + e.count, 0)],
   ]);
+  const q = (name: string) => `queue=${label(name)}`;
+  metric('leasehold_running_jobs', 'gauge', 'Running jobs.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.count]));
+  lines.push('# HELP leasehold_heartbeat_lag_seconds Time since each running job last heartbeated.', '# TYPE leasehold_heartbeat_lag_seconds histogram');
+  for (const r of m.queues) {
+    for (const b of r.running.heartbeatLagBuckets) {
+      lines.push(`leasehold_heartbeat_lag_seconds_bucket{${q(r.queue)},le="${b.leMs === null ? '+Inf' : b.leMs / 1000}"} ${b.count}`);
+    }
+    lines.push(`leasehold_heartbeat_lag_seconds_sum{${q(r.queue)}} ${r.running.heartbeatLagSumMs / 1000}`);
+    lines.push(`leasehold_heartbeat_lag_seconds_count{${q(r.queue)}} ${r.running.count}`);
+  }
+  const windowed = (name: string, help: string, rows: [string, { last5m: number; lastHour: number }][]) =>
+    metric(
+      name,
+      'gauge',
+      help,
+      rows.flatMap(([labels, w]) => [
+        [`{${labels},window="5m"}`, w.last5m],
+        [`{${labels},window="1h"}`, w.lastHour],
+      ]),
+    );
+  windowed(
+    'leasehold_reaped_recent',
+    'Jobs taken back by the reaper in the last 5 minutes / hour, by queue and reason.',
+    m.queues.flatMap((r) => Object.entries(r.reaped).map(([reason, w]) => [`${q(r.queue)},reason=${label(reason)}`, w] as [string, typeof w])),
+  );
+  windowed('leasehold_stale_writes_rejected_recent', 'Stale writes rejected in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.staleWritesRejected]));
+  windowed('leasehold_enqueue_deduplicated_recent', 'Enqueue dedup hits in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.dedupHits]));
+  metric('leasehold_ready_jobs', 'gauge', 'Pending jobs due now (queue depth).', m.queues.map((r) => [`{${q(r.queue)}}`, r.ready]));
+  metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
+  metric('leasehold_active_workers', 'gauge', 'Workers seen within the worker-alive window.', [['', m.workers.active]]);
+  metric('leasehold_busy_workers', 'gauge', 'Distinct workers holding a running job, by queue.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.busyWorkers]));
+  metric(
+    'leasehold_finished_jobs_by_attempts',
+    'gauge',
+    'Jobs finished in the last hour, by attempts taken.',
+    m.queues.flatMap((r) => r.attempts.histogram.map((h) => [`{${q(r.queue)},attempts="${h.attempts}"}`, h.count] as [string, number])),
+  );
+  metric(
+    'leasehold_finished_attempts_recent',
+    'gauge',
+    'Attempts of jobs finished in the last hour, lost (worker gone) vs errored.',
+    m.queues.flatMap((r) => [
+      [`{${q(r.queue)},kind="lost"}`, r.attempts.lostAttempts],
+      [`{${q(r.queue)},kind="errored"}`, r.attempts.erroredAttempts],
+    ]),
+  );
+  metric(
+    'leasehold_job_runtime_seconds',
+    'gauge',
+    'Runtime percentiles of jobs completed in the last hour (completed_at - started_at).',
+    m.queues.flatMap((r) =>
+      r.runtime
+        ? ([
+            [`{${q(r.queue)},quantile="0.5"}`, r.runtime.p50Ms / 1000],
+            [`{${q(r.queue)},quantile="0.95"}`, r.runtime.p95Ms / 1000],
+            [`{${q(r.queue)},quantile="0.99"}`, r.runtime.p99Ms / 1000],
+          ] as [string, number][])
+        : [],
+    ),
+  );
   return lines.join('\n') + '\n';
 }

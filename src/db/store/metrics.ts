@@ -1,38 +1,261 @@
 /**
- * Numbers for /metrics, computed from the database so they hold on stateless
- * runtimes. Counters come from the events table, so they survive restarts
- * (but shrink when retention prunes old jobs' events).
+ * Numbers for /metrics, GET /api/v1/metrics, alerts and tuning, computed from
+ * the database so they hold on stateless runtimes. Counters come from the
+ * events table, so they survive restarts (but shrink when retention prunes old
+ * jobs' events).
+ *
+ * Costs (one batch of six statements, plus queuesHealth):
+ * - jobs by status: a scan of jobs_status_id_idx / jobs_queue_status_id_idx (all jobs, counted).
+ * - running: rows with status = 'running' only (jobs_status_id_idx range).
+ * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
+ *   every retained rare event is read once and bucketed into all-time / last hour / last 5 min.
+ * - finished in the last hour: a jobs_finished_idx range (finished_at >= now - 1h).
+ * - runtime percentiles: the same range, completed rows, sorted per queue in memory
+ *   by a window function; only three rows per queue come back.
+ * - workers: the whole workers table (small: one row per live-ish worker).
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
+import { defaultConfig, type QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
+import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
+import { queuesHealth } from './read.ts';
+
+const MINUTE = 60_000;
+/** The two rate windows: "now" and the baseline it is compared with. */
+export const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
+/** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
+export const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
+
+/** Event counts all-time (retained), in the last hour and in the last 5 minutes. */
+export interface WindowCount {
+  total: number;
+  lastHour: number;
+  last5m: number;
+}
+
+export interface QueueMetrics {
+  queue: string;
+  paused: boolean;
+  /** The queue's effective lease settings (its overrides over the server defaults). */
+  settings: QueueDefaults;
+  counts: Record<JobStatus, number>;
+  /** Pending jobs due now, and the oldest of them. */
+  ready: number;
+  oldestReadyAvailableAt: number | null;
+  oldestReadyAgeMs: number | null;
+  running: {
+    count: number;
+    expiredLeases: number;
+    oldestStartedAt: number | null;
+    oldestAgeMs: number | null;
+    /** now - last heartbeat (or claim), the worst running job. */
+    maxHeartbeatLagMs: number | null;
+    /** Cumulative: running jobs whose heartbeat lag is <= leMs (null: +Inf). */
+    heartbeatLagBuckets: { leMs: number | null; count: number }[];
+    heartbeatLagSumMs: number;
+    /** Distinct workers holding a job of this queue. */
+    busyWorkers: number;
+  };
+  /** Reaper take-backs by reason (events type 'reaped'). */
+  reaped: Record<string, WindowCount>;
+  reapedTotal: WindowCount;
+  reapDeferred: WindowCount;
+  staleWritesRejected: WindowCount;
+  dedupHits: WindowCount;
+  /**
+   * Claims in the window, approximated without reading the 'claimed' events
+   * (which no index covers): running jobs started in the window + finished
+   * jobs that were claimed and finished in the window + reaps in the window.
+   * Errored attempts retried within the window are not counted.
+   */
+  claimsApprox: { lastHour: number; last5m: number };
+  /** Jobs finished in the last hour: how many attempts they took. */
+  attempts: {
+    finished: number;
+    /** attempt_count -> jobs. */
+    histogram: { attempts: number; count: number }[];
+    erroredAttempts: number;
+    lostAttempts: number;
+    jobsWithErrors: number;
+    jobsWithLost: number;
+  };
+  /** completed_at - started_at of jobs completed in the last hour (nearest-rank percentiles). */
+  runtime: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number } | null;
+}
 
 export interface MetricsSnapshot {
+  now: number;
+  windows: typeof METRIC_WINDOWS;
+  workers: { total: number; active: number; aliveMs: number };
+  queues: QueueMetrics[];
+  /** Kept for the Prometheus text's original series. */
   jobs: { queue: string; status: string; count: number }[];
   running: { queue: string; expired: number; oldestStartedAt: number | null; maxHeartbeatLagMs: number | null }[];
   events: { type: string; reason: string | null; count: number }[];
-  now: number;
 }
 
-export async function metricsSnapshot(db: Db, p: { now: Now }): Promise<MetricsSnapshot> {
+const RARE_TYPES = ['stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred'] as const;
+const zero = (): WindowCount => ({ total: 0, lastHour: 0, last5m: 0 });
+const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
+const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+/**
+ * Everything the metrics, alerts and tuning views need, in one pass.
+ * `config` supplies the defaults queues fall back to and `workerAliveMs`;
+ * when absent, the built-in defaults are used.
+ */
+export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefaults & { workerAliveMs: number } }): Promise<MetricsSnapshot> {
+  const config = p.config ?? defaultConfig();
   const now = nowSql(p.now);
-  const [jobs, running, events, clock] = await db.batch([
+  const { shortMs, longMs } = METRIC_WINDOWS;
+  const lag = sql`(${now} - coalesce(last_heartbeat_at, started_at))`;
+  const bucketCols = sql.join(
+    HEARTBEAT_LAG_BUCKETS_MS.map((b, i) => sql`sum(${lag} <= ${b}) AS ${sql.raw(`b${i}`)}`),
+    sql`, `,
+  );
+  const [clock, jobs, running, events, finished, runtimes, workers] = await db.batch([
+    db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<{ queue: string; status: string; count: number }>(
       sql`SELECT queue_name AS queue, status, count(*) AS count FROM jobs GROUP BY queue_name, status`,
     ),
-    db.all<{ queue: string; expired: number; oldestStartedAt: number | null; maxHeartbeatLagMs: number | null }>(
-      sql`SELECT queue_name AS queue, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
-          max(${now} - last_heartbeat_at) AS maxHeartbeatLagMs
+    db.all<Record<string, number | string | null>>(
+      sql`SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
+          max(${lag}) AS maxLag, sum(${lag}) AS sumLag, ${bucketCols},
+          sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
+          count(DISTINCT locked_by) AS busyWorkers
         FROM jobs WHERE status = 'running' GROUP BY queue_name`,
     ),
-    db.all<{ type: string; reason: string | null; count: number }>(
-      sql`SELECT type, reason, count(*) AS count FROM events
+    db.all<{ queue: string; type: string; reason: string | null; total: number; lastHour: number; last5m: number }>(
+      sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
+          sum(at >= ${now} - ${longMs}) AS lastHour, sum(at >= ${now} - ${shortMs}) AS last5m
+        FROM events
         WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred')
           AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
-        GROUP BY type, reason`,
+        GROUP BY queue_name, type, reason`,
     ),
-    db.all<{ now: number }>(sql`SELECT ${now} AS now`),
+    db.all<Record<string, number | string | null>>(
+      sql`SELECT queue_name AS queue, attempt_count AS attempts, count(*) AS count,
+          sum(errored_attempts) AS errored, sum(lost_attempts) AS lost,
+          sum(errored_attempts > 0) AS withErrors, sum(lost_attempts > 0) AS withLost,
+          sum(started_at IS NOT NULL) AS claimedHour,
+          sum(started_at IS NOT NULL AND finished_at >= ${now} - ${shortMs}) AS claimed5m
+        FROM jobs WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs} -- jobs_finished_idx range
+        GROUP BY queue_name, attempt_count`,
+    ),
+    db.all<Record<string, number | string | null>>(
+      sql`WITH d AS (
+          SELECT queue_name AS q, completed_at - started_at AS ms FROM jobs
+          WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs} -- jobs_finished_idx range
+            AND status = 'completed' AND started_at IS NOT NULL
+        ), r AS (
+          SELECT q, ms, row_number() OVER (PARTITION BY q ORDER BY ms) AS rn, count(*) OVER (PARTITION BY q) AS n FROM d
+        )
+        SELECT q AS queue, max(n) AS count, max(ms) AS maxMs,
+          max(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END) AS p50,
+          max(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END) AS p95,
+          max(CASE WHEN rn = (n * 99 + 99) / 100 THEN ms END) AS p99
+        FROM r GROUP BY q`,
+    ),
+    db.all<{ total: number; active: number | null }>(
+      sql`SELECT count(*) AS total, sum(last_seen_at >= ${now} - ${config.workerAliveMs}) AS active FROM workers`,
+    ),
   ]);
-  return { jobs, running, events, now: clock[0]!.now };
+  const at = clock[0]!.now;
+  const health = await queuesHealth(db, { now: at, defaults: config });
+
+  const names = new Set<string>([...health.map((h) => h.name), ...jobs.map((j) => j.queue)]);
+  const queues: QueueMetrics[] = [...names].sort().map((name) => {
+    const h = health.find((x) => x.name === name);
+    const counts = { pending: 0, running: 0, completed: 0, failed: 0, cancelled: 0 } as Record<JobStatus, number>;
+    for (const j of jobs) if (j.queue === name) counts[j.status as JobStatus] = num(j.count);
+    const r = running.find((x) => x.queue === name);
+    const ev = events.filter((e) => e.queue === name);
+    const sumOf = (type: string, reason?: string) => {
+      const w = zero();
+      for (const e of ev) {
+        if (e.type !== type || (reason !== undefined && e.reason !== reason)) continue;
+        w.total += num(e.total);
+        w.lastHour += num(e.lastHour);
+        w.last5m += num(e.last5m);
+      }
+      return w;
+    };
+    const reaped: Record<string, WindowCount> = {};
+    for (const e of ev) if (e.type === 'reaped') reaped[e.reason ?? 'unknown'] = sumOf('reaped', e.reason ?? undefined);
+    const reapedTotal = sumOf('reaped');
+    const fin = finished.filter((f) => f.queue === name);
+    const rt = runtimes.find((x) => x.queue === name);
+    const oldestStartedAt = r ? numOrNull(r.oldestStartedAt) : null;
+    const oldestReady = h?.oldestReadyAvailableAt ?? null;
+    const runningCount = r ? num(r.count) : 0;
+    return {
+      queue: name,
+      paused: h?.paused ?? false,
+      settings: h?.settings ?? pickDefaults(config),
+      counts,
+      ready: h?.ready ?? 0,
+      oldestReadyAvailableAt: oldestReady,
+      oldestReadyAgeMs: oldestReady === null ? null : Math.max(0, at - oldestReady),
+      running: {
+        count: runningCount,
+        expiredLeases: r ? num(r.expired) : 0,
+        oldestStartedAt,
+        oldestAgeMs: oldestStartedAt === null ? null : Math.max(0, at - oldestStartedAt),
+        maxHeartbeatLagMs: r ? numOrNull(r.maxLag) : null,
+        heartbeatLagBuckets: [
+          ...HEARTBEAT_LAG_BUCKETS_MS.map((leMs, i) => ({ leMs, count: r ? num(r[`b${i}`]) : 0 })),
+          { leMs: null, count: runningCount },
+        ],
+        heartbeatLagSumMs: r ? num(r.sumLag) : 0,
+        busyWorkers: r ? num(r.busyWorkers) : 0,
+      },
+      reaped,
+      reapedTotal,
+      reapDeferred: sumOf('reap_deferred'),
+      staleWritesRejected: sumOf('stale_write_rejected'),
+      dedupHits: sumOf('deduplicated'),
+      claimsApprox: {
+        lastHour: (r ? num(r.startedHour) : 0) + fin.reduce((s, f) => s + num(f.claimedHour), 0) + reapedTotal.lastHour,
+        last5m: (r ? num(r.started5m) : 0) + fin.reduce((s, f) => s + num(f.claimed5m), 0) + reapedTotal.last5m,
+      },
+      attempts: {
+        finished: fin.reduce((s, f) => s + num(f.count), 0),
+        histogram: fin.map((f) => ({ attempts: num(f.attempts), count: num(f.count) })).sort((a, b) => a.attempts - b.attempts),
+        erroredAttempts: fin.reduce((s, f) => s + num(f.errored), 0),
+        lostAttempts: fin.reduce((s, f) => s + num(f.lost), 0),
+        jobsWithErrors: fin.reduce((s, f) => s + num(f.withErrors), 0),
+        jobsWithLost: fin.reduce((s, f) => s + num(f.withLost), 0),
+      },
+      runtime: rt && num(rt.count) > 0 ? { count: num(rt.count), p50Ms: num(rt.p50), p95Ms: num(rt.p95), p99Ms: num(rt.p99), maxMs: num(rt.maxMs) } : null,
+    };
+  });
+
+  const legacyEvents = new Map<string, { type: string; reason: string | null; count: number }>();
+  for (const e of events) {
+    const key = `${e.type}\u0000${e.reason ?? ''}`;
+    const row = legacyEvents.get(key) ?? { type: e.type, reason: e.reason, count: 0 };
+    row.count += num(e.total);
+    legacyEvents.set(key, row);
+  }
+  return {
+    now: at,
+    windows: METRIC_WINDOWS,
+    workers: { total: num(workers[0]?.total), active: num(workers[0]?.active), aliveMs: config.workerAliveMs },
+    queues,
+    jobs: jobs.map((j) => ({ queue: j.queue, status: j.status, count: num(j.count) })),
+    running: running.map((r) => ({
+      queue: String(r.queue),
+      expired: num(r.expired),
+      oldestStartedAt: numOrNull(r.oldestStartedAt),
+      maxHeartbeatLagMs: numOrNull(r.maxLag),
+    })),
+    events: [...legacyEvents.values()].filter((e) => (RARE_TYPES as readonly string[]).includes(e.type)),
+  };
+}
+
+function pickDefaults(c: QueueDefaults): QueueDefaults {
+  const { leaseMs, heartbeatMs, graceMs, maxAttempts, maxLostAttempts, backoffBaseMs, backoffMaxMs, retentionMs } = c;
+  return { leaseMs, heartbeatMs, graceMs, maxAttempts, maxLostAttempts, backoffBaseMs, backoffMaxMs, retentionMs };
 }

@@ -1,0 +1,128 @@
+/**
+ * Tuning (DESIGN section 7): a pure recommendation of lease, heartbeat
+ * interval and grace per queue from one metrics snapshot, with the current
+ * values beside them and the settings that break the lease rules flagged.
+ *
+ * The lag between consecutive heartbeats is not stored, so the heartbeat
+ * delay is estimated as the worst current lag of a running job (now - last
+ * heartbeat), never less than the configured interval. Reaper deferrals in
+ * the last hour (the lease expired while the owner was alive) mean pauses
+ * longer than lease + grace happened.
+ *
+ * @example
+ *   const rows = recommendTuning(await metricsSnapshot(db, { now, config }));
+ */
+import type { MetricsSnapshot, QueueMetrics } from '../db/store/metrics.ts';
+import { checkQueueSettings, type QueueDefaults } from './config.ts';
+
+export interface TuningOptions {
+  /** Clock skew allowed between servers, added to the grace. */
+  clockSkewMs: number;
+  /** Lease as a multiple of the observed heartbeat delay. */
+  leaseDelayFactor: number;
+}
+
+export const DEFAULT_TUNING_OPTIONS: TuningOptions = { clockSkewMs: 1_000, leaseDelayFactor: 3 };
+
+export interface TuningFlag {
+  setting: 'leaseMs' | 'heartbeatMs' | 'graceMs' | string;
+  severity: 'error' | 'warning';
+  rule: string;
+}
+
+type LeaseSettings = Pick<QueueDefaults, 'leaseMs' | 'heartbeatMs' | 'graceMs'>;
+
+export interface QueueTuning {
+  queue: string;
+  current: LeaseSettings;
+  recommended: LeaseSettings;
+  /** 'none': no running job, completed job or reaper event to learn from; recommended = current. */
+  confidence: 'none' | 'low' | 'ok';
+  observed: {
+    runtimeP50Ms: number | null;
+    runtimeP99Ms: number | null;
+    completedLastHour: number;
+    maxHeartbeatLagMs: number | null;
+    /** max(heartbeat interval, worst current lag). */
+    heartbeatDelayMs: number;
+    /** How late past the interval the worst heartbeat is. */
+    heartbeatJitterMs: number;
+    reapDeferredLastHour: number;
+    reapedLastHour: number;
+  };
+  flags: TuningFlag[];
+  notes: string[];
+}
+
+const ceilTo = (ms: number, step: number) => Math.ceil(ms / step) * step;
+
+export function recommendTuning(m: MetricsSnapshot, options: Partial<TuningOptions> = {}): QueueTuning[] {
+  const o = { ...DEFAULT_TUNING_OPTIONS, ...options };
+  return m.queues.map((q) => queueTuning(q, o));
+}
+
+function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
+  const s = q.settings;
+  const current: LeaseSettings = { leaseMs: s.leaseMs, heartbeatMs: s.heartbeatMs, graceMs: s.graceMs };
+  const lag = q.running.maxHeartbeatLagMs;
+  const delay = Math.max(s.heartbeatMs, lag ?? 0);
+  const jitter = Math.max(0, delay - s.heartbeatMs);
+  const deferred = q.reapDeferred.lastHour;
+  const samples = q.running.count + (q.runtime?.count ?? 0) + deferred + q.reapedTotal.lastHour;
+  const confidence: QueueTuning['confidence'] = samples === 0 ? 'none' : samples < 10 ? 'low' : 'ok';
+
+  const flags: TuningFlag[] = [];
+  const notes: string[] = [];
+  // The hard rules, as the server checks them at start and on PATCH settings.
+  const rules = checkQueueSettings(s, (key) => key);
+  for (const e of rules.errors) flags.push({ setting: e.setting, severity: 'error', rule: e.rule });
+  for (const w of rules.warnings) flags.push({ setting: w.setting, severity: 'warning', rule: w.rule });
+
+  // Observed: the lease must sit well above normal pauses.
+  if (delay * 2 > s.leaseMs) {
+    flags.push({ setting: 'leaseMs', severity: 'warning', rule: `is under twice the observed heartbeat delay (${delay} ms): a normal pause can lose the lease` });
+  }
+  if (deferred > 0) {
+    flags.push({ setting: 'leaseMs', severity: 'warning', rule: `leases expired while their owners were alive ${deferred} times in the last hour: pauses exceed lease + grace` });
+  }
+  // Grace must cover a late heartbeat plus clock skew.
+  if (s.graceMs < s.heartbeatMs + jitter + o.clockSkewMs) {
+    flags.push({ setting: 'graceMs', severity: 'warning', rule: `is under the heartbeat delay plus clock skew (${s.heartbeatMs + jitter} + ${o.clockSkewMs} ms)` });
+  }
+
+  let recommended = current;
+  if (confidence !== 'none') {
+    // Pauses seen by the reaper: at least lease + grace long.
+    const pause = deferred > 0 ? Math.max(delay, s.leaseMs + s.graceMs) : delay;
+    const leaseMs = ceilTo(Math.max(1_000, pause * o.leaseDelayFactor), 1_000);
+    const heartbeatMs = Math.max(100, Math.floor(Math.min(s.heartbeatMs, leaseMs / 3) / 100) * 100);
+    const graceMs = ceilTo(Math.max(heartbeatMs, heartbeatMs + jitter + o.clockSkewMs), 1_000);
+    recommended = { leaseMs, heartbeatMs, graceMs };
+    const p99 = q.runtime?.p99Ms;
+    if (p99 !== undefined && p99 < leaseMs) notes.push(`p99 runtime (${p99} ms) is under the recommended lease: most jobs finish before their first renewal is due`);
+    if (p99 !== undefined && p99 >= leaseMs) notes.push(`p99 runtime (${p99} ms) is at least the recommended lease: those jobs depend on heartbeats to keep it`);
+  } else {
+    notes.push('nothing observed yet (no running job, completed job or reaper event in the last hour): keeping the current values');
+  }
+  if (recommended.leaseMs > s.leaseMs) notes.push(`raise the lease to ${recommended.leaseMs} ms`);
+  else if (recommended.leaseMs < s.leaseMs) notes.push(`the lease could drop to ${recommended.leaseMs} ms, so dead workers' jobs run again sooner`);
+
+  return {
+    queue: q.queue,
+    current,
+    recommended,
+    confidence,
+    observed: {
+      runtimeP50Ms: q.runtime?.p50Ms ?? null,
+      runtimeP99Ms: q.runtime?.p99Ms ?? null,
+      completedLastHour: q.runtime?.count ?? 0,
+      maxHeartbeatLagMs: lag,
+      heartbeatDelayMs: delay,
+      heartbeatJitterMs: jitter,
+      reapDeferredLastHour: deferred,
+      reapedLastHour: q.reapedTotal.lastHour,
+    },
+    flags,
+    notes,
+  };
+}
