@@ -17,6 +17,7 @@ import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { Routes, type AppDeps } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
+import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
 import { readNow } from './db/store/read.ts';
@@ -57,6 +58,14 @@ export function createApp(deps: AppDeps) {
     const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now(), config: deps.config }));
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
+
+  app.route('/', dashboardRoutes(deps));
+  // Static files (public/: the dashboard's CSS and vendored htmx), when the
+  // runtime provides them; Workers and Bun serve public/ before the app runs.
+  if (deps.assets) {
+    const assets = deps.assets;
+    app.get('*', async (c) => (await assets(c.req.path)) ?? c.notFound());
+  }
 
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
   app.onError(function toErrorResponse(err, c) {

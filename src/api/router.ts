@@ -17,6 +17,12 @@ export interface AppDeps {
   clock: Clock;
   /** Where unexpected errors are reported; never to clients. */
   logError?: (err: unknown) => void;
+  /**
+   * Static files from public/ (the dashboard's CSS and htmx), for runtimes
+   * that do not serve them themselves: the response for a request path, or
+   * undefined when there is no such file. The Node entry provides it.
+   */
+  assets?: (path: string) => Promise<Response | undefined>;
 }
 
 export interface RouteSpec<B = unknown> {

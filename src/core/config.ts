@@ -43,6 +43,8 @@ export interface Config extends QueueDefaults {
   port: number;
   workerToken: string | undefined;
   adminToken: string | undefined;
+  /** Dashboard login that can look but not act (no API access). Needs the admin token set. */
+  readonlyToken: string | undefined;
   reaperIntervalMs: number;
   /** A worker seen (claim, heartbeat, liveness beat) this recently counts as alive. */
   workerAliveMs: number;
@@ -77,6 +79,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
+  { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act (needs the admin token)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
   { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
@@ -204,11 +207,14 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
     err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);
   }
-  for (const key of ['workerToken', 'adminToken'] as const) {
+  for (const key of ['workerToken', 'adminToken', 'readonlyToken'] as const) {
     const token = c[key];
     if (token !== undefined && token.length < 16) err(key, 'must be at least 16 characters');
   }
   if (c.workerToken && c.workerToken === c.adminToken) err('adminToken', 'must differ from the worker token');
+  if (c.readonlyToken && (c.readonlyToken === c.adminToken || c.readonlyToken === c.workerToken)) {
+    err('readonlyToken', 'must differ from the admin and worker tokens');
+  }
   return { errors, warnings };
 }
 

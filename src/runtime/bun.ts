@@ -24,6 +24,7 @@ import type { Config } from '../core/config.ts';
 import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.ts' with { type: 'macro' };
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
+import { assetsFromFiles } from './public-assets.ts';
 import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
 
 export { summarize };
@@ -82,7 +83,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const log = options.log ?? ((line: string) => console.log(line));
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
-  const app = createApp({ db: opened.db, config, clock, logError: (err) => console.error('leasehold: unexpected error', err) });
+  const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), logError: (err) => console.error('leasehold: unexpected error', err) });
 
   let server: BunServer;
   try {

@@ -22,6 +22,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { reapOnce } from '../db/reap-once.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
+import { publicAssets } from './public-assets.ts';
 import { redactUrl, summarize } from './reaper-timer.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
@@ -49,6 +50,7 @@ declare const Deno: {
 };
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
+export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 export const CRON_NAME = 'leasehold reaper';
 /** Deno.cron's finest schedule: once a minute. */
 export const CRON_SCHEDULE = '* * * * *';
@@ -63,7 +65,7 @@ export interface DenoServer {
 export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: (line: string) => void = console.log): Promise<DenoServer> {
   const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
   await migrateLibsql(opened, MIGRATIONS_DIR);
-  const app = createApp({ db: opened.db, config, clock, logError: (err) => console.error('leasehold: unexpected error', err) });
+  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
 
   let running = false;
   async function reaperPass(source: string): Promise<void> {

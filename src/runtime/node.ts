@@ -7,12 +7,15 @@ import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
+import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
+import { publicAssets } from './public-assets.ts';
 import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
 
 export { summarize };
-import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 
 export async function openDatabase(config: Config): Promise<OpenedDb> {
   const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
@@ -36,7 +39,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const log = options.log ?? ((line: string) => console.log(line));
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
-  const app = createApp({ db: opened.db, config, clock, logError: (err) => console.error('leasehold: unexpected error', err) });
+  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));

@@ -1,0 +1,316 @@
+/**
+ * The operator dashboard at /dashboard: login, overview, jobs, job detail,
+ * zombies, workers, and the operator actions (retry, requeue, force requeue,
+ * cancel) as CSRF-checked POST forms recorded with who and why.
+ *
+ * Runtime-free like the rest of the app: WebCrypto for sessions, static
+ * assets (/htmx.min.js, /dashboard.css) served by the runtime from public/.
+ */
+import { Hono, type Context } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { html } from 'hono/html';
+import { secureHeaders } from 'hono/secure-headers';
+import type { Child } from 'hono/jsx';
+import type { AppDeps } from '../api/router.ts';
+import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { eventsForJob, jobsList, queuesHealth, readNow } from '../db/store/read.ts';
+import { workersList } from '../db/store/workers.ts';
+import type { JobStatus } from '../db/schema.ts';
+import { jobWithSettings, zombieCandidates } from './queries.ts';
+import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys, sameString, type Session } from './session.ts';
+import {
+  ErrorPage,
+  JobActions,
+  JobFragment,
+  JobsFilterForm,
+  JobsFragment,
+  jobsQuery,
+  Layout,
+  Live,
+  LoginPage,
+  Notice,
+  OverviewFragment,
+  STATUSES,
+  WorkersFragment,
+  ZombiesFragment,
+  type JobsFilter,
+} from './views.tsx';
+
+type Env = { Variables: { session: Session; csrf: string } };
+
+const DAY = 24 * 3600 * 1000;
+const PAGE_SIZE = 50;
+
+/** A page as a full HTML document. */
+function page(c: Context, body: Child, status: 200 | 400 | 401 | 403 | 404 = 200) {
+  return c.html(html`<!DOCTYPE html>${body}`, status);
+}
+
+/** Only dashboard-local paths are followed after login or an action. */
+function safeLocal(path: unknown, fallback: string): string {
+  return typeof path === 'string' && /^\/dashboard(?:[/?][A-Za-z0-9/_?=&%.-]*)?$/.test(path) && !path.includes('//') ? path : fallback;
+}
+
+export function dashboardRoutes(deps: AppDeps) {
+  const { db, config, clock } = deps;
+  const keys = new SessionKeys(config.adminToken);
+  const open = !config.adminToken;
+  const app = new Hono<Env>();
+
+  const now = async () => {
+    const n = clock.now();
+    return typeof n === 'number' ? n : readNow(db);
+  };
+
+  app.get('/', (c) => c.redirect('/dashboard', 302));
+
+  const headers = secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      formAction: ["'self'"],
+      baseUri: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+    referrerPolicy: 'same-origin',
+    xFrameOptions: 'DENY',
+  });
+  app.use('/dashboard', headers);
+  app.use('/dashboard/*', headers);
+  const noStore = async (c: Context, next: () => Promise<void>) => {
+    await next();
+    c.header('cache-control', 'no-store');
+  };
+  app.use('/dashboard', noStore);
+  app.use('/dashboard/*', noStore);
+
+  const cookieOptions = (c: Context) => ({
+    path: '/dashboard',
+    httpOnly: true,
+    sameSite: 'Strict' as const,
+    secure: new URL(c.req.url).protocol === 'https:',
+    maxAge: Math.floor(SESSION_TTL_MS / 1000),
+  });
+
+  // ---- login / logout ----
+  app.get('/dashboard/login', (c) => {
+    if (open) return c.redirect('/dashboard', 303);
+    return page(c, <LoginPage next={safeLocal(c.req.query('next'), '/dashboard')} />);
+  });
+
+  app.post('/dashboard/login', async (c) => {
+    if (open) return c.redirect('/dashboard', 303);
+    const form = await c.req.parseBody();
+    const next = safeLocal(form.next, '/dashboard');
+    const token = typeof form.token === 'string' ? form.token : '';
+    // Both compared every time, so timing does not tell which one matched.
+    const isAdmin = !!config.adminToken && sameString(config.adminToken, token);
+    const isReadonly = !!config.readonlyToken && sameString(config.readonlyToken, token);
+    if (!isAdmin && !isReadonly) {
+      return page(c, <LoginPage next={next} error="That token is not valid." />, 401);
+    }
+    const { cookie } = await keys.issue(isAdmin ? 'admin' : 'readonly', Date.now());
+    setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
+    return c.redirect(next, 303);
+  });
+
+  // ---- session and CSRF for everything else under /dashboard ----
+  const guard = async (c: Context<Env>, next: () => Promise<void>) => {
+    if (c.req.path === '/dashboard/login') return next();
+    let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());
+    if (!session) {
+      if (open) {
+        // Loopback development without an admin token: the dashboard is open,
+        // but a session still exists so forms carry a CSRF token.
+        const issued = await keys.issue('admin', Date.now());
+        setCookie(c, SESSION_COOKIE, issued.cookie, cookieOptions(c));
+        session = issued.session;
+      } else if (c.req.method === 'GET' && !c.req.path.startsWith('/dashboard/live/')) {
+        const url = new URL(c.req.url);
+        return c.redirect(`/dashboard/login?next=${encodeURIComponent(url.pathname + url.search)}`, 303);
+      } else {
+        // A polled fragment swaps this in place (htmx 4 swaps 4xx responses).
+        return c.html(<p class="notice error">Your session has expired: <a href="/dashboard/login">log in again</a>.</p>, 401);
+      }
+    }
+    c.set('session', session);
+    c.set('csrf', await keys.csrfToken(session));
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      const type = c.req.header('content-type') ?? '';
+      const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
+      if (!(await keys.csrfValid(session, form._csrf))) {
+        return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
+      }
+    }
+    return next();
+  };
+  app.use('/dashboard', guard);
+  app.use('/dashboard/*', guard);
+
+  app.post('/dashboard/logout', (c) => {
+    deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
+    return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
+  });
+
+  const shell = (c: Context<Env>, title: string, nav: 'overview' | 'jobs' | 'zombies' | 'workers' | 'none', children: Child, status: 200 | 404 = 200) =>
+    page(
+      c,
+      <Layout title={title} nav={nav} csrf={c.get('csrf')} loggedIn={!open}>
+        {children}
+      </Layout>,
+      status,
+    );
+
+  // ---- overview ----
+  const overview = async () => {
+    const t = await now();
+    return <OverviewFragment queues={await queuesHealth(db, { now: t, defaults: config })} now={t} />;
+  };
+  app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
+  app.get('/dashboard/live/overview', async (c) => c.html(await overview()));
+
+  // ---- jobs list ----
+  function parseFilter(c: Context): JobsFilter | string {
+    const queue = c.req.query('queue') || undefined;
+    const status = c.req.query('status') || undefined;
+    const afterText = c.req.query('after') || undefined;
+    if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
+    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) return `status: one of ${STATUSES.join(', ')}`;
+    if (afterText !== undefined && !/^[0-9]{1,15}$/.test(afterText)) return 'after: a job id';
+    return { queue, status, after: afterText === undefined ? undefined : Number(afterText) };
+  }
+  const jobs = async (f: JobsFilter) => {
+    const t = await now();
+    const { jobs: list, next } = await jobsList(db, { queue: f.queue, status: f.status as JobStatus | undefined, after: f.after, limit: PAGE_SIZE, order: 'desc' });
+    return <JobsFragment jobs={list} next={next} filter={f} now={t} />;
+  };
+  app.get('/dashboard/jobs', async (c) => {
+    const f = parseFilter(c);
+    if (typeof f === 'string') return page(c, <ErrorPage title="Bad filter" message={f} />, 400);
+    return shell(
+      c,
+      'Jobs',
+      'jobs',
+      <>
+        <JobsFilterForm filter={f} />
+        <Live src={`/dashboard/live/jobs${jobsQuery(f)}`}>{await jobs(f)}</Live>
+      </>,
+    );
+  });
+  app.get('/dashboard/live/jobs', async (c) => {
+    const f = parseFilter(c);
+    if (typeof f === 'string') return c.html(<p class="notice error">{f}</p>, 400);
+    return c.html(await jobs(f));
+  });
+
+  // ---- job detail ----
+  const jobFragment = async (id: number) => {
+    const t = await now();
+    const job = await jobWithSettings(db, { id, config });
+    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p> };
+    const events = await eventsForJob(db, { jobId: id, limit: 1000 });
+    return { t, job, body: <JobFragment job={job} events={events} now={t} config={config} /> };
+  };
+  app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
+    const id = Number(c.req.param('id'));
+    const { t, job, body } = await jobFragment(id);
+    if (!job) return shell(c, 'Job not found', 'jobs', body, 404);
+    const was = c.req.query('was');
+    return shell(
+      c,
+      `Job ${id}`,
+      'jobs',
+      <>
+        <Notice notice={c.req.query('notice')} was={was && (STATUSES as readonly string[]).includes(was) ? was : undefined} />
+        <h2>Actions</h2>
+        {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} /> : <p class="empty">Read-only login: no actions.</p>}
+        <Live src={`/dashboard/live/jobs/${id}?shown=${job.status}`}>{body}</Live>
+      </>,
+    );
+  });
+  app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
+    const id = Number(c.req.param('id'));
+    const { job, body } = await jobFragment(id);
+    // The actions above the live region fit the status the page was loaded
+    // with; once the status moves on, htmx loads the page afresh.
+    const shown = c.req.query('shown');
+    if (job && shown && shown !== job.status) return c.body(null, 200, { 'hx-redirect': `/dashboard/jobs/${id}` });
+    return c.html(body, job ? 200 : 404);
+  });
+
+  // ---- zombies ----
+  const zombies = async (c: Context<Env>) => {
+    const t = await now();
+    const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
+    return <ZombiesFragment jobs={await zombieCandidates(db, { now: t, config, limit: 500 })} now={t} config={config} csrf={csrf} />;
+  };
+  app.get('/dashboard/zombies', async (c) =>
+    shell(
+      c,
+      'Zombie candidates',
+      'zombies',
+      <>
+        <Notice notice={c.req.query('notice')} />
+        <p class="hint">
+          Running jobs whose lease has expired or whose heartbeat is more than two intervals late. The reaper takes a job back after its lease plus grace
+          (longer while its owner still looks alive); requeue here to act before it.
+        </p>
+        <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
+      </>,
+    ),
+  );
+  app.get('/dashboard/live/zombies', async (c) => c.html(await zombies(c)));
+
+  // ---- workers ----
+  const workers = async () => {
+    const t = await now();
+    return <WorkersFragment workers={await workersList(db, { sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
+  };
+  app.get('/dashboard/workers', async (c) => shell(c, 'Workers', 'workers', <Live src="/dashboard/live/workers">{await workers()}</Live>));
+  app.get('/dashboard/live/workers', async (c) => c.html(await workers()));
+
+  // ---- actions ----
+  app.post('/dashboard/jobs/:id{[0-9]{1,15}}/:action{retry|requeue|force-requeue|cancel}', async (c) => {
+    const id = Number(c.req.param('id'));
+    const action = c.req.param('action');
+    const session = c.get('session');
+    if (session.role !== 'admin') {
+      return page(c, <ErrorPage title="Refused" message="This login is read-only: log in with the admin token to act on jobs. Nothing was changed." />, 403);
+    }
+    const form = await c.req.parseBody();
+    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
+    const reasonText = typeof form.reason === 'string' ? form.reason.trim().slice(0, 500) : '';
+    const reason = reasonText === '' ? null : reasonText;
+    const jobPage = `/dashboard/jobs/${id}`;
+    const back = form.return_to === '/dashboard/zombies' ? '/dashboard/zombies' : jobPage;
+    const go = (notice: string, was?: string) => {
+      const target = notice === 'conflict' || notice === 'not_found' || notice === 'confirm_mismatch' || notice === 'reason_required' ? jobPage : back;
+      return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
+    };
+    const p = { id, actor, reason, now: clock.now() };
+    let outcome: OperatorOutcome;
+    let done: string;
+    if (action === 'retry') {
+      outcome = await jobRetryIfFinishedUnsuccessfully(db, p);
+      done = 'retried';
+    } else if (action === 'cancel') {
+      outcome = await jobCancelIfPending(db, p);
+      done = 'cancelled';
+    } else if (action === 'requeue') {
+      outcome = await jobRequeueIfLeaseExpired(db, { ...p, force: false });
+      done = 'requeued';
+    } else {
+      if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id)) return go('confirm_mismatch');
+      if (reason === null) return go('reason_required');
+      outcome = await jobRequeueIfLeaseExpired(db, { ...p, force: true });
+      done = 'force_requeued';
+    }
+    if (outcome.ok) return go(done);
+    return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
+  });
+
+  return app;
+}

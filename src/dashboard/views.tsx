@@ -1,0 +1,534 @@
+/**
+ * Dashboard views (hono/jsx, server-rendered). Every value is rendered as
+ * JSX text or attribute, which hono/jsx escapes; nothing here uses raw HTML.
+ */
+import type { Child } from 'hono/jsx';
+import type { EventRecord, QueueHealth } from '../db/store/read.ts';
+import type { JobRecord } from '../db/store/record.ts';
+import type { WorkerRecord } from '../db/store/workers.ts';
+import type { Config } from '../core/config.ts';
+import { fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
+import { reaperActsAt, type RunningJobView } from './queries.ts';
+
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'none';
+
+export const NOTICES: Record<string, string> = {
+  retried: 'The job was put back to pending with a fresh attempt budget.',
+  requeued: 'The job was requeued: its old lease is void, the old worker’s writes are refused.',
+  force_requeued: 'The live lease was revoked and the job requeued.',
+  cancelled: 'The job was cancelled.',
+  conflict: 'Nothing changed: the job is not in a state that allows this action (it may have moved on). See its current status below.',
+  not_found: 'Nothing changed: there is no such job.',
+  confirm_mismatch: 'Nothing changed: to force a requeue, type the job id exactly.',
+  reason_required: 'Nothing changed: a force requeue needs a reason.',
+};
+
+export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; children?: Child }) {
+  const link = (key: NavKey, href: string, label: string) => (
+    <a href={href} class={props.nav === key ? 'active' : undefined} aria-current={props.nav === key ? 'page' : undefined}>
+      {label}
+    </a>
+  );
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="htmx-config" content='{"includeIndicatorCSS": false}' />
+        <title>{props.title} · leasehold</title>
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+        <link rel="stylesheet" href="/dashboard.css" />
+        <script src="/htmx.min.js" defer></script>
+      </head>
+      <body>
+        <header>
+          <strong class="brand">leasehold</strong>
+          <nav>
+            {link('overview', '/dashboard', 'Overview')}
+            {link('jobs', '/dashboard/jobs', 'Jobs')}
+            {link('zombies', '/dashboard/zombies', 'Zombies')}
+            {link('workers', '/dashboard/workers', 'Workers')}
+          </nav>
+          {props.loggedIn && props.csrf ? (
+            <form method="post" action="/dashboard/logout" class="logout">
+              <input type="hidden" name="_csrf" value={props.csrf} />
+              <button type="submit">Log out</button>
+            </form>
+          ) : null}
+        </header>
+        <main>
+          <h1>{props.title}</h1>
+          {props.children}
+        </main>
+      </body>
+    </html>
+  );
+}
+
+/** The polled region: its content is re-fetched from `src` every 2 s and swapped in. */
+export function Live(props: { src: string; children?: Child }) {
+  return (
+    <div id="live" hx-get={props.src} hx-trigger="every 2s" hx-swap="innerHTML">
+      {props.children}
+    </div>
+  );
+}
+
+export function Notice(props: { notice: string | undefined; was?: string | undefined }) {
+  const text = props.notice ? NOTICES[props.notice] : undefined;
+  if (!text) return null;
+  const bad = !['retried', 'requeued', 'force_requeued', 'cancelled'].includes(props.notice!);
+  return (
+    <p class={bad ? 'notice error' : 'notice'} role="status" id="notice">
+      {text}
+      {props.was ? ` (status: ${props.was})` : ''}
+    </p>
+  );
+}
+
+export function LoginPage(props: { error?: string | undefined; next: string }) {
+  return (
+    <Layout title="Log in" nav="none">
+      {props.error ? <p class="notice error">{props.error}</p> : null}
+      <form method="post" action="/dashboard/login" class="login">
+        <input type="hidden" name="next" value={props.next} />
+        <label>
+          Admin token
+          <input type="password" name="token" autocomplete="current-password" required autofocus />
+        </label>
+        <button type="submit">Log in</button>
+      </form>
+    </Layout>
+  );
+}
+
+export function ErrorPage(props: { title: string; message: string }) {
+  return (
+    <Layout title={props.title} nav="none">
+      <p class="notice error">{props.message}</p>
+      <p>
+        <a href="/dashboard">Back to the overview</a>
+      </p>
+    </Layout>
+  );
+}
+
+const age = (at: number | null, now: number) => (at === null ? '—' : fmtDuration(now - at));
+
+export function OverviewFragment(props: { queues: QueueHealth[]; now: number }) {
+  if (props.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
+  const q = (name: string, status?: string) => `/dashboard/jobs?queue=${encodeURIComponent(name)}${status ? `&status=${status}` : ''}`;
+  return (
+    <table class="queues">
+      <thead>
+        <tr>
+          <th>Queue</th>
+          <th>Pending</th>
+          <th>Ready</th>
+          <th>Running</th>
+          <th>Expired leases</th>
+          <th>Oldest running</th>
+          <th>Oldest ready waiting</th>
+          <th>Completed</th>
+          <th>Failed</th>
+          <th>Cancelled</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.queues.map((x) => (
+          <tr>
+            <td>
+              <a href={q(x.name)}>{x.name}</a>
+              {x.paused ? <span class="badge warn"> paused</span> : null}
+            </td>
+            <td>
+              <a href={q(x.name, 'pending')}>{x.counts.pending}</a>
+            </td>
+            <td>{x.ready}</td>
+            <td>
+              <a href={q(x.name, 'running')}>{x.counts.running}</a>
+            </td>
+            <td class={x.expiredLeases > 0 ? 'warn' : undefined}>
+              {x.expiredLeases > 0 ? <a href="/dashboard/zombies">{x.expiredLeases}</a> : 0}
+            </td>
+            <td>{age(x.oldestRunningStartedAt, props.now)}</td>
+            <td>{age(x.oldestReadyAvailableAt, props.now)}</td>
+            <td>
+              <a href={q(x.name, 'completed')}>{x.counts.completed}</a>
+            </td>
+            <td class={x.counts.failed > 0 ? 'bad' : undefined}>
+              <a href={q(x.name, 'failed')}>{x.counts.failed}</a>
+            </td>
+            <td>
+              <a href={q(x.name, 'cancelled')}>{x.counts.cancelled}</a>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+
+export interface JobsFilter {
+  queue?: string | undefined;
+  status?: string | undefined;
+  after?: number | undefined;
+}
+
+export function jobsQuery(f: JobsFilter): string {
+  const p = new URLSearchParams();
+  if (f.queue) p.set('queue', f.queue);
+  if (f.status) p.set('status', f.status);
+  if (f.after !== undefined) p.set('after', String(f.after));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+export function JobsFilterForm(props: { filter: JobsFilter }) {
+  return (
+    <form method="get" action="/dashboard/jobs" class="filters">
+      <label>
+        Queue <input type="text" name="queue" value={props.filter.queue ?? ''} maxlength={200} />
+      </label>
+      <label>
+        Status{' '}
+        <select name="status">
+          <option value="">any</option>
+          {STATUSES.map((s) => (
+            <option value={s} selected={props.filter.status === s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit">Filter</button>
+    </form>
+  );
+}
+
+export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; filter: JobsFilter; now: number }) {
+  return (
+    <>
+      {props.jobs.length === 0 ? (
+        <p class="empty">No jobs match.</p>
+      ) : (
+        <table class="jobs">
+          <thead>
+            <tr>
+              <th>Id</th>
+              <th>Queue</th>
+              <th>Status</th>
+              <th>Attempt</th>
+              <th>Owner</th>
+              <th>Created</th>
+              <th>Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.jobs.map((j) => (
+              <tr>
+                <td>
+                  <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
+                </td>
+                <td>{j.queue_name}</td>
+                <td>
+                  <span class={`status ${j.status}`}>{j.status}</span>
+                </td>
+                <td>
+                  {j.attempt_count}/{j.max_attempts}
+                </td>
+                <td>{j.locked_by ?? '—'}</td>
+                <td>{fmtRelative(j.created_at, props.now)}</td>
+                <td>{fmtRelative(j.updated_at, props.now)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p class="pager">
+        {props.filter.after !== undefined ? <a href={`/dashboard/jobs${jobsQuery({ ...props.filter, after: undefined })}`}>First page</a> : null}{' '}
+        {props.next !== null ? (
+          <a href={`/dashboard/jobs${jobsQuery({ ...props.filter, after: props.next })}`} rel="next">
+            Next page
+          </a>
+        ) : null}
+      </p>
+    </>
+  );
+}
+
+function leaseText(j: JobRecord, now: number): string {
+  if (j.status !== 'running' || j.lease_expires_at === null) return '—';
+  return j.lease_expires_at >= now ? `${fmtDuration(j.lease_expires_at - now)} remaining` : `overdue by ${fmtDuration(now - j.lease_expires_at)}`;
+}
+
+function heartbeatLag(j: JobRecord, now: number): number | null {
+  if (j.status !== 'running') return null;
+  const last = j.last_heartbeat_at ?? j.started_at;
+  return last === null ? null : now - last;
+}
+
+function ownerText(j: RunningJobView, now: number, config: Config): string {
+  if (!j.locked_by) return '—';
+  if (j.owner_last_seen_at === null) return `${j.locked_by} (not registered)`;
+  const alive = j.owner_last_seen_at >= now - config.workerAliveMs;
+  return `${j.locked_by} (${alive ? 'alive' : 'not seen'}, last seen ${fmtRelative(j.owner_last_seen_at, now)})`;
+}
+
+export function JobFragment(props: { job: RunningJobView; events: EventRecord[]; now: number; config: Config }) {
+  const { job: j, now } = props;
+  const lag = heartbeatLag(j, now);
+  const reap = j.status === 'running' ? reaperActsAt(j, now, props.config) : null;
+  return (
+    <>
+      <dl class="facts">
+        <dt>Status</dt>
+        <dd>
+          <span class={`status ${j.status}`} id="job-status">
+            {j.status}
+          </span>
+        </dd>
+        <dt>Queue</dt>
+        <dd>
+          <a href={`/dashboard/jobs?queue=${encodeURIComponent(j.queue_name)}`}>{j.queue_name}</a>
+        </dd>
+        <dt>Attempt</dt>
+        <dd>
+          {j.attempt_count} of {j.max_attempts} · errored {j.errored_attempts} · lost {j.lost_attempts}
+        </dd>
+        <dt>Priority</dt>
+        <dd>{j.priority}</dd>
+        <dt>Owner</dt>
+        <dd>{ownerText(j, now, props.config)}</dd>
+        <dt>Lease</dt>
+        <dd class={j.status === 'running' && j.lease_expires_at !== null && j.lease_expires_at < now ? 'bad' : undefined}>{leaseText(j, now)}</dd>
+        <dt>Heartbeat lag</dt>
+        <dd class={lag !== null && lag > 2 * j.q_heartbeat_ms ? 'bad' : undefined}>
+          {lag === null ? '—' : `${fmtDuration(lag)} (interval ${fmtDuration(j.q_heartbeat_ms)})`}
+        </dd>
+        <dt>Reaper</dt>
+        <dd>
+          {reap === null
+            ? '—'
+            : `${reap.at <= now ? 'may take it back at its next pass' : `may take it back ${fmtRelative(reap.at, now)}`}${reap.ownerAlive ? ' (owner alive: deferred up to max-reap-defer)' : ''}`}
+        </dd>
+        <dt>Fencing token</dt>
+        <dd>{j.lease_epoch}</dd>
+        <dt>Idempotency key</dt>
+        <dd>{j.idempotency_key ?? '—'}</dd>
+        <dt>Available</dt>
+        <dd>{fmtTime(j.available_at)}</dd>
+        <dt>Created</dt>
+        <dd>{fmtTime(j.created_at)}</dd>
+        <dt>Started</dt>
+        <dd>{fmtTime(j.started_at)}</dd>
+        <dt>Finished</dt>
+        <dd>{fmtTime(j.finished_at)}</dd>
+        <dt>Deadline</dt>
+        <dd>{fmtTime(j.deadline_at)}</dd>
+      </dl>
+      <h2>Progress</h2>
+      <pre class="json" id="job-progress">{prettyJson(j.progress)}</pre>
+      <h2>Checkpoint</h2>
+      <pre class="json">{prettyJson(j.checkpoint)}</pre>
+      <h2>Last error</h2>
+      <pre class="json">{j.last_error ?? '—'}</pre>
+      <h2>Payload</h2>
+      <pre class="json" id="job-payload">{prettyJson(j.payload)}</pre>
+      <h2>Result</h2>
+      <pre class="json">{prettyJson(j.result)}</pre>
+      <h2>Events</h2>
+      <table class="events">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>At</th>
+            <th>Event</th>
+            <th>From → to</th>
+            <th>Attempt</th>
+            <th>Actor</th>
+            <th>Worker</th>
+            <th>Reason</th>
+            <th>Message</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.events.map((e) => (
+            <tr>
+              <td>{e.id}</td>
+              <td>{fmtTime(e.at)}</td>
+              <td>{e.type}</td>
+              <td>
+                {e.from_status ?? '—'} → {e.to_status ?? '—'}
+              </td>
+              <td>{e.attempt ?? '—'}</td>
+              <td>{e.actor ?? '—'}</td>
+              <td>{e.worker_id ?? '—'}</td>
+              <td>{e.reason ?? '—'}</td>
+              <td>{e.message ?? '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function Hidden(props: { csrf: string; returnTo?: string }) {
+  return (
+    <>
+      <input type="hidden" name="_csrf" value={props.csrf} />
+      {props.returnTo ? <input type="hidden" name="return_to" value={props.returnTo} /> : null}
+    </>
+  );
+}
+
+/** The actions that fit the job's status when the page was loaded (the server re-checks each one). */
+export function JobActions(props: { job: JobRecord; now: number; csrf: string }) {
+  const { job: j } = props;
+  const base = `/dashboard/jobs/${j.id}`;
+  const reason = (required: boolean) => (
+    <label>
+      Reason{required ? '' : ' (optional)'} <input type="text" name="reason" maxlength={500} required={required} />
+    </label>
+  );
+  const forms: Child[] = [];
+  if (j.status === 'failed' || j.status === 'cancelled') {
+    forms.push(
+      <form method="post" action={`${base}/retry`} class="action">
+        <Hidden csrf={props.csrf} />
+        {reason(false)}
+        <button type="submit">Retry</button>
+      </form>,
+    );
+  }
+  if (j.status === 'pending') {
+    forms.push(
+      <form method="post" action={`${base}/cancel`} class="action">
+        <Hidden csrf={props.csrf} />
+        {reason(false)}
+        <button type="submit">Cancel</button>
+      </form>,
+    );
+  }
+  if (j.status === 'running') {
+    if (j.lease_expires_at !== null && j.lease_expires_at < props.now) {
+      forms.push(
+        <form method="post" action={`${base}/requeue`} class="action">
+          <Hidden csrf={props.csrf} />
+          {reason(false)}
+          <button type="submit">Requeue (lease expired)</button>
+        </form>,
+      );
+    }
+    forms.push(
+      <form method="post" action={`${base}/force-requeue`} class="action danger">
+        <Hidden csrf={props.csrf} />
+        <p>
+          Force requeue revokes a lease that may still be live: the job can run twice (the old worker’s writes are refused).
+        </p>
+        <label>
+          Type the job id ({String(j.id)}) to confirm <input type="text" name="confirm" required autocomplete="off" />
+        </label>
+        {reason(true)}
+        <button type="submit">Force requeue</button>
+      </form>,
+    );
+  }
+  if (forms.length === 0) return <p class="empty">No actions for a {j.status} job.</p>;
+  return <div class="actions">{forms}</div>;
+}
+
+/** `csrf` undefined: a read-only login, shown without actions. */
+export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; config: Config; csrf: string | undefined }) {
+  const { now, config } = props;
+  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease or a late heartbeat.</p>;
+  return (
+    <table class="zombies">
+      <thead>
+        <tr>
+          <th>Id</th>
+          <th>Queue</th>
+          <th>Owner</th>
+          <th>Lease</th>
+          <th>Heartbeat lag</th>
+          <th>Reaper</th>
+          <th>Action</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.jobs.map((j) => {
+          const expired = j.lease_expires_at !== null && j.lease_expires_at < now;
+          const lag = heartbeatLag(j, now);
+          const reap = reaperActsAt(j, now, config);
+          return (
+            <tr id={`zombie-${j.id}`}>
+              <td>
+                <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
+              </td>
+              <td>{j.queue_name}</td>
+              <td>{ownerText(j, now, config)}</td>
+              <td class={expired ? 'bad' : undefined}>{leaseText(j, now)}</td>
+              <td>{lag === null ? '—' : fmtDuration(lag)}</td>
+              <td>{reap === null ? '—' : reap.at <= now ? 'next pass' : fmtRelative(reap.at, now)}</td>
+              <td>
+                {props.csrf === undefined ? (
+                  'read-only'
+                ) : expired ? (
+                  <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline">
+                    <Hidden csrf={props.csrf} returnTo="/dashboard/zombies" />
+                    <input type="hidden" name="reason" value="requeued from the zombies page" />
+                    <button type="submit">Requeue</button>
+                  </form>
+                ) : (
+                  <a href={`/dashboard/jobs/${j.id}`}>lease live: force on job page</a>
+                )}
+              </td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; config: Config }) {
+  if (props.workers.length === 0) return <p class="empty">No worker seen in the last 24 hours.</p>;
+  return (
+    <table class="workers">
+      <thead>
+        <tr>
+          <th>Id</th>
+          <th>Alive</th>
+          <th>Last seen</th>
+          <th>Running</th>
+          <th>Queues</th>
+          <th>Host</th>
+          <th>Pid</th>
+          <th>Version</th>
+          <th>Started</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.workers.map((w) => {
+          const alive = w.last_seen_at >= props.now - props.config.workerAliveMs;
+          return (
+            <tr>
+              <td>{w.id}</td>
+              <td class={alive ? 'good' : 'bad'}>{alive ? 'alive' : 'not seen'}</td>
+              <td>{fmtRelative(w.last_seen_at, props.now)}</td>
+              <td>{w.running_count}</td>
+              <td>{w.queues ?? '—'}</td>
+              <td>{w.host ?? '—'}</td>
+              <td>{w.pid ?? '—'}</td>
+              <td>{w.version ?? '—'}</td>
+              <td>{fmtTime(w.started_at)}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
