@@ -55,6 +55,8 @@ export interface Config extends QueueDefaults {
   maxPayloadBytes: number;
   maxClaimBatch: number;
   maxLeaseMs: number;
+  /** Most jobs one dashboard bulk action (retry, cancel, requeue) may change. */
+  bulkActionCap: number;
 }
 
 type Kind = 'string' | 'secret' | 'int' | 'duration';
@@ -96,6 +98,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
+  { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one dashboard bulk action may change' },
 ];
 
 export interface ConfigProblem {

@@ -16,7 +16,9 @@ import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsucce
 import { eventsForJob, jobsList, queuesHealth, readNow } from '../db/store/read.ts';
 import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { registerBulkRoutes } from './bulk.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
+import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys, sameString, type Session } from './session.ts';
 import {
   ErrorPage,
@@ -164,10 +166,13 @@ export function dashboardRoutes(deps: AppDeps) {
       status,
     );
 
+  // ---- metrics, alerts, tuning; the overview's alert count and charts ----
+  const overviewExtras = observabilityPages(app, deps, now);
+
   // ---- overview ----
   const overview = async () => {
     const t = await now();
-    return <OverviewFragment queues={await queuesHealth(db, { now: t, defaults: config })} now={t} />;
+    return <>{await overviewExtras()}<OverviewFragment queues={await queuesHealth(db, { now: t, defaults: config })} now={t} /></>;
   };
   app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
   app.get('/dashboard/live/overview', async (c) => c.html(await overview()));
@@ -311,6 +316,8 @@ export function dashboardRoutes(deps: AppDeps) {
     if (outcome.ok) return go(done);
     return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
   });
+
+  registerBulkRoutes(app, deps);
 
   return app;
 }

@@ -10,7 +10,7 @@ import type { Config } from '../core/config.ts';
 import { fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import { reaperActsAt, type RunningJobView } from './queries.ts';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
 
 export const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
@@ -48,6 +48,7 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('jobs', '/dashboard/jobs', 'Jobs')}
             {link('zombies', '/dashboard/zombies', 'Zombies')}
             {link('workers', '/dashboard/workers', 'Workers')}
+            {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
           </nav>
           {props.loggedIn && props.csrf ? (
             <form method="post" action="/dashboard/logout" class="logout">
@@ -188,22 +189,47 @@ export function jobsQuery(f: JobsFilter): string {
 
 export function JobsFilterForm(props: { filter: JobsFilter }) {
   return (
-    <form method="get" action="/dashboard/jobs" class="filters">
-      <label>
-        Queue <input type="text" name="queue" value={props.filter.queue ?? ''} maxlength={200} />
-      </label>
-      <label>
-        Status{' '}
-        <select name="status">
-          <option value="">any</option>
-          {STATUSES.map((s) => (
-            <option value={s} selected={props.filter.status === s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </label>
-      <button type="submit">Filter</button>
+    <>
+      <form method="get" action="/dashboard/jobs" class="filters">
+        <label>
+          Queue <input type="text" name="queue" value={props.filter.queue ?? ''} maxlength={200} />
+        </label>
+        <label>
+          Status{' '}
+          <select name="status">
+            <option value="">any</option>
+            {STATUSES.map((s) => (
+              <option value={s} selected={props.filter.status === s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Filter</button>
+      </form>
+      <BulkEntry filter={props.filter} />
+    </>
+  );
+}
+
+const BULK_ENTRY: Record<string, string> = {
+  failed: 'Retry failed jobs',
+  cancelled: 'Retry cancelled jobs',
+  pending: 'Cancel pending jobs',
+  running: 'Requeue running jobs whose lease expired',
+};
+
+/** Under the filter, for a status a bulk action takes: a GET to its dry run (src/dashboard/bulk.tsx; admin only). */
+export function BulkEntry(props: { filter: JobsFilter }) {
+  const label = props.filter.status ? BULK_ENTRY[props.filter.status] : undefined;
+  if (!label) return null;
+  return (
+    <form method="get" action="/dashboard/bulk" class="filters bulk">
+      {props.filter.queue ? <input type="hidden" name="queue" value={props.filter.queue} /> : null}
+      <input type="hidden" name="status" value={props.filter.status} />
+      <button type="submit">
+        {label} in {props.filter.queue ? `queue ${props.filter.queue}` : 'every queue'}… (admin; dry run first)
+      </button>
     </form>
   );
 }

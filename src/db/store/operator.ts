@@ -66,3 +66,77 @@ export function jobRequeueIfLeaseExpired(db: Db, p: OperatorParams & { force: bo
       last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
     WHERE id = ${p.id} AND status = 'running' ${leaseGuard} RETURNING *`);
 }
+
+/**
+ * Bulk actions over a filter (dashboard): the same transitions as above, for
+ * at most `limit` jobs of one queue (or every queue) and status, lowest id
+ * first, each as ONE guarded statement. Every row gets last_event, its reason
+ * and actor, so the audit trigger records each job with who and why.
+ * - retry: status failed or cancelled;
+ * - cancel: status pending;
+ * - requeue: status running with an expired lease only (never a live lease).
+ */
+export type BulkKind = 'retry' | 'cancel' | 'requeue';
+
+export interface BulkFilter {
+  kind: BulkKind;
+  queue: string | undefined;
+  /** retry: 'failed' or 'cancelled'; cancel: 'pending'; requeue: 'running'. */
+  status: JobStatus;
+}
+
+export interface BulkParams extends BulkFilter {
+  actor: string;
+  reason: string | null;
+  now: Now;
+  /** The hard cap: at most this many jobs change. */
+  limit: number;
+}
+
+/** The status a bulk kind acts on, or undefined if it does not take that status. */
+export function bulkKindFor(status: JobStatus): BulkKind | undefined {
+  if (status === 'failed' || status === 'cancelled') return 'retry';
+  if (status === 'pending') return 'cancel';
+  if (status === 'running') return 'requeue';
+  return undefined;
+}
+
+function bulkWhere(f: BulkFilter, now: SQL): SQL {
+  if (bulkKindFor(f.status) !== f.kind) throw new Error(`bulk ${f.kind} does not act on ${f.status} jobs`);
+  const queue = f.queue === undefined ? sql`` : sql`queue_name = ${f.queue} AND `;
+  const lease = f.kind === 'requeue' ? sql` AND lease_expires_at < ${now}` : sql``;
+  return sql`${queue}status = ${f.status}${lease}`;
+}
+
+/** How many jobs a bulk action would match, counted up to `max` (so a huge table costs at most `max` index steps). */
+export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: number }): Promise<number> {
+  const [row] = await db.all<{ n: number }>(
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f, nowSql(f.now))} LIMIT ${f.max})`,
+  );
+  return Number(row?.n ?? 0);
+}
+
+/** Runs a bulk action; the ids it changed, ascending. */
+export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
+  if (!Number.isSafeInteger(p.limit) || p.limit <= 0) return [];
+  const now = nowSql(p.now);
+  const where = bulkWhere(p, now);
+  const pick = sql`id IN (SELECT id FROM jobs WHERE ${where} ORDER BY id LIMIT ${p.limit}) AND ${where}`;
+  const audit = (event: string) => sql`last_event = ${event}, last_event_reason = ${p.reason}, last_event_actor = ${p.actor}`;
+  let update: SQL;
+  if (p.kind === 'retry') {
+    update = sql`UPDATE jobs SET status = 'pending', available_at = ${now},
+        attempt_count = 0, errored_attempts = 0, lost_attempts = 0,
+        failed_at = NULL, cancelled_at = NULL, finished_at = NULL, updated_at = ${now}, ${audit('retried_by_operator')}
+      WHERE ${pick} RETURNING id`;
+  } else if (p.kind === 'cancel') {
+    update = sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now}, ${audit('cancelled')}
+      WHERE ${pick} RETURNING id`;
+  } else {
+    update = sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
+        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit('requeued_by_operator')}
+      WHERE ${pick} RETURNING id`;
+  }
+  const rows = await db.all<{ id: number }>(update);
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+}

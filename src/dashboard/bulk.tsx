@@ -1,0 +1,169 @@
+/**
+ * Dashboard bulk actions over the jobs list filter (queue + status), admin only:
+ *
+ * 1. GET /dashboard/bulk?queue=&status= is the dry run: how many jobs match,
+ *    and how many at most will be acted on (the hard cap,
+ *    LEASEHOLD_BULK_ACTION_CAP). Nothing changes.
+ * 2. Its confirmation form POSTs /dashboard/bulk (CSRF-checked by the
+ *    dashboard guard) with the number shown, typed again, and a reason. The
+ *    action then changes at most that number of jobs, never more than the cap,
+ *    in one guarded statement (src/db/store/operator.ts), each recorded in
+ *    the audit trail with who and why.
+ *
+ * retry: failed or cancelled jobs; cancel: pending ones; requeue: running jobs
+ * whose lease has expired only (a live lease is never taken in bulk).
+ */
+import type { Context, Hono } from 'hono';
+import { html } from 'hono/html';
+import type { Child } from 'hono/jsx';
+import type { AppDeps } from '../api/router.ts';
+import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
+import { readNow } from '../db/store/read.ts';
+import type { JobStatus } from '../db/schema.ts';
+import type { Session } from './session.ts';
+import { ErrorPage, jobsQuery, Layout, STATUSES } from './views.tsx';
+
+type Env = { Variables: { session: Session; csrf: string } };
+
+/** Matching jobs are counted up to this many (a dry run stays cheap on a huge table). */
+export const BULK_COUNT_LIMIT = 100_000;
+
+const VERB: Record<BulkKind, { button: string; done: string; what: (status: string) => string }> = {
+  retry: { button: 'Retry', done: 'retried (back to pending with a fresh attempt budget)', what: (s) => `${s} jobs` },
+  cancel: { button: 'Cancel', done: 'cancelled', what: () => 'pending jobs' },
+  requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: () => 'running jobs whose lease has expired' },
+};
+
+function doc(c: Context, body: Child, status: 200 | 400 | 403 = 200) {
+  return c.html(html`<!DOCTYPE html>${body}`, status);
+}
+
+export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
+  const { db, config, clock } = deps;
+  const open = !config.adminToken;
+  const cap = () => config.bulkActionCap ?? 100;
+  const dbNow = async () => {
+    const n = clock.now();
+    return typeof n === 'number' ? n : readNow(db);
+  };
+
+  const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 = 200) =>
+    doc(
+      c,
+      <Layout title={title} nav="jobs" csrf={c.get('csrf')} loggedIn={!open}>
+        {children}
+      </Layout>,
+      status,
+    );
+  const refuse = (c: Context<Env>) =>
+    doc(c, <ErrorPage title="Refused" message="This login is read-only: bulk actions need the admin token. Nothing was changed." />, 403);
+  const bad = (c: Context<Env>, message: string, back: string) =>
+    shell(
+      c,
+      'Bulk action: nothing changed',
+      <>
+        <p class="notice error">{message}</p>
+        <p>
+          <a href={back}>Back to the dry run</a>
+        </p>
+      </>,
+      400,
+    );
+
+  /** queue + status from a query or a form: the filter, or a message. */
+  const parse = (queueRaw: unknown, statusRaw: unknown) => {
+    const queue = typeof queueRaw === 'string' && queueRaw !== '' ? queueRaw : undefined;
+    if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
+    const status = typeof statusRaw === 'string' && (STATUSES as readonly string[]).includes(statusRaw) ? (statusRaw as JobStatus) : undefined;
+    const kind = status && bulkKindFor(status);
+    if (!status || !kind) return 'status: a bulk action takes failed or cancelled (retry), pending (cancel) or running (requeue expired leases) jobs';
+    return { queue, status, kind };
+  };
+
+  app.get('/dashboard/bulk', async (c) => {
+    if (c.get('session').role !== 'admin') return refuse(c);
+    const f = parse(c.req.query('queue'), c.req.query('status'));
+    if (typeof f === 'string') return doc(c, <ErrorPage title="Bad filter" message={f} />, 400);
+    const t = await dbNow();
+    const matching = await jobsBulkMatching(db, { ...f, now: t, max: BULK_COUNT_LIMIT });
+    const limit = Math.min(matching, cap());
+    const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
+    const where = f.queue ? `queue ${f.queue}` : 'every queue';
+    const verb = VERB[f.kind];
+    return shell(
+      c,
+      `Bulk ${f.kind}: dry run`,
+      <>
+        <p id="bulk-count" class="notice" role="status">
+          {matching >= BULK_COUNT_LIMIT ? `At least ${matching}` : matching} matching {verb.what(f.status)} in {where}; at most {cap()} will be acted on
+          {matching > 0 ? `, this time ${limit}` : ''}. Nothing has changed yet.
+        </p>
+        {f.kind === 'requeue' ? <p class="hint">Only running jobs whose lease has already expired are requeued; live leases are left alone.</p> : null}
+        {limit === 0 ? (
+          <p class="empty">Nothing to do.</p>
+        ) : (
+          <form method="post" action="/dashboard/bulk" class="action danger">
+            <input type="hidden" name="_csrf" value={c.get('csrf')} />
+            {f.queue ? <input type="hidden" name="queue" value={f.queue} /> : null}
+            <input type="hidden" name="status" value={f.status} />
+            <input type="hidden" name="expected" value={String(limit)} />
+            <label>
+              Type {String(limit)} to confirm <input type="text" name="confirm" required autocomplete="off" inputmode="numeric" />
+            </label>
+            <label>
+              Reason <input type="text" name="reason" maxlength={500} required />
+            </label>
+            <button type="submit">
+              {verb.button} {String(limit)} {verb.what(f.status)}
+            </button>
+          </form>
+        )}
+        <p>
+          <a href={list}>Back to the jobs list</a>
+        </p>
+      </>,
+    );
+  });
+
+  app.post('/dashboard/bulk', async (c) => {
+    const session = c.get('session');
+    if (session.role !== 'admin') return refuse(c);
+    const form = await c.req.parseBody();
+    const f = parse(form.queue, form.status);
+    if (typeof f === 'string') return doc(c, <ErrorPage title="Bad filter" message={f} />, 400);
+    const back = `/dashboard/bulk${jobsQuery({ queue: f.queue, status: f.status })}`;
+    const expectedText = typeof form.expected === 'string' ? form.expected.trim() : '';
+    const expected = /^[0-9]{1,9}$/.test(expectedText) ? Number(expectedText) : 0;
+    if (expected <= 0 || expected > cap()) return bad(c, `Nothing changed: the count must be between 1 and the cap (${cap()}). Run the dry run again.`, back);
+    if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(expected)) {
+      return bad(c, `Nothing changed: to confirm, type the number shown (${expected}) exactly.`, back);
+    }
+    const reasonText = typeof form.reason === 'string' ? form.reason.trim().slice(0, 500) : '';
+    if (reasonText === '') return bad(c, 'Nothing changed: a bulk action needs a reason.', back);
+    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
+    const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()) });
+    const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
+    return shell(
+      c,
+      `Bulk ${f.kind}: done`,
+      <>
+        <p id="bulk-done" class="notice" role="status">
+          {ids.length} {ids.length === 1 ? 'job' : 'jobs'} {VERB[f.kind].done}
+          {ids.length < expected ? ` (${expected} confirmed; the others had moved on)` : ''}.
+        </p>
+        {ids.length > 0 ? (
+          <ul class="bulk-ids">
+            {ids.map((id) => (
+              <li>
+                <a href={`/dashboard/jobs/${id}`}>{id}</a>
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <p>
+          <a href={list}>Back to the jobs list</a>
+        </p>
+      </>,
+    );
+  });
+}

@@ -1,0 +1,357 @@
+/**
+ * Dashboard pages for observability: /dashboard/metrics, /dashboard/alerts,
+ * /dashboard/tuning (each with a polled /dashboard/live/... fragment), and the
+ * overview's extras (firing-alert count and the last hour's SVG charts).
+ *
+ * Every page reads one metrics snapshot (src/db/store/metrics.ts) and applies
+ * the same pure evaluations as the API (src/core/alerts.ts, src/core/tuning.ts).
+ * Registered by dashboardRoutes after its session/CSRF guard; read-only, so a
+ * read-only login sees them too.
+ */
+import type { Context, Hono } from 'hono';
+import { html } from 'hono/html';
+import type { Child } from 'hono/jsx';
+import type { AppDeps } from '../api/router.ts';
+import { evaluateAlerts, type Alert } from '../core/alerts.ts';
+import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
+import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
+import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
+import { fmtDuration } from './format.ts';
+import type { Session } from './session.ts';
+import { Layout, Live, type NavKey } from './views.tsx';
+
+type Env = { Variables: { session: Session; csrf: string } };
+
+const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
+
+/**
+ * Adds the pages to the dashboard app; returns the overview's extras
+ * (firing alerts and charts) for the overview route to render.
+ */
+export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config'>, now: () => Promise<number>) {
+  const { db, config } = deps;
+  const snapshot = async () => metricsSnapshot(db, { now: await now(), config });
+
+  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) =>
+    c.html(
+      html`<!DOCTYPE html>${(
+        <Layout title={title} nav={nav} csrf={c.get('csrf')} loggedIn={!!config.adminToken}>
+          {children}
+        </Layout>
+      )}`,
+    );
+
+  const metrics = async () => <MetricsFragment m={await snapshot()} />;
+  app.get('/dashboard/metrics', async (c) => shell(c, 'Metrics', 'metrics', <Live src="/dashboard/live/metrics">{await metrics()}</Live>));
+  app.get('/dashboard/live/metrics', async (c) => c.html(await metrics()));
+
+  const alerts = async () => <AlertsFragment alerts={evaluateAlerts(await snapshot())} />;
+  app.get('/dashboard/alerts', async (c) => shell(c, 'Alerts', 'alerts', <Live src="/dashboard/live/alerts">{await alerts()}</Live>));
+  app.get('/dashboard/live/alerts', async (c) => c.html(await alerts()));
+
+  const tuning = async () => <TuningFragment rows={recommendTuning(await snapshot())} />;
+  app.get('/dashboard/tuning', async (c) => shell(c, 'Tuning', 'tuning', <Live src="/dashboard/live/tuning">{await tuning()}</Live>));
+  app.get('/dashboard/live/tuning', async (c) => c.html(await tuning()));
+
+  /** The overview's extras, rendered inside its live region. */
+  return async (): Promise<Child> => {
+    const t = await now();
+    const m = await metricsSnapshot(db, { now: t, config });
+    if (m.queues.length === 0) return null;
+    const firing = evaluateAlerts(m).filter((a) => a.state === 'firing').length;
+    return <OverviewExtras firing={firing} m={m} activity={await activityLastHour(db, { now: t })} />;
+  };
+}
+
+// ---- metrics ----
+
+function Windows(props: { label: string; w: WindowCount; id?: string }) {
+  return (
+    <tr id={props.id}>
+      <td>{props.label}</td>
+      <td>{props.w.last5m}</td>
+      <td>{props.w.lastHour}</td>
+      <td>{props.w.total}</td>
+    </tr>
+  );
+}
+
+function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) {
+  const { q } = props;
+  const reasons = Object.keys(q.reaped).sort();
+  return (
+    <section class="queue-metrics" id={`metrics-${q.queue}`}>
+      <h2>
+        {q.queue}
+        {q.paused ? <span class="badge warn"> paused</span> : null}
+      </h2>
+      <dl class="facts">
+        <dt>Depth</dt>
+        <dd class="depth">
+          {q.ready} ready · {q.counts.pending} pending · {q.running.count} running on {q.running.busyWorkers} workers ({props.activeWorkers} workers alive)
+        </dd>
+        <dt>Expired leases</dt>
+        <dd class={q.running.expiredLeases > 0 ? 'bad expired' : 'expired'}>{q.running.expiredLeases}</dd>
+        <dt>Heartbeat lag max</dt>
+        <dd class={q.running.maxHeartbeatLagMs !== null && q.running.maxHeartbeatLagMs > 2 * q.settings.heartbeatMs ? 'bad lag' : 'lag'}>
+          {ms(q.running.maxHeartbeatLagMs)} (interval {fmtDuration(q.settings.heartbeatMs)})
+        </dd>
+        <dt>Attempts (finished in the last hour)</dt>
+        <dd class="attempts">
+          {q.attempts.finished} jobs · {q.attempts.lostAttempts} attempts lost ({q.attempts.jobsWithLost} jobs) vs {q.attempts.erroredAttempts} errored (
+          {q.attempts.jobsWithErrors} jobs)
+        </dd>
+        <dt>Runtime (completed in the last hour)</dt>
+        <dd class="runtime">
+          {q.runtime === null
+            ? '—'
+            : `p50 ${fmtDuration(q.runtime.p50Ms)} · p95 ${fmtDuration(q.runtime.p95Ms)} · p99 ${fmtDuration(q.runtime.p99Ms)} · max ${fmtDuration(q.runtime.maxMs)} (${q.runtime.count} jobs)`}
+        </dd>
+      </dl>
+      <div class="metric-tables">
+        <table class="histogram">
+          <caption>Heartbeat lag of running jobs</caption>
+          <thead>
+            <tr>
+              <th>Lag ≤</th>
+              <th>Jobs</th>
+            </tr>
+          </thead>
+          <tbody>
+            {q.running.heartbeatLagBuckets.map((b) => (
+              <tr>
+                <td>{b.leMs === null ? '∞' : fmtDuration(b.leMs)}</td>
+                <td>{b.count}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <table class="counters">
+          <caption>Events</caption>
+          <thead>
+            <tr>
+              <th>Event</th>
+              <th>5 m</th>
+              <th>1 h</th>
+              <th>Retained</th>
+            </tr>
+          </thead>
+          <tbody>
+            {reasons.length === 0 ? <Windows label="reaped" w={q.reapedTotal} id={`reaped-${q.queue}`} /> : null}
+            {reasons.map((r) => (
+              <Windows label={`reaped: ${r}`} w={q.reaped[r]!} id={`reaped-${q.queue}-${r}`} />
+            ))}
+            <Windows label="reap deferred (owner alive)" w={q.reapDeferred} />
+            <Windows label="stale writes rejected" w={q.staleWritesRejected} id={`stale-${q.queue}`} />
+            <Windows label="dedup hits" w={q.dedupHits} id={`dedup-${q.queue}`} />
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+export function MetricsFragment(props: { m: MetricsSnapshot }) {
+  const { m } = props;
+  if (m.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
+  return (
+    <>
+      <p class="hint">
+        Workers: {m.workers.active} alive of {m.workers.total} registered. Windows: the last 5 minutes, the last hour, and all retained events.
+      </p>
+      {m.queues.map((q) => (
+        <QueueMetricsSection q={q} activeWorkers={m.workers.active} />
+      ))}
+    </>
+  );
+}
+
+// ---- alerts ----
+
+function fmtValue(v: number | null, unit: Alert['unit']): string {
+  if (v === null) return '—';
+  if (unit === 'ms') return fmtDuration(v);
+  if (unit === 'per_minute') return `${v}/min`;
+  return String(v);
+}
+
+export function AlertsFragment(props: { alerts: Alert[] }) {
+  if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
+  const firing = props.alerts.filter((a) => a.state === 'firing');
+  const ok = props.alerts.filter((a) => a.state !== 'firing');
+  const rows = (list: Alert[]) =>
+    list.map((a) => (
+      <tr class={a.state === 'firing' ? 'firing' : 'ok'} id={`alert-${a.queue}-${a.name}`}>
+        <td>
+          <span class={`alert-state ${a.state}`}>{a.state}</span>
+        </td>
+        <td>{a.name}</td>
+        <td>
+          <a href={`/dashboard/jobs?queue=${encodeURIComponent(a.queue)}`}>{a.queue}</a>
+        </td>
+        <td>{fmtValue(a.value, a.unit)}</td>
+        <td>{fmtValue(a.threshold, a.unit)}</td>
+        <td>{a.message}</td>
+      </tr>
+    ));
+  return (
+    <>
+      <p id="alerts-firing" class={firing.length > 0 ? 'notice error' : 'notice'}>
+        {firing.length === 0 ? 'No alert is firing.' : `${firing.length} firing`}
+      </p>
+      <table class="alerts">
+        <thead>
+          <tr>
+            <th>State</th>
+            <th>Alert</th>
+            <th>Queue</th>
+            <th>Value</th>
+            <th>Threshold</th>
+            <th>Message</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows(firing)}
+          {rows(ok)}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+// ---- tuning ----
+
+const SETTINGS = [
+  ['leaseMs', 'Lease'],
+  ['heartbeatMs', 'Heartbeat interval'],
+  ['graceMs', 'Grace'],
+] as const;
+
+export function TuningFragment(props: { rows: QueueTuning[] }) {
+  if (props.rows.length === 0) return <p class="empty">No queues yet: nothing to tune.</p>;
+  return (
+    <>
+      {props.rows.map((r) => {
+        const flagged = (setting: string) => r.flags.find((f) => f.setting === setting && f.severity === 'error') ?? r.flags.find((f) => f.setting === setting);
+        return (
+          <section class="queue-tuning" id={`tuning-${r.queue}`}>
+            <h2>
+              {r.queue} <span class={`confidence ${r.confidence}`}>confidence: {r.confidence}</span>
+            </h2>
+            <table class="tuning">
+              <thead>
+                <tr>
+                  <th>Setting</th>
+                  <th>Current</th>
+                  <th>Recommended</th>
+                </tr>
+              </thead>
+              <tbody>
+                {SETTINGS.map(([key, label]) => {
+                  const f = flagged(key);
+                  const changed = r.recommended[key] !== r.current[key];
+                  return (
+                    <tr class={f ? `flagged ${f.severity}` : undefined}>
+                      <td>{label}</td>
+                      <td>{`${r.current[key]} ms (${fmtDuration(r.current[key])})`}</td>
+                      <td class={changed ? 'changed' : undefined}>{`${r.recommended[key]} ms (${fmtDuration(r.recommended[key])})`}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+            {r.flags.length === 0 ? (
+              <p class="empty">No rule is broken.</p>
+            ) : (
+              <ul class="flags">
+                {r.flags.map((f) => (
+                  <li class={`flag ${f.severity}`}>
+                    <strong>{f.severity}</strong>: {f.setting} {f.rule}
+                  </li>
+                ))}
+              </ul>
+            )}
+            <ul class="notes">
+              {r.notes.map((n) => (
+                <li>{n}</li>
+              ))}
+            </ul>
+          </section>
+        );
+      })}
+    </>
+  );
+}
+
+// ---- overview extras: firing alerts and charts ----
+
+const W = 4;
+const H = 40;
+
+/** One bar per minute with data, oldest left; heights scale to the series' busiest minute. */
+export function BarChart(props: { queue: string; series: ChartSeries; counts: number[] }) {
+  const max = Math.max(0, ...props.counts);
+  const total = props.counts.reduce((s, n) => s + n, 0);
+  const label = `${props.queue}: ${total} ${props.series} in the last hour${max > 0 ? `, at most ${max} a minute` : ''}`;
+  return (
+    <svg class={`chart ${props.series}`} viewBox={`0 0 ${CHART_MINUTES * W} ${H}`} width={CHART_MINUTES * W} height={H} role="img" aria-label={label}>
+      <title>{label}</title>
+      <line class="axis" x1={0} y1={H - 0.5} x2={CHART_MINUTES * W} y2={H - 0.5} />
+      {props.counts.map((n, i) => {
+        if (n === 0) return null;
+        const h = Math.max(1, Math.round((n / max) * (H - 2)));
+        const ago = CHART_MINUTES - 1 - i;
+        return (
+          <rect class="bar" x={i * W} y={H - h} width={W - 1} height={h} data-minute={ago}>
+            <title>{`${n} ${props.series}, ${ago === 0 ? 'in the last minute' : `${ago} min ago`}`}</title>
+          </rect>
+        );
+      })}
+    </svg>
+  );
+}
+
+export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; activity: QueueActivity[] }) {
+  const none = new Array<number>(CHART_MINUTES).fill(0);
+  return (
+    <>
+      <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
+        <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a>
+      </p>
+      <table class="charts">
+        <thead>
+          <tr>
+            <th>Queue</th>
+            <th>Completed / min (1 h)</th>
+            <th>Failed / min (1 h)</th>
+            <th>Reaped / min (1 h)</th>
+            <th>Max heartbeat lag now</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.m.queues.map((q) => {
+            const a = props.activity.find((x) => x.queue === q.queue);
+            const lag = q.running.maxHeartbeatLagMs;
+            return (
+              <tr id={`chart-${q.queue}`}>
+                <td>{q.queue}</td>
+                <td>
+                  <BarChart queue={q.queue} series="completed" counts={a?.completed ?? none} />
+                </td>
+                <td>
+                  <BarChart queue={q.queue} series="failed" counts={a?.failed ?? none} />
+                </td>
+                <td>
+                  <BarChart queue={q.queue} series="reaped" counts={a?.reaped ?? none} />
+                </td>
+                <td class={lag !== null && lag > 2 * q.settings.heartbeatMs ? 'bad' : undefined}>
+                  {ms(lag)} <span class="hint">(interval {fmtDuration(q.settings.heartbeatMs)})</span>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
+}
