@@ -1,5 +1,5 @@
 /**
- * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|reaper] [-- --json]`.
+ * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|sdk|reaper|dashboard] [-- --json]`.
  *
  * Prints a table of medians beside the targets and writes every run's numbers
  * to bench/results.json (or, with --json, to stdout). Every scenario uses a
@@ -7,13 +7,14 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { benchDashboard, type DashboardSizes } from './dashboard.ts';
 import { benchHttp, type HttpSizes } from './http.ts';
 import { benchInProcess, type InProcessSizes } from './inprocess.ts';
 import { fmt, machineInfo } from './lib.ts';
 import { benchReaper, type ReaperSizes } from './reaper.ts';
 import { benchSdk, type SdkSizes } from './sdk.ts';
 
-const PARTS = ['inprocess', 'http', 'sdk', 'reaper'] as const;
+const PARTS = ['inprocess', 'http', 'sdk', 'reaper', 'dashboard'] as const;
 type Part = (typeof PARTS)[number];
 
 function parseArgs(argv: readonly string[]) {
@@ -29,25 +30,27 @@ function parseArgs(argv: readonly string[]) {
       if (unknown.length) throw new Error(`--only takes ${PARTS.join('|')} (comma-separated), got ${unknown.join(', ')}`);
       only = wanted as Part[];
     } else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench [-- --quick] [-- --only=inprocess|http|sdk|reaper] [-- --json]');
+      console.log(`usage: npm run bench [-- --quick] [-- --only=${PARTS.join('|')}] [-- --json]`);
       process.exit(0);
     } else throw new Error(`unknown argument ${arg} (try --help)`);
   }
   return { quick, json, only };
 }
 
-const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; reaper: ReaperSizes }> = {
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; reaper: ReaperSizes; dashboard: DashboardSizes }> = {
   full: {
     inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
     http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
     sdk: { runs: 3, jobs: 20_000, maxSeconds: 6 },
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
+    dashboard: { finished: 1_000_000, pending: 10_000, zombies: 100, workers: 50, renders: 20 },
   },
   quick: {
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
     http: { runs: 1, singleRequests: 200, bulkTotal: 5_000, bulkPerRequest: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
     sdk: { runs: 1, jobs: 2_000, maxSeconds: 1 },
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
+    dashboard: { finished: 50_000, pending: 1_000, zombies: 100, workers: 50, renders: 5 },
   },
 };
 
@@ -143,6 +146,17 @@ async function main() {
       { section: s, metric: `pass reaping ${sizes.reaper.expired}, ${large} finished`, value: r.large.reapPassMs, unit: 'ms', digits: 3 },
       { section: s, metric: `reaping pass ratio ${large}/${small}`, value: r.reapRatio, unit: 'x', digits: 2, target: '<= 2', met: r.reapRatio <= 2 },
     );
+  }
+
+  if (args.only.includes('dashboard')) {
+    log('dashboard (page renders through app.request over a big table)...');
+    const r = await benchDashboard(sizes.dashboard, log);
+    results.dashboard = { sizes: sizes.dashboard, ...r };
+    const table = `${fmt(sizes.dashboard.finished)} finished + ${fmt(sizes.dashboard.pending)} pending`;
+    for (const p of r.pages) {
+      rows.push({ section: 'dashboard', metric: p.page, value: p.medianMs, unit: 'ms', digits: 2, target: '< 100', met: p.medianMs < 100, note: `p90 ${fmt(p.p90Ms, 2)} ms; ${table}` });
+    }
+    for (const q of r.queries) rows.push({ section: 'dashboard', metric: `query: ${q.query}`, value: q.medianMs, unit: 'ms', digits: 2 });
   }
 
   const document = {
