@@ -53,13 +53,17 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   app.get('/dashboard/tuning', async (c) => shell(c, 'Tuning', 'tuning', <Live src="/dashboard/live/tuning">{await tuning()}</Live>));
   app.get('/dashboard/live/tuning', async (c) => c.html(await tuning()));
 
-  /** The overview's extras, rendered inside its live region. */
-  return async (): Promise<Child> => {
+  /**
+   * The overview's extras (rendered inside its live region), and the queue
+   * health the snapshot already read, so the overview table does not count
+   * every queue's jobs a second time.
+   */
+  return async (): Promise<{ extras: Child; health: MetricsSnapshot['health']; at: number }> => {
     const t = await now();
     const m = await metricsSnapshot(db, { now: t, config });
-    if (m.queues.length === 0) return null;
+    if (m.queues.length === 0) return { extras: null, health: m.health, at: m.now };
     const firing = evaluateAlerts(m).filter((a) => a.state === 'firing').length;
-    return <OverviewExtras firing={firing} m={m} activity={await activityLastHour(db, { now: t })} />;
+    return { extras: <OverviewExtras firing={firing} m={m} activity={await activityLastHour(db, { now: t })} />, health: m.health, at: m.now };
   };
 }
 

@@ -13,7 +13,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
-import { eventsForJob, jobsList, queuesHealth, readNow } from '../db/store/read.ts';
+import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';
 import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerBulkRoutes } from './bulk.tsx';
@@ -171,8 +171,8 @@ export function dashboardRoutes(deps: AppDeps) {
 
   // ---- overview ----
   const overview = async () => {
-    const t = await now();
-    return <>{await overviewExtras()}<OverviewFragment queues={await queuesHealth(db, { now: t, defaults: config })} now={t} /></>;
+    const { extras, health, at } = await overviewExtras();
+    return <>{extras}<OverviewFragment queues={health} now={at} /></>;
   };
   app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
   app.get('/dashboard/live/overview', async (c) => c.html(await overview()));

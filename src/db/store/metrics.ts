@@ -20,7 +20,7 @@ import { defaultConfig, type QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import { queuesHealth } from './read.ts';
+import { queuesHealth, type QueueHealth } from './read.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
@@ -90,6 +90,8 @@ export interface MetricsSnapshot {
   windows: typeof METRIC_WINDOWS;
   workers: { total: number; active: number; aliveMs: number };
   queues: QueueMetrics[];
+  /** The per-queue health the snapshot was built from (the dashboard's overview table). */
+  health: QueueHealth[];
   /** Kept for the Prometheus text's original series. */
   jobs: { queue: string; status: string; count: number }[];
   running: { queue: string; expired: number; oldestStartedAt: number | null; maxHeartbeatLagMs: number | null }[];
@@ -254,6 +256,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     windows: METRIC_WINDOWS,
     workers: { total: num(workers[0]?.total), active: num(workers[0]?.active), aliveMs: config.workerAliveMs },
     queues,
+    health,
     jobs: jobs.map((j) => ({ queue: j.queue, status: j.status, count: num(j.count) })),
     running: running.map((r) => ({
       queue: String(r.queue),
