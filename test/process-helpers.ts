@@ -8,7 +8,7 @@ export interface ServerProcess {
   url: string;
   child: ChildProcess;
   output: () => string;
-  /** Waits for the process to exit. */
+  /** Waits for the process to exit (its exit code). */
   exited: Promise<number | null>;
 }
 
@@ -18,13 +18,22 @@ export function startServerProcess(args: string[], env: Record<string, string> =
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return untilListening(child, 'server');
+}
+
+/**
+ * Resolves with the URL once a leasehold process (any runtime) prints its
+ * "leasehold listening on URL" line; rejects, with what it printed, if it
+ * exits first or does not start in time.
+ */
+export function untilListening(child: ChildProcess, label: string, timeoutMs = 20_000): Promise<ServerProcess> {
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server did not start in time:\n${output}`));
-    }, 20_000);
+      reject(new Error(`${label} did not start in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on (http:\/\/\S+)/.exec(output);
@@ -37,7 +46,7 @@ export function startServerProcess(args: string[], env: Record<string, string> =
     child.stderr!.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+      reject(new Error(`${label} exited with ${code} before listening:\n${output}`));
     });
   });
 }

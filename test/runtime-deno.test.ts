@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { untilListening, type ServerProcess } from './process-helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
@@ -45,12 +46,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Running {
-  url: string;
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
+type Running = ServerProcess;
 
 function startDeno(env: Record<string, string> = {}, args: string[] = []): Promise<Running> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LEASEHOLD_'))) as Record<string, string>;
@@ -60,28 +56,7 @@ function startDeno(env: Record<string, string> = {}, args: string[] = []): Promi
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`deno did not start in ${WAIT_MS} ms:\n${output}`));
-    }, WAIT_MS);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /leasehold listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]!, child, output: () => output, exited });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`deno exited with ${code} before listening:\n${output}`));
-    });
-  });
+  return untilListening(child, 'deno', WAIT_MS);
 }
 
 async function call(base: string, method: string, path: string, body?: unknown) {
