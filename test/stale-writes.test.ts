@@ -227,3 +227,28 @@ describe('a batch naming one job twice', () => {
     expect((await t.events(e.id)).map((x) => x.type)).toEqual(['enqueued', 'claimed']);
   });
 });
+
+/** The owner's guard includes the worker id the job was claimed by, not only the token. */
+describe('the right token from another worker id', () => {
+  test('every owned write is refused with lease_lost, changes nothing, and is recorded', async () => {
+    const e = await t.enqueue('q');
+    const [c] = await t.claim('q', 'A');
+    const before = (await jobView(e.id)).job;
+    for (const [path, body] of [
+      ['heartbeat', {}],
+      ['checkpoint', { checkpoint: { step: 1 } }],
+      ['complete', { result: 'x' }],
+      ['fail', { error: 'boom' }],
+      ['release', {}],
+    ] as const) {
+      const res = await t.post(`${api}/jobs/${e.id}/${path}`, { workerId: 'B', lockToken: c!.lockToken, ...body });
+      expect(res.status, path).toBe(409);
+      expect(res.json.error.code).toBe('lease_lost');
+    }
+    expect((await jobView(e.id)).job).toEqual(before);
+    const stale = (await t.events(e.id)).filter((x) => x.type === 'stale_write_rejected');
+    expect(stale).toHaveLength(5);
+    expect(stale.every((x) => x.workerId === 'B')).toBe(true);
+    expect(t.errors).toEqual([]);
+  });
+});

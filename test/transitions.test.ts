@@ -249,6 +249,20 @@ describe('heartbeat and extend', () => {
     expect(t.errors).toEqual([]);
   });
 
+  test('extend is one-off: a later heartbeat never shortens it, and renews by the claim\'s lease once past it', async () => {
+    const e = await t.enqueue('q');
+    const c = await claimOne('q', 'w');
+    await t.post(`${api}/jobs/${e.id}/extend`, { workerId: 'w', lockToken: c.lockToken, leaseMs: 600_000 });
+    const extendedTo = t.clock.now() + 600_000;
+    t.clock.advance(5_000);
+    const hb = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'w', lockToken: c.lockToken });
+    expect(ms(hb.json.leaseExpiresAt)).toBe(extendedTo);
+    t.clock.advance(600_000);
+    const later = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'w', lockToken: c.lockToken });
+    expect(ms(later.json.leaseExpiresAt)).toBe(t.clock.now() + 30_000);
+    expect(t.errors).toEqual([]);
+  });
+
   test('batch heartbeats: valid leases renewed, stale and unknown ones refused one by one', async () => {
     const [a, b, c] = [await t.enqueue('q'), await t.enqueue('q'), await t.enqueue('q')];
     const claimed = await t.claim('q', 'w', { limit: 3 });
