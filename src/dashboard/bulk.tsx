@@ -14,16 +14,15 @@
  * whose lease has expired only (a live lease is never taken in bulk).
  */
 import type { Context, Hono } from 'hono';
-import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
 import { readNow } from '../db/store/read.ts';
 import type { JobStatus } from '../db/schema.ts';
-import type { Session } from './session.ts';
-import { ErrorPage, jobsQuery, Layout, STATUSES } from './views.tsx';
+import { ErrorPage, jobsQuery, STATUSES } from './views.tsx';
+import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 
-type Env = { Variables: { session: Session; csrf: string } };
+type Env = DashboardEnv;
 
 /** Matching jobs are counted up to this many (a dry run stays cheap on a huge table). */
 export const BULK_COUNT_LIMIT = 100_000;
@@ -34,9 +33,7 @@ const VERB: Record<BulkKind, { button: string; done: string; what: (status: stri
   requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: () => 'running jobs whose lease has expired' },
 };
 
-function doc(c: Context, body: Child, status: 200 | 400 | 403 = 200) {
-  return c.html(html`<!DOCTYPE html>${body}`, status);
-}
+const doc = htmlDocument;
 
 export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -48,13 +45,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   };
 
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 = 200) =>
-    doc(
-      c,
-      <Layout title={title} nav="jobs" csrf={c.get('csrf')} loggedIn={!open}>
-        {children}
-      </Layout>,
-      status,
-    );
+    layoutPage(c, { title, nav: 'jobs', loggedIn: !open }, children, status);
   const refuse = (c: Context<Env>) =>
     doc(c, <ErrorPage title="Refused" message="This login is read-only: bulk actions need the admin token. Nothing was changed." />, 403);
   const bad = (c: Context<Env>, message: string, back: string) =>

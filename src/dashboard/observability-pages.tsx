@@ -9,7 +9,6 @@
  * read-only login sees them too.
  */
 import type { Context, Hono } from 'hono';
-import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
@@ -17,10 +16,10 @@ import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration } from './format.ts';
-import type { Session } from './session.ts';
-import { Layout, Live, type NavKey } from './views.tsx';
+import { Live, type NavKey } from './views.tsx';
+import { layoutPage, type DashboardEnv } from './page.tsx';
 
-type Env = { Variables: { session: Session; csrf: string } };
+type Env = DashboardEnv;
 
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
 
@@ -32,14 +31,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   const { db, config } = deps;
   const snapshot = async () => metricsSnapshot(db, { now: await now(), config });
 
-  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) =>
-    c.html(
-      html`<!DOCTYPE html>${(
-        <Layout title={title} nav={nav} csrf={c.get('csrf')} loggedIn={!!config.adminToken}>
-          {children}
-        </Layout>
-      )}`,
-    );
+  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: !!config.adminToken }, children);
 
   const metrics = async () => <MetricsFragment m={await snapshot()} />;
   app.get('/dashboard/metrics', async (c) => shell(c, 'Metrics', 'metrics', <Live src="/dashboard/live/metrics">{await metrics()}</Live>));

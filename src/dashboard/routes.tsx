@@ -8,7 +8,6 @@
  */
 import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { html } from 'hono/html';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
@@ -19,7 +18,7 @@ import type { JobStatus } from '../db/schema.ts';
 import { registerBulkRoutes } from './bulk.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
-import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys, sameString, type Session } from './session.ts';
+import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys, sameString } from './session.ts';
 import {
   ErrorPage,
   JobActions,
@@ -27,7 +26,6 @@ import {
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
-  Layout,
   Live,
   LoginPage,
   Notice,
@@ -36,17 +34,16 @@ import {
   WorkersFragment,
   ZombiesFragment,
   type JobsFilter,
+  type NavKey,
 } from './views.tsx';
+import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 
-type Env = { Variables: { session: Session; csrf: string } };
+type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
 
-/** A page as a full HTML document. */
-function page(c: Context, body: Child, status: 200 | 400 | 401 | 403 | 404 = 200) {
-  return c.html(html`<!DOCTYPE html>${body}`, status);
-}
+const page = htmlDocument;
 
 /** Only dashboard-local paths are followed after login or an action. */
 function safeLocal(path: unknown, fallback: string): string {
@@ -157,14 +154,8 @@ export function dashboardRoutes(deps: AppDeps) {
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
   });
 
-  const shell = (c: Context<Env>, title: string, nav: 'overview' | 'jobs' | 'zombies' | 'workers' | 'none', children: Child, status: 200 | 404 = 200) =>
-    page(
-      c,
-      <Layout title={title} nav={nav} csrf={c.get('csrf')} loggedIn={!open}>
-        {children}
-      </Layout>,
-      status,
-    );
+  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child, status: 200 | 404 = 200) =>
+    layoutPage(c, { title, nav, loggedIn: !open }, children, status);
 
   // ---- metrics, alerts, tuning; the overview's alert count and charts ----
   const overviewExtras = observabilityPages(app, deps, now);

@@ -1,0 +1,27 @@
+/** The dashboard's page plumbing, shared by every group of routes. */
+import type { Context } from 'hono';
+import { html } from 'hono/html';
+import type { Child } from 'hono/jsx';
+import type { Session } from './session.ts';
+import { Layout, type NavKey } from './views.tsx';
+
+/** What the session middleware puts on every dashboard request. */
+export type DashboardEnv = { Variables: { session: Session; csrf: string } };
+
+type PageStatus = 200 | 400 | 401 | 403 | 404;
+
+/** Any page body as a full HTML document. */
+export function htmlDocument(c: Context, body: Child, status: PageStatus = 200) {
+  return c.html(html`<!DOCTYPE html>${body}`, status);
+}
+
+/** A page inside the dashboard's layout (nav, logout form with the session's CSRF token). */
+export function layoutPage(c: Context<DashboardEnv>, p: { title: string; nav: NavKey; loggedIn: boolean }, children: Child, status: PageStatus = 200) {
+  return htmlDocument(
+    c,
+    <Layout title={p.title} nav={p.nav} csrf={c.get('csrf')} loggedIn={p.loggedIn}>
+      {children}
+    </Layout>,
+    status,
+  );
+}
