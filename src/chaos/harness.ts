@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
-import { describeFault, makePlan, type ChaosOptions, type Fault, type Plan } from './plan.ts';
+import { describeFault, makePlan, type ChaosOptions, type Fault } from './plan.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 

@@ -15,7 +15,6 @@
  * than lease + grace without a successful heartbeat) runs it twice; the old
  * worker's writes are then refused by its lock token.
  */
-import { LeaseholdError } from './errors.ts';
 
 export interface QueueDefaults {
   /** How long a claim holds a job without a heartbeat. */
