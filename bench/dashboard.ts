@@ -7,6 +7,7 @@
  * warm-up; the median is compared with the target "well under 100 ms".
  */
 import { readFileSync } from 'node:fs';
+import type { Client } from '@libsql/client';
 import { join } from 'node:path';
 import { createApp } from '../src/app.ts';
 import { databaseClock } from '../src/core/clock.ts';
@@ -42,53 +43,58 @@ function enqueuedTriggerSql(): string {
   return stmt.trim();
 }
 
+/** Fills a migrated database with the benchmark's table (see the file comment). */
+export async function loadDashboardTable(c: Client, s: DashboardSizes): Promise<void> {
+  const t = Date.now();
+  for (const q of ['q0', 'q1', 'q2', 'q3']) {
+    await c.execute({ sql: `INSERT INTO queues (name, created_at, updated_at) VALUES (?1, ?2, ?2)`, args: [q, t] });
+  }
+  // Bulk load without the per-row enqueue event, then put the trigger back.
+  await c.execute('DROP TRIGGER jobs_audit_enqueued');
+  const CHUNK = 100_000;
+  for (let done = 0; done < s.finished; done += CHUNK) {
+    const n = Math.min(CHUNK, s.finished - done);
+    await c.execute({
+      sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, attempt_count, available_at, started_at,
+              completed_at, finished_at, result, last_event, last_event_actor, created_at, updated_at)
+            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
+              r(i, at) AS (SELECT i, ?1 - 86400000 + (i * 7919) % 86400000 FROM s)
+            SELECT 'q' || (i % 4), json_object('n', i, 'kind', 'bench'), 'completed', 5, 1, at, at, at + 5, at + 5,
+              json_object('ok', 1), 'completed', 'bench', at, at + 5
+            FROM r`,
+      args: [t, n],
+    });
+    await c.execute('PRAGMA wal_checkpoint(TRUNCATE)');
+  }
+  await c.execute(enqueuedTriggerSql());
+  // Pending jobs through the trigger (they get their enqueue events), in q1.
+  await seedPending(c, 'q1', s.pending);
+  // Running jobs whose lease expired an hour ago: zombie candidates.
+  await c.execute({
+    sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, attempt_count, lease_epoch, available_at, started_at,
+            last_heartbeat_at, lease_ms, lease_expires_at, locked_by, lock_token, last_event, last_event_actor, created_at, updated_at)
+          WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
+          SELECT 'q' || (i % 4), '{}', 'running', 5, 1, 1, ?1 - ${2 * HOUR}, ?1 - ${2 * HOUR}, ?1 - ${2 * HOUR}, 30000, ?1 - ${HOUR},
+            'bench-worker-' || (i % ?3), lower(hex(randomblob(16))), 'claimed', 'bench', ?1 - ${2 * HOUR}, ?1
+          FROM s`,
+    args: [t, s.zombies, s.workers],
+  });
+  await c.execute({
+    sql: `INSERT INTO workers (id, started_at, last_seen_at)
+          WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ?2 - 1)
+          SELECT 'bench-worker-' || i, ?1 - ${HOUR}, ?1 - (i * 1000) FROM s`,
+    args: [t, s.workers],
+  });
+  await c.execute('PRAGMA wal_checkpoint(TRUNCATE)');
+  await c.execute('ANALYZE');
+}
+
 export async function benchDashboard(s: DashboardSizes, log: (line: string) => void) {
   const db = await openTempDb('dashboard');
   try {
     const c = db.client;
-    const t = Date.now();
     const l0 = now();
-    for (const q of ['q0', 'q1', 'q2', 'q3']) {
-      await c.execute({ sql: `INSERT INTO queues (name, created_at, updated_at) VALUES (?1, ?2, ?2)`, args: [q, t] });
-    }
-    // Bulk load without the per-row enqueue event, then put the trigger back.
-    await c.execute('DROP TRIGGER jobs_audit_enqueued');
-    const CHUNK = 100_000;
-    for (let done = 0; done < s.finished; done += CHUNK) {
-      const n = Math.min(CHUNK, s.finished - done);
-      await c.execute({
-        sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, attempt_count, available_at, started_at,
-                completed_at, finished_at, result, last_event, last_event_actor, created_at, updated_at)
-              WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
-                r(i, at) AS (SELECT i, ?1 - 86400000 + (i * 7919) % 86400000 FROM s)
-              SELECT 'q' || (i % 4), json_object('n', i, 'kind', 'bench'), 'completed', 5, 1, at, at, at + 5, at + 5,
-                json_object('ok', 1), 'completed', 'bench', at, at + 5
-              FROM r`,
-        args: [t, n],
-      });
-      await c.execute('PRAGMA wal_checkpoint(TRUNCATE)');
-    }
-    await c.execute(enqueuedTriggerSql());
-    // Pending jobs through the trigger (they get their enqueue events), in q1.
-    await seedPending(c, 'q1', s.pending);
-    // Running jobs whose lease expired an hour ago: zombie candidates.
-    await c.execute({
-      sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, attempt_count, lease_epoch, available_at, started_at,
-              last_heartbeat_at, lease_ms, lease_expires_at, locked_by, lock_token, last_event, last_event_actor, created_at, updated_at)
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
-            SELECT 'q' || (i % 4), '{}', 'running', 5, 1, 1, ?1 - ${2 * HOUR}, ?1 - ${2 * HOUR}, ?1 - ${2 * HOUR}, 30000, ?1 - ${HOUR},
-              'bench-worker-' || (i % ?3), lower(hex(randomblob(16))), 'claimed', 'bench', ?1 - ${2 * HOUR}, ?1
-            FROM s`,
-      args: [t, s.zombies, s.workers],
-    });
-    await c.execute({
-      sql: `INSERT INTO workers (id, started_at, last_seen_at)
-            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ?2 - 1)
-            SELECT 'bench-worker-' || i, ?1 - ${HOUR}, ?1 - (i * 1000) FROM s`,
-      args: [t, s.workers],
-    });
-    await c.execute('PRAGMA wal_checkpoint(TRUNCATE)');
-    await c.execute('ANALYZE');
+    await loadDashboardTable(c, s);
     const loadSeconds = (now() - l0) / 1000;
     const [counts] = (await c.execute(`SELECT count(*) AS n, sum(status = 'pending') AS p FROM jobs`)).rows;
     check(Number(counts?.n) === s.finished + s.pending + s.zombies && Number(counts?.p) === s.pending, 'dashboard table load');
@@ -118,6 +124,9 @@ export async function benchDashboard(s: DashboardSizes, log: (line: string) => v
       ['job detail (completed)', `/dashboard/jobs/${Number(finishedJob?.id)}`],
       ['zombies', '/dashboard/zombies'],
       ['workers', '/dashboard/workers'],
+      ['metrics', '/dashboard/metrics'],
+      ['alerts', '/dashboard/alerts'],
+      ['tuning', '/dashboard/tuning'],
       ['bulk dry run, q1 pending', '/dashboard/bulk?queue=q1&status=pending'],
     ];
     const timings: PageTiming[] = [];

@@ -3,9 +3,7 @@
  * and the overview's alert count and per-minute SVG charts, at the
  * app.request level with the manual clock; data made through the API.
  */
-import { SQLiteSyncDialect } from 'drizzle-orm/sqlite-core';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { activitySql } from '../src/dashboard/charts.ts';
 import { setup, type TestBed } from './helpers.ts';
 
 const ADMIN = 'a'.repeat(24);
@@ -60,6 +58,7 @@ async function failJob(q: string, error: string, worker = 'W') {
   const res = await t.post(`${api}/jobs/${e.id}/fail`, { workerId: worker, lockToken: c!.lockToken, error, retryable: false }, admin);
   expect(res.status).toBe(200);
   expect(res.json.job.status).toBe('failed');
+  return e.id;
 }
 
 describe('dashboard observability pages', () => {
@@ -200,16 +199,60 @@ describe('dashboard observability pages', () => {
     expect(text(row)).toContain('— (interval 5.0 s)');
   });
 
-  test('the chart queries read index ranges: jobs_finished_idx and events_rare_type_at_idx', async () => {
-    const dialect = new SQLiteSyncDialect();
-    const plan = async (q: ReturnType<typeof activitySql>['finished']) => {
-      const { sql, params } = dialect.sqlToQuery(q);
-      const rows = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows;
-      return rows.map((r) => String(r.detail)).join(' | ');
-    };
-    const q = activitySql(Date.now());
-    expect(await plan(q.finished)).toMatch(/SEARCH jobs USING INDEX jobs_finished_idx \(finished_at>\?\)/);
-    expect(await plan(q.reaped)).toMatch(/SEARCH events USING INDEX events_rare_type_at_idx \(type=\? AND at>\?\)/);
+  test('the heartbeat lag chart: the worst lag each reaper pass saw, per minute, late minutes marked', async () => {
+    // T starts at 0; heartbeat interval 5 s, so "late" is over 10 s.
+    const e = await t.enqueue('q');
+    const [c] = await t.claim('q', 'A');
+    t.clock.advance(3_000);
+    await t.post(`${api}/reaper/run`, {}, admin); // minute 0: lag 3 s
+    t.clock.advance(47_000);
+    const beat = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken }, admin);
+    expect(beat.status).toBe(200); // at 50 s: the lease now runs to 80 s
+    t.clock.advance(15_000);
+    await t.post(`${api}/reaper/run`, {}, admin); // minute 1: lag 15 s
+    t.clock.advance(1_000);
+    await t.post(`${api}/reaper/run`, {}, admin); // minute 1: lag 16 s, the worse one kept
+    const html = await page('/dashboard');
+    const row = element(html, 'chart-q', 'tr');
+    const svg = row.slice(row.indexOf('<svg class="chart lag"'), row.indexOf('</svg>', row.indexOf('<svg class="chart lag"')));
+    const bars = [...svg.matchAll(/<rect class="(bar(?: late)?)"[^>]*data-minute="(\d+)"[^>]*><title>([^<]*)<\/title>/g)].map((m) => [m[1], Number(m[2]), m[3]]);
+    expect(bars).toEqual([
+      ['bar', 1, 'worst heartbeat lag 3.0 s, 1 min ago'],
+      ['bar late', 0, 'worst heartbeat lag 16.0 s, this minute'],
+    ]);
+    expect(svg).toContain('<title>q: worst heartbeat lag 16.0 s in the last hour</title>');
+  });
+
+  test('the overview reads counters, not a million rows: queue_counts and queue_minutes stay exact', async () => {
+    // Every kind of change a job goes through, then the counters are compared
+    // with a full count of the jobs table.
+    const done = await runJob('q', 100);
+    await failJob('q', 'boom');
+    await failJob('r', 'boom');
+    const failed = await failJob('r', 'again');
+    expect((await t.post(`${api}/jobs/${failed}/retry`, { reason: 'operator' }, admin)).status).toBe(200);
+    const cancelled = await t.enqueue('r');
+    expect((await t.post(`${api}/jobs/${cancelled.id}/cancel`, {}, admin)).status).toBe(200);
+    await t.enqueue('q');
+    await t.claim('q', 'A');
+    t.clock.advance(PAST_LEASE_OWNER_DEAD);
+    expect((await t.post(`${api}/reaper/run`, {}, admin)).json.requeued).toHaveLength(1);
+    await t.enqueue('r', { payload: {}, idempotencyKey: 'k' });
+    await t.enqueue('r', { payload: {}, idempotencyKey: 'k' }); // a dedup hit: no new job
+    void done;
+    const counts = async () =>
+      (await t.client.execute(`SELECT queue_name || ':' || status AS k, jobs FROM queue_counts WHERE jobs <> 0 ORDER BY 1`)).rows.map((r) => `${r.k}=${r.jobs}`);
+    const truth = async () =>
+      (await t.client.execute(`SELECT queue_name || ':' || status AS k, count(*) AS jobs FROM jobs GROUP BY 1 ORDER BY 1`)).rows.map((r) => `${r.k}=${r.jobs}`);
+    expect(await counts()).toEqual(await truth());
+    expect(await counts()).toEqual(['q:completed=1', 'q:failed=1', 'q:pending=1', 'r:cancelled=1', 'r:failed=1', 'r:pending=2']);
+    // Retention pruning deletes finished jobs: the counts follow.
+    t.clock.advance(8 * 24 * 3_600_000);
+    await t.post(`${api}/reaper/run`, {}, admin);
+    expect(await counts()).toEqual(await truth());
+    expect(await counts()).toEqual(['q:pending=1', 'r:pending=2']);
+    // The per-minute activity was pruned with them (kept a day).
+    expect(Number((await t.client.execute('SELECT count(*) AS n FROM queue_minutes WHERE completed + failed + reaped > 0')).rows[0]!.n)).toBe(0);
   });
 
   test('user text (job errors, payloads) never reaches these pages unescaped', async () => {

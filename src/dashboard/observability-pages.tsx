@@ -307,8 +307,40 @@ export function BarChart(props: { queue: string; series: ChartSeries; counts: nu
   );
 }
 
+/**
+ * The worst heartbeat lag the reaper saw in each minute, one bar per sampled
+ * minute; bars over `lateMs` (two heartbeat intervals) are marked late.
+ */
+export function LagChart(props: { queue: string; lags: (number | null)[]; lateMs: number }) {
+  const max = Math.max(props.lateMs, ...props.lags.map((x) => x ?? 0));
+  const worst = Math.max(0, ...props.lags.map((x) => x ?? 0));
+  const sampled = props.lags.some((x) => x !== null);
+  const label = sampled ? `${props.queue}: worst heartbeat lag ${fmtDuration(worst)} in the last hour` : `${props.queue}: nothing running was sampled in the last hour`;
+  const lateY = H - Math.max(1, Math.round((props.lateMs / max) * (H - 2)));
+  return (
+    <svg class="chart lag" viewBox={`0 0 ${CHART_MINUTES * W} ${H}`} width={CHART_MINUTES * W} height={H} role="img" aria-label={label}>
+      <title>{label}</title>
+      <line class="axis" x1={0} y1={H - 0.5} x2={CHART_MINUTES * W} y2={H - 0.5} />
+      <line class="limit" x1={0} y1={lateY} x2={CHART_MINUTES * W} y2={lateY}>
+        <title>{`late: over ${fmtDuration(props.lateMs)} (two heartbeat intervals)`}</title>
+      </line>
+      {props.lags.map((lag, i) => {
+        if (lag === null) return null;
+        const h = Math.max(1, Math.round((lag / max) * (H - 2)));
+        const ago = CHART_MINUTES - 1 - i;
+        return (
+          <rect class={lag > props.lateMs ? 'bar late' : 'bar'} x={i * W} y={H - h} width={W - 1} height={h} data-minute={ago}>
+            <title>{`worst heartbeat lag ${fmtDuration(lag)}, ${ago === 0 ? 'this minute' : `${ago} min ago`}`}</title>
+          </rect>
+        );
+      })}
+    </svg>
+  );
+}
+
 export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; activity: QueueActivity[] }) {
   const none = new Array<number>(CHART_MINUTES).fill(0);
+  const noLag = new Array<number | null>(CHART_MINUTES).fill(null);
   return (
     <>
       <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
@@ -321,6 +353,7 @@ export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; acti
             <th>Completed / min (1 h)</th>
             <th>Failed / min (1 h)</th>
             <th>Reaped / min (1 h)</th>
+            <th>Worst heartbeat lag / min (1 h)</th>
             <th>Max heartbeat lag now</th>
           </tr>
         </thead>
@@ -339,6 +372,9 @@ export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; acti
                 </td>
                 <td>
                   <BarChart queue={q.queue} series="reaped" counts={a?.reaped ?? none} />
+                </td>
+                <td>
+                  <LagChart queue={q.queue} lags={a?.heartbeatLagMs ?? noLag} lateMs={2 * q.settings.heartbeatMs} />
                 </td>
                 <td class={lag !== null && lag > 2 * q.settings.heartbeatMs ? 'bad' : undefined}>
                   {ms(lag)} <span class="hint">(interval {fmtDuration(q.settings.heartbeatMs)})</span>

@@ -12,6 +12,7 @@ import type { Now } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapReason } from '../core/reaper.ts';
 import type { Db } from './db.ts';
+import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
 import { readNow } from './store/read.ts';
 import { jobsGetReapCandidates, jobsPruneFinished, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.ts';
 
@@ -47,5 +48,8 @@ export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapRe
   }
   report.pruned = await jobsPruneFinished(db, { now: at, limit: config.pruneBatchSize, defaults: config });
   await workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) });
+  // The overview's heartbeat lag history: one sample per pass, the worst per minute kept.
+  await queueMinutesSampleHeartbeatLag(db, { now: at });
+  await queueMinutesPrune(db, { now: at });
   return report;
 }

@@ -178,11 +178,76 @@ export const queues = sqliteTable(
     backoffMaxMs: integer('backoff_max_ms'),
     retentionMs: integer('retention_ms'),
     paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    // Alert thresholds for this queue only (a JSON object of AlertThresholds
+    // fields, checked by the API); absent fields use the server's thresholds.
+    alertThresholds: text('alert_thresholds'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [
     check('queues_positive_durations', sql`coalesce(${t.leaseMs}, 1) > 0 AND coalesce(${t.heartbeatMs}, 1) > 0 AND coalesce(${t.graceMs}, 0) >= 0`),
+  ],
+);
+
+/**
+ * Jobs per queue and status, kept exact by triggers on jobs (drizzle/0004), so
+ * the overview and /metrics read a handful of rows instead of counting a
+ * million finished jobs.
+ */
+export const queueCounts = sqliteTable(
+  'queue_counts',
+  {
+    queueName: text('queue_name').notNull(),
+    status: text('status', { enum: JOB_STATUSES }).notNull(),
+    jobs: integer('jobs').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.status] })],
+);
+
+/**
+ * Per-queue activity per minute, for the last-hour charts: completed, failed
+ * and reaped counted by triggers as they happen (never decremented), and the
+ * worst heartbeat lag of running jobs sampled by each reaper pass. Pruned by
+ * the reaper after a day.
+ */
+export const queueMinutes = sqliteTable(
+  'queue_minutes',
+  {
+    queueName: text('queue_name').notNull(),
+    // Start of the minute, epoch ms (a multiple of 60 000).
+    minuteAt: integer('minute_at').notNull(),
+    completed: integer('completed').notNull().default(0),
+    failed: integer('failed').notNull().default(0),
+    reaped: integer('reaped').notNull().default(0),
+    maxHeartbeatLagMs: integer('max_heartbeat_lag_ms'),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.minuteAt] }), index('queue_minutes_minute_idx').on(t.minuteAt)],
+);
+
+/**
+ * What each alert was at the last evaluation, and what the webhook was last
+ * told. `notified_state <> state` is an undelivered notification; the pass
+ * that wants to send it first takes `notify_until` (a short lease), so two
+ * reapers never both send it.
+ */
+export const alertStates = sqliteTable(
+  'alert_states',
+  {
+    queueName: text('queue_name').notNull(),
+    name: text('name').notNull(),
+    state: text('state', { enum: ['firing', 'ok'] }).notNull(),
+    since: integer('since').notNull(),
+    value: integer('value'),
+    message: text('message').notNull(),
+    notifiedState: text('notified_state', { enum: ['firing', 'ok'] }).notNull().default('ok'),
+    notifyUntil: integer('notify_until'),
+    notifyAttempts: integer('notify_attempts').notNull().default(0),
+    lastNotifyError: text('last_notify_error'),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.queueName, t.name] }),
+    check('alert_states_state_known', sql`${t.state} IN ('firing', 'ok') AND ${t.notifiedState} IN ('firing', 'ok')`),
   ],
 );
 

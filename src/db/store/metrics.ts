@@ -5,7 +5,7 @@
  * jobs' events).
  *
  * Costs (one batch of six statements, plus queuesHealth):
- * - jobs by status: a scan of jobs_status_id_idx / jobs_queue_status_id_idx (all jobs, counted).
+ * - jobs by status: queue_counts (kept by triggers), a few rows per queue.
  * - running: rows with status = 'running' only (jobs_status_id_idx range).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
  *   every retained rare event is read once and bucketed into all-time / last hour / last 5 min.
@@ -124,17 +124,21 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
   // a range of jobs_finished_idx, so the cost stays flat however busy the hour
   // was (exact over 42k rows it took ~300 ms per poll, bench/dashboard.ts).
   // INDEXED BY: left alone, SQLite (after ANALYZE) scanned jobs_queue_status_id_idx.
-  const recentFinished = sql`(SELECT * FROM jobs INDEXED BY jobs_finished_idx
+  const recentFinished = sql`(SELECT queue_name, status, attempt_count, errored_attempts, lost_attempts, started_at, completed_at, finished_at
+    FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, finished, runtimes, workers] = await db.batch([
+  const [clock, running, events, recent, workers] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
+      // INDEXED BY (the partial index of running jobs): left alone, SQLite
+      // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
+      // 1M finished jobs).
       sql`SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
           max(${lag}) AS maxLag, sum(${lag}) AS sumLag, ${bucketCols},
           sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
           count(DISTINCT locked_by) AS busyWorkers
-        FROM jobs WHERE status = 'running' GROUP BY queue_name`,
+        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name`,
     ),
     db.all<{ queue: string; type: string; reason: string | null; total: number; lastHour: number; last5m: number }>(
       sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
@@ -144,25 +148,24 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
           AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
         GROUP BY queue_name, type, reason`,
     ),
-    db.all<Record<string, number | string | null>>(
-      sql`SELECT queue_name AS queue, attempt_count AS attempts, count(*) AS count,
-          sum(errored_attempts) AS errored, sum(lost_attempts) AS lost,
-          sum(errored_attempts > 0) AS withErrors, sum(lost_attempts > 0) AS withLost,
-          sum(started_at IS NOT NULL) AS claimedHour,
-          sum(started_at IS NOT NULL AND finished_at >= ${now} - ${shortMs}) AS claimed5m
-        FROM ${recentFinished} GROUP BY queue_name, attempt_count`,
-    ),
-    db.all<Record<string, number | string | null>>(
-      sql`WITH d AS (
-          SELECT queue_name AS q, completed_at - started_at AS ms FROM ${recentFinished}
-          WHERE status = 'completed' AND started_at IS NOT NULL
-        ), r AS (
-          SELECT q, ms, row_number() OVER (PARTITION BY q ORDER BY ms) AS rn, count(*) OVER (PARTITION BY q) AS n FROM d
-        )
-        SELECT q AS queue, max(n) AS count, max(ms) AS maxMs,
-          max(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END) AS p50,
-          max(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END) AS p95,
-          max(CASE WHEN rn = (n * 99 + 99) / 100 THEN ms END) AS p99
+    // Attempts and runtime percentiles from one read of the sample (its
+    // index lookups are most of the cost), one JSON row per queue x attempts
+    // ('attempts') and per queue ('runtime').
+    db.all<{ kind: 'attempts' | 'runtime'; queue: string; data: string }>(
+      sql`WITH s AS MATERIALIZED ${recentFinished},
+        d AS (SELECT queue_name AS q, completed_at - started_at AS ms FROM s WHERE status = 'completed' AND started_at IS NOT NULL),
+        r AS (SELECT q, ms, row_number() OVER (PARTITION BY q ORDER BY ms) AS rn, count(*) OVER (PARTITION BY q) AS n FROM d)
+        SELECT 'attempts' AS kind, queue_name AS queue, json_object('attempts', attempt_count, 'count', count(*),
+          'errored', sum(errored_attempts), 'lost', sum(lost_attempts),
+          'withErrors', sum(errored_attempts > 0), 'withLost', sum(lost_attempts > 0),
+          'claimedHour', sum(started_at IS NOT NULL),
+          'claimed5m', sum(started_at IS NOT NULL AND finished_at >= ${now} - ${shortMs})) AS data
+        FROM s GROUP BY queue_name, attempt_count
+        UNION ALL
+        SELECT 'runtime', q, json_object('count', max(n), 'maxMs', max(ms),
+          'p50', max(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END),
+          'p95', max(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END),
+          'p99', max(CASE WHEN rn = (n * 99 + 99) / 100 THEN ms END))
         FROM r GROUP BY q`,
     ),
     db.all<{ total: number; active: number | null }>(
@@ -170,6 +173,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     ),
   ]);
   const at = clock[0]!.now;
+  const finished: Record<string, number | string | null>[] = [];
+  const runtimes: Record<string, number | string | null>[] = [];
+  for (const row of recent) (row.kind === 'attempts' ? finished : runtimes).push({ queue: row.queue, ...JSON.parse(row.data) });
   const health = await queuesHealth(db, { now: at, defaults: config });
 
   // Counts by status come from queuesHealth (index ranges per queue); every

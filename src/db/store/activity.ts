@@ -1,0 +1,49 @@
+/**
+ * Per-queue, per-minute activity (the queue_minutes table, drizzle/0004).
+ *
+ * Completed, failed and reaped are counted by triggers on jobs as they
+ * happen. The worst heartbeat lag of running jobs is sampled here, by each
+ * reaper pass, so the history exists on every runtime (an edge cron samples
+ * once a minute). Rows older than a day are pruned by the reaper.
+ */
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db.ts';
+
+export const MINUTE_MS = 60_000;
+/** queue_minutes rows are kept this long. */
+export const ACTIVITY_KEEP_MS = 24 * 3_600_000;
+
+export interface MinuteRow {
+  queue: string;
+  minuteAt: number;
+  completed: number;
+  failed: number;
+  reaped: number;
+  maxHeartbeatLagMs: number | null;
+}
+
+/** Minutes whose start is at or after `sinceMinuteAt`, every queue. Reads queue_minutes_minute_idx. */
+export async function queueMinutesSince(db: Db, p: { sinceMinuteAt: number }): Promise<MinuteRow[]> {
+  return db.all<MinuteRow>(sql`SELECT queue_name AS queue, minute_at AS minuteAt, completed, failed, reaped,
+      max_heartbeat_lag_ms AS maxHeartbeatLagMs
+    FROM queue_minutes WHERE minute_at >= ${p.sinceMinuteAt}`);
+}
+
+/**
+ * Records, in the minute holding `now`, the worst heartbeat lag of each
+ * queue's running jobs (keeping the larger of this sample and earlier ones in
+ * the same minute). Queues with nothing running record nothing.
+ */
+export async function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }): Promise<void> {
+  const minuteAt = p.now - (p.now % MINUTE_MS);
+  await db.run(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
+    SELECT queue_name, ${minuteAt}, max(${p.now} - coalesce(last_heartbeat_at, started_at))
+    FROM jobs WHERE status = 'running' GROUP BY queue_name
+    ON CONFLICT (queue_name, minute_at) DO UPDATE SET
+      max_heartbeat_lag_ms = max(coalesce(max_heartbeat_lag_ms, 0), excluded.max_heartbeat_lag_ms)`);
+}
+
+/** Deletes minutes older than ACTIVITY_KEEP_MS. */
+export async function queueMinutesPrune(db: Db, p: { now: number }): Promise<void> {
+  await db.run(sql`DELETE FROM queue_minutes WHERE minute_at < ${p.now - ACTIVITY_KEEP_MS}`);
+}
