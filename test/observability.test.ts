@@ -223,6 +223,49 @@ describe('GET /api/v1/alerts', () => {
   });
 });
 
+describe('per-queue alert thresholds: PUT /api/v1/queues/:queue/alerts', () => {
+  test("a queue's own threshold changes when its alert fires; other queues keep the server's", async () => {
+    await bed();
+    for (const q of ['slow', 'fast']) {
+      await t.enqueue(q);
+      await t.claim(q, 'A');
+    }
+    t.clock.advance(20_000); // lag 20 s: over 3 x 5 s, under 5 x 5 s
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000 });
+    const res = await t.call('PUT', `${api}/queues/slow/alerts`, { heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
+    expect(res.status).toBe(200);
+    expect(res.json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
+    expect(res.json.queue.alertThresholds).toMatchObject({ heartbeatLagFactor: 5, pendingAgeMs: 300_000, reapsPer5m: 10 });
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'ok', threshold: 25_000, overridden: ['heartbeatLagFactor'] });
+    expect(await alert('slow', 'reaper_burst')).toMatchObject({ overridden: [] });
+    expect(await alert('fast', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000, overridden: [] });
+    // The queue's view shows them; {} goes back to the server's.
+    expect((await t.get(`${api}/queues/slow`)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
+    expect((await t.call('PUT', `${api}/queues/slow/alerts`, {})).json.queue.alertOverrides).toEqual({});
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000 });
+  });
+
+  test('bad thresholds are a 400 naming the field, and change nothing', async () => {
+    await bed();
+    await t.enqueue('q');
+    expect((await t.call('PUT', `${api}/queues/q/alerts`, { reapsPer5m: 20 })).status).toBe(200);
+    for (const [body, field, message] of [
+      [{ heartbeatLagFactor: 0.5 }, 'heartbeatLagFactor', /between 1 and 1000/],
+      [{ reapsPer5m: 2.5 }, 'reapsPer5m', /whole number/],
+      [{ reapClaimRatio: 2 }, 'reapClaimRatio', /between 0.001 and 1/],
+      [{ pendingAgeMs: '60000' }, 'pendingAgeMs', /must be a whole number, got string/],
+      [{ heartbeatLagFactr: 5 }, 'heartbeatLagFactr', /not a known field/],
+      [[], 'body', /JSON object/],
+    ] as const) {
+      const res = await t.call('PUT', `${api}/queues/q/alerts`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json.error).toMatchObject({ code: 'invalid_request', field });
+      expect(res.json.error.message).toMatch(message);
+    }
+    expect((await t.get(`${api}/queues/q`)).json.queue.alertOverrides).toEqual({ reapsPer5m: 20 });
+  });
+});
+
 describe('GET /api/v1/tuning', () => {
   test('defaults with nothing observed: current values kept, no flags', async () => {
     await bed();

@@ -1,12 +1,13 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
+import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { reapOnce } from '../db/reap-once.ts';
-import { queuesHealth, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
+import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
 import { iso } from '../db/store/record.ts';
 import { parseQueue } from './http.ts';
 import type { AppDeps, Routes } from './router.ts';
-import { bool, int, nullable, obj, optional } from './validate.ts';
+import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -21,8 +22,20 @@ function queueView(q: QueueHealth) {
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
     settings: q.settings,
     overrides: q.overrides,
+    alertThresholds: { ...DEFAULT_ALERT_THRESHOLDS, ...q.alertOverrides },
+    alertOverrides: q.alertOverrides,
   };
 }
+
+/** The body of PUT /queues/:queue/alerts: any of the thresholds, each within its limits. */
+const alertThresholdsBody = obj(
+  Object.fromEntries(
+    Object.entries(ALERT_THRESHOLD_LIMITS).map(([key, l]) => [
+      key,
+      optional(l.integer ? int({ min: l.min, max: l.max, description: l.help }) : num({ min: l.min, max: l.max, description: l.help })),
+    ]),
+  ) as Record<keyof AlertThresholds, Validator<number | undefined>>,
+);
 
 export function adminRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -70,6 +83,22 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const { errors } = checkQueueSettings(merged, (key) => key);
       if (errors.length) throw invalid(errors[0]!.setting, `${errors[0]!.setting} ${errors[0]!.rule}`);
       await queueUpsertSettings(db, { queue: name, patch: body, now: clock.now() });
+      const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      return c.json({ queue: queueView(queue!) });
+    },
+  );
+
+  r.add(
+    {
+      method: 'put',
+      path: '/queues/:queue/alerts',
+      role: 'admin',
+      summary: "Set this queue's alert thresholds (fields left out use the server's; {} clears every override)",
+      body: alertThresholdsBody,
+    },
+    async (c, body) => {
+      const name = parseQueue(c.req.param('queue'));
+      await queueSetAlertThresholds(db, { queue: name, thresholds: body as Partial<AlertThresholds>, now: clock.now() });
       const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
       return c.json({ queue: queueView(queue!) });
     },

@@ -46,6 +46,19 @@ export function int(o: { min: number; max: number; description?: string }): Vali
   };
 }
 
+/** Any finite number in [min, max] (decimals allowed). */
+export function num(o: { min: number; max: number; description?: string }): Validator<number> {
+  return {
+    optional: false,
+    schema: { type: 'number', minimum: o.min, maximum: o.max, ...(o.description ? { description: o.description } : {}) },
+    parse(value, path) {
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(path, `${path} must be a number, got ${describe(value)}`);
+      if (value < o.min || value > o.max) throw invalid(path, `${path} must be between ${o.min} and ${o.max}, got ${value}`);
+      return value;
+    },
+  };
+}
+
 export function bool(description?: string): Validator<boolean> {
   return {
     optional: false,

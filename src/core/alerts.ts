@@ -4,8 +4,9 @@
  * says which alerts fire now; "started firing" / "cleared" transitions (for a
  * webhook) would need remembered state and are not done here.
  *
- * Thresholds are server-wide: DEFAULT_ALERT_THRESHOLDS, overridden by the
- * caller (e.g. server config). Per-queue thresholds are not stored yet.
+ * Thresholds: DEFAULT_ALERT_THRESHOLDS, then the caller's server-wide
+ * overrides, then the queue's own (queues.alert_thresholds, set through
+ * PUT /api/v1/queues/:queue/alerts), field by field.
  *
  * @example
  *   const alerts = evaluateAlerts(await metricsSnapshot(db, { now, config }));
@@ -46,6 +47,44 @@ export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
   pendingAgeMs: 60_000,
 };
 
+/**
+ * What each threshold may be set to, per queue: [min, max, whole number?].
+ * Ratios are shares (0..1]; factors multiply a measured value; counts and ms are whole.
+ */
+export const ALERT_THRESHOLD_LIMITS: Record<keyof AlertThresholds, { min: number; max: number; integer: boolean; help: string }> = {
+  heartbeatLagFactor: { min: 1, max: 1_000, integer: false, help: 'heartbeat_lag fires when the worst lag exceeds this many heartbeat intervals' },
+  longRunningP99Factor: { min: 1, max: 1_000, integer: false, help: 'long_running fires past this many times the p99 runtime (and the lease)' },
+  longRunningLeaseFactor: { min: 1, max: 1_000, integer: false, help: 'without runtime history, long_running fires past this many leases' },
+  reapsPer5m: { min: 0, max: 1_000_000, integer: true, help: 'reaper_burst fires above this many reaps in 5 minutes' },
+  reapClaimRatio: { min: 0.001, max: 1, integer: false, help: '... or when reaps exceed this share of claims in 5 minutes' },
+  reapRatioMinClaims: { min: 0, max: 1_000_000, integer: true, help: '... once there were at least this many claims' },
+  rateRiseFactor: { min: 1, max: 1_000, integer: false, help: "dedup_rate / stale_write_rate fire at this many times the hour's rate" },
+  rateMinEvents: { min: 0, max: 1_000_000, integer: true, help: '... with at least this many events in 5 minutes' },
+  pendingAgeMs: { min: 1_000, max: 30 * 24 * 3_600_000, integer: true, help: 'pending_backlog fires when the oldest ready job waited this long while workers look alive' },
+};
+
+/**
+ * A queue's stored overrides (JSON text from queues.alert_thresholds), keeping
+ * only known fields with values in their limits: a row edited by hand cannot
+ * break alerting for every queue.
+ */
+export function parseQueueAlertThresholds(text: string | null | undefined): Partial<AlertThresholds> {
+  if (!text) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const out: Partial<AlertThresholds> = {};
+  for (const [key, limit] of Object.entries(ALERT_THRESHOLD_LIMITS) as [keyof AlertThresholds, (typeof ALERT_THRESHOLD_LIMITS)[keyof AlertThresholds]][]) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'number' && Number.isFinite(v) && v >= limit.min && v <= limit.max && (!limit.integer || Number.isInteger(v))) out[key] = v;
+  }
+  return out;
+}
+
 export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'dedup_rate' | 'stale_write_rate' | 'pending_backlog';
 
 export interface Alert {
@@ -57,18 +96,39 @@ export interface Alert {
   threshold: number;
   unit: 'ms' | 'count' | 'per_minute';
   message: string;
+  /** The thresholds this queue overrides (empty: the server's for all). */
+  overridden: (keyof AlertThresholds)[];
 }
 
 /** Every alert for every queue, firing or ok, in a stable order (queue, then name). */
-export function evaluateAlerts(m: MetricsSnapshot, overrides: Partial<AlertThresholds> = {}): Alert[] {
-  const t = { ...DEFAULT_ALERT_THRESHOLDS, ...overrides };
-  return m.queues.flatMap((q) => queueAlerts(m, q, t));
+export function evaluateAlerts(m: MetricsSnapshot, serverOverrides: Partial<AlertThresholds> = {}): Alert[] {
+  const server = { ...DEFAULT_ALERT_THRESHOLDS, ...serverOverrides };
+  return m.queues.flatMap((q) => queueAlerts(m, q, { ...server, ...q.alertOverrides }));
 }
+
+/** Which thresholds each alert reads, to say whether its queue overrides them. */
+const READS: Record<AlertName, (keyof AlertThresholds)[]> = {
+  heartbeat_lag: ['heartbeatLagFactor'],
+  long_running: ['longRunningP99Factor', 'longRunningLeaseFactor'],
+  reaper_burst: ['reapsPer5m', 'reapClaimRatio', 'reapRatioMinClaims'],
+  dedup_rate: ['rateRiseFactor', 'rateMinEvents'],
+  stale_write_rate: ['rateRiseFactor', 'rateMinEvents'],
+  pending_backlog: ['pendingAgeMs'],
+};
 
 function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): Alert[] {
   const alerts: Alert[] = [];
   const add = (name: AlertName, firing: boolean, value: number | null, threshold: number, unit: Alert['unit'], message: string) =>
-    alerts.push({ name, queue: q.queue, state: firing ? 'firing' : 'ok', value, threshold, unit, message });
+    alerts.push({
+      name,
+      queue: q.queue,
+      state: firing ? 'firing' : 'ok',
+      value,
+      threshold,
+      unit,
+      message,
+      overridden: READS[name].filter((k) => q.alertOverrides[k] !== undefined),
+    });
 
   // Heartbeat lag spike.
   {

@@ -11,7 +11,7 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
-import { evaluateAlerts, type Alert } from '../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS, evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
@@ -186,7 +186,15 @@ export function AlertsFragment(props: { alerts: Alert[] }) {
           <a href={`/dashboard/jobs?queue=${encodeURIComponent(a.queue)}`}>{a.queue}</a>
         </td>
         <td>{fmtValue(a.value, a.unit)}</td>
-        <td>{fmtValue(a.threshold, a.unit)}</td>
+        <td>
+          {fmtValue(a.threshold, a.unit)}
+          {a.overridden.length > 0 ? (
+            <span class="badge" title={`this queue sets ${a.overridden.join(', ')}`}>
+              {' '}
+              queue override
+            </span>
+          ) : null}
+        </td>
         <td>{a.message}</td>
       </tr>
     ));
@@ -194,6 +202,10 @@ export function AlertsFragment(props: { alerts: Alert[] }) {
     <>
       <p id="alerts-firing" class={firing.length > 0 ? 'notice error' : 'notice'}>
         {firing.length === 0 ? 'No alert is firing.' : `${firing.length} firing`}
+      </p>
+      <p class="hint">
+        Thresholds are the server's unless a queue sets its own: <code>PUT /api/v1/queues/:queue/alerts</code> with any of{' '}
+        {Object.keys(ALERT_THRESHOLD_LIMITS).join(', ')}.
       </p>
       <table class="alerts">
         <thead>

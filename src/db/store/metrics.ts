@@ -15,6 +15,7 @@
  * - workers: the whole workers table (small: one row per live-ish worker).
  */
 import { sql } from 'drizzle-orm';
+import type { AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import { defaultConfig, type QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
@@ -40,6 +41,8 @@ export interface QueueMetrics {
   paused: boolean;
   /** The queue's effective lease settings (its overrides over the server defaults). */
   settings: QueueDefaults;
+  /** The queue's own alert thresholds; absent ones use the server's. */
+  alertOverrides: Partial<AlertThresholds>;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;
@@ -212,6 +215,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
       queue: name,
       paused: h.paused,
       settings: h.settings,
+      alertOverrides: h.alertOverrides,
       counts,
       ready: h.ready,
       oldestReadyAvailableAt: oldestReady,

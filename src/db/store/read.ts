@@ -1,6 +1,7 @@
 /** Reads: one job with its events, keyset-paginated lists, per-queue health. */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
+import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
@@ -73,6 +74,8 @@ export interface QueueHealth {
   /** The queue's own settings; absent ones fall back to the server defaults. */
   overrides: Partial<QueueDefaults>;
   settings: QueueDefaults;
+  /** The queue's own alert thresholds (queues.alert_thresholds); absent ones use the server's. */
+  alertOverrides: Partial<AlertThresholds>;
 }
 
 const SETTING_COLUMNS = {
@@ -141,6 +144,7 @@ export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefault
       oldestReadyAvailableAt: (r.oldest_ready as number | null) ?? null,
       overrides,
       settings,
+      alertOverrides: parseQueueAlertThresholds(r.alert_thresholds as string | null),
     };
   });
 }
@@ -155,6 +159,14 @@ export interface QueueSettingsPatch {
   backoffMaxMs?: number | null;
   retentionMs?: number | null;
   paused?: boolean;
+}
+
+/** Creates the queue if needed and replaces its alert threshold overrides ({}: the server's for all). */
+export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void> {
+  const now = nowSql(p.now);
+  const text = Object.keys(p.thresholds).length === 0 ? null : JSON.stringify(p.thresholds);
+  await db.run(sql`INSERT INTO queues (name, created_at, updated_at, alert_thresholds) VALUES (${p.queue}, ${now}, ${now}, ${text})
+    ON CONFLICT (name) DO UPDATE SET alert_thresholds = excluded.alert_thresholds, updated_at = excluded.updated_at`);
 }
 
 /** Creates the queue if needed and sets the given overrides (null: back to the default). */
