@@ -163,10 +163,6 @@ export async function benchDashboard(s: DashboardSizes, log: (line: string) => v
       queries.push({ query, medianMs: median(ms) });
       log(`  dashboard query ${query}: median ${median(ms).toFixed(2)} ms`);
     }
-    const plan = await c.execute(
-      `EXPLAIN QUERY PLAN SELECT (SELECT count(*) FROM jobs j WHERE j.queue_name = q.name AND j.status = 'completed') FROM queues q`,
-    );
-    log(`  dashboard: per-queue completed count plan: ${plan.rows.map((r) => String(r.detail)).join(' | ')}`);
     return { loadSeconds, pages: timings, queries };
   } finally {
     db.done();
