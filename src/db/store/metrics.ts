@@ -5,7 +5,7 @@
  * jobs' events).
  *
  * Costs (one batch of six statements, plus queuesHealth):
- * - jobs by status: queue_counts (kept by triggers), a few rows per queue.
+ * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_status_id_idx range).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
  *   every retained rare event is read once and bucketed into all-time / last hour / last 5 min.

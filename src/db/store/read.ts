@@ -92,30 +92,30 @@ const SETTING_COLUMNS = {
 /**
  * Counts and health per queue, with its settings.
  *
- * Counts by status come from queue_counts (kept exact by triggers), so their
- * cost does not grow with the finished jobs retained. The rest reads running
- * jobs and due pending jobs only.
+ * Finished counts come from finished_counts (kept exact by triggers), so
+ * their cost does not grow with the finished jobs retained. Pending and
+ * running are counted from their partial indexes, in one pass each.
  */
 export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]> {
   const now = nowSql(p.now);
   const only = p.queue === undefined ? sql`` : sql`WHERE q.name = ${p.queue}`;
-  const counted = (status: JobStatus) =>
-    sql`coalesce((SELECT c.jobs FROM queue_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
+  const finished = (status: 'completed' | 'failed' | 'cancelled') =>
+    sql`coalesce((SELECT c.jobs FROM finished_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
   // The due pending jobs and the running jobs, each read once for every queue
   // through its partial index. INDEXED BY: grouped by queue, SQLite would
   // rather walk jobs_queue_status_id_idx end to end (a million entries at 1M
   // finished jobs) than sort a few rows.
   const rows = await db.all<Record<string, number | string | null>>(sql`WITH
-      d AS (SELECT queue_name, count(*) AS ready, min(available_at) AS oldest_ready FROM jobs INDEXED BY jobs_claim_idx
-        WHERE status = 'pending' AND available_at <= ${now} GROUP BY queue_name),
-      r AS (SELECT queue_name, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running FROM jobs INDEXED BY jobs_lease_expiry_idx
-        WHERE status = 'running' GROUP BY queue_name)
+      d AS (SELECT queue_name, count(*) AS pending, sum(available_at <= ${now}) AS ready, min(CASE WHEN available_at <= ${now} THEN available_at END) AS oldest_ready
+        FROM jobs INDEXED BY jobs_claim_idx WHERE status = 'pending' GROUP BY queue_name),
+      r AS (SELECT queue_name, count(*) AS running, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running
+        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name)
     SELECT q.*,
-      ${counted('pending')} AS c_pending,
-      ${counted('running')} AS c_running,
-      ${counted('completed')} AS c_completed,
-      ${counted('failed')} AS c_failed,
-      ${counted('cancelled')} AS c_cancelled,
+      coalesce(d.pending, 0) AS c_pending,
+      coalesce(r.running, 0) AS c_running,
+      ${finished('completed')} AS c_completed,
+      ${finished('failed')} AS c_failed,
+      ${finished('cancelled')} AS c_cancelled,
       coalesce(d.ready, 0) AS ready, d.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running
     FROM queues q LEFT JOIN d ON d.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
