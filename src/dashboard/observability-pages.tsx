@@ -11,15 +11,20 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
+import { DB_CLOCK } from '../core/clock.ts';
 import { ALERT_THRESHOLD_LIMITS, evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration } from './format.ts';
+import { sharedRead } from './shared-read.ts';
 import { Live, type NavKey } from './views.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
+
+/** How long one metrics read serves every dashboard poll (see shared-read.ts). */
+const SHARED_READ_TTL_MS = 1_000;
 
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? 'â€”' : fmtDuration(v));
 
@@ -27,9 +32,17 @@ const ms = (v: number | null | undefined) => (v === null || v === undefined ? 'â
  * Adds the pages to the dashboard app; returns the overview's extras
  * (firing alerts and charts) for the overview route to render.
  */
-export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config'>, now: () => Promise<number>) {
-  const { db, config } = deps;
-  const snapshot = async () => metricsSnapshot(db, { now: await now(), config });
+export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config' | 'clock'>, now: () => Promise<number>) {
+  const { db, config, clock } = deps;
+  const read = async () => {
+    const t = await now();
+    const [m, activity] = await Promise.all([metricsSnapshot(db, { now: t, config }), activityLastHour(db, { now: t })]);
+    return { m, activity };
+  };
+  // On the database clock (every real server) polls share one read a second;
+  // a manual clock (tests) reads afresh each time, so what a test just wrote shows.
+  const snapshotAndActivity = clock.now() === DB_CLOCK ? sharedRead(read, SHARED_READ_TTL_MS) : read;
+  const snapshot = async () => (await snapshotAndActivity()).m;
 
   const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: !!config.adminToken }, children);
 
@@ -51,11 +64,10 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
    * every queue's jobs a second time.
    */
   return async (): Promise<{ extras: Child; health: MetricsSnapshot['health']; at: number }> => {
-    const t = await now();
-    const m = await metricsSnapshot(db, { now: t, config });
+    const { m, activity } = await snapshotAndActivity();
     if (m.queues.length === 0) return { extras: null, health: m.health, at: m.now };
     const firing = evaluateAlerts(m).filter((a) => a.state === 'firing').length;
-    return { extras: <OverviewExtras firing={firing} m={m} activity={await activityLastHour(db, { now: t })} />, health: m.health, at: m.now };
+    return { extras: <OverviewExtras firing={firing} m={m} activity={activity} />, health: m.health, at: m.now };
   };
 }
 
