@@ -1,0 +1,127 @@
+/**
+ * The counters the overview reads instead of the jobs table (drizzle/0004):
+ * finished_counts (finished jobs per queue and status) and queue_minutes
+ * (completed / failed / reaped per minute). Kept by triggers, so they can only
+ * be trusted if every transition keeps them: a fast-check property runs random
+ * sequences of every operation through the real API and, after each sequence,
+ * compares them with the jobs table and the events.
+ */
+import fc from 'fast-check';
+import { afterEach, describe, expect, test } from 'vitest';
+import { setup, type TestBed } from './helpers.ts';
+
+const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 0xc0de;
+const api = '/api/v1';
+const QUEUES = ['a', 'b'] as const;
+
+type Op =
+  | { kind: 'enqueue'; queue: string; n: number }
+  | { kind: 'claim'; queue: string; n: number }
+  | { kind: 'complete' | 'fail' | 'failFinal' | 'release'; pick: number }
+  | { kind: 'cancel' | 'retry' | 'forceRequeue'; pick: number }
+  | { kind: 'advance'; ms: number }
+  | { kind: 'reap' };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('enqueue' as const), queue: fc.constantFrom(...QUEUES), n: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({ kind: fc.constant('claim' as const), queue: fc.constantFrom(...QUEUES), n: fc.integer({ min: 1, max: 3 }) }),
+  fc.record({ kind: fc.constantFrom('complete' as const, 'fail' as const, 'failFinal' as const, 'release' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constantFrom('cancel' as const, 'retry' as const, 'forceRequeue' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1_000, max: 120_000 }) }),
+  fc.record({ kind: fc.constant('reap' as const) }),
+);
+
+let t: TestBed | undefined;
+afterEach(() => {
+  t?.close();
+  t = undefined;
+});
+
+async function apply(tb: TestBed, held: Map<string, { lockToken: string; worker: string }>, o: Op) {
+  const ids = async (status: string) =>
+    (await tb.client.execute({ sql: 'SELECT id FROM jobs WHERE status = ? ORDER BY id', args: [status] })).rows.map((r) => String(r.id));
+  const pickOf = <T,>(list: T[], pick: number) => (list.length ? list[pick % list.length] : undefined);
+  switch (o.kind) {
+    case 'enqueue':
+      await tb.post(`${api}/queues/${o.queue}/jobs`, { jobs: Array.from({ length: o.n }, (_, i) => ({ payload: { i } })) });
+      return;
+    case 'claim': {
+      const worker = `w-${o.queue}`;
+      for (const c of (await tb.post(`${api}/queues/${o.queue}/claim`, { workerId: worker, limit: o.n })).json.jobs ?? []) {
+        held.set(String(c.id), { lockToken: c.lockToken, worker });
+      }
+      return;
+    }
+    case 'complete':
+    case 'fail':
+    case 'failFinal':
+    case 'release': {
+      const id = pickOf([...held.keys()], o.pick);
+      if (!id) return;
+      const { lockToken, worker } = held.get(id)!;
+      held.delete(id);
+      const body = { workerId: worker, lockToken };
+      if (o.kind === 'complete') await tb.post(`${api}/jobs/${id}/complete`, body);
+      else if (o.kind === 'release') await tb.post(`${api}/jobs/${id}/release`, body);
+      else await tb.post(`${api}/jobs/${id}/fail`, { ...body, error: 'boom', retryable: o.kind === 'fail' });
+      return; // a lease the reaper took already answers 409: also a path worth taking
+    }
+    case 'cancel': {
+      const id = pickOf(await ids('pending'), o.pick);
+      if (id) await tb.post(`${api}/jobs/${id}/cancel`, {});
+      return;
+    }
+    case 'retry': {
+      const id = pickOf([...(await ids('failed')), ...(await ids('cancelled'))], o.pick);
+      if (id) await tb.post(`${api}/jobs/${id}/retry`, { reason: 'property test' });
+      return;
+    }
+    case 'forceRequeue': {
+      const id = pickOf(await ids('running'), o.pick);
+      if (id) await tb.post(`${api}/jobs/${id}/requeue`, { force: true, reason: 'property test' });
+      return;
+    }
+    case 'advance':
+      tb.clock.advance(o.ms);
+      return;
+    case 'reap':
+      await tb.post(`${api}/reaper/run`, {});
+      return;
+  }
+}
+
+async function check(tb: TestBed) {
+  const rows = async (q: string) => (await tb.client.execute(q)).rows.map((r) => Object.values(r).join(':'));
+  // Finished counts against the table.
+  expect(await rows(`SELECT queue_name, status, jobs FROM finished_counts WHERE jobs <> 0 ORDER BY 1, 2`)).toEqual(
+    await rows(`SELECT queue_name, status, count(*) FROM jobs WHERE status IN ('completed', 'failed', 'cancelled') GROUP BY 1, 2 ORDER BY 1, 2`),
+  );
+  // The API's counts for every status against the table.
+  const api_ = (await tb.get(`${api}/queues`)).json.queues as { name: string; counts: Record<string, number> }[];
+  expect(api_.flatMap((q) => Object.entries(q.counts).filter(([, n]) => n > 0).map(([s, n]) => `${q.name}:${s}:${n}`)).sort()).toEqual(
+    (await rows(`SELECT queue_name, status, count(*) FROM jobs GROUP BY 1, 2`)).sort(),
+  );
+  // Per-minute activity against the events (nothing is pruned within a property run).
+  expect(await rows(`SELECT queue_name, minute_at, completed, failed, reaped FROM queue_minutes WHERE completed + failed + reaped > 0 ORDER BY 1, 2`)).toEqual(
+    await rows(`SELECT queue_name, at - at % 60000 AS m, sum(to_status = 'completed' AND from_status <> 'completed'), sum(to_status = 'failed' AND from_status <> 'failed'), sum(type = 'reaped')
+      FROM events WHERE type <> 'stale_write_rejected' AND type <> 'reap_deferred' GROUP BY 1, 2
+      HAVING sum(to_status = 'completed' AND from_status <> 'completed') + sum(to_status = 'failed' AND from_status <> 'failed') + sum(type = 'reaped') > 0 ORDER BY 1, 2`),
+  );
+}
+
+describe('counters kept by triggers', () => {
+  test('finished_counts and queue_minutes match the jobs and events after any sequence of operations', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 40, size: 'max' }), async (ops) => {
+        t?.close();
+        t = await setup({});
+        const held = new Map<string, { lockToken: string; worker: string }>();
+        // A few jobs in each queue first, so the random operations have something to act on.
+        for (const queue of QUEUES) await apply(t, held, { kind: 'enqueue', queue, n: 3 });
+        for (const o of ops) await apply(t, held, o);
+        await check(t);
+      }),
+      { seed: SEED, numRuns: 50 },
+    );
+  }, 120_000);
+});
