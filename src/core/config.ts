@@ -56,6 +56,21 @@ export interface Config extends QueueDefaults {
   maxLeaseMs: number;
   /** Most jobs one dashboard bulk action (retry, cancel, requeue) may change. */
   bulkActionCap: number;
+  /**
+   * Where alert transitions are POSTed (http: or https:), by the reaper pass:
+   * once when an alert starts firing, once when it clears. At-least-once: a
+   * reaper that dies between the receiver's 2xx and recording it lets another
+   * reaper send the same notification again (same `id`) after the lease.
+   */
+  alertWebhookUrl: string | undefined;
+  /** Signs each webhook body: `x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body>`. */
+  alertWebhookSecret: string | undefined;
+  /**
+   * Alerts are evaluated at most this often, across every reaper sharing the
+   * database (and at most once per reaper pass): a transition is noticed up to
+   * this much (or one reaper interval / cron period, if longer) after it happens.
+   */
+  alertEveryMs: number;
 }
 
 type Kind = 'string' | 'secret' | 'int' | 'duration';
@@ -98,6 +113,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one dashboard bulk action may change' },
+  { key: 'alertWebhookUrl', env: 'LEASEHOLD_ALERT_WEBHOOK_URL', flag: '--alert-webhook-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper POSTs to when an alert starts firing and when it clears' },
+  { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST (x-leasehold-signature: sha256=HMAC of the body)' },
+  { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },
 ];
 
 export interface ConfigProblem {
@@ -217,7 +235,22 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (c.readonlyToken && (c.readonlyToken === c.adminToken || c.readonlyToken === c.workerToken)) {
     err('readonlyToken', 'must differ from the admin and worker tokens');
   }
+  if (c.alertWebhookUrl !== undefined && !isHttpUrl(c.alertWebhookUrl)) {
+    // The URL itself is not echoed: webhook URLs often carry a token in their path.
+    err('alertWebhookUrl', 'must be an http:// or https:// URL');
+  }
+  if (c.alertWebhookSecret !== undefined && c.alertWebhookSecret.length < 16) err('alertWebhookSecret', 'must be at least 16 characters');
+  if (c.alertWebhookSecret && !c.alertWebhookUrl) warn('alertWebhookSecret', 'is set but LEASEHOLD_ALERT_WEBHOOK_URL is not, so nothing is sent');
   return { errors, warnings };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -7,10 +7,14 @@
  * after an outage is never a retry storm), idempotent (every write is guarded
  * by the token and expiry it read, so two reapers running at once take each
  * job back once), and every decision leaves an event with its reason.
+ * Last, the alert pass (src/db/alert-pass.ts): alerts are evaluated and the
+ * webhook told about transitions from here, so it works wherever a reaper
+ * runs; its failure is reported in `alerts.error` and never fails the pass.
  */
 import type { Now } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapReason } from '../core/reaper.ts';
+import { alertPass, type AlertPassReport } from './alert-pass.ts';
 import type { Db } from './db.ts';
 import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
 import { readNow } from './store/read.ts';
@@ -25,6 +29,7 @@ export interface ReapReport {
   /** Decisions that lost a race (a heartbeat or completion landed first): left alone. */
   raced: number;
   pruned: number;
+  alerts: AlertPassReport;
 }
 
 const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
@@ -38,7 +43,7 @@ export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapRe
     if (decision.action !== 'none') writes.push({ candidate, decision });
   }
   const taken = await jobsReapIfUnchanged(db, { now: at, writes, defaults: config });
-  const report: ReapReport = { at, requeued: [], failed: [], deferred: [], raced: 0, pruned: 0 };
+  const report: ReapReport = { at, requeued: [], failed: [], deferred: [], raced: 0, pruned: 0, alerts: { ...NO_ALERT_PASS } };
   for (const { candidate, decision } of writes) {
     const id = String(candidate.id);
     if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });
@@ -51,5 +56,14 @@ export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapRe
   // The overview's heartbeat lag history: one sample per pass, the worst per minute kept.
   await queueMinutesSampleHeartbeatLag(db, { now: at });
   await queueMinutesPrune(db, { now: at });
+  try {
+    report.alerts = await alertPass(db, at, config);
+  } catch (err) {
+    // The jobs are already taken back: a broken alert pass (a database
+    // error, a bug) is reported with the pass, and the next pass tries again.
+    report.alerts = { ...NO_ALERT_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+  }
   return report;
 }
+
+const NO_ALERT_PASS: AlertPassReport = { evaluated: false, started: 0, cleared: 0, delivered: 0, failed: 0 };

@@ -27,7 +27,7 @@ import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce } from '../db/reap-once.ts';
 import * as schema from '../db/schema.ts';
-import { summarize } from './reaper-timer.ts';
+import { summarize, worthLogging } from './reaper-timer.ts';
 
 /** The parts of D1's `D1Database` this file touches (see @cloudflare/workers-types). */
 export interface D1DatabaseLike {
@@ -201,7 +201,7 @@ export default {
         return;
       }
       const r = await reapOnce(runtime.db, databaseClock.now(), runtime.config);
-      if (r.requeued.length || r.failed.length || r.deferred.length) console.log(`leasehold reaper: ${summarize(r)}`);
+      if (worthLogging(r)) console.log(`leasehold reaper: ${summarize(r)}`);
     })();
     ctx.waitUntil(pass);
     // Awaited too, so a failed pass shows as a failed cron invocation (the next cron retries).

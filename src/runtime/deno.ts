@@ -23,7 +23,7 @@ import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { reapOnce } from '../db/reap-once.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { redactUrl, summarize } from './reaper-timer.ts';
+import { redactUrl, summarize, worthLogging } from './reaper-timer.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
 interface DenoNetAddr {
@@ -73,7 +73,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
     running = true;
     try {
       const report = await reapOnce(opened.db, clock.now(), config);
-      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper (${source}): ${summarize(report)}`);
+      if (worthLogging(report)) log(`reaper (${source}): ${summarize(report)}`);
     } catch (err) {
       console.error(`leasehold: reaper pass (${source}) failed, will retry on the next one`, err);
     } finally {

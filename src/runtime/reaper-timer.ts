@@ -15,7 +15,7 @@ export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (lin
     running = true;
     try {
       const report = await reapOnce(db, clock.now(), config);
-      if (report.requeued.length || report.failed.length || report.deferred.length) log(`reaper: ${summarize(report)}`);
+      if (worthLogging(report)) log(`reaper: ${summarize(report)}`);
     } catch (err) {
       console.error('leasehold: reaper pass failed (will retry next interval)', err);
     } finally {
@@ -28,7 +28,20 @@ export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (lin
 }
 
 export function summarize(r: ReapReport): string {
-  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}`;
+  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
+}
+
+/** The alert part, only when it did something (most passes do not). */
+function alertsSummary({ alerts: a }: ReapReport): string {
+  if (a.error) return `; alert pass failed (reaping was not affected): ${a.error}`;
+  if (!a.started && !a.cleared && !a.delivered && !a.failed) return '';
+  return `; alerts: ${a.started} started firing, ${a.cleared} cleared, webhook ${a.delivered} delivered, ${a.failed} failed`;
+}
+
+/** A pass that changed a job, or whose alert part did anything or failed, is logged; a quiet one is not. */
+export function worthLogging(r: ReapReport): boolean {
+  const a = r.alerts;
+  return r.requeued.length + r.failed.length + r.deferred.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
 }
 
 /** A database URL for logs: credentials in it are masked. */
