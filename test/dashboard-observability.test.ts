@@ -140,6 +140,25 @@ describe('dashboard observability pages', () => {
     }
   });
 
+  test('/dashboard/alerts: how long each alert has held its state, as the reaper pass recorded it', async () => {
+    await t.enqueue('q');
+    await t.claim('q', 'A');
+    t.clock.advance(16_000); // heartbeat lag 16 s: firing
+    expect((await t.post(`${api}/reaper/run`, {}, admin)).json.alerts).toMatchObject({ evaluated: true, started: 1 });
+    t.clock.advance(10_000);
+    const html = await page('/dashboard/alerts');
+    const row = element(html, 'alert-q-heartbeat_lag', 'tr');
+    expect(row).toMatch(/<td class="since" title="[^"]+">10\.0 s<\/td>/);
+    // An alert that changed since the last pass has no duration yet.
+    const e = await t.enqueue('q');
+    void e;
+    t.clock.advance(61_000);
+    await t.post(`${api}/workers/beat`, { workerId: 'B' }, admin); // pending_backlog needs a live worker
+    expect(element(await page('/dashboard/alerts'), 'alert-q-pending_backlog', 'tr')).toContain('<td class="since">—</td>');
+    // Without a webhook URL there is no webhook column.
+    expect(html).not.toContain('<th>Webhook</th>');
+  });
+
   test('/dashboard/tuning: current vs recommended, confidence, flagged rule breaks, notes', async () => {
     await t.enqueue('idle');
     await t.enqueue('busy');

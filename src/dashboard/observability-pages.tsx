@@ -14,6 +14,7 @@ import type { AppDeps } from '../api/router.ts';
 import { DB_CLOCK } from '../core/clock.ts';
 import { ALERT_THRESHOLD_LIMITS, evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
+import { alertStatesList, type AlertStateRow } from '../db/store/alert-states.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration } from './format.ts';
@@ -50,7 +51,12 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   app.get('/dashboard/metrics', async (c) => shell(c, 'Metrics', 'metrics', <Live src="/dashboard/live/metrics">{await metrics()}</Live>));
   app.get('/dashboard/live/metrics', async (c) => c.html(await metrics()));
 
-  const alerts = async () => <AlertsFragment alerts={evaluateAlerts(await snapshot())} />;
+  const alerts = async () => {
+    const m = await snapshot();
+    // What the reaper's alert pass last recorded: since when, and what the webhook was told.
+    const recorded = await alertStatesList(db);
+    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} />;
+  };
   app.get('/dashboard/alerts', async (c) => shell(c, 'Alerts', 'alerts', <Live src="/dashboard/live/alerts">{await alerts()}</Live>));
   app.get('/dashboard/live/alerts', async (c) => c.html(await alerts()));
 
@@ -183,10 +189,30 @@ function fmtValue(v: number | null, unit: Alert['unit']): string {
   return String(v);
 }
 
-export function AlertsFragment(props: { alerts: Alert[] }) {
+/** Since when the recorded state has held (the reaper's alert pass records it); blank if not recorded yet or it differs from now. */
+function Since(props: { alert: Alert; row: AlertStateRow | undefined; now: number }) {
+  const r = props.row;
+  if (!r || r.state !== props.alert.state) return <td class="since">—</td>;
+  return <td class="since" title={new Date(r.since).toISOString()}>{fmtDuration(Math.max(0, props.now - r.since))}</td>;
+}
+
+/** What the webhook was last told about this alert. */
+function WebhookCell(props: { row: AlertStateRow | undefined }) {
+  const r = props.row;
+  if (!r) return <td class="webhook">—</td>;
+  if (r.notifiedState === r.state) return <td class="webhook">{r.state === 'firing' ? 'sent' : '—'}</td>;
+  return (
+    <td class="webhook bad">
+      {r.notifyAttempts === 0 ? 'to send' : `not delivered (${r.notifyAttempts} ${r.notifyAttempts === 1 ? 'try' : 'tries'}): ${r.lastNotifyError ?? ''}`}
+    </td>
+  );
+}
+
+export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean }) {
   if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
   const firing = props.alerts.filter((a) => a.state === 'firing');
   const ok = props.alerts.filter((a) => a.state !== 'firing');
+  const recorded = new Map(props.recorded.map((r) => [`${r.queue}\u0000${r.name}`, r]));
   const rows = (list: Alert[]) =>
     list.map((a) => (
       <tr class={a.state === 'firing' ? 'firing' : 'ok'} id={`alert-${a.queue}-${a.name}`}>
@@ -208,6 +234,8 @@ export function AlertsFragment(props: { alerts: Alert[] }) {
           ) : null}
         </td>
         <td>{a.message}</td>
+        <Since alert={a} row={recorded.get(`${a.queue}\u0000${a.name}`)} now={props.now} />
+        {props.webhook ? <WebhookCell row={recorded.get(`${a.queue}\u0000${a.name}`)} /> : null}
       </tr>
     ));
   return (
@@ -228,6 +256,8 @@ export function AlertsFragment(props: { alerts: Alert[] }) {
             <th>Value</th>
             <th>Threshold</th>
             <th>Message</th>
+            <th>For</th>
+            {props.webhook ? <th>Webhook</th> : null}
           </tr>
         </thead>
         <tbody>
