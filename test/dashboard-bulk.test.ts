@@ -223,6 +223,17 @@ describe('bulk actions, read-only login', () => {
     expect(await statusOf(j.id)).toBe('pending');
     expect(await eventCount()).toBe(before);
   });
+
+  test('the jobs list offers no way into a bulk action', async () => {
+    t = await setup({ adminToken: ADMIN, readonlyToken: READONLY });
+    await t.enqueue('q', { payload: 1 });
+    const cookie = await login(READONLY);
+    for (const status of ['pending', 'running', 'failed', 'cancelled']) {
+      const res = await req(`/dashboard/jobs?queue=q&status=${status}`, { cookie });
+      expect(res.status).toBe(200);
+      expect(await res.text(), status).not.toContain('/dashboard/bulk');
+    }
+  });
 });
 
 test('LEASEHOLD_BULK_ACTION_CAP / --bulk-action-cap: default 100, a positive whole number', () => {

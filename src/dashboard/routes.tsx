@@ -191,7 +191,7 @@ export function dashboardRoutes(deps: AppDeps) {
       'Jobs',
       'jobs',
       <>
-        <JobsFilterForm filter={f} />
+        <JobsFilterForm filter={f} canAct={c.get('session').role === 'admin'} />
         <Live src={`/dashboard/live/jobs${jobsQuery(f)}`}>{await jobs(f)}</Live>
       </>,
     );

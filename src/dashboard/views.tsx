@@ -94,7 +94,7 @@ export function LoginPage(props: { error?: string | undefined; next: string }) {
       <form method="post" action="/dashboard/login" class="login">
         <input type="hidden" name="next" value={props.next} />
         <label>
-          Admin token
+          Admin or read-only token
           <input type="password" name="token" autocomplete="current-password" required autofocus />
         </label>
         <button type="submit">Log in</button>
@@ -187,7 +187,8 @@ export function jobsQuery(f: JobsFilter): string {
   return s ? `?${s}` : '';
 }
 
-export function JobsFilterForm(props: { filter: JobsFilter }) {
+/** `canAct` false (a read-only login): no way into the bulk actions it could not run. */
+export function JobsFilterForm(props: { filter: JobsFilter; canAct: boolean }) {
   return (
     <>
       <form method="get" action="/dashboard/jobs" class="filters">
@@ -207,7 +208,7 @@ export function JobsFilterForm(props: { filter: JobsFilter }) {
         </label>
         <button type="submit">Filter</button>
       </form>
-      <BulkEntry filter={props.filter} />
+      {props.canAct ? <BulkEntry filter={props.filter} /> : null}
     </>
   );
 }
@@ -228,7 +229,7 @@ export function BulkEntry(props: { filter: JobsFilter }) {
       {props.filter.queue ? <input type="hidden" name="queue" value={props.filter.queue} /> : null}
       <input type="hidden" name="status" value={props.filter.status} />
       <button type="submit">
-        {label} in {props.filter.queue ? `queue ${props.filter.queue}` : 'every queue'}… (admin; dry run first)
+        {label} in {props.filter.queue ? `queue ${props.filter.queue}` : 'every queue'}… (dry run first)
       </button>
     </form>
   );
