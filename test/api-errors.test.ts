@@ -244,6 +244,8 @@ describe('list query parameters', () => {
     ['queue=bad%20name', 'queue'],
     ['queue=', 'queue'],
     ['foo=1', 'foo'],
+    ['idempotencyKey=', 'idempotencyKey'],
+    [`idempotencyKey=${'k'.repeat(256)}`, 'idempotencyKey'],
   ])('?%s: 400 naming %s', async (query, field) => {
     await expectRejected(() => t.get(`${api}/jobs?${query}`), 400, field);
   });
@@ -261,6 +263,15 @@ describe('list query parameters', () => {
     expect(third.json.next).toBeNull();
     const running = await t.get(`${api}/jobs?status=running`);
     expect(running.json.jobs.map((j: any) => j.id)).toEqual([claimedId]);
+  });
+
+  test('idempotencyKey finds the job enqueued with it, in any queue or in one', async () => {
+    const a = await t.enqueue('q', { payload: 1, idempotencyKey: 'invoice-7' });
+    const b = await t.enqueue('r', { payload: 2, idempotencyKey: 'invoice-7' });
+    await t.enqueue('q', { payload: 3, idempotencyKey: 'invoice-8' });
+    expect((await t.get(`${api}/jobs?idempotencyKey=invoice-7`)).json.jobs.map((j: any) => j.id)).toEqual([b.id, a.id]);
+    expect((await t.get(`${api}/jobs?idempotencyKey=invoice-7&queue=q`)).json.jobs.map((j: any) => j.id)).toEqual([a.id]);
+    expect((await t.get(`${api}/jobs?idempotencyKey=nope`)).json.jobs).toEqual([]);
   });
 });
 

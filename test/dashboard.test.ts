@@ -178,6 +178,44 @@ describe('with an admin token', () => {
     expect(second).not.toContain('rel="next"');
   });
 
+  test('jobs list: find by id or idempotency key, oldest first, bad filters named', async () => {
+    const keyed = await t.enqueue('mail', { payload: 1, idempotencyKey: 'order-42' });
+    await t.enqueue('sms', { payload: 2, idempotencyKey: 'order-42' }); // the same key in another queue
+    for (let i = 0; i < 55; i++) await t.enqueue('mail', { payload: i });
+    const cookie = await login();
+    const ids = (html: string) => [...html.matchAll(/href="\/dashboard\/jobs\/(\d+)"/g)].map((m) => Number(m[1]));
+    const list = async (query: string) => {
+      const res = await req(`/dashboard/jobs${query}`, { cookie });
+      expect(res.status, query).toBe(200);
+      return res.text();
+    };
+    expect(ids(await list(`?id=${keyed.id}`))).toEqual([Number(keyed.id)]);
+    expect(ids(await list(`?id=${keyed.id}&status=running`))).toEqual([]);
+    // A key across queues, then within one.
+    const byKey = await list('?key=order-42');
+    expect(ids(byKey)).toHaveLength(2);
+    expect(byKey).toContain('value="order-42"'); // the filter stays in its input
+    expect(ids(await list('?key=order-42&queue=mail'))).toEqual([Number(keyed.id)]);
+    // With an id or key filter there is no bulk action (it acts on queue and status only).
+    expect(await list('?key=order-42&status=pending')).not.toContain('/dashboard/bulk');
+    expect(await list('?queue=mail&status=pending')).toContain('/dashboard/bulk');
+    // Oldest first, paginated: the order survives in the next link and the live region.
+    const oldest = await list('?queue=mail&order=asc');
+    expect(ids(oldest)[0]).toBe(Number(keyed.id));
+    expect(oldest).toContain('hx-get="/dashboard/live/jobs?queue=mail&amp;order=asc"');
+    const next = /href="([^"]*after=\d+[^"]*)" rel="next"/.exec(oldest)?.[1]?.replace(/&amp;/g, '&');
+    expect(next).toMatch(/^\/dashboard\/jobs\?queue=mail&order=asc&after=\d+$/);
+    const second = ids(await list(next!.slice('/dashboard/jobs'.length)));
+    expect(second).toHaveLength(6);
+    expect(second[0]).toBeGreaterThan(ids(oldest).at(-1)!);
+    // Bad filters: 400 naming the field.
+    for (const [query, field] of [['?id=abc', 'id:'], ['?order=sideways', 'order:'], [`?key=${'k'.repeat(256)}`, 'key:']]) {
+      const res = await req(`/dashboard/jobs${query}`, { cookie });
+      expect(res.status, query).toBe(400);
+      expect(await res.text()).toContain(field);
+    }
+  });
+
   test('a payload with <script> and <img onerror> is shown as escaped text', async () => {
     const evil = '<script>alert(1)</script><img src=x onerror=alert(2)>';
     const j = await t.enqueue(`q`, { payload: { html: evil } });

@@ -101,10 +101,10 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     });
   });
 
-  r.add({ method: 'get', path: '/jobs', role: 'admin', summary: 'Jobs by id (newest first), keyset-paginated: pass next as after' }, async (c) => {
+  r.add({ method: 'get', path: '/jobs', role: 'admin', summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after' }, async (c) => {
     const q = c.req.query();
     for (const key of Object.keys(q)) {
-      if (!['queue', 'status', 'after', 'limit', 'order'].includes(key)) throw invalid(key, `${key} is not a known query parameter`);
+      if (!['queue', 'status', 'idempotencyKey', 'after', 'limit', 'order'].includes(key)) throw invalid(key, `${key} is not a known query parameter`);
     }
     if (q.queue !== undefined && !QUEUE_PATTERN.test(q.queue)) parseQueue(q.queue);
     if (q.status !== undefined && !JOB_STATUSES.includes(q.status as JobStatus)) {
@@ -115,9 +115,13 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     const limit = q.limit === undefined ? 50 : Number(q.limit);
     if (limit < 1 || limit > 500) throw invalid('limit', 'limit must be a whole number from 1 to 500');
     if (q.order !== undefined && q.order !== 'asc' && q.order !== 'desc') throw invalid('order', 'order must be asc or desc');
+    if (q.idempotencyKey !== undefined && (q.idempotencyKey.length < 1 || q.idempotencyKey.length > 255)) {
+      throw invalid('idempotencyKey', 'idempotencyKey must be 1 to 255 characters');
+    }
     const page = await jobsList(db, {
       queue: q.queue,
       status: q.status as JobStatus | undefined,
+      idempotencyKey: q.idempotencyKey,
       after: q.after === undefined ? undefined : Number(q.after),
       limit,
       order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',

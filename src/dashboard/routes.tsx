@@ -172,15 +172,29 @@ export function dashboardRoutes(deps: AppDeps) {
   function parseFilter(c: Context): JobsFilter | string {
     const queue = c.req.query('queue') || undefined;
     const status = c.req.query('status') || undefined;
+    const idText = c.req.query('id')?.trim() || undefined;
+    const key = c.req.query('key') || undefined;
+    const order = c.req.query('order') || undefined;
     const afterText = c.req.query('after') || undefined;
     if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
     if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) return `status: one of ${STATUSES.join(', ')}`;
+    if (idText !== undefined && !/^[0-9]{1,15}$/.test(idText)) return 'id: a job id (digits only)';
+    if (key !== undefined && key.length > 255) return 'key: at most 255 characters';
+    if (order !== undefined && order !== 'asc') return 'order: asc (oldest first), or leave it out for newest first';
     if (afterText !== undefined && !/^[0-9]{1,15}$/.test(afterText)) return 'after: a job id';
-    return { queue, status, after: afterText === undefined ? undefined : Number(afterText) };
+    return { queue, status, id: idText === undefined ? undefined : Number(idText), key, order, after: afterText === undefined ? undefined : Number(afterText) };
   }
   const jobs = async (f: JobsFilter) => {
     const t = await now();
-    const { jobs: list, next } = await jobsList(db, { queue: f.queue, status: f.status as JobStatus | undefined, after: f.after, limit: PAGE_SIZE, order: 'desc' });
+    const { jobs: list, next } = await jobsList(db, {
+      queue: f.queue,
+      status: f.status as JobStatus | undefined,
+      id: f.id,
+      idempotencyKey: f.key,
+      after: f.after,
+      limit: PAGE_SIZE,
+      order: f.order ?? 'desc',
+    });
     return <JobsFragment jobs={list} next={next} filter={f} now={t} />;
   };
   app.get('/dashboard/jobs', async (c) => {

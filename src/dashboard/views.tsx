@@ -175,6 +175,10 @@ export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled
 export interface JobsFilter {
   queue?: string | undefined;
   status?: string | undefined;
+  id?: number | undefined;
+  key?: string | undefined;
+  /** 'asc': oldest first; newest first otherwise. */
+  order?: 'asc' | undefined;
   after?: number | undefined;
 }
 
@@ -182,6 +186,9 @@ export function jobsQuery(f: JobsFilter): string {
   const p = new URLSearchParams();
   if (f.queue) p.set('queue', f.queue);
   if (f.status) p.set('status', f.status);
+  if (f.id !== undefined) p.set('id', String(f.id));
+  if (f.key) p.set('key', f.key);
+  if (f.order) p.set('order', f.order);
   if (f.after !== undefined) p.set('after', String(f.after));
   const s = p.toString();
   return s ? `?${s}` : '';
@@ -206,9 +213,25 @@ export function JobsFilterForm(props: { filter: JobsFilter; canAct: boolean }) {
             ))}
           </select>
         </label>
+        <label>
+          Id <input type="text" name="id" value={props.filter.id === undefined ? '' : String(props.filter.id)} inputmode="numeric" pattern="[0-9]{1,15}" size={8} />
+        </label>
+        <label>
+          Idempotency key <input type="text" name="key" value={props.filter.key ?? ''} maxlength={255} />
+        </label>
+        <label>
+          Sort{' '}
+          <select name="order">
+            <option value="">newest first</option>
+            <option value="asc" selected={props.filter.order === 'asc'}>
+              oldest first
+            </option>
+          </select>
+        </label>
         <button type="submit">Filter</button>
       </form>
-      {props.canAct ? <BulkEntry filter={props.filter} /> : null}
+      {/* Bulk actions act on a queue and status; with an id or key filter the list would not be what they act on. */}
+      {props.canAct && props.filter.id === undefined && !props.filter.key ? <BulkEntry filter={props.filter} /> : null}
     </>
   );
 }

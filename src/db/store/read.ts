@@ -41,6 +41,10 @@ export async function eventsForJob(db: Db, p: { jobId: number; limit: number }):
 export interface ListParams {
   queue?: string | undefined;
   status?: JobStatus | undefined;
+  /** Exactly this job (still subject to the other filters). */
+  id?: number | undefined;
+  /** Jobs enqueued with this idempotency key (one per queue at most). */
+  idempotencyKey?: string | undefined;
   /** Keyset cursor: the last id of the previous page. */
   after?: number | undefined;
   limit: number;
@@ -52,6 +56,14 @@ export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord
   const where: SQL[] = [];
   if (p.queue !== undefined) where.push(sql`queue_name = ${p.queue}`);
   if (p.status !== undefined) where.push(sql`status = ${p.status}`);
+  if (p.id !== undefined) where.push(sql`id = ${p.id}`);
+  if (p.idempotencyKey !== undefined) {
+    // The key is unique per queue (jobs_idempotency_key_idx leads with the
+    // queue): without a queue filter, look it up in each queue's part of the
+    // index rather than scan every job.
+    where.push(sql`idempotency_key = ${p.idempotencyKey}`);
+    if (p.queue === undefined) where.push(sql`queue_name IN (SELECT name FROM queues)`);
+  }
   if (p.after !== undefined) where.push(p.order === 'desc' ? sql`id < ${p.after}` : sql`id > ${p.after}`);
   const filter = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
   const rows = await db.all<JobRecord>(
