@@ -218,6 +218,28 @@ describe('dashboard observability pages', () => {
     expect(text(row)).toContain('— (interval 5.0 s)');
   });
 
+  test('overview table: workers busy, throughput over the last 5 full minutes, firing alerts per queue', async () => {
+    // The manual clock starts on a minute boundary: these 10 jobs finish in its first minute.
+    for (let i = 0; i < 10; i++) await runJob('q', 1_000);
+    await t.enqueue('q');
+    await t.claim('q', 'A');
+    await t.enqueue('idle');
+    t.clock.advance(5 * 60_000); // now in minute 5: minutes 0-4 are the last 5 full ones
+    const html = await page('/dashboard');
+    const row = (name: string) => {
+      const start = html.indexOf(`<a href="/dashboard/jobs?queue=${name}">${name}</a>`);
+      return html.slice(start, html.indexOf('</tr>', start));
+    };
+    expect(row('q')).toContain('<td class="busy">1</td>');
+    expect(text(row('q'))).toContain('2.0/min (10 in 1 h)');
+    // heartbeat_lag and long_running: the claimed job has run 5 minutes without a heartbeat.
+    expect(row('q')).toContain('<td class="bad alerts"><a href="/dashboard/alerts">2 firing</a></td>');
+    expect(row('idle')).toContain('<td class="busy">0</td>');
+    expect(text(row('idle'))).toContain('0/min (0 in 1 h)');
+    expect(row('idle')).toContain('<td class="alerts">none</td>');
+    expect(text(element(html, 'overview-workers', 'a'))).toContain('0 workers alive');
+  });
+
   test('the heartbeat lag chart: the worst lag each reaper pass saw, per minute, late minutes marked', async () => {
     // T starts at 0; heartbeat interval 5 s, so "late" is over 10 s.
     const e = await t.enqueue('q');

@@ -19,7 +19,7 @@ import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCo
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration } from './format.ts';
 import { sharedRead } from './shared-read.ts';
-import { Live, type NavKey } from './views.tsx';
+import { Live, type NavKey, type QueueActivitySummary } from './views.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
@@ -69,11 +69,27 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
    * health the snapshot already read, so the overview table does not count
    * every queue's jobs a second time.
    */
-  return async (): Promise<{ extras: Child; health: MetricsSnapshot['health']; at: number }> => {
+  return async (): Promise<{ extras: Child; health: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
     const { m, activity } = await snapshotAndActivity();
-    if (m.queues.length === 0) return { extras: null, health: m.health, at: m.now };
-    const firing = evaluateAlerts(m).filter((a) => a.state === 'firing').length;
-    return { extras: <OverviewExtras firing={firing} m={m} activity={activity} />, health: m.health, at: m.now };
+    const firing = evaluateAlerts(m).filter((a) => a.state === 'firing');
+    const perQueue = new Map(
+      m.queues.map((q) => {
+        const a = activity.find((x) => x.queue === q.queue);
+        // The last 5 full minutes (the current one is still filling).
+        const recent = a ? a.completed.slice(CHART_MINUTES - 6, CHART_MINUTES - 1) : [];
+        return [
+          q.queue,
+          {
+            completedPerMin: recent.reduce((s, n) => s + n, 0) / 5,
+            completedLastHour: a ? a.completed.reduce((s, n) => s + n, 0) : 0,
+            busyWorkers: q.running.busyWorkers,
+            firingAlerts: firing.filter((x) => x.queue === q.queue).length,
+          },
+        ];
+      }),
+    );
+    if (m.queues.length === 0) return { extras: null, health: m.health, at: m.now, perQueue };
+    return { extras: <OverviewExtras firing={firing.length} m={m} activity={activity} />, health: m.health, at: m.now, perQueue };
   };
 }
 
@@ -398,7 +414,11 @@ export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; acti
   return (
     <>
       <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
-        <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a>
+        <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a> ·{' '}
+        <a href="/dashboard/workers" id="overview-workers">
+          {props.m.workers.active === 1 ? '1 worker alive' : `${props.m.workers.active} workers alive`}
+        </a>{' '}
+        <span class="hint">(seen in the last {fmtDuration(props.m.workers.aliveMs)})</span>
       </p>
       <table class="charts">
         <thead>

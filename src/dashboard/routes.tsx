@@ -162,8 +162,8 @@ export function dashboardRoutes(deps: AppDeps) {
 
   // ---- overview ----
   const overview = async () => {
-    const { extras, health, at } = await overviewExtras();
-    return <>{extras}<OverviewFragment queues={health} now={at} /></>;
+    const { extras, health, at, perQueue } = await overviewExtras();
+    return <>{extras}<OverviewFragment queues={health} now={at} activity={perQueue} /></>;
   };
   app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
   app.get('/dashboard/live/overview', async (c) => c.html(await overview()));

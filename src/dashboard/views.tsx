@@ -116,7 +116,33 @@ export function ErrorPage(props: { title: string; message: string }) {
 
 const age = (at: number | null, now: number) => (at === null ? '—' : fmtDuration(now - at));
 
-export function OverviewFragment(props: { queues: QueueHealth[]; now: number }) {
+const perMin = (x: number) => (x >= 10 || x === 0 ? String(Math.round(x)) : x.toFixed(1));
+
+function ActivityCells(props: { a: QueueActivitySummary | undefined }) {
+  const a = props.a;
+  if (!a) return <><td>—</td><td>—</td><td>—</td></>;
+  return (
+    <>
+      <td class="busy">{a.busyWorkers}</td>
+      <td class="throughput" title={`${a.completedLastHour} completed in the last hour`}>
+        {perMin(a.completedPerMin)}/min <span class="hint">({a.completedLastHour} in 1 h)</span>
+      </td>
+      <td class={a.firingAlerts > 0 ? 'bad alerts' : 'alerts'}>{a.firingAlerts > 0 ? <a href="/dashboard/alerts">{a.firingAlerts} firing</a> : 'none'}</td>
+    </>
+  );
+}
+
+/** Per queue, what the overview shows beside the counts (from the metrics snapshot and the per-minute activity). */
+export interface QueueActivitySummary {
+  /** Jobs completed per minute over the last 5 full minutes. */
+  completedPerMin: number;
+  completedLastHour: number;
+  /** Workers holding one of this queue's jobs now. */
+  busyWorkers: number;
+  firingAlerts: number;
+}
+
+export function OverviewFragment(props: { queues: QueueHealth[]; now: number; activity?: Map<string, QueueActivitySummary> }) {
   if (props.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
   const q = (name: string, status?: string) => `/dashboard/jobs?queue=${encodeURIComponent(name)}${status ? `&status=${status}` : ''}`;
   return (
@@ -127,6 +153,9 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number }) 
           <th>Pending</th>
           <th>Ready</th>
           <th>Running</th>
+          <th>Workers busy</th>
+          <th>Throughput</th>
+          <th>Alerts</th>
           <th>Expired leases</th>
           <th>Oldest running</th>
           <th>Oldest ready waiting</th>
@@ -149,6 +178,7 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number }) 
             <td>
               <a href={q(x.name, 'running')}>{x.counts.running}</a>
             </td>
+            <ActivityCells a={props.activity?.get(x.name)} />
             <td class={x.expiredLeases > 0 ? 'warn' : undefined}>
               {x.expiredLeases > 0 ? <a href="/dashboard/zombies">{x.expiredLeases}</a> : 0}
             </td>
