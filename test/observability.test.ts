@@ -108,6 +108,9 @@ describe('GET /api/v1/metrics', () => {
     expect(prom.text).toContain('leasehold_stale_writes_rejected_recent{queue="q",window="1h"} 0');
     expect(prom.text).toContain('leasehold_ready_jobs{queue="q"} 1');
     expect(prom.text).toContain('# TYPE leasehold_heartbeat_lag_seconds histogram');
+    // The running job has not heartbeated for over a minute: its alert is 1, the others 0.
+    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="heartbeat_lag"} 1');
+    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="dedup_rate"} 0');
     expect(t.errors).toEqual([]);
   });
 

@@ -1,4 +1,5 @@
 /** Prometheus text for /metrics. */
+import { evaluateAlerts } from '../core/alerts.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
@@ -93,6 +94,14 @@ export function prometheusText(m: MetricsSnapshot): string {
           ] as [string, number][])
         : [],
     ),
+  );
+  // The same alerts as GET /api/v1/alerts (each queue's thresholds), for
+  // Prometheus rules that would rather not re-derive them.
+  metric(
+    'leasehold_alert_firing',
+    'gauge',
+    'Whether each alert is firing (1) or not (0), by queue and alert.',
+    evaluateAlerts(m).map((a) => [`{${q(a.queue)},alert=${label(a.name)}}`, a.state === 'firing' ? 1 : 0]),
   );
   return lines.join('\n') + '\n';
 }
