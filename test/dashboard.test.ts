@@ -323,6 +323,44 @@ describe('with an admin token', () => {
     expect(events.filter((e) => e.type.endsWith('by_operator')).every((e) => e.actor?.startsWith('dashboard:admin:'))).toBe(true);
   });
 
+  test("a queue's alert thresholds: seen beside the server's, set from the form, bad values named and not saved", async () => {
+    await t.enqueue('mail', { payload: 1 });
+    const cookie = await login();
+    const alerts = await (await req('/dashboard/alerts', { cookie })).text();
+    expect(alerts).toContain('<a href="/dashboard/alerts/thresholds/mail">mail</a> (server&#39;s)');
+    const path = '/dashboard/alerts/thresholds/mail';
+    const form = await (await req(path, { cookie })).text();
+    expect(form).toMatch(/<tr id="threshold-heartbeatLagFactor">.*<td>3<\/td>.*name="heartbeatLagFactor"[^>]*value=""/s);
+    const csrf = await csrfOf(cookie, path);
+    const saved = await req(path, { cookie, form: { _csrf: csrf, heartbeatLagFactor: '5', pendingAgeMs: '300000', reapsPer5m: '' } });
+    expect(saved.status).toBe(303);
+    expect(saved.headers.get('location')).toBe(`${path}?notice=saved`);
+    expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300000 });
+    expect(await (await req(`${path}?notice=saved`, { cookie })).text()).toMatch(/name="heartbeatLagFactor"[^>]*value="5"/);
+    expect(await (await req('/dashboard/alerts', { cookie })).text()).toContain('mail</a> (2 set)');
+    // Out of limits, or not a number: 400 naming the field, the entered values kept, nothing saved.
+    for (const [field, value, message] of [
+      ['reapClaimRatio', '2', 'reapClaimRatio must be between 0.001 and 1, got 2'],
+      ['reapsPer5m', '2.5', 'reapsPer5m must be a whole number'],
+      ['pendingAgeMs', 'soon', 'pendingAgeMs must be a whole number, got string'],
+    ] as const) {
+      const bad = await req(path, { cookie, form: { _csrf: csrf, heartbeatLagFactor: '7', [field]: value } });
+      expect(bad.status, field).toBe(400);
+      const html = await bad.text();
+      expect(html).toContain(message);
+      expect(html).toMatch(/name="heartbeatLagFactor"[^>]*value="7"/);
+    }
+    expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300000 });
+    // All empty: back to the server's. No CSRF token: refused.
+    expect((await req(path, { cookie, form: { _csrf: csrf } })).status).toBe(303);
+    expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({});
+    expect((await req(path, { cookie, form: { heartbeatLagFactor: '9' } })).status).toBe(403);
+    expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({});
+    // A queue that does not exist is not created.
+    expect((await req('/dashboard/alerts/thresholds/nope', { cookie, form: { _csrf: csrf, heartbeatLagFactor: '5' } })).status).toBe(404);
+    expect((await t.get('/api/v1/queues/nope', admin)).status).toBe(404);
+  });
+
   test('logout clears the session cookie', async () => {
     const cookie = await login();
     const res = await req('/dashboard/logout', { cookie, form: { _csrf: await csrfOf(cookie) } });
@@ -367,6 +405,12 @@ describe('with a read-only token', () => {
       expect(r.status).toBe(403);
     }
     expect((await t.client.execute('select count(*) as n from events')).rows[0]!.n).toBe(before.rows[0]!.n);
+    // Alert thresholds: visible, not settable.
+    const thresholds = await (await req('/dashboard/alerts/thresholds/q', { cookie })).text();
+    expect(thresholds).toContain('Read-only login: thresholds can be seen, not set.');
+    expect(thresholds).not.toContain('name="heartbeatLagFactor"');
+    expect((await req('/dashboard/alerts/thresholds/q', { cookie, form: { _csrf: csrf, heartbeatLagFactor: '5' } })).status).toBe(403);
+    expect((await t.get('/api/v1/queues/q', { authorization: `Bearer ${ADMIN}` })).json.queue.alertOverrides).toEqual({});
     // The read-only token is no API token.
     expect((await t.get('/api/v1/jobs', { authorization: `Bearer ${READONLY}` })).status).toBe(401);
   });

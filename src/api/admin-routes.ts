@@ -28,7 +28,7 @@ function queueView(q: QueueHealth) {
 }
 
 /** The body of PUT /queues/:queue/alerts: any of the thresholds, each within its limits. */
-const alertThresholdsBody = obj(
+export const alertThresholdsBody = obj(
   Object.fromEntries(
     Object.entries(ALERT_THRESHOLD_LIMITS).map(([key, l]) => [
       key,

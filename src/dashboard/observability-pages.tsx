@@ -12,7 +12,7 @@ import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { DB_CLOCK } from '../core/clock.ts';
-import { ALERT_THRESHOLD_LIMITS, evaluateAlerts, type Alert } from '../core/alerts.ts';
+import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { alertStatesList, type AlertStateRow } from '../db/store/alert-states.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
@@ -55,7 +55,8 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
     const m = await snapshot();
     // What the reaper's alert pass last recorded: since when, and what the webhook was told.
     const recorded = await alertStatesList(db);
-    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} />;
+    const queues = m.queues.map((q) => ({ name: q.queue, overrides: Object.keys(q.alertOverrides).length }));
+    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} queues={queues} />;
   };
   app.get('/dashboard/alerts', async (c) => shell(c, 'Alerts', 'alerts', <Live src="/dashboard/live/alerts">{await alerts()}</Live>));
   app.get('/dashboard/live/alerts', async (c) => c.html(await alerts()));
@@ -69,7 +70,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
    * health the snapshot already read, so the overview table does not count
    * every queue's jobs a second time.
    */
-  return async (): Promise<{ extras: Child; health: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
+  return async (): Promise<{ summary: Child; charts: Child; health: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
     const { m, activity } = await snapshotAndActivity();
     const firing = evaluateAlerts(m).filter((a) => a.state === 'firing');
     const perQueue = new Map(
@@ -88,8 +89,14 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
         ];
       }),
     );
-    if (m.queues.length === 0) return { extras: null, health: m.health, at: m.now, perQueue };
-    return { extras: <OverviewExtras firing={firing.length} m={m} activity={activity} />, health: m.health, at: m.now, perQueue };
+    if (m.queues.length === 0) return { summary: null, charts: null, health: m.health, at: m.now, perQueue };
+    return {
+      summary: <OverviewSummary firing={firing.length} m={m} />,
+      charts: <OverviewCharts m={m} activity={activity} />,
+      health: m.health,
+      at: m.now,
+      perQueue,
+    };
   };
 }
 
@@ -224,7 +231,7 @@ function WebhookCell(props: { row: AlertStateRow | undefined }) {
   );
 }
 
-export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean }) {
+export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean; queues: { name: string; overrides: number }[] }) {
   if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
   const firing = props.alerts.filter((a) => a.state === 'firing');
   const ok = props.alerts.filter((a) => a.state !== 'firing');
@@ -259,9 +266,15 @@ export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow
       <p id="alerts-firing" class={firing.length > 0 ? 'notice error' : 'notice'}>
         {firing.length === 0 ? 'No alert is firing.' : `${firing.length} firing`}
       </p>
-      <p class="hint">
-        Thresholds are the server's unless a queue sets its own: <code>PUT /api/v1/queues/:queue/alerts</code> with any of{' '}
-        {Object.keys(ALERT_THRESHOLD_LIMITS).join(', ')}.
+      <p class="hint" id="alert-thresholds">
+        Thresholds are the server's unless a queue sets its own (here, or <code>PUT /api/v1/queues/:queue/alerts</code>):{' '}
+        {props.queues.map((q, i) => (
+          <>
+            {i > 0 ? ' · ' : null}
+            <a href={`/dashboard/alerts/thresholds/${encodeURIComponent(q.name)}`}>{q.name}</a>{' '}
+            {q.overrides === 0 ? "(server's)" : `(${q.overrides} set)`}
+          </>
+        ))}
       </p>
       <table class="alerts">
         <thead>
@@ -408,18 +421,26 @@ export function LagChart(props: { queue: string; lags: (number | null)[]; lateMs
   );
 }
 
-export function OverviewExtras(props: { firing: number; m: MetricsSnapshot; activity: QueueActivity[] }) {
-  const none = new Array<number>(CHART_MINUTES).fill(0);
-  const noLag = new Array<number | null>(CHART_MINUTES).fill(null);
+/** Above the overview's table: firing alerts and live workers. */
+export function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
   return (
-    <>
-      <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
+    <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
         <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a> ·{' '}
         <a href="/dashboard/workers" id="overview-workers">
           {props.m.workers.active === 1 ? '1 worker alive' : `${props.m.workers.active} workers alive`}
         </a>{' '}
         <span class="hint">(seen in the last {fmtDuration(props.m.workers.aliveMs)})</span>
-      </p>
+    </p>
+  );
+}
+
+/** Below the overview's table: the last hour per minute, per queue. */
+export function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }) {
+  const none = new Array<number>(CHART_MINUTES).fill(0);
+  const noLag = new Array<number | null>(CHART_MINUTES).fill(null);
+  return (
+    <>
+      <h2>The last hour</h2>
       <table class="charts">
         <thead>
           <tr>

@@ -15,6 +15,7 @@ import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsucce
 import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';
 import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
@@ -162,8 +163,14 @@ export function dashboardRoutes(deps: AppDeps) {
 
   // ---- overview ----
   const overview = async () => {
-    const { extras, health, at, perQueue } = await overviewExtras();
-    return <>{extras}<OverviewFragment queues={health} now={at} activity={perQueue} /></>;
+    const { summary, charts, health, at, perQueue } = await overviewExtras();
+    return (
+      <>
+        {summary}
+        <OverviewFragment queues={health} now={at} activity={perQueue} />
+        {charts}
+      </>
+    );
   };
   app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
   app.get('/dashboard/live/overview', async (c) => c.html(await overview()));
@@ -323,6 +330,7 @@ export function dashboardRoutes(deps: AppDeps) {
   });
 
   registerBulkRoutes(app, deps);
+  registerAlertThresholdRoutes(app, deps);
 
   return app;
 }
