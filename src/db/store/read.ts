@@ -111,6 +111,7 @@ const SETTING_COLUMNS = {
 export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]> {
   const now = nowSql(p.now);
   const only = p.queue === undefined ? sql`` : sql`WHERE q.name = ${p.queue}`;
+  const onlyJobs = p.queue === undefined ? sql`` : sql`AND queue_name = ${p.queue}`;
   const finished = (status: 'completed' | 'failed' | 'cancelled') =>
     sql`coalesce((SELECT c.jobs FROM finished_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
   // The due pending jobs and the running jobs, each read once for every queue
@@ -119,9 +120,9 @@ export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefault
   // finished jobs) than sort a few rows.
   const rows = await db.all<Record<string, number | string | null>>(sql`WITH
       d AS (SELECT queue_name, count(*) AS pending, sum(available_at <= ${now}) AS ready, min(CASE WHEN available_at <= ${now} THEN available_at END) AS oldest_ready
-        FROM jobs INDEXED BY jobs_claim_idx WHERE status = 'pending' GROUP BY queue_name),
+        FROM jobs INDEXED BY jobs_claim_idx WHERE status = 'pending' ${onlyJobs} GROUP BY queue_name),
       r AS (SELECT queue_name, count(*) AS running, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running
-        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name)
+        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' ${onlyJobs} GROUP BY queue_name)
     SELECT q.*,
       coalesce(d.pending, 0) AS c_pending,
       coalesce(r.running, 0) AS c_running,
