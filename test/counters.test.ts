@@ -6,8 +6,13 @@
  * sequences of every operation through the real API and, after each sequence,
  * compares them with the jobs table and the events.
  */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test } from 'vitest';
+import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
+import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
 import { setup, type TestBed } from './helpers.ts';
 
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 0xc0de;
@@ -124,4 +129,50 @@ describe('counters kept by triggers', () => {
       { seed: SEED, numRuns: 50 },
     );
   }, 120_000);
+});
+
+describe('the migration that adds the counters', () => {
+  test('backfills them from a database that already holds jobs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-migrate-'));
+    try {
+      // The migrations before 0004, as a database created before it would have had them.
+      const before = join(dir, 'before');
+      mkdirSync(join(before, 'meta'), { recursive: true });
+      const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8'));
+      journal.entries = journal.entries.filter((e: { idx: number }) => e.idx < 4);
+      writeFileSync(join(before, 'meta', '_journal.json'), JSON.stringify(journal));
+      for (const e of journal.entries as { tag: string }[]) copyFileSync(join(MIGRATIONS_DIR, `${e.tag}.sql`), join(before, `${e.tag}.sql`));
+      expect(readdirSync(before).filter((f) => f.endsWith('.sql'))).toHaveLength(4);
+
+      const o = await openLibsql(`file:${join(dir, 'old.db')}`);
+      try {
+        await migrateLibsql(o, before);
+        const now = Date.now();
+        await o.client.execute({ sql: `INSERT INTO queues (name, created_at, updated_at) VALUES ('q', ?1, ?1)`, args: [now] });
+        // 30 finished jobs over the last 5 hours (a third failed), 1 pending, and one reap event 2 minutes ago.
+        await o.client.execute({
+          sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, attempt_count, available_at, started_at, completed_at, failed_at, finished_at, last_event, created_at, updated_at)
+            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30)
+            SELECT 'q', '{}', CASE WHEN i % 3 = 0 THEN 'failed' ELSE 'completed' END, 5, 1, ?1 - i * 600000, ?1 - i * 600000,
+              CASE WHEN i % 3 = 0 THEN NULL ELSE ?1 - i * 600000 END, CASE WHEN i % 3 = 0 THEN ?1 - i * 600000 END,
+              ?1 - i * 600000, 'completed', ?1 - i * 600000, ?1 - i * 600000 FROM s`,
+          args: [now],
+        });
+        await o.client.execute({ sql: `INSERT INTO jobs (queue_name, payload, max_attempts, available_at, created_at, updated_at) VALUES ('q', '{}', 5, ?1, ?1, ?1)`, args: [now] });
+        await o.client.execute({ sql: `INSERT INTO events (job_id, queue_name, type, reason, at) VALUES (1, 'q', 'reaped', 'lease_expired', ?1)`, args: [now - 120_000] });
+
+        await migrateLibsql(o, MIGRATIONS_DIR);
+        const rows = async (q: string) => (await o.client.execute(q)).rows.map((r) => Object.values(r).join(':'));
+        expect(await rows('SELECT status, jobs FROM finished_counts ORDER BY status')).toEqual(['completed:20', 'failed:10']);
+        expect(await rows('SELECT sum(completed), sum(failed), sum(reaped) FROM queue_minutes')).toEqual(['20:10:1']);
+        // From here on the triggers keep them.
+        await o.client.execute(`UPDATE jobs SET status = 'pending', failed_at = NULL, finished_at = NULL, last_event = 'retried_by_operator' WHERE status = 'failed' AND id = 3`);
+        expect(await rows('SELECT status, jobs FROM finished_counts ORDER BY status')).toEqual(['completed:20', 'failed:9']);
+      } finally {
+        o.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
