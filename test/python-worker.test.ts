@@ -99,7 +99,11 @@ test('jobs complete with the handler result, claimed in batches up to the free s
     expect(job.result).toEqual({ text: ['A', 'B', 'C', 'D', 'E'][i] });
     expect(job.attempt).toBe(1);
   }
-  const completed = w.events.filter((e) => e.event === 'completed').map((e) => e.id);
+  // The server records the completion before the worker prints its event line.
+  const completed = await until('the worker to report every completion', async () => {
+    const seen = w.events.filter((e) => e.event === 'completed').map((e) => e.id);
+    return seen.length >= ids.length && seen;
+  });
   expect(completed.sort()).toEqual([...ids].sort());
   expect(w.events.filter((e) => ['failed', 'lease_lost', 'abandoned', 'error'].includes(e.event))).toEqual([]);
 });
