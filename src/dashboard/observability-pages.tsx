@@ -30,8 +30,9 @@ const SHARED_READ_TTL_MS = 1_000;
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
 
 /**
- * Adds the pages to the dashboard app; returns the overview's extras
- * (firing alerts and charts) for the overview route to render.
+ * Adds the pages to the dashboard app; returns what the overview route renders
+ * around its table: the summary line (firing alerts, live workers), the
+ * hour's charts, and per queue its throughput, busy workers and firing alerts.
  */
 export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config' | 'clock'>, now: () => Promise<number>) {
   const { db, config, clock } = deps;
@@ -66,9 +67,9 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   app.get('/dashboard/live/tuning', async (c) => c.html(await tuning()));
 
   /**
-   * The overview's extras (rendered inside its live region), and the queue
-   * health the snapshot already read, so the overview table does not count
-   * every queue's jobs a second time.
+   * The overview's parts (all inside its live region), and the queue health
+   * the snapshot already read, so the overview table does not count every
+   * queue's jobs a second time.
    */
   return async (): Promise<{ summary: Child; charts: Child; health: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
     const { m, activity } = await snapshotAndActivity();
