@@ -1,8 +1,8 @@
 /**
  * Alerts (DESIGN section 7): a pure evaluation of one metrics snapshot
- * against thresholds. No state is kept between evaluations, so every call
- * says which alerts fire now; "started firing" / "cleared" transitions (for a
- * webhook) would need remembered state and are not done here.
+ * against thresholds. No state is kept here, so every call says which alerts
+ * fire now; the reaper's alert pass (src/db/alert-pass.ts) remembers them in
+ * alert_states to tell "started firing" and "cleared" to the webhook.
  *
  * Thresholds: DEFAULT_ALERT_THRESHOLDS, then the caller's server-wide
  * overrides, then the queue's own (queues.alert_thresholds, set through
