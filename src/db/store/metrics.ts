@@ -4,14 +4,15 @@
  * events table, so they survive restarts (but shrink when retention prunes old
  * jobs' events).
  *
- * Costs (one batch of six statements, plus queuesHealth):
+ * Costs (one batch of five statements, plus queuesHealth):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
- * - running: rows with status = 'running' only (jobs_status_id_idx range).
+ * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
  *   every retained rare event is read once and bucketed into all-time / last hour / last 5 min.
- * - finished in the last hour: a jobs_finished_idx range (finished_at >= now - 1h).
- * - runtime percentiles: the same range, completed rows, sorted per queue in memory
- *   by a window function; only three rows per queue come back.
+ * - finished in the last hour: the newest RECENT_SAMPLE of a jobs_finished_idx range
+ *   (finished_at >= now - 1h), materialised once for attempts and runtimes.
+ * - runtime percentiles: the same sample (one materialised read for both),
+ *   each queue's completed runtimes as one comma-separated list, sorted in JS.
  * - workers: the whole workers table (small: one row per live-ish worker).
  */
 import { sql } from 'drizzle-orm';
@@ -151,13 +152,13 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
           AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
         GROUP BY queue_name, type, reason`,
     ),
-    // Attempts and runtime percentiles from one read of the sample (its
-    // index lookups are most of the cost), one JSON row per queue x attempts
-    // ('attempts') and per queue ('runtime').
+    // Attempts and runtimes from one read of the sample (its index lookups
+    // are most of the cost): a JSON row per queue x attempts ('attempts'),
+    // and per queue its completed jobs' runtimes as one comma-separated list
+    // ('runtime'), sorted here: a window function ranking them in SQL took
+    // ~20 ms more for 5,000 jobs.
     db.all<{ kind: 'attempts' | 'runtime'; queue: string; data: string }>(
-      sql`WITH s AS MATERIALIZED ${recentFinished},
-        d AS (SELECT queue_name AS q, completed_at - started_at AS ms FROM s WHERE status = 'completed' AND started_at IS NOT NULL),
-        r AS (SELECT q, ms, row_number() OVER (PARTITION BY q ORDER BY ms) AS rn, count(*) OVER (PARTITION BY q) AS n FROM d)
+      sql`WITH s AS MATERIALIZED ${recentFinished}
         SELECT 'attempts' AS kind, queue_name AS queue, json_object('attempts', attempt_count, 'count', count(*),
           'errored', sum(errored_attempts), 'lost', sum(lost_attempts),
           'withErrors', sum(errored_attempts > 0), 'withLost', sum(lost_attempts > 0),
@@ -165,11 +166,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
           'claimed5m', sum(started_at IS NOT NULL AND finished_at >= ${now} - ${shortMs})) AS data
         FROM s GROUP BY queue_name, attempt_count
         UNION ALL
-        SELECT 'runtime', q, json_object('count', max(n), 'maxMs', max(ms),
-          'p50', max(CASE WHEN rn = (n * 50 + 99) / 100 THEN ms END),
-          'p95', max(CASE WHEN rn = (n * 95 + 99) / 100 THEN ms END),
-          'p99', max(CASE WHEN rn = (n * 99 + 99) / 100 THEN ms END))
-        FROM r GROUP BY q`,
+        SELECT 'runtime', queue_name, group_concat(completed_at - started_at)
+        FROM s WHERE status = 'completed' AND started_at IS NOT NULL GROUP BY queue_name`,
     ),
     db.all<{ total: number; active: number | null }>(
       sql`SELECT count(*) AS total, sum(last_seen_at >= ${now} - ${config.workerAliveMs}) AS active FROM workers`,
@@ -177,8 +175,11 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
-  const runtimes: Record<string, number | string | null>[] = [];
-  for (const row of recent) (row.kind === 'attempts' ? finished : runtimes).push({ queue: row.queue, ...JSON.parse(row.data) });
+  const runtimes = new Map<string, NonNullable<QueueMetrics['runtime']>>();
+  for (const row of recent) {
+    if (row.kind === 'attempts') finished.push({ queue: row.queue, ...JSON.parse(row.data) });
+    else runtimes.set(row.queue, percentiles(row.data.split(',').map(Number)));
+  }
   const health = await queuesHealth(db, { now: at, defaults: config });
 
   // Counts by status come from queuesHealth (index ranges per queue); every
@@ -207,7 +208,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     for (const e of ev) if (e.type === 'reaped') reaped[e.reason ?? 'unknown'] = sumOf('reaped', e.reason ?? undefined);
     const reapedTotal = sumOf('reaped');
     const fin = finished.filter((f) => f.queue === name);
-    const rt = runtimes.find((x) => x.queue === name);
+    const rt = runtimes.get(name);
     const oldestStartedAt = r ? numOrNull(r.oldestStartedAt) : null;
     const oldestReady = h.oldestReadyAvailableAt;
     const runningCount = r ? num(r.count) : 0;
@@ -250,7 +251,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
         jobsWithErrors: fin.reduce((s, f) => s + num(f.withErrors), 0),
         jobsWithLost: fin.reduce((s, f) => s + num(f.withLost), 0),
       },
-      runtime: rt && num(rt.count) > 0 ? { count: num(rt.count), p50Ms: num(rt.p50), p95Ms: num(rt.p95), p99Ms: num(rt.p99), maxMs: num(rt.maxMs) } : null,
+      runtime: rt ?? null,
     };
   });
 
@@ -278,3 +279,10 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
   };
 }
 
+/** Nearest-rank percentiles (the value at rank ceil(p/100 x n), 1-based) of a non-empty list of runtimes. */
+function percentiles(values: number[]): NonNullable<QueueMetrics['runtime']> {
+  const sorted = values.sort((a, b) => a - b);
+  // Whole-number arithmetic: (p / 100) * n in floating point can land just above an integer.
+  const at = (p: number) => sorted[Math.ceil((p * sorted.length) / 100) - 1]!;
+  return { count: sorted.length, p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: sorted[sorted.length - 1]! };
+}
