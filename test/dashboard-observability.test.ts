@@ -240,6 +240,13 @@ describe('dashboard observability pages', () => {
     expect(text(element(html, 'overview-workers', 'a'))).toContain('0 workers alive');
   });
 
+  test('overview counts have thousands separators', async () => {
+    await t.post(`${api}/queues/big/jobs`, { jobs: Array.from({ length: 1_200 }, (_, i) => ({ payload: i })) });
+    const html = await page('/dashboard');
+    expect(html).toContain('<a href="/dashboard/jobs?queue=big&amp;status=pending">1,200</a>');
+    expect(html).toContain('<td>1,200</td>'); // ready
+  });
+
   test('the heartbeat lag chart: the worst lag each reaper pass saw, per minute, late minutes marked', async () => {
     // T starts at 0; heartbeat interval 5 s, so "late" is over 10 s.
     const e = await t.enqueue('q');

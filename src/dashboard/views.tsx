@@ -7,7 +7,7 @@ import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
-import { fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
+import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import { reaperActsAt, type RunningJobView } from './queries.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
@@ -172,11 +172,11 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
               {x.paused ? <span class="badge warn"> paused</span> : null}
             </td>
             <td>
-              <a href={q(x.name, 'pending')}>{x.counts.pending}</a>
+              <a href={q(x.name, 'pending')}>{fmtCount(x.counts.pending)}</a>
             </td>
-            <td>{x.ready}</td>
+            <td>{fmtCount(x.ready)}</td>
             <td>
-              <a href={q(x.name, 'running')}>{x.counts.running}</a>
+              <a href={q(x.name, 'running')}>{fmtCount(x.counts.running)}</a>
             </td>
             <ActivityCells a={props.activity?.get(x.name)} />
             <td class={x.expiredLeases > 0 ? 'warn' : undefined}>
@@ -185,13 +185,13 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
             <td>{age(x.oldestRunningStartedAt, props.now)}</td>
             <td>{age(x.oldestReadyAvailableAt, props.now)}</td>
             <td>
-              <a href={q(x.name, 'completed')}>{x.counts.completed}</a>
+              <a href={q(x.name, 'completed')}>{fmtCount(x.counts.completed)}</a>
             </td>
             <td class={x.counts.failed > 0 ? 'bad' : undefined}>
-              <a href={q(x.name, 'failed')}>{x.counts.failed}</a>
+              <a href={q(x.name, 'failed')}>{fmtCount(x.counts.failed)}</a>
             </td>
             <td>
-              <a href={q(x.name, 'cancelled')}>{x.counts.cancelled}</a>
+              <a href={q(x.name, 'cancelled')}>{fmtCount(x.counts.cancelled)}</a>
             </td>
           </tr>
         ))}
