@@ -5,26 +5,10 @@
  * alternating which goes first, 6 rounds each. Prints both medians and their
  * ratio. `npx tsx bench/counters-ab.ts` (about 2 minutes).
  */
-import { DB_CLOCK } from '../src/core/clock.ts';
-import { defaultConfig } from '../src/core/config.ts';
-import type { Db } from '../src/db/db.ts';
-import { jobsClaimPending } from '../src/db/store/claim.ts';
-import { jobsCompleteIfOwned } from '../src/db/store/finish.ts';
 import { median, openTempDb, seedPending } from './lib.ts';
-import { runSlots, type Driver } from './worker-loop.ts';
-const config = defaultConfig();
-function driver(db: Db): Driver {
-  return {
-    async claim(limit) {
-      const c = await jobsClaimPending(db, { queue: 'bench', workerId: 'w', limit, now: DB_CLOCK, defaults: config });
-      return c.map((j) => ({ id: j.id, lockToken: j.lock_token! }));
-    },
-    async complete(leases) {
-      const o = await jobsCompleteIfOwned(db, { workerId: 'w', results: leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: null })), now: DB_CLOCK });
-      return o.filter((x) => x.ok).length;
-    },
-  };
-}
+import { inProcessDriver } from './inprocess.ts';
+import { runSlots } from './worker-loop.ts';
+
 /** Every trigger drizzle/0004 adds. */
 const TRIGGERS = ['jobs_finished_insert', 'jobs_finished_enter', 'jobs_finished_leave', 'jobs_finished_delete', 'jobs_minute_reaped'];
 const res: Record<string, number[]> = { with: [], without: [] };
@@ -33,7 +17,7 @@ for (let round = 0; round < 6; round++) {
     const db = await openTempDb('ab');
     if (v === 'without') for (const t of TRIGGERS) await db.client.execute(`DROP TRIGGER ${t}`);
     await seedPending(db.client, 'bench', 20_000);
-    const r = await runSlots(driver(db.db), { total: 20_000, slots: 8, maxClaim: 50, maxSeconds: 6 });
+    const r = await runSlots(inProcessDriver(db.db), { total: 20_000, slots: 8, maxClaim: 50, maxSeconds: 6 });
     res[v]!.push(r.jobs / r.seconds);
     db.done();
   }

@@ -6,15 +6,12 @@
  * an admin session from POST /dashboard/login, `renders` times after a
  * warm-up; the median is compared with the target "well under 100 ms".
  */
-import { readFileSync } from 'node:fs';
 import type { Client } from '@libsql/client';
-import { join } from 'node:path';
 import { createApp } from '../src/app.ts';
 import { defaultConfig } from '../src/core/config.ts';
 import { metricsSnapshot } from '../src/db/store/metrics.ts';
 import { queuesHealth } from '../src/db/store/read.ts';
-import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
-import { check, median, now, openTempDb, percentile, seedPending } from './lib.ts';
+import { check, enqueuedTriggerSql, median, now, openTempDb, percentile, seedPending } from './lib.ts';
 
 export interface DashboardSizes {
   finished: number;
@@ -35,12 +32,6 @@ export interface PageTiming {
 const ADMIN = 'bench-admin-token-0123456789';
 const HOUR = 3_600_000;
 
-function enqueuedTriggerSql(): string {
-  const text = readFileSync(join(MIGRATIONS_DIR, '0001_audit_triggers.sql'), 'utf8');
-  const stmt = text.split('--> statement-breakpoint').find((s) => s.includes('CREATE TRIGGER `jobs_audit_enqueued`'));
-  check(stmt, 'jobs_audit_enqueued not found in drizzle/0001_audit_triggers.sql');
-  return stmt.trim();
-}
 
 /** Fills a migrated database with the benchmark's table (see the file comment). */
 export async function loadDashboardTable(c: Client, s: DashboardSizes): Promise<void> {

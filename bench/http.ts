@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
 import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
-import { check, now, percentile, procMemory, repeat, seedPending, tempDb, type TempDb } from './lib.ts';
-import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
+import { check, now, procMemory, repeat, seedPending, tempDb, type TempDb } from './lib.ts';
+import { loopStats, runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
 
 export interface HttpSizes {
   runs: number;
@@ -105,13 +105,8 @@ function driver(url: string): Driver {
   };
 }
 
-const loopStats = (r: LoopResult, server: Server) => ({
-  jobs: r.jobs,
-  jobsPerSec: r.jobs / r.seconds,
-  claimP50Ms: percentile(r.claimLatenciesMs, 50),
-  claimP99Ms: percentile(r.claimLatenciesMs, 99),
-  jobsPerClaim: r.jobs / r.claimCalls,
-  jobsPerCompletion: r.jobs / r.completeCalls,
+const loopStatsWithMemory = (r: LoopResult, server: Server) => ({
+  ...loopStats(r),
   serverPeakRssMb: procMemory(server.child.pid!).peakRssMb,
 });
 
@@ -181,7 +176,7 @@ export async function benchHttp(s: HttpSizes, log: (line: string) => void) {
 
   const cycle = (label: string, jobs: number, run: (d: Driver) => Promise<LoopResult>) =>
     repeat(s.runs, () =>
-      withServer(label, async (server) => loopStats(await run(driver(server.url)), server), jobs),
+      withServer(label, async (server) => loopStatsWithMemory(await run(driver(server.url)), server), jobs),
     );
   const slots8 = await cycle('slots8', s.cycleJobs, (d) => runSlots(d, { total: s.cycleJobs, slots: 8, maxClaim: 50, maxSeconds: s.maxSeconds }));
   log(`  http claim+complete, 8 slots: ${slots8.runs.map((r) => r.jobsPerSec.toFixed(0)).join(', ')} jobs/s`);

@@ -5,8 +5,8 @@ import type { Db } from '../src/db/db.ts';
 import { jobsClaimPending } from '../src/db/store/claim.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../src/db/store/enqueue.ts';
 import { jobsCompleteIfOwned } from '../src/db/store/finish.ts';
-import { check, now, openTempDb, percentile, repeat, seedPending } from './lib.ts';
-import { runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
+import { check, now, openTempDb, repeat, seedPending } from './lib.ts';
+import { loopStats, runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
 
 export interface InProcessSizes {
   runs: number;
@@ -24,7 +24,8 @@ const QUEUE = 'bench';
 const WORKER = 'bench-worker';
 const jobsOf = (n: number, from = 0): NewJob[] => Array.from({ length: n }, (_, i) => ({ payload: { n: from + i } }));
 
-function driver(db: Db): Driver {
+/** The worker loop's claim and complete as the store functions, on `db` (also used by counters-ab.ts). */
+export function inProcessDriver(db: Db): Driver {
   return {
     async claim(limit) {
       const claimed = await jobsClaimPending(db, { queue: QUEUE, workerId: WORKER, limit, now: DB_CLOCK, defaults: config });
@@ -41,14 +42,6 @@ function driver(db: Db): Driver {
   };
 }
 
-const loopStats = (r: LoopResult) => ({
-  jobs: r.jobs,
-  jobsPerSec: r.jobs / r.seconds,
-  claimP50Ms: percentile(r.claimLatenciesMs, 50),
-  claimP99Ms: percentile(r.claimLatenciesMs, 99),
-  jobsPerClaim: r.jobs / r.claimCalls,
-  jobsPerCompletion: r.jobs / r.completeCalls,
-});
 
 export async function benchInProcess(s: InProcessSizes, log: (line: string) => void) {
   const enqueueSingle = await repeat(s.runs, async () => {
@@ -96,7 +89,7 @@ export async function benchInProcess(s: InProcessSizes, log: (line: string) => v
       const db = await openTempDb(`inproc-${label}`);
       try {
         await seedPending(db.client, QUEUE, jobs);
-        const result = await run(driver(db.db));
+        const result = await run(inProcessDriver(db.db));
         const [row] = (await db.client.execute(`SELECT sum(status = 'completed') AS done, sum(status = 'running') AS running FROM jobs`)).rows;
         check(Number(row?.done) === result.jobs && Number(row?.running) === 0, `${label}: ${row?.done} completed, ${row?.running} running, loop says ${result.jobs}`);
         return loopStats(result);

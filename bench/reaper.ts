@@ -3,13 +3,10 @@
  * rows are inside retention, so a pass should only do index range scans and
  * cost the same however many there are.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { DB_CLOCK } from '../src/core/clock.ts';
 import { defaultConfig } from '../src/core/config.ts';
 import { reapOnce } from '../src/db/reap-once.ts';
-import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
-import { check, median, now, openTempDb } from './lib.ts';
+import { check, enqueuedTriggerSql, median, now, openTempDb } from './lib.ts';
 
 export interface ReaperSizes {
   finishedSmall: number;
@@ -22,13 +19,6 @@ export interface ReaperSizes {
 const config = defaultConfig();
 const HOUR = 3_600_000;
 
-/** The CREATE TRIGGER statement for the enqueue audit event, as the migration has it. */
-function enqueuedTriggerSql(): string {
-  const text = readFileSync(join(MIGRATIONS_DIR, '0001_audit_triggers.sql'), 'utf8');
-  const stmt = text.split('--> statement-breakpoint').find((s) => s.includes('CREATE TRIGGER `jobs_audit_enqueued`'));
-  check(stmt, 'jobs_audit_enqueued not found in drizzle/0001_audit_triggers.sql');
-  return stmt.trim();
-}
 
 async function scenario(finished: number, s: ReaperSizes, log: (line: string) => void) {
   const db = await openTempDb(`reaper-${finished}`);

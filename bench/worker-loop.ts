@@ -3,7 +3,7 @@
  * number of handler slots, a claimer that fills free slots, a no-op handler,
  * and completions reported in batches.
  */
-import { check, now } from './lib.ts';
+import { check, now, percentile } from './lib.ts';
 
 export interface Lease {
   id: number | string;
@@ -25,6 +25,16 @@ export interface LoopResult {
   /** Wall time of every claim call, ms. */
   claimLatenciesMs: number[];
 }
+
+/** What a run reports: throughput, claim latency, and how well claims and completions batch. */
+export const loopStats = (r: LoopResult) => ({
+  jobs: r.jobs,
+  jobsPerSec: r.jobs / r.seconds,
+  claimP50Ms: percentile(r.claimLatenciesMs, 50),
+  claimP99Ms: percentile(r.claimLatenciesMs, 99),
+  jobsPerClaim: r.jobs / r.claimCalls,
+  jobsPerCompletion: r.jobs / r.completeCalls,
+});
 
 /**
  * Slots mode: `slots` handlers run at once; the claimer asks for
