@@ -4,6 +4,17 @@ import { join } from 'node:path';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'leasehold.js');
 
+/** Short leases so a crash-and-reap story runs in seconds; the lease rules still hold. */
+export const FAST_LEASES = {
+  LEASEHOLD_LEASE_MS: '1500',
+  LEASEHOLD_HEARTBEAT_MS: '300',
+  LEASEHOLD_GRACE_MS: '300',
+  LEASEHOLD_WORKER_ALIVE_MS: '600',
+  LEASEHOLD_MAX_REAP_DEFER_MS: '300',
+  LEASEHOLD_BACKOFF_BASE_MS: '50',
+  LEASEHOLD_BACKOFF_MAX_MS: '100',
+} as const;
+
 export interface ServerProcess {
   url: string;
   child: ChildProcess;

@@ -12,21 +12,12 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest
 import { defaultConfig } from '../src/core/config.ts';
 import { embeddedMigrations } from '../src/runtime/embedded-migrations.ts';
 import { openDatabase } from '../src/runtime/node.ts';
+import { FAST_LEASES } from './process-helpers.ts';
 import { until } from './until.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const BUN = join(ROOT, 'node_modules', '.bin', 'bun');
-// Short leases so the story runs in seconds; the rules still hold.
-const FAST = {
-  LEASEHOLD_LEASE_MS: '1500',
-  LEASEHOLD_HEARTBEAT_MS: '300',
-  LEASEHOLD_GRACE_MS: '300',
-  LEASEHOLD_WORKER_ALIVE_MS: '600',
-  LEASEHOLD_MAX_REAP_DEFER_MS: '300',
-  LEASEHOLD_REAPER_INTERVAL_MS: '200',
-  LEASEHOLD_BACKOFF_BASE_MS: '50',
-  LEASEHOLD_BACKOFF_MAX_MS: '100',
-};
+const FAST = { ...FAST_LEASES, LEASEHOLD_REAPER_INTERVAL_MS: '200' };
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 
 let buildDir: string;

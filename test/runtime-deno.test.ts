@@ -13,23 +13,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { untilListening, type ServerProcess } from './process-helpers.ts';
+import { FAST_LEASES, untilListening, type ServerProcess } from './process-helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
 const ENTRY = join(ROOT, 'src', 'runtime', 'deno.ts');
 /** The documented command, minus the binary: see docs/deploy-deno.md. */
 const DENO_ARGS = ['run', '-A', '--unstable-cron', ENTRY];
-// Short leases so the story runs in seconds; the lease rules still hold.
-const FAST = {
-  LEASEHOLD_LEASE_MS: '1500',
-  LEASEHOLD_HEARTBEAT_MS: '300',
-  LEASEHOLD_GRACE_MS: '300',
-  LEASEHOLD_WORKER_ALIVE_MS: '600',
-  LEASEHOLD_MAX_REAP_DEFER_MS: '300',
-  LEASEHOLD_BACKOFF_BASE_MS: '50',
-  LEASEHOLD_BACKOFF_MAX_MS: '100',
-};
+const FAST = FAST_LEASES;
 /** An interval reaper that never fires during a test: passes come from the API (or the cron). */
 const NO_INTERVAL = { LEASEHOLD_REAPER_INTERVAL_MS: '3600000' };
 const WAIT_MS = 20_000;
