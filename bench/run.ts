@@ -13,6 +13,9 @@ import { benchInProcess, type InProcessSizes } from './inprocess.ts';
 import { fmt, machineInfo } from './lib.ts';
 import { benchReaper, type ReaperSizes } from './reaper.ts';
 import { benchSdk, type SdkSizes } from './sdk.ts';
+import type { loopStats } from './worker-loop.ts';
+
+type LoopStats = ReturnType<typeof loopStats>;
 
 const PARTS = ['inprocess', 'http', 'sdk', 'reaper', 'dashboard'] as const;
 type Part = (typeof PARTS)[number];
@@ -72,6 +75,21 @@ async function main() {
   const log = (line: string) => (args.json ? console.error(line) : console.log(line));
   const machine = machineInfo();
   log(`leasehold bench (${args.quick ? 'quick' : 'full'}): ${machine.nproc} cpus, ${machine.cpu}, node ${machine.node}`);
+  /** The claim+complete rows both engine sections report: 8 and 50 slots against the target, naive, claim latency. */
+  const cycleRows = (section: string, r: { slots8: { median: LoopStats }; slots50: { median: LoopStats }; naive: { median: LoopStats } }, target: number, naiveLabel: string): Row[] => [
+    ...([['claim+complete, 8 slots', r.slots8.median], ['claim+complete, 50 slots', r.slots50.median]] as const).map(([metric, m]) => ({
+      section,
+      metric,
+      value: m.jobsPerSec,
+      unit: 'jobs/s',
+      target: `>= ${fmt(target)}`,
+      met: m.jobsPerSec >= target,
+      note: `${fmt(m.jobsPerClaim, 1)} jobs/claim, ${fmt(m.jobsPerCompletion, 1)} jobs/completion`,
+    })),
+    { section, metric: naiveLabel, value: r.naive.median.jobsPerSec, unit: 'jobs/s' },
+    { section, metric: 'claim latency p50 (8 slots, limit <= 8)', value: r.slots8.median.claimP50Ms, unit: 'ms', digits: 3 },
+    { section, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
+  ];
   const started = Date.now();
   const rows: Row[] = [];
   const results: Record<string, unknown> = {};
@@ -84,11 +102,7 @@ async function main() {
     rows.push(
       { section: s, metric: 'enqueue, 1 job per call', value: r.enqueueSingle.median.jobsPerSec, unit: 'jobs/s' },
       { section: s, metric: `enqueue, bulk ${sizes.inprocess.bulkPerCall}/call`, value: r.enqueueBulk.median.jobsPerSec, unit: 'jobs/s', target: '>= 100,000', met: r.enqueueBulk.median.jobsPerSec >= 100_000 },
-      { section: s, metric: 'claim+complete, 8 slots', value: r.slots8.median.jobsPerSec, unit: 'jobs/s', target: '>= 25,000', met: r.slots8.median.jobsPerSec >= 25_000, note: `${fmt(r.slots8.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots8.median.jobsPerCompletion, 1)} jobs/completion` },
-      { section: s, metric: 'claim+complete, 50 slots', value: r.slots50.median.jobsPerSec, unit: 'jobs/s', target: '>= 25,000', met: r.slots50.median.jobsPerSec >= 25_000, note: `${fmt(r.slots50.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots50.median.jobsPerCompletion, 1)} jobs/completion` },
-      { section: s, metric: 'claim 1 + complete 1 (naive)', value: r.naive.median.jobsPerSec, unit: 'jobs/s' },
-      { section: s, metric: 'claim latency p50 (8 slots, limit <= 8)', value: r.slots8.median.claimP50Ms, unit: 'ms', digits: 3 },
-      { section: s, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
+      ...cycleRows(s, r, 25_000, 'claim 1 + complete 1 (naive)'),
     );
   }
 
@@ -101,11 +115,7 @@ async function main() {
       { section: s, metric: 'enqueue, 1 job per request, 1 client', value: r.enqueueSingle.median.sequentialJobsPerSec, unit: 'jobs/s' },
       { section: s, metric: 'enqueue, 1 job per request, 8 clients', value: r.enqueueSingle.median.concurrent8JobsPerSec, unit: 'jobs/s' },
       { section: s, metric: `enqueue, bulk ${sizes.http.bulkPerRequest}/request`, value: r.enqueueBulk.median.jobsPerSec, unit: 'jobs/s', target: '>= 100,000', met: r.enqueueBulk.median.jobsPerSec >= 100_000 },
-      { section: s, metric: 'claim+complete, 8 slots', value: r.slots8.median.jobsPerSec, unit: 'jobs/s', target: '>= 10,000', met: r.slots8.median.jobsPerSec >= 10_000, note: `${fmt(r.slots8.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots8.median.jobsPerCompletion, 1)} jobs/completion` },
-      { section: s, metric: 'claim+complete, 50 slots', value: r.slots50.median.jobsPerSec, unit: 'jobs/s', target: '>= 10,000', met: r.slots50.median.jobsPerSec >= 10_000, note: `${fmt(r.slots50.median.jobsPerClaim, 1)} jobs/claim, ${fmt(r.slots50.median.jobsPerCompletion, 1)} jobs/completion` },
-      { section: s, metric: 'claim 1 + complete 1 (naive, 8 loops)', value: r.naive.median.jobsPerSec, unit: 'jobs/s' },
-      { section: s, metric: 'claim latency p50 (8 slots, limit <= 8)', value: r.slots8.median.claimP50Ms, unit: 'ms', digits: 3 },
-      { section: s, metric: 'claim latency p99 (8 slots, limit <= 8)', value: r.slots8.median.claimP99Ms, unit: 'ms', digits: 3 },
+      ...cycleRows(s, r, 10_000, 'claim 1 + complete 1 (naive, 8 loops)'),
       { section: s, metric: 'server peak RSS (VmHWM, max over runs)', value: r.serverPeakRssMb, unit: 'MB', digits: 1, target: '< 200', met: r.serverPeakRssMb < 200 },
     );
   }
