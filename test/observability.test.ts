@@ -258,6 +258,7 @@ describe('per-queue alert thresholds: PUT /api/v1/queues/:queue/alerts', () => {
       [{ reapClaimRatio: 2 }, 'reapClaimRatio', /between 0.001 and 1/],
       [{ pendingAgeMs: '60000' }, 'pendingAgeMs', /must be a whole number, got string/],
       [{ heartbeatLagFactr: 5 }, 'heartbeatLagFactr', /not a known field/],
+      [{ constructor: 5 }, 'constructor', /not a known field/], // an Object.prototype name is no field either
       [[], 'body', /JSON object/],
     ] as const) {
       const res = await t.call('PUT', `${api}/queues/q/alerts`, body);

@@ -151,7 +151,8 @@ export function obj<S extends Shape>(shape: S, description?: string): Validator<
       }
       const record = value as Record<string, unknown>;
       for (const key of Object.keys(record)) {
-        if (!(key in shape)) throw invalid(join(path, key), `${join(path, key)} is not a known field`);
+        // Own keys only: `in` would also accept constructor, toString, __proto__.
+        if (!Object.hasOwn(shape, key)) throw invalid(join(path, key), `${join(path, key)} is not a known field`);
       }
       const out: Record<string, unknown> = {};
       for (const [key, v] of Object.entries(shape)) {
