@@ -216,6 +216,16 @@ describe('with an admin token', () => {
     }
   });
 
+  test('an unknown notice in the URL shows no notice (not even an Object.prototype name)', async () => {
+    const j = await t.enqueue('q', { payload: 1 });
+    const cookie = await login();
+    for (const notice of ['constructor', 'toString', '__proto__', 'nonsense']) {
+      const html = await (await req(`/dashboard/jobs/${j.id}?notice=${notice}`, { cookie })).text();
+      expect(html, notice).not.toContain('id="notice"');
+    }
+    expect(await (await req(`/dashboard/jobs/${j.id}?notice=cancelled`, { cookie })).text()).toContain('id="notice"');
+  });
+
   test('a payload with <script> and <img onerror> is shown as escaped text', async () => {
     const evil = '<script>alert(1)</script><img src=x onerror=alert(2)>';
     const j = await t.enqueue(`q`, { payload: { html: evil } });

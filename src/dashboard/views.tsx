@@ -12,7 +12,7 @@ import { reaperActsAt, type RunningJobView } from './queries.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
 
-export const NOTICES: Record<string, string> = {
+const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
   requeued: 'The job was requeued: its old lease is void, the old worker’s writes are refused.',
   force_requeued: 'The live lease was revoked and the job requeued.',
@@ -76,7 +76,8 @@ export function Live(props: { src: string; children?: Child }) {
 }
 
 export function Notice(props: { notice: string | undefined; was?: string | undefined }) {
-  const text = props.notice ? NOTICES[props.notice] : undefined;
+  // Own keys only: ?notice=constructor must not find Object.prototype's.
+  const text = props.notice && Object.hasOwn(NOTICES, props.notice) ? NOTICES[props.notice] : undefined;
   if (!text) return null;
   const bad = !['retried', 'requeued', 'force_requeued', 'cancelled'].includes(props.notice!);
   return (
