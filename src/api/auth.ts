@@ -11,7 +11,7 @@ import { LeaseholdError } from '../core/errors.ts';
 export type Role = 'worker' | 'admin';
 
 /** Compares without an early exit, so response time does not leak a token prefix. */
-function sameSecret(a: string, b: string): boolean {
+export function sameSecret(a: string, b: string): boolean {
   const x = new TextEncoder().encode(a);
   const y = new TextEncoder().encode(b);
   let diff = x.length ^ y.length;

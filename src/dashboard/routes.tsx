@@ -19,7 +19,8 @@ import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
-import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys, sameString } from './session.ts';
+import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
+import { sameSecret } from '../api/auth.ts';
 import {
   ErrorPage,
   JobActions,
@@ -107,8 +108,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const next = safeLocal(form.next, '/dashboard');
     const token = typeof form.token === 'string' ? form.token : '';
     // Both compared every time, so timing does not tell which one matched.
-    const isAdmin = !!config.adminToken && sameString(config.adminToken, token);
-    const isReadonly = !!config.readonlyToken && sameString(config.readonlyToken, token);
+    const isAdmin = !!config.adminToken && sameSecret(config.adminToken, token);
+    const isReadonly = !!config.readonlyToken && sameSecret(config.readonlyToken, token);
     if (!isAdmin && !isReadonly) {
       return page(c, <LoginPage next={next} error="That token is not valid." />, 401);
     }

@@ -1,3 +1,4 @@
+import { sameSecret } from '../api/auth.ts';
 /**
  * Dashboard sessions and CSRF tokens, on WebCrypto only (every runtime).
  *
@@ -38,14 +39,6 @@ function fromB64url(text: string): Uint8Array | undefined {
   }
 }
 
-/** Compares without an early exit. */
-export function sameString(a: string, b: string): boolean {
-  const x = enc.encode(a);
-  const y = enc.encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
-}
 
 export class SessionKeys {
   private key: Promise<CryptoKey>;
@@ -101,6 +94,6 @@ export class SessionKeys {
 
   async csrfValid(session: Session, token: unknown): Promise<boolean> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 200) return false;
-    return sameString(await this.csrfToken(session), token);
+    return sameSecret(await this.csrfToken(session), token);
   }
 }
