@@ -154,6 +154,9 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     const state = await jobState(b, id);
     expect(state.result).toBeNull();
     expect(w.stats.completed).toBe(0);
+    // Told the lease is gone, the worker sends no completion: only the refused heartbeat is on record.
+    const refused = await b.t.client.execute({ sql: `SELECT reason FROM events WHERE job_id = ? AND type = 'stale_write_rejected'`, args: [Number(id)] });
+    expect(refused.rows.map((r) => r.reason)).toEqual(['heartbeat']);
   });
 
   test('a handler stuck past its deadline is aborted with deadline_exceeded', async () => {
@@ -238,5 +241,89 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     await until('blocked reported', () => blocked.length > 0);
     expect(blocked[0]!.delayMs).toBeGreaterThan(500);
     expect(w.stats.eventLoopBlocked).toBeGreaterThan(0);
+  });
+});
+
+/** A transport whose chosen calls take `delayMs` longer, and which counts heartbeat calls. */
+function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', number>>) {
+  const calls = { heartbeat: 0, release: 0 };
+  const wait = (ms: number | undefined) => (ms ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+  const transport: Transport = {
+    ...inner,
+    beat: async (p) => {
+      await wait(delays.beat);
+      return inner.beat(p);
+    },
+    heartbeat: (p) => {
+      calls.heartbeat++;
+      return inner.heartbeat(p);
+    },
+    complete: async (p) => {
+      await wait(delays.complete);
+      return inner.complete(p);
+    },
+    release: (p) => {
+      calls.release++;
+      return inner.release(p);
+    },
+  };
+  return { transport, calls };
+}
+
+describe('worker timing edges (in-process)', () => {
+  test('a job asking for quicker heartbeats while a tick is in flight leaves one heartbeat loop, not two', async () => {
+    const b = await bed('in-process', { leaseMs: 5_000, heartbeatMs: 1_000, graceMs: 1_000, maxReapDeferMs: 1_000, workerAliveMs: 3_000 });
+    // Queue "fast" asks its workers for 100 ms heartbeats; "q" for the server's 1 s.
+    expect((await b.t.app.request('/api/v1/queues/fast/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ heartbeatMs: 100 }) })).status).toBe(200);
+    let beatStarted: () => void = () => {};
+    const inner = b.transport;
+    const calls = { heartbeat: 0 };
+    const transport: Transport = {
+      ...inner,
+      // The liveness beat is slow, so a tick is in flight for most of each second.
+      beat: async (p) => {
+        beatStarted();
+        await new Promise((r) => setTimeout(r, 700));
+        return inner.beat(p);
+      },
+      heartbeat: (p) => {
+        calls.heartbeat++;
+        return inner.heartbeat(p);
+      },
+    };
+    const held: (() => void)[] = [];
+    const w = createWorker({ transport, queue: ['q', 'fast'], concurrency: 2, pollMs: 10, maxPollMs: 20, handleSignals: false, logger: quiet, handler: () => new Promise<void>((r) => held.push(r)) });
+    workers.push(w);
+    w.start();
+    await enqueue(b); // into "q": the timer goes to 1 s
+    await until('first job running', () => w.stats.claimed === 1);
+    // The next tick's liveness beat starts: while it is in flight, a "fast" job arrives.
+    await new Promise<void>((r) => (beatStarted = r));
+    await b.t.app.request('/api/v1/queues/fast/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: {} }) });
+    await until('fast job running', () => w.stats.claimed === 2);
+    const before = calls.heartbeat;
+    await new Promise((r) => setTimeout(r, 2_000));
+    const perTwoSeconds = calls.heartbeat - before;
+    for (const r of held) r();
+    // One loop: every ~100 ms plus the 700 ms beat it awaits: about 2-3 in 2 s. Two loops made about twice that.
+    expect(perTwoSeconds).toBeGreaterThan(0);
+    expect(perTwoSeconds).toBeLessThanOrEqual(4);
+  }, 15_000);
+
+  test('close() does not release a job whose completion is already on its way', async () => {
+    const b = await bed('in-process');
+    const id = await enqueue(b);
+    const { transport, calls } = slowed(b.transport, { complete: 200 });
+    const w = createWorker({ transport, queue: 'q', pollMs: 20, maxPollMs: 50, handleSignals: false, logger: quiet, handler: () => 'done' });
+    workers.push(w);
+    const stopped = new Promise((r) => w.on('stopped', r));
+    const completing = new Promise((r) => w.on('claimed', () => setTimeout(r, 20)));
+    w.start();
+    await completing; // the handler has returned; its completion is in flight for 200 ms
+    await w.close({ drainTimeoutMs: 0 });
+    expect(await stopped).toEqual({ released: [] });
+    expect(calls.release).toBe(0);
+    expect(w.stats.completed).toBe(1);
+    expect(await jobState(b, id)).toMatchObject({ status: 'completed', attempt_count: 1 });
   });
 });

@@ -109,6 +109,8 @@ interface Running {
   leaseValidUntil: number;
   progress: unknown;
   deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The handler has returned and its completion or failure is being sent: shutdown must not release it. */
+  finishing: boolean;
 }
 
 type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: string; retryable: boolean; retryAfterMs?: number | undefined; raw: unknown };
@@ -155,6 +157,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   let wakeClaimLoop: () => void = () => {};
   let claimLoopDone: Promise<void> = Promise.resolve();
   let heartbeatTimer: ReturnType<typeof setTimeout> | undefined;
+  let heartbeatTicking = false;
   let heartbeatInterval = options.heartbeatMs ?? 5_000;
   let nextQueue = 0;
   const stats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, heartbeatFailures: 0 };
@@ -258,13 +261,14 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   }
 
   function track(job: ClaimedJob, sentAt: number): Running {
-    const r: Running = { job, controller: new AbortController(), leaseMs: job.leaseMs, leaseValidUntil: sentAt + job.leaseMs, progress: undefined, deadlineTimer: undefined };
+    const r: Running = { job, controller: new AbortController(), leaseMs: job.leaseMs, leaseValidUntil: sentAt + job.leaseMs, progress: undefined, deadlineTimer: undefined, finishing: false };
     active.set(job.id, r);
     if (options.heartbeatMs === undefined && job.heartbeatIntervalMs < heartbeatInterval) {
       // The server asks for quicker beats than the timer is set for: re-arm it now.
       heartbeatInterval = job.heartbeatIntervalMs;
-      clearTimeout(heartbeatTimer);
-      scheduleHeartbeat();
+      // A tick in flight schedules the next one with the new interval when it
+      // ends; re-arming here too would start a second loop.
+      if (!heartbeatTicking) scheduleHeartbeat();
     }
     return r;
   }
@@ -292,11 +296,20 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     } catch (err) {
       outcome = classify(err);
     }
-    if (r.controller.signal.aborted && (r.controller.signal.reason as JobAbortedError).reason === 'shutdown' && state === 'stopped') {
+    const aborted = r.controller.signal.aborted ? (r.controller.signal.reason as JobAbortedError).reason : undefined;
+    if (aborted === 'shutdown' && state === 'stopped') {
       stats.abandoned++;
       emit('abandoned', { job: r.job, reason: 'released at shutdown' });
       return;
     }
+    if (aborted === 'lease_lost') {
+      // The server has already said the lease is someone else's: a write now
+      // could only be refused (and counted again as a stale write).
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: 'lease lost while running: result not sent' });
+      return;
+    }
+    r.finishing = true;
     if (outcome.kind === 'complete') await complete(r, outcome.result);
     else await fail(r, outcome);
   }
@@ -456,12 +469,24 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
 
   // ---- heartbeats -------------------------------------------------------------
 
+  /** (Re)arms the one heartbeat timer. */
   function scheduleHeartbeat() {
+    clearTimeout(heartbeatTimer);
     const expectedAt = now() + heartbeatInterval;
     heartbeatTimer = setTimeout(() => void heartbeatTick(expectedAt), heartbeatInterval);
   }
 
   async function heartbeatTick(expectedAt: number) {
+    heartbeatTicking = true;
+    try {
+      await heartbeatTickBody(expectedAt);
+    } finally {
+      heartbeatTicking = false;
+    }
+    if (state === 'running' || state === 'stopping') scheduleHeartbeat();
+  }
+
+  async function heartbeatTickBody(expectedAt: number) {
     const lateBy = now() - expectedAt;
     const jobs = [...active.values()];
     if (lateBy > Math.max(500, heartbeatInterval / 2)) {
@@ -499,7 +524,6 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${renew.map((r) => r.job.id).join(', ') || '(none)'}`);
       emit('heartbeat_failed', { error: err, jobs: renew.map((r) => r.job.id) });
     }
-    if (state === 'running' || state === 'stopping') scheduleHeartbeat();
   }
 
   // ---- lifecycle ----------------------------------------------------------------
@@ -530,7 +554,9 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       if (wasRunning) await claimLoopDone;
       const deadline = now() + (opts.drainTimeoutMs ?? drainTimeoutMs);
       while (active.size > 0 && now() < deadline) await sleep(Math.min(50, deadline - now()));
-      const leftover = [...active.values()];
+      // A job whose result is already on its way is not released: that would
+      // either be refused or, winning the race, run a finished job again.
+      const leftover = [...active.values()].filter((r) => !r.finishing);
       state = 'stopped';
       clearTimeout(heartbeatTimer);
       for (const r of leftover) abort(r, 'shutdown', `worker ${workerId} is shutting down`);
@@ -541,6 +567,9 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         ).catch(() => undefined);
         released.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
       }
+      // Results in flight get their answer (bounded: their own retries stop when the lease ends).
+      const settleBy = after(RELEASE_RETRY_MS);
+      while ([...active.values()].some((r) => r.finishing) && !settleBy()) await sleep(20);
       await transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch(() => {});
       removeSignalHandlers();
       emit('stopped', { released });
