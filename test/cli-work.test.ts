@@ -183,6 +183,29 @@ test('without --url it works on the database directly', async () => {
   expect(job.result).toMatchObject({ exitCode: 0, json: { direct: true } });
 });
 
+test('--worker-token, the setting every command takes, authenticates against a server that requires a token', async () => {
+  const WORKER_TOKEN = 'w'.repeat(24);
+  const ADMIN_TOKEN = 'a'.repeat(24);
+  const secured = await startServer(defaultConfig({ databaseUrl: `file:${join(dir, 'secured.db')}`, port: 0, workerToken: WORKER_TOKEN, adminToken: ADMIN_TOKEN }), { log: () => {} });
+  try {
+    const auth = { 'content-type': 'application/json', authorization: `Bearer ${WORKER_TOKEN}` };
+    const res = await fetch(`${secured.url}/api/v1/queues/sh/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ payload: 'hi' }) });
+    expect(res.status).toBe(201);
+    const id = ((await res.json()) as { job: { id: string } }).job.id;
+    const child = spawn(process.execPath, [BIN, 'work', '--queue', 'sh', '--url', secured.url, '--worker-token', WORKER_TOKEN, '--', 'cat'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const job = await untilWork(`job ${id} completed through the token`, async () => {
+      const got = await fetch(`${secured.url}/api/v1/jobs/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const j = ((await got.json()) as { job: { status: string; result: unknown } }).job;
+      return j.status === 'completed' ? j : undefined;
+    });
+    expect(job.result).toMatchObject({ exitCode: 0 });
+  } finally {
+    await secured.close();
+  }
+});
+
 test('output beyond --output-bytes keeps only the tail', async () => {
   const id = await enqueue({});
   // 20,000 lines "line N"; keep the last 100 bytes.

@@ -28,6 +28,7 @@
 import { spawn } from 'node:child_process';
 import type { Config } from '../core/config.ts';
 import { openDatabase } from '../runtime/node.ts';
+import { redactUrl } from '../runtime/reaper-timer.ts';
 import { dbTransport } from '../worker/db-transport.ts';
 import { JobAbortedError, NonRetryableError } from '../worker/errors.ts';
 import { httpTransport } from '../worker/http-transport.ts';
@@ -49,7 +50,7 @@ const ERROR_STDERR_CHARS = 4_000;
 export const WORK_FLAGS: CommandFlag[] = [
   { flag: '--queue', help: 'queue to take jobs from (required)' },
   { flag: '--url', help: 'leasehold server URL (or LEASEHOLD_URL); without it, work on the database directly' },
-  { flag: '--token', help: 'worker token for --url (or LEASEHOLD_WORKER_TOKEN)' },
+  { flag: '--token', help: 'worker token for --url (same as --worker-token / LEASEHOLD_WORKER_TOKEN)' },
   { flag: '--concurrency', help: 'commands run at once (default 1)' },
   { flag: '--lease-ms', help: "lease to ask for per claim (default: the queue's)" },
   { flag: '--output-bytes', help: `bytes kept from the end of stdout and of stderr (default ${DEFAULT_OUTPUT_BYTES}, at most ${MAX_OUTPUT_BYTES})` },
@@ -356,8 +357,9 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   const outputBytes = wholeNumber(flags, '--output-bytes', 0, MAX_OUTPUT_BYTES);
   const urlFlag = flags.get('--url');
   const url = typeof urlFlag === 'string' ? urlFlag : process.env.LEASEHOLD_URL || undefined;
+  // --token, or the worker token setting every command takes (--worker-token / LEASEHOLD_WORKER_TOKEN).
   const tokenFlag = flags.get('--token');
-  const token = typeof tokenFlag === 'string' ? tokenFlag : process.env.LEASEHOLD_WORKER_TOKEN || undefined;
+  const token = typeof tokenFlag === 'string' ? tokenFlag : config.workerToken;
 
   const opened = url === undefined ? await openDatabase(config) : undefined;
   const transport = opened ? dbTransport({ db: opened.db, config }) : httpTransport({ url: url!, token });
@@ -368,7 +370,7 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   };
   const worker = createShellWorker({ transport, queue, command, args, concurrency, leaseMs, outputBytes, logger });
   worker.start();
-  console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}), running ${JSON.stringify([command, ...args])}`);
+  console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : redactUrl(config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
