@@ -388,9 +388,10 @@ describe('with a read-only token', () => {
 
   test('LEASEHOLD_READONLY_TOKEN: 16+ characters, different from the other tokens', async () => {
     const { loadConfig } = await import('../src/core/config.ts');
-    expect(loadConfig({ LEASEHOLD_READONLY_TOKEN: READONLY }).config.readonlyToken).toBe(READONLY);
+    expect(loadConfig({ LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_READONLY_TOKEN: READONLY }).config.readonlyToken).toBe(READONLY);
     expect(() => loadConfig({ LEASEHOLD_READONLY_TOKEN: 'short' })).toThrow(/LEASEHOLD_READONLY_TOKEN/);
     expect(() => loadConfig({ LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_READONLY_TOKEN: ADMIN })).toThrow(/LEASEHOLD_READONLY_TOKEN: must differ/);
+    expect(() => loadConfig({ LEASEHOLD_READONLY_TOKEN: READONLY })).toThrow(/LEASEHOLD_READONLY_TOKEN: needs LEASEHOLD_ADMIN_TOKEN/);
   });
 
   test('a read-only login sees every page but no action, and an action it forges is refused with 403', async () => {

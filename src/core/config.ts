@@ -232,6 +232,8 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
     if (token !== undefined && token.length < 16) err(key, 'must be at least 16 characters');
   }
   if (c.workerToken && c.workerToken === c.adminToken) err('adminToken', 'must differ from the worker token');
+  // Without an admin token the dashboard is open (as admin): a read-only login would restrict nothing.
+  if (c.readonlyToken && !c.adminToken) err('readonlyToken', 'needs LEASEHOLD_ADMIN_TOKEN (without it the dashboard is open to everyone)');
   if (c.readonlyToken && (c.readonlyToken === c.adminToken || c.readonlyToken === c.workerToken)) {
     err('readonlyToken', 'must differ from the admin and worker tokens');
   }
