@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { Session } from './session.ts';
-import { Layout, type NavKey } from './views.tsx';
+import { ErrorPage, Layout, type NavKey } from './views.tsx';
 
 /** What the session middleware puts on every dashboard request. */
 export type DashboardEnv = { Variables: { session: Session; csrf: string } };
@@ -24,4 +24,9 @@ export function layoutPage(c: Context<DashboardEnv>, p: { title: string; nav: Na
     </Layout>,
     status,
   );
+}
+
+/** What a read-only login gets for any action: 403, nothing changed. */
+export function readOnlyRefusal(c: Context) {
+  return htmlDocument(c, <ErrorPage title="Refused" message="This login is read-only: log in with the admin token to act. Nothing was changed." />, 403);
 }

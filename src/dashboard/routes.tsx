@@ -38,7 +38,7 @@ import {
   type JobsFilter,
   type NavKey,
 } from './views.tsx';
-import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
+import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
 
@@ -145,6 +145,9 @@ export function dashboardRoutes(deps: AppDeps) {
       if (!(await keys.csrfValid(session, form._csrf))) {
         return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
       }
+      // Every state-changing route is refused to a read-only login here, once,
+      // so a new POST route cannot forget it. Logging out changes nothing.
+      if (session.role !== 'admin' && c.req.path !== '/dashboard/logout') return readOnlyRefusal(c);
     }
     return next();
   };
@@ -295,9 +298,6 @@ export function dashboardRoutes(deps: AppDeps) {
     const id = Number(c.req.param('id'));
     const action = c.req.param('action');
     const session = c.get('session');
-    if (session.role !== 'admin') {
-      return page(c, <ErrorPage title="Refused" message="This login is read-only: log in with the admin token to act on jobs. Nothing was changed." />, 403);
-    }
     const form = await c.req.parseBody();
     const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
     const reasonText = typeof form.reason === 'string' ? form.reason.trim().slice(0, 500) : '';
