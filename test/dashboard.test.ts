@@ -216,6 +216,22 @@ describe('with an admin token', () => {
     }
   });
 
+  test('a job with more than 1,000 events shows the newest ones and says how many older ones are left out', async () => {
+    const j = await t.enqueue('q', { payload: 1, idempotencyKey: 'k' });
+    // 1,099 dedup hits: 1,100 events before the claim and the completion.
+    await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 1_099 }, () => ({ payload: 1, idempotencyKey: 'k' })) });
+    const [c] = await t.claim('q', 'w');
+    expect((await t.post(`/api/v1/jobs/${j.id}/complete`, { workerId: 'w', lockToken: c!.lockToken })).status).toBe(200);
+    const api = (await t.get(`/api/v1/jobs/${j.id}`, admin)).json;
+    expect(api.events).toHaveLength(1000);
+    expect(api.olderEventsNotShown).toBe(102);
+    expect(api.events.at(-1).type).toBe('completed'); // the newest are kept
+    expect(api.events.at(-2).type).toBe('claimed');
+    const cookie = await login();
+    const html = await (await req(`/dashboard/jobs/${j.id}`, { cookie })).text();
+    expect(html).toContain('102 older events not shown (the newest 1,000 are below).');
+  });
+
   test('an unknown notice in the URL shows no notice (not even an Object.prototype name)', async () => {
     const j = await t.enqueue('q', { payload: 1 });
     const cookie = await login();

@@ -79,13 +79,15 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
   );
 
-  r.add({ method: 'get', path: '/jobs/:id', role: 'admin', summary: 'One job and its full event history' }, async (c) => {
+  r.add({ method: 'get', path: '/jobs/:id', role: 'admin', summary: 'One job and its event history (the newest 1,000 events; olderEventsNotShown counts the rest)' }, async (c) => {
     const id = parseJobId(c.req.param('id')!);
     const job = await jobGet(db, id);
     if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-    const events = await eventsForJob(db, { jobId: id, limit: 1000 });
+    const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
     return c.json({
       job: toJob(job),
+      // The newest 1,000 events; a job with more says how many older ones are left out.
+      olderEventsNotShown: olderNotShown,
       events: events.map((e) => ({
         id: String(e.id),
         type: e.type,

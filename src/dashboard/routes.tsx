@@ -232,8 +232,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const t = await now();
     const job = await jobWithSettings(db, { id, config });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p> };
-    const events = await eventsForJob(db, { jobId: id, limit: 1000 });
-    return { t, job, body: <JobFragment job={job} events={events} now={t} config={config} /> };
+    const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
+    return { t, job, body: <JobFragment job={job} events={events} olderEventsNotShown={olderNotShown} now={t} config={config} /> };
   };
   app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));

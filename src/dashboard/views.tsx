@@ -358,7 +358,7 @@ function ownerText(j: RunningJobView, now: number, config: Config): string {
   return `${j.locked_by} (${alive ? 'alive' : 'not seen'}, last seen ${fmtRelative(j.owner_last_seen_at, now)})`;
 }
 
-export function JobFragment(props: { job: RunningJobView; events: EventRecord[]; now: number; config: Config }) {
+export function JobFragment(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; now: number; config: Config }) {
   const { job: j, now } = props;
   const lag = heartbeatLag(j, now);
   const reap = j.status === 'running' ? reaperActsAt(j, now, props.config) : null;
@@ -421,6 +421,11 @@ export function JobFragment(props: { job: RunningJobView; events: EventRecord[];
       <h2>Result</h2>
       <pre class="json">{prettyJson(j.result)}</pre>
       <h2>Events</h2>
+      {props.olderEventsNotShown > 0 ? (
+        <p class="hint" id="older-events">
+          {fmtCount(props.olderEventsNotShown)} older events not shown (the newest {fmtCount(props.events.length)} are below).
+        </p>
+      ) : null}
       <table class="events">
         <thead>
           <tr>

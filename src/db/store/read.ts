@@ -34,8 +34,16 @@ export interface EventRecord {
   at: number;
 }
 
-export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<EventRecord[]> {
-  return db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} ORDER BY id LIMIT ${p.limit}`);
+/**
+ * A job's events, oldest first: the newest `limit` of them (the latest reaps
+ * and operator actions matter most), and how many older ones were left out.
+ */
+export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<{ events: EventRecord[]; olderNotShown: number }> {
+  const [newest, total] = await db.batch([
+    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} ORDER BY id DESC LIMIT ${p.limit}`),
+    db.all<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE job_id = ${p.jobId}`),
+  ]);
+  return { events: newest.reverse(), olderNotShown: Math.max(0, Number(total[0]?.n ?? 0) - newest.length) };
 }
 
 export interface ListParams {
