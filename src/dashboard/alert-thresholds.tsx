@@ -11,7 +11,7 @@ import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/router.ts';
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';
 import { LeaseholdError } from '../core/errors.ts';
-import { queuesHealth, queueSetAlertThresholds } from '../db/store/read.ts';
+import { queueAlertThresholds, queueSetAlertThresholds } from '../db/store/read.ts';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
@@ -28,8 +28,7 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
   const queueOf = async (c: Context<Env>) => {
     const name = c.req.param('queue') ?? '';
     if (!QUEUE_PATTERN.test(name)) return undefined;
-    const [q] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
-    return q;
+    return queueAlertThresholds(db, { queue: name });
   };
   const notFound = (c: Context<Env>) => shell(c, 'No such queue', <p class="notice error">No queue has that name.</p>, 404);
 

@@ -17,7 +17,6 @@ import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
-import { readNow } from '../db/store/read.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { ErrorPage, jobsQuery, STATUSES } from './views.tsx';
 import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
@@ -39,10 +38,6 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
   const open = !config.adminToken;
   const cap = () => config.bulkActionCap ?? 100;
-  const dbNow = async () => {
-    const n = clock.now();
-    return typeof n === 'number' ? n : readNow(db);
-  };
 
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 = 200) =>
     layoutPage(c, { title, nav: 'jobs', loggedIn: !open }, children, status);
@@ -74,8 +69,8 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     if (c.get('session').role !== 'admin') return readOnlyRefusal(c);
     const f = parse(c.req.query('queue'), c.req.query('status'));
     if (typeof f === 'string') return doc(c, <ErrorPage title="Bad filter" message={f} />, 400);
-    const t = await dbNow();
-    const matching = await jobsBulkMatching(db, { ...f, now: t, max: BULK_COUNT_LIMIT });
+    // The store takes the database clock itself: no separate read of "now".
+    const matching = await jobsBulkMatching(db, { ...f, now: clock.now(), max: BULK_COUNT_LIMIT });
     const limit = Math.min(matching, cap());
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     const where = f.queue ? `queue ${f.queue}` : 'every queue';

@@ -34,12 +34,12 @@ const ms = (v: number | null | undefined) => (v === null || v === undefined ? 'â
  * around its table: the summary line (firing alerts, live workers), the
  * hour's charts, and per queue its throughput, busy workers and firing alerts.
  */
-export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config' | 'clock'>, now: () => Promise<number>) {
+export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config' | 'clock'>) {
   const { db, config, clock } = deps;
   const read = async () => {
-    const t = await now();
-    const [m, activity] = await Promise.all([metricsSnapshot(db, { now: t, config }), activityLastHour(db, { now: t })]);
-    return { m, activity };
+    // The snapshot reads the database clock itself and says what it was (m.now).
+    const m = await metricsSnapshot(db, { now: clock.now(), config });
+    return { m, activity: await activityLastHour(db, { now: m.now }) };
   };
   // On the database clock (every real server) polls share one read a second;
   // a manual clock (tests) reads afresh each time, so what a test just wrote shows.
@@ -237,31 +237,33 @@ export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow
   const firing = props.alerts.filter((a) => a.state === 'firing');
   const ok = props.alerts.filter((a) => a.state !== 'firing');
   const recorded = new Map(props.recorded.map((r) => [`${r.queue}\u0000${r.name}`, r]));
+  // One row per alert, with what the alert pass recorded for it.
+  const rowOf = (a: Alert, row: AlertStateRow | undefined) => (
+    <tr class={a.state === 'firing' ? 'firing' : 'ok'} id={`alert-${a.queue}-${a.name}`}>
+      <td>
+        <span class={`alert-state ${a.state}`}>{a.state}</span>
+      </td>
+      <td>{a.name}</td>
+      <td>
+        <a href={`/dashboard/jobs?queue=${encodeURIComponent(a.queue)}`}>{a.queue}</a>
+      </td>
+      <td>{fmtValue(a.value, a.unit)}</td>
+      <td>
+        {fmtValue(a.threshold, a.unit)}
+        {a.overridden.length > 0 ? (
+          <span class="badge" title={`this queue sets ${a.overridden.join(', ')}`}>
+            {' '}
+            queue override
+          </span>
+        ) : null}
+      </td>
+      <td>{a.message}</td>
+      <Since alert={a} row={row} now={props.now} />
+      {props.webhook ? <WebhookCell row={row} /> : null}
+    </tr>
+  );
   const rows = (list: Alert[]) =>
-    list.map((a) => (
-      <tr class={a.state === 'firing' ? 'firing' : 'ok'} id={`alert-${a.queue}-${a.name}`}>
-        <td>
-          <span class={`alert-state ${a.state}`}>{a.state}</span>
-        </td>
-        <td>{a.name}</td>
-        <td>
-          <a href={`/dashboard/jobs?queue=${encodeURIComponent(a.queue)}`}>{a.queue}</a>
-        </td>
-        <td>{fmtValue(a.value, a.unit)}</td>
-        <td>
-          {fmtValue(a.threshold, a.unit)}
-          {a.overridden.length > 0 ? (
-            <span class="badge" title={`this queue sets ${a.overridden.join(', ')}`}>
-              {' '}
-              queue override
-            </span>
-          ) : null}
-        </td>
-        <td>{a.message}</td>
-        <Since alert={a} row={recorded.get(`${a.queue}\u0000${a.name}`)} now={props.now} />
-        {props.webhook ? <WebhookCell row={recorded.get(`${a.queue}\u0000${a.name}`)} /> : null}
-      </tr>
-    ));
+    list.map((a) => rowOf(a, recorded.get(`${a.queue}\u0000${a.name}`)));
   return (
     <>
       <p id="alerts-firing" class={firing.length > 0 ? 'notice error' : 'notice'}>

@@ -163,7 +163,7 @@ export function dashboardRoutes(deps: AppDeps) {
     layoutPage(c, { title, nav, loggedIn: !open }, children, status);
 
   // ---- metrics, alerts, tuning; the overview's alert count and charts ----
-  const overviewExtras = observabilityPages(app, deps, now);
+  const overviewExtras = observabilityPages(app, deps);
 
   // ---- overview ----
   const overview = async () => {

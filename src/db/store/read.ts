@@ -182,6 +182,12 @@ export interface QueueSettingsPatch {
   paused?: boolean;
 }
 
+/** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
+export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
+  const [row] = await db.all<{ name: string; alert_thresholds: string | null }>(sql`SELECT name, alert_thresholds FROM queues WHERE name = ${p.queue}`);
+  return row && { name: row.name, alertOverrides: parseQueueAlertThresholds(row.alert_thresholds) };
+}
+
 /** Creates the queue if needed and replaces its alert threshold overrides ({}: the server's for all). */
 export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void> {
   const now = nowSql(p.now);
