@@ -1,5 +1,5 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
-import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { reapOnce } from '../db/reap-once.ts';
@@ -22,7 +22,7 @@ function queueView(q: QueueHealth) {
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
     settings: q.settings,
     overrides: q.overrides,
-    alertThresholds: { ...DEFAULT_ALERT_THRESHOLDS, ...q.alertOverrides },
+    alertThresholds: effectiveAlertThresholds(q.alertOverrides),
     alertOverrides: q.alertOverrides,
   };
 }

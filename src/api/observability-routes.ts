@@ -3,21 +3,14 @@
  * one metrics snapshot computed from the database (src/db/store/metrics.ts).
  * Times are epoch ms in `snapshot.now`, plus ISO `at`; durations are ms.
  */
-import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts, type AlertThresholds } from '../core/alerts.ts';
-import { recommendTuning, type TuningOptions } from '../core/tuning.ts';
+import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
+import { recommendTuning } from '../core/tuning.ts';
 import { metricsSnapshot } from '../db/store/metrics.ts';
 import type { AppDeps, Routes } from './router.ts';
 
-export interface ObservabilityOptions {
-  /** Server-wide alert thresholds over DEFAULT_ALERT_THRESHOLDS. */
-  alertThresholds?: Partial<AlertThresholds>;
-  tuning?: Partial<TuningOptions>;
-}
-
-export function observabilityRoutes(r: Routes, deps: AppDeps, options: ObservabilityOptions = {}) {
+export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   const snapshot = () => metricsSnapshot(db, { now: clock.now(), config });
-  const thresholds = { ...DEFAULT_ALERT_THRESHOLDS, ...options.alertThresholds };
 
   r.add({ method: 'get', path: '/metrics', role: 'admin', summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, reaps, stale writes, dedup, attempts, runtimes' }, async (c) => {
     const m = await snapshot();
@@ -26,12 +19,13 @@ export function observabilityRoutes(r: Routes, deps: AppDeps, options: Observabi
 
   r.add({ method: 'get', path: '/alerts', role: 'admin', summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
     const m = await snapshot();
-    const alerts = evaluateAlerts(m, thresholds);
-    return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds, alerts });
+    const alerts = evaluateAlerts(m);
+    // `thresholds`: the server's; each alert says which of them its queue overrides.
+    return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds: DEFAULT_ALERT_THRESHOLDS, alerts });
   });
 
   r.add({ method: 'get', path: '/tuning', role: 'admin', summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
     const m = await snapshot();
-    return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m, options.tuning) });
+    return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) });
   });
 }

@@ -4,9 +4,9 @@
  * fire now; the reaper's alert pass (src/db/alert-pass.ts) remembers them in
  * alert_states to tell "started firing" and "cleared" to the webhook.
  *
- * Thresholds: DEFAULT_ALERT_THRESHOLDS, then the caller's server-wide
- * overrides, then the queue's own (queues.alert_thresholds, set through
- * PUT /api/v1/queues/:queue/alerts), field by field.
+ * Thresholds: DEFAULT_ALERT_THRESHOLDS (the server's), then the queue's own
+ * (queues.alert_thresholds, set through PUT /api/v1/queues/:queue/alerts or
+ * the dashboard), field by field: effectiveAlertThresholds.
  *
  * @example
  *   const alerts = evaluateAlerts(await metricsSnapshot(db, { now, config }));
@@ -101,9 +101,13 @@ export interface Alert {
 }
 
 /** Every alert for every queue, firing or ok, in a stable order (queue, then name). */
-export function evaluateAlerts(m: MetricsSnapshot, serverOverrides: Partial<AlertThresholds> = {}): Alert[] {
-  const server = { ...DEFAULT_ALERT_THRESHOLDS, ...serverOverrides };
-  return m.queues.flatMap((q) => queueAlerts(m, q, { ...server, ...q.alertOverrides }));
+export function evaluateAlerts(m: MetricsSnapshot): Alert[] {
+  return m.queues.flatMap((q) => queueAlerts(m, q, effectiveAlertThresholds(q.alertOverrides)));
+}
+
+/** The thresholds a queue's alerts use: the server's, with the queue's own overrides on top. */
+export function effectiveAlertThresholds(queueOverrides: Partial<AlertThresholds>): AlertThresholds {
+  return { ...DEFAULT_ALERT_THRESHOLDS, ...queueOverrides };
 }
 
 /** Which thresholds each alert reads, to say whether its queue overrides them. */
