@@ -47,7 +47,7 @@ export interface CheckInput {
   unexpectedExits: string[];
   /** Unhandled promise rejections the worker processes caught (each would have killed the process). */
   unhandledRejections: { worker: string; message: string }[];
-  /** Count unhandled rejections as findings, not violations (a known leasehold bug, see docs/chaos.md). */
+  /** Count unhandled rejections as findings, not violations (the defect it was made for is fixed; see docs/chaos.md). */
   tolerateUnhandledRejections: boolean;
 }
 

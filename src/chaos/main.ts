@@ -24,7 +24,7 @@ export function parseArgs(argv: string[]): Map<string, string | true> {
   return values;
 }
 
-export function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
+function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
   const num = (flag: string, fallback: number) => {
     const v = flags.get(flag);
     if (v === undefined) return fallback;

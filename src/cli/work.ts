@@ -37,11 +37,11 @@ import { createWorker, type JobContext, type Logger, type Worker } from '../work
 import { UsageError, type CommandFlag } from './args.ts';
 
 /** sysexits.h: the input data was wrong; retrying cannot help. */
-export const EX_DATAERR = 65;
+const EX_DATAERR = 65;
 /** sysexits.h: a temporary failure; retry later. */
-export const EX_TEMPFAIL = 75;
+const EX_TEMPFAIL = 75;
 /** Larger payloads go on stdin only. */
-export const MAX_ENV_PAYLOAD_BYTES = 100_000;
+const MAX_ENV_PAYLOAD_BYTES = 100_000;
 const DEFAULT_OUTPUT_BYTES = 16 * 1024;
 const MAX_OUTPUT_BYTES = 256 * 1024;
 /** How much of stderr goes into a failure message (the server keeps 16,000 characters). */
@@ -166,7 +166,7 @@ function signalGroup(pid: number, signal: NodeJS.Signals) {
   }
 }
 
-export function createShellWorker(o: ShellWorkerOptions): ShellWorker {
+function createShellWorker(o: ShellWorkerOptions): ShellWorker {
   const outputBytes = o.outputBytes ?? DEFAULT_OUTPUT_BYTES;
   const killGraceMs = o.killGraceMs ?? 2_000;
   const print = o.print ?? ((line: string) => console.log(line));

@@ -37,7 +37,7 @@ export interface AlertTransition {
   message: string;
 }
 
-export interface AlertWebhookBody {
+interface AlertWebhookBody {
   type: 'alert.firing' | 'alert.resolved';
   id: string;
   queue: string;
@@ -81,8 +81,8 @@ export async function alertWebhookSignature(body: string, secret: string): Promi
   return `sha256=${Array.from(mac, (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
-export const ALERT_RETRY_BASE_MS = 10_000;
-export const ALERT_RETRY_MAX_MS = 10 * 60_000;
+const ALERT_RETRY_BASE_MS = 10_000;
+const ALERT_RETRY_MAX_MS = 10 * 60_000;
 
 /**
  * How long after its `failures`-th failed attempt a notification is tried

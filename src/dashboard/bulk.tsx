@@ -24,7 +24,7 @@ import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './
 type Env = DashboardEnv;
 
 /** Matching jobs are counted up to this many (a dry run stays cheap on a huge table). */
-export const BULK_COUNT_LIMIT = 100_000;
+const BULK_COUNT_LIMIT = 100_000;
 
 const VERB: Record<BulkKind, { button: string; done: string; what: (status: string) => string }> = {
   retry: { button: 'Retry', done: 'retried (back to pending with a fresh attempt budget)', what: (s) => `${s} jobs` },

@@ -189,7 +189,7 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
   );
 }
 
-export function MetricsFragment(props: { m: MetricsSnapshot }) {
+function MetricsFragment(props: { m: MetricsSnapshot }) {
   const { m } = props;
   if (m.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
   return (
@@ -232,7 +232,7 @@ function WebhookCell(props: { row: AlertStateRow | undefined }) {
   );
 }
 
-export function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean; queues: { name: string; overrides: number }[] }) {
+function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean; queues: { name: string; overrides: number }[] }) {
   if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
   const firing = props.alerts.filter((a) => a.state === 'firing');
   const ok = props.alerts.filter((a) => a.state !== 'firing');
@@ -309,7 +309,7 @@ const SETTINGS = [
   ['graceMs', 'Grace'],
 ] as const;
 
-export function TuningFragment(props: { rows: QueueTuning[] }) {
+function TuningFragment(props: { rows: QueueTuning[] }) {
   if (props.rows.length === 0) return <p class="empty">No queues yet: nothing to tune.</p>;
   return (
     <>
@@ -371,7 +371,7 @@ const W = 4;
 const H = 40;
 
 /** One bar per minute with data, oldest left; heights scale to the series' busiest minute. */
-export function BarChart(props: { queue: string; series: ChartSeries; counts: number[] }) {
+function BarChart(props: { queue: string; series: ChartSeries; counts: number[] }) {
   const max = Math.max(0, ...props.counts);
   const total = props.counts.reduce((s, n) => s + n, 0);
   const label = `${props.queue}: ${total} ${props.series} in the last hour${max > 0 ? `, at most ${max} a minute` : ''}`;
@@ -397,7 +397,7 @@ export function BarChart(props: { queue: string; series: ChartSeries; counts: nu
  * The worst heartbeat lag the reaper saw in each minute, one bar per sampled
  * minute; bars over `lateMs` (two heartbeat intervals) are marked late.
  */
-export function LagChart(props: { queue: string; lags: (number | null)[]; lateMs: number }) {
+function LagChart(props: { queue: string; lags: (number | null)[]; lateMs: number }) {
   const max = Math.max(props.lateMs, ...props.lags.map((x) => x ?? 0));
   const worst = Math.max(0, ...props.lags.map((x) => x ?? 0));
   const sampled = props.lags.some((x) => x !== null);
@@ -425,7 +425,7 @@ export function LagChart(props: { queue: string; lags: (number | null)[]; lateMs
 }
 
 /** Above the overview's table: firing alerts and live workers. */
-export function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
+function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
   return (
     <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
         <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a> ·{' '}
@@ -438,7 +438,7 @@ export function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
 }
 
 /** Below the overview's table: the last hour per minute, per queue. */
-export function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }) {
+function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }) {
   const none = new Array<number>(CHART_MINUTES).fill(0);
   const noLag = new Array<number | null>(CHART_MINUTES).fill(null);
   return (

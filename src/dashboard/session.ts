@@ -9,7 +9,7 @@ import { sameSecret } from '../api/auth.ts';
  * - The CSRF token of a session is HMAC("csrf:" + sid): every POST form carries
  *   it and every state-changing request must send it back.
  */
-export type DashboardRole = 'admin' | 'readonly';
+type DashboardRole = 'admin' | 'readonly';
 
 export interface Session {
   sid: string;

@@ -275,7 +275,7 @@ const BULK_ENTRY: Record<string, string> = {
 };
 
 /** Under the filter, for a status a bulk action takes: a GET to its dry run (src/dashboard/bulk.tsx; admin only). */
-export function BulkEntry(props: { filter: JobsFilter }) {
+function BulkEntry(props: { filter: JobsFilter }) {
   const label = props.filter.status ? BULK_ENTRY[props.filter.status] : undefined;
   if (!label) return null;
   return (

@@ -49,7 +49,7 @@ export interface AlertPassReport {
 }
 
 /** Longest wait for the receiver; well inside NOTIFY_LEASE_MS, so a lease never runs out mid-send. */
-export const WEBHOOK_TIMEOUT_MS = 5_000;
+const WEBHOOK_TIMEOUT_MS = 5_000;
 /** How long a claimed notification is held by its sender. */
 const NOTIFY_LEASE_MS = 30_000;
 /** Notifications sent per pass at most (in parallel); the rest wait for the next pass. */

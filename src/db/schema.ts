@@ -253,7 +253,3 @@ export const alertStates = sqliteTable(
   ],
 );
 
-export type JobRow = typeof jobs.$inferSelect;
-export type EventRow = typeof events.$inferSelect;
-export type WorkerRow = typeof workers.$inferSelect;
-export type QueueRow = typeof queues.$inferSelect;

@@ -48,7 +48,7 @@ const MIGRATIONS = embeddedMigrations();
 const PUBLIC_FILES: Record<string, string> = embeddedPublicFiles();
 
 /** The files of public/ carried by the binary (path with `/` -> bytes), for the dashboard. */
-export function publicFiles(): Map<string, Uint8Array> {
+function publicFiles(): Map<string, Uint8Array> {
   return new Map(Object.entries(PUBLIC_FILES).map(([path, base64]) => [path, Uint8Array.from(Buffer.from(base64, 'base64'))]));
 }
 

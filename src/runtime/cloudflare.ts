@@ -80,7 +80,7 @@ class Refusal {
 const served = new WeakMap<object, Promise<Runtime | Refusal>>();
 const reaped = new WeakMap<object, Promise<Runtime | Refusal>>();
 
-export function runtimeFor(env: Env, role: 'serve' | 'reap' = 'serve'): Promise<Runtime | Refusal> {
+function runtimeFor(env: Env, role: 'serve' | 'reap' = 'serve'): Promise<Runtime | Refusal> {
   const cache = role === 'serve' ? served : reaped;
   let runtime = cache.get(env);
   if (!runtime) {

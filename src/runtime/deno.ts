@@ -3,7 +3,7 @@
  * the same native `libsql` addon as Node, loaded by Deno's Node-API support),
  * applies migrations, serves the app with Deno.serve, and runs the reaper.
  *
- *   npx deno run -A --unstable-cron --no-check src/runtime/deno.ts [--port 8787 ...]
+ *   npx deno run -A --unstable-cron src/runtime/deno.ts [--port 8787 ...]
  *
  * The reaper runs two ways, both calling the same `reaperPass`:
  * - every LEASEHOLD_REAPER_INTERVAL_MS (default 5 s) on an in-process timer,
@@ -51,9 +51,9 @@ declare const Deno: {
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
 export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
-export const CRON_NAME = 'leasehold reaper';
+const CRON_NAME = 'leasehold reaper';
 /** Deno.cron's finest schedule: once a minute. */
-export const CRON_SCHEDULE = '* * * * *';
+const CRON_SCHEDULE = '* * * * *';
 
 export interface DenoServer {
   url: string;

@@ -34,7 +34,7 @@ export function embeddedMigrations(): EmbeddedMigrations {
   return { journal, files: entries.map(({ tag }) => ({ tag, sql: readFileSync(join(folder, `${tag}.sql`), 'utf8') })) };
 }
 
-/** Every file under public/ (none yet: the dashboard will add them), keyed by its path with `/`, as base64. */
+/** Every file under public/ (htmx, the dashboard's CSS, favicon, robots.txt), keyed by its path with `/`, as base64. */
 export function embeddedPublicFiles(): Record<string, string> {
   const folder = join(ROOT, 'public');
   const out: Record<string, string> = {};

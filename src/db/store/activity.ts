@@ -11,7 +11,7 @@ import type { Db } from '../db.ts';
 
 export const MINUTE_MS = 60_000;
 /** queue_minutes rows are kept this long. */
-export const ACTIVITY_KEEP_MS = 24 * 3_600_000;
+const ACTIVITY_KEEP_MS = 24 * 3_600_000;
 
 export interface MinuteRow {
   queue: string;

@@ -26,9 +26,9 @@ import { queuesHealth, type QueueHealth } from './read.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
-export const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
+const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
-export const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
+const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
 
 /** Event counts all-time (retained), in the last hour and in the last 5 minutes. */
 export interface WindowCount {
@@ -104,7 +104,7 @@ export interface MetricsSnapshot {
 
 const RARE_TYPES = ['stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred'] as const;
 /** Attempts and runtime percentiles come from at most this many of the last hour's finished jobs. */
-export const RECENT_SAMPLE = 5_000;
+const RECENT_SAMPLE = 5_000;
 
 const zero = (): WindowCount => ({ total: 0, lastHour: 0, last5m: 0 });
 const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
