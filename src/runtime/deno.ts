@@ -20,10 +20,9 @@ import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
-import { reapOnce } from '../db/reap-once.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { redactUrl, summarize, worthLogging } from './reaper-timer.ts';
+import { makeReaperPass, redactUrl } from './reaper-timer.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
 interface DenoNetAddr {
@@ -67,19 +66,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
   await migrateLibsql(opened, MIGRATIONS_DIR);
   const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
 
-  let running = false;
-  async function reaperPass(source: string): Promise<void> {
-    if (running) return;
-    running = true;
-    try {
-      const report = await reapOnce(opened.db, clock.now(), config);
-      if (worthLogging(report)) log(`reaper (${source}): ${summarize(report)}`);
-    } catch (err) {
-      console.error(`leasehold: reaper pass (${source}) failed, will retry on the next one`, err);
-    } finally {
-      running = false;
-    }
-  }
+  const reaperPass = makeReaperPass(opened.db, config, clock, log);
 
   let server!: DenoHttpServer;
   const addr = await new Promise<DenoNetAddr>((resolve, reject) => {

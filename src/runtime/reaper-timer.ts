@@ -8,20 +8,31 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../db/reap-once.ts';
 
-export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (line: string) => void): () => void {
+/**
+ * One reaper pass as every long-running server runs it: skipped while the
+ * previous one is still running, logged when it did something, and a failure
+ * logged and left for the next pass. `source` names who asked (interval, cron).
+ */
+export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line: string) => void): (source?: string) => Promise<void> {
   let running = false;
-  const timer = setInterval(async function reaperTick() {
+  return async (source) => {
     if (running) return;
     running = true;
+    const who = source ? `reaper (${source})` : 'reaper';
     try {
       const report = await reapOnce(db, clock.now(), config);
-      if (worthLogging(report)) log(`reaper: ${summarize(report)}`);
+      if (worthLogging(report)) log(`${who}: ${summarize(report)}`);
     } catch (err) {
-      console.error('leasehold: reaper pass failed (will retry next interval)', err);
+      console.error(`leasehold: ${who} pass failed (will retry on the next one)`, err);
     } finally {
       running = false;
     }
-  }, config.reaperIntervalMs);
+  };
+}
+
+export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (line: string) => void): () => void {
+  const pass = makeReaperPass(db, config, clock, log);
+  const timer = setInterval(() => void pass(), config.reaperIntervalMs);
   // Deno's timers have no unref; Node's and Bun's do.
   (timer as { unref?: () => void }).unref?.();
   return () => clearInterval(timer);
