@@ -5,10 +5,9 @@
  * Precondition (restated in every WHERE): `jobs.id = ref.id AND status =
  * 'running' AND lock_token = ref.lockToken AND locked_by = workerId`. A write whose guard fails changes
  * nothing, and a `stale_write_rejected` event names the stale token's worker.
- * One batch (one transaction, one round trip): record the stale refs, touch the
- * worker's liveness row, and run the guarded UPDATE ... FROM json_each(refs) v.
- * Only when a ref was refused does a second read fetch its status, for the
- * error message (the refusal itself was decided and recorded in the batch).
+ * One batch (one transaction, one round trip): record the stale refs (their
+ * statuses come back for the error message), touch the worker's liveness row,
+ * and run the guarded UPDATE ... FROM json_each(refs) v.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
@@ -87,29 +86,25 @@ export async function ownedWriteThen<T extends LeanJob, A>(
 ): Promise<{ outcomes: OwnedOutcome<T>[]; then: A[] }> {
   const refsTable = refsTableSql(p.refs);
   const now = nowSql(p.now);
-  const [, , accepted, after] = await batchList(db, [
-    db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
+  const [refusedRows, , accepted, after] = await batchList(db, [
+    // RETURNING: the status each refused job had, read in the same statement
+    // that recorded the refusal (a ref in neither answer has no job).
+    db.all<{ id: number; status: JobStatus }>(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
         CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
           WHEN j.lock_token = v.token THEN 'the claim belongs to worker ' || j.locked_by
           ELSE 'lock token is not the current claim''s' END,
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
-      WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})`),
+      WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})
+      RETURNING job_id AS id, from_status AS status`),
     // With a claim (`then`) the worker may take jobs: register it as a claim does.
     (then ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
     ...(then ? [then] : []),
   ]);
   const byId = new Map((accepted as T[]).map((j) => [j.id, j]));
-  const refused = p.refs.filter((r) => !byId.has(r.id));
-  const statusById = new Map<number, JobStatus>();
-  if (refused.length > 0) {
-    // One JSON parameter, not one per id: D1 allows at most 100 bound parameters per statement.
-    const ids = JSON.stringify(refused.map((r) => r.id));
-    const rows = await db.all<{ id: number; status: JobStatus }>(sql`SELECT id, status FROM jobs WHERE id IN (SELECT value FROM json_each(${ids}))`);
-    for (const row of rows) statusById.set(row.id, row.status);
-  }
+  const statusById = new Map((refusedRows as { id: number; status: JobStatus }[]).map((r) => [Number(r.id), r.status]));
   const outcomes = p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
     if (job) return { id: r.id, ok: true, job };
