@@ -4,7 +4,7 @@
  * events table, so they survive restarts (but shrink when retention prunes old
  * jobs' events).
  *
- * Costs (one batch of five statements, plus queuesHealth):
+ * Costs (one batch of six statements, one round trip):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
@@ -22,7 +22,7 @@ import { defaultConfig, type QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import { queuesHealth, type QueueHealth } from './read.ts';
+import { queuesHealthSql, toQueueHealth, type QueueHealth } from './read.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
@@ -132,7 +132,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, recent, workers] = await db.batch([
+  const [clock, running, events, recent, workers, healthRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       // INDEXED BY (the partial index of running jobs): left alone, SQLite
@@ -172,6 +172,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     db.all<{ total: number; active: number | null }>(
       sql`SELECT count(*) AS total, sum(last_seen_at >= ${now} - ${config.workerAliveMs}) AS active FROM workers`,
     ),
+    // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
+    db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -180,7 +182,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     if (row.kind === 'attempts') finished.push({ queue: row.queue, ...JSON.parse(row.data) });
     else runtimes.set(row.queue, percentiles(row.data.split(',').map(Number)));
   }
-  const health = await queuesHealth(db, { now: at, defaults: config });
+  const health = toQueueHealth(healthRows, config);
 
   // Counts by status come from queuesHealth (index ranges per queue); every
   // job's queue has a queues row, created by its enqueue.

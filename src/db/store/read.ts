@@ -117,6 +117,13 @@ const SETTING_COLUMNS = {
  * running are counted from their partial indexes, in one pass each.
  */
 export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]> {
+  return toQueueHealth(await db.all<QueueHealthRow>(queuesHealthSql(p)), p.defaults);
+}
+
+type QueueHealthRow = Record<string, number | string | null>;
+
+/** queuesHealth's statement, for a caller that runs it inside its own batch (the metrics snapshot). */
+export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
   const now = nowSql(p.now);
   const only = p.queue === undefined ? sql`` : sql`WHERE q.name = ${p.queue}`;
   const onlyJobs = p.queue === undefined ? sql`` : sql`AND queue_name = ${p.queue}`;
@@ -126,7 +133,7 @@ export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefault
   // through its partial index. INDEXED BY: grouped by queue, SQLite would
   // rather walk jobs_queue_status_id_idx end to end (a million entries at 1M
   // finished jobs) than sort a few rows.
-  const rows = await db.all<Record<string, number | string | null>>(sql`WITH
+  return sql`WITH
       d AS (SELECT queue_name, count(*) AS pending, sum(available_at <= ${now}) AS ready, min(CASE WHEN available_at <= ${now} THEN available_at END) AS oldest_ready
         FROM jobs INDEXED BY jobs_claim_idx WHERE status = 'pending' ${onlyJobs} GROUP BY queue_name),
       r AS (SELECT queue_name, count(*) AS running, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running
@@ -140,14 +147,18 @@ export async function queuesHealth(db: Db, p: { now: Now; defaults: QueueDefault
       coalesce(d.ready, 0) AS ready, d.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running
     FROM queues q LEFT JOIN d ON d.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
-    ${only} ORDER BY q.name`);
+    ${only} ORDER BY q.name`;
+}
+
+/** queuesHealth's rows as QueueHealth, each setting the queue's own or the server default. */
+export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDefaults): QueueHealth[] {
   return rows.map((r) => {
     const overrides: Partial<QueueDefaults> = {};
     const settings = {} as QueueDefaults;
     for (const [key, column] of Object.entries(SETTING_COLUMNS) as [keyof QueueDefaults, string][]) {
       const value = r[column];
       if (typeof value === 'number') overrides[key] = value;
-      settings[key] = typeof value === 'number' ? value : p.defaults[key];
+      settings[key] = typeof value === 'number' ? value : defaults[key];
     }
     return {
       name: String(r.name),
