@@ -15,10 +15,10 @@ import type { Now } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapReason } from '../core/reaper.ts';
 import { alertPass, type AlertPassReport } from './alert-pass.ts';
-import type { Db } from './db.ts';
+import { batchList, type Db } from './db.ts';
 import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
 import { readNow } from './store/read.ts';
-import { jobsGetReapCandidates, jobsPruneFinished, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.ts';
+import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.ts';
 
 export interface ReapReport {
   /** The time the pass ran at (epoch ms). */
@@ -51,11 +51,16 @@ export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapRe
     else if (decision.action === 'requeue') report.requeued.push({ id, reason: decision.reason });
     else report.failed.push({ id, reason: decision.reason });
   }
-  report.pruned = await jobsPruneFinished(db, { now: at, limit: config.pruneBatchSize, defaults: config });
-  await workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) });
-  // The overview's heartbeat lag history: one sample per pass, the worst per minute kept.
-  await queueMinutesSampleHeartbeatLag(db, { now: at });
-  await queueMinutesPrune(db, { now: at });
+  // Housekeeping, one batch (one request): retention pruning, forgotten
+  // workers, and the overview's heartbeat lag history (one sample per pass,
+  // the worst per minute kept).
+  const [, , prunedJobs] = await batchList(db, [
+    ...jobsPruneFinishedStatements(db, { now: at, limit: config.pruneBatchSize, defaults: config }),
+    workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) }),
+    queueMinutesSampleHeartbeatLag(db, { now: at }),
+    queueMinutesPrune(db, { now: at }),
+  ]);
+  report.pruned = (prunedJobs as { id: number }[]).length;
   try {
     report.alerts = await alertPass(db, at, config);
   } catch (err) {

@@ -34,12 +34,12 @@ export async function queueMinutesSince(db: Db, p: { sinceMinuteAt: number }): P
  * queue's running jobs (keeping the larger of this sample and earlier ones in
  * the same minute). Queues with nothing running record nothing.
  */
-export async function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }): Promise<void> {
+export function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }) {
   const minuteAt = p.now - (p.now % MINUTE_MS);
   // INDEXED BY the partial index of running jobs: grouped by queue, SQLite
   // otherwise walked jobs_queue_status_id_idx end to end, ~300 ms per reaper
   // pass at 1M jobs (test/query-plans.test.ts guards this).
-  await db.run(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
+  return db.run(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
     SELECT queue_name, ${minuteAt}, max(${p.now} - coalesce(last_heartbeat_at, started_at))
     FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name
     ON CONFLICT (queue_name, minute_at) DO UPDATE SET
@@ -47,6 +47,6 @@ export async function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number })
 }
 
 /** Deletes minutes older than ACTIVITY_KEEP_MS. */
-export async function queueMinutesPrune(db: Db, p: { now: number }): Promise<void> {
-  await db.run(sql`DELETE FROM queue_minutes WHERE minute_at < ${p.now - ACTIVITY_KEEP_MS}`);
+export function queueMinutesPrune(db: Db, p: { now: number }) {
+  return db.run(sql`DELETE FROM queue_minutes WHERE minute_at < ${p.now - ACTIVITY_KEEP_MS}`);
 }

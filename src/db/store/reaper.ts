@@ -88,7 +88,12 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
 }
 
 /** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects. */
-export async function jobsPruneFinished(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<number> {
+/**
+ * The prune's three statements (events, effects, then the jobs, whose
+ * RETURNING says how many went), for the caller's batch: the reaper pass
+ * sends its housekeeping as one request.
+ */
+export function jobsPruneFinishedStatements(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }) {
   const retention = p.defaults.retentionMs;
   // The first bound is a constant (the shortest retention of any queue), so
   // the scan is an index range over rows that may be due, not all finished rows.
@@ -97,15 +102,15 @@ export async function jobsPruneFinished(db: Db, p: { now: number; limit: number;
       AND j.finished_at < ${p.now} - min(${retention}, coalesce((SELECT min(retention_ms) FROM queues), ${retention}))
       AND j.finished_at < ${p.now} - coalesce((SELECT q.retention_ms FROM queues q WHERE q.name = j.queue_name), ${retention})
     ORDER BY j.finished_at, j.id LIMIT ${p.limit}`;
-  const [, , deleted] = await db.batch([
+  return [
     db.run(sql`DELETE FROM events WHERE job_id IN (${due})`),
     db.run(sql`DELETE FROM effects WHERE job_id IN (${due})`),
     db.all<{ id: number }>(sql`DELETE FROM jobs WHERE id IN (${due}) RETURNING id`),
-  ]);
-  return (deleted as { id: number }[]).length;
+  ] as const;
 }
 
 /** Forgets workers not seen for longer than `olderThanMs`. */
-export async function workersPruneStale(db: Db, p: { now: number; olderThanMs: number }): Promise<void> {
-  await db.run(sql`DELETE FROM workers WHERE last_seen_at < ${p.now - p.olderThanMs}`);
+/** A statement: await it, or put it in a batch. */
+export function workersPruneStale(db: Db, p: { now: number; olderThanMs: number }) {
+  return db.run(sql`DELETE FROM workers WHERE last_seen_at < ${p.now - p.olderThanMs}`);
 }
