@@ -1,5 +1,7 @@
+import type { CommandFlag } from '../cli/args.ts';
+
 /** The chaos command's flags (shared by `npm run chaos` and `leasehold chaos`). */
-export const CHAOS_FLAGS = [
+export const CHAOS_FLAGS: CommandFlag[] = [
   { flag: '--seed', help: 'seed of the fault schedule and handler behaviours (default: random, printed)' },
   { flag: '--jobs', help: 'jobs to enqueue (default 300; 100000 with --long)' },
   { flag: '--workers', help: 'worker processes (default 4; 6 with --long)' },

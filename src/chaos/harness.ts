@@ -400,8 +400,6 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
 
   let finishedInTime = false;
   let lastProgress = 0;
-  let lastAdvance = Date.now();
-  let lastDone = -1;
   let resultError: unknown;
   try {
     for (;;) {
@@ -410,13 +408,6 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       if (Date.now() - lastProgress >= o.progressEveryMs) {
         lastProgress = Date.now();
         progressLine(counts);
-      }
-      if (counts) {
-        const doneNow = counts.completed + counts.failed;
-        if (doneNow !== lastDone) {
-          lastDone = doneNow;
-          lastAdvance = Date.now();
-        }
       }
       if (
         counts &&
@@ -432,7 +423,6 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       if (Date.now() > hardDeadline || enqueueGaveUp) break;
     }
     progressLine(last);
-    void lastAdvance;
   } catch (err) {
     resultError = err;
   }

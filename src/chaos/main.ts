@@ -4,25 +4,19 @@
  */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { splitFlags } from '../cli/args.ts';
 import { CHAOS_FLAGS } from './flags.ts';
 import { runChaos } from './harness.ts';
 import { LONG_TIMINGS, SHORT_TIMINGS, type ChaosOptions } from './plan.ts';
 
+/** The chaos flags, parsed as the CLI parses every command's (`--` from `npm run chaos --` is skipped). */
 export function parseArgs(argv: string[]): Map<string, string | true> {
-  const values = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') continue;
-    const name = arg.includes('=') ? arg.slice(0, arg.indexOf('=')) : arg;
-    const spec = CHAOS_FLAGS.find((f) => f.flag === name);
-    if (!spec) throw new Error(`unknown flag ${arg}`);
-    if (spec.boolean) values.set(name, true);
-    else if (arg.includes('=')) values.set(name, arg.slice(arg.indexOf('=') + 1));
-    else if (argv[i + 1] !== undefined) values.set(name, argv[++i]!);
-    else throw new Error(`${name} needs a value`);
-  }
+  const { values, rest } = splitFlags(argv.filter((a) => a !== '--'), CHAOS_FLAGS);
+  if (rest.length > 0) throw new Error(`unknown flag ${rest[0]}`);
   return values;
 }
+
+const flagList = () => CHAOS_FLAGS.map((f) => `  ${f.flag.padEnd(18)} ${f.help}`).join('\n');
 
 function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
   const num = (flag: string, fallback: number) => {
@@ -48,7 +42,6 @@ function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
     long,
     jsonPath: typeof json === 'string' ? json : undefined,
     dir: typeof dir === 'string' ? dir : undefined,
-    keep: true,
     tolerateUnhandledRejections: flags.has('--tolerate-unhandled-rejections'),
     progressEveryMs: long ? 5_000 : 2_000,
     timings: long ? LONG_TIMINGS : SHORT_TIMINGS,
@@ -73,7 +66,7 @@ export async function runFromFlags(flags: Map<string, string | true>): Promise<n
   try {
     options = optionsFromFlags(flags);
   } catch (err) {
-    console.error(`chaos: ${(err as Error).message}\n\nflags:\n${CHAOS_FLAGS.map((f) => `  ${f.flag.padEnd(18)} ${f.help}`).join('\n')}`);
+    console.error(`chaos: ${(err as Error).message}\n\nflags:\n${flagList()}`);
     return 2;
   }
   const { exitCode } = await runChaos(options);
@@ -85,7 +78,7 @@ export async function runFromFlags(flags: Map<string, string | true>): Promise<n
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const argv = process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(`usage: npm run chaos -- [flags]\n\nflags:\n${CHAOS_FLAGS.map((f) => `  ${f.flag.padEnd(18)} ${f.help}`).join('\n')}`);
+    console.log(`usage: npm run chaos -- [flags]\n\nflags:\n${flagList()}`);
     process.exit(0);
   }
   const code = await main(argv);

@@ -32,7 +32,6 @@ export interface ChaosOptions {
   long: boolean;
   jsonPath?: string | undefined;
   dir?: string | undefined;
-  keep: boolean;
   /** Report unhandled rejections in worker processes as findings, not violations. */
   tolerateUnhandledRejections: boolean;
   progressEveryMs: number;
