@@ -25,7 +25,7 @@ import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.t
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
 import { assetsFromFiles } from './public-assets.ts';
-import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
+import { listening, serverUrl, summarize } from './reaper-timer.ts';
 
 export { summarize };
 export type { RunningServer, ServeOptions };
@@ -92,20 +92,15 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
     opened.close();
     throw err;
   }
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${server.port}`;
-
-  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened.db, config, clock, log);
-  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
-
-  return {
-    url,
-    async close() {
-      stopReaper();
-      await server.stop();
-      opened.close();
-    },
-  };
+  return listening({
+    url: serverUrl(config.host, server.port),
+    opened,
+    config,
+    clock,
+    log,
+    reaper: options.reaper !== false,
+    stopServer: async () => await server.stop(),
+  });
 }
 
 

@@ -22,7 +22,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { makeReaperPass, redactUrl } from './reaper-timer.ts';
+import { makeReaperPass, redactUrl, serverUrl } from './reaper-timer.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
 interface DenoNetAddr {
@@ -76,8 +76,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
       reject(err);
     }
   });
-  const host = addr.hostname.includes(':') ? `[${addr.hostname}]` : addr.hostname;
-  const url = `http://${host}:${addr.port}`;
+  const url = serverUrl(addr.hostname, addr.port);
 
   const timer = setInterval(function reaperTick() {
     void reaperPass('interval');

@@ -9,7 +9,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { redactUrl, startReaperTimer, summarize } from './reaper-timer.ts';
+import { listening, serverUrl, summarize } from './reaper-timer.ts';
 
 export { summarize };
 
@@ -47,20 +47,15 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${port}`;
-
-  const stopReaper = options.reaper === false ? () => {} : startReaperTimer(opened.db, config, clock, log);
-  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms)`);
-
-  return {
-    url,
-    async close() {
-      stopReaper();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      opened.close();
-    },
-  };
+  return listening({
+    url: serverUrl(config.host, port),
+    opened,
+    config,
+    clock,
+    log,
+    reaper: options.reaper !== false,
+    stopServer: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
 }
 
 

@@ -1,7 +1,8 @@
 /**
- * The in-process reaper for long-running servers (Node, Bun, Deno): reapOnce
- * every interval; a pass never overlaps the previous one, and a failed pass is
- * logged and tried again at the next tick.
+ * What the long-running servers (Node, Bun, Deno) share once they listen:
+ * the in-process reaper (reapOnce every interval; a pass never overlaps the
+ * previous one, and a failed pass is logged and tried again at the next
+ * tick), its log line, the start line and the close order.
  */
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
@@ -57,3 +58,32 @@ export function worthLogging(r: ReapReport): boolean {
 
 /** A database URL for logs: credentials in it are masked. */
 export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
+
+/** The server's URL from the host it listens on (an IPv6 address goes in brackets) and its port. */
+export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/**
+ * What a long-running server (Node, Bun) does once it listens: the reaper
+ * timer (unless turned off), the start line, and a close that stops the
+ * reaper, then the server, then the database.
+ */
+export function listening(p: {
+  url: string;
+  opened: { db: Db; close(): void };
+  config: Config;
+  clock: Clock;
+  log: (line: string) => void;
+  reaper: boolean;
+  stopServer: () => Promise<void>;
+}): { url: string; close(): Promise<void> } {
+  const stopReaper = p.reaper ? startReaperTimer(p.opened.db, p.config, p.clock, p.log) : () => {};
+  p.log(`leasehold listening on ${p.url} (database ${redactUrl(p.config.databaseUrl)}, reaper every ${p.config.reaperIntervalMs} ms)`);
+  return {
+    url: p.url,
+    async close() {
+      stopReaper();
+      await p.stopServer();
+      p.opened.close();
+    },
+  };
+}
