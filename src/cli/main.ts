@@ -193,7 +193,7 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     return await command.run(config, values, trailing);
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`leasehold: cannot start, the configuration breaks a rule:\n${err.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`);
+      console.error(err.startupMessage());
       return 2;
     }
     if (err instanceof UsageError || err instanceof LeaseholdError) {

@@ -128,6 +128,11 @@ export class ConfigError extends Error {
   constructor(readonly problems: ConfigProblem[]) {
     super(problems.map((p) => `${p.setting}: ${p.rule}`).join('\n'));
   }
+
+  /** What a server prints when it refuses to start: every broken rule, one per line. */
+  startupMessage(): string {
+    return `leasehold: cannot start, the configuration breaks a rule:\n${this.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`;
+  }
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);

@@ -17,8 +17,7 @@ import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
 import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
-import type { JobStatus } from '../db/schema.ts';
-import { ErrorPage, jobsQuery, STATUSES } from './views.tsx';
+import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
 import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
@@ -58,7 +57,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   const parse = (queueRaw: unknown, statusRaw: unknown) => {
     const queue = typeof queueRaw === 'string' && queueRaw !== '' ? queueRaw : undefined;
     if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
-    const status = typeof statusRaw === 'string' && (STATUSES as readonly string[]).includes(statusRaw) ? (statusRaw as JobStatus) : undefined;
+    const status = isJobStatus(statusRaw) ? statusRaw : undefined;
     const kind = status && bulkKindFor(status);
     if (!status || !kind) return 'status: a bulk action takes failed or cancelled (retry), pending (cancel) or running (requeue expired leases) jobs';
     return { queue, status, kind };

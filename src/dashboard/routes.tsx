@@ -33,6 +33,7 @@ import {
   Notice,
   OverviewFragment,
   STATUSES,
+  isJobStatus,
   WorkersFragment,
   ZombiesFragment,
   type JobsFilter,
@@ -188,7 +189,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const order = c.req.query('order') || undefined;
     const afterText = c.req.query('after') || undefined;
     if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
-    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) return `status: one of ${STATUSES.join(', ')}`;
+    if (status !== undefined && !isJobStatus(status)) return `status: one of ${STATUSES.join(', ')}`;
     if (idText !== undefined && !/^[0-9]{1,15}$/.test(idText)) return 'id: a job id (digits only)';
     if (key !== undefined && key.length > 255) return 'key: at most 255 characters';
     if (order !== undefined && order !== 'asc') return 'order: asc (oldest first), or leave it out for newest first';
@@ -245,7 +246,7 @@ export function dashboardRoutes(deps: AppDeps) {
       `Job ${id}`,
       'jobs',
       <>
-        <Notice notice={c.req.query('notice')} was={was && (STATUSES as readonly string[]).includes(was) ? was : undefined} />
+        <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
         <h2>Actions</h2>
         {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} /> : <p class="empty">Read-only login: no actions.</p>}
         <Live src={`/dashboard/live/jobs/${id}?shown=${job.status}`}>{body}</Live>

@@ -2,6 +2,7 @@
  * Dashboard views (hono/jsx, server-rendered). Every value is rendered as
  * JSX text or attribute, which hono/jsx escapes; nothing here uses raw HTML.
  */
+import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import type { Child } from 'hono/jsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../db/store/record.ts';
@@ -201,7 +202,11 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
   );
 }
 
-export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+/** The job statuses a filter may name (the schema's list). */
+export const STATUSES = JOB_STATUSES;
+
+/** Narrows a query or form value to a job status. */
+export const isJobStatus = (v: unknown): v is JobStatus => typeof v === 'string' && (JOB_STATUSES as readonly string[]).includes(v);
 
 export interface JobsFilter {
   queue?: string | undefined;

@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     config = loaded.config;
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`leasehold: cannot start, the configuration breaks a rule:\n${err.problems.map((p) => `  ${p.setting} ${p.rule}`).join('\n')}`);
+      console.error(err.startupMessage());
       Deno.exit(2);
     }
     throw err;
