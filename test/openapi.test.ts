@@ -141,3 +141,14 @@ test('it is generated from the validators: a body without any required field is 
   expect(checked).toContain('post /api/v1/queues/{queue}/jobs payload');
   expect(t.errors).toEqual([]);
 });
+
+test("GET /jobs lists its query parameters, from the validator that checks them", async () => {
+  const params = doc.paths['/api/v1/jobs'].get.parameters as { name: string; in: string; required: boolean; schema: { pattern?: string } }[];
+  expect(params.filter((p) => p.in === 'query').map((p) => p.name).sort()).toEqual(['after', 'idempotencyKey', 'limit', 'order', 'queue', 'status']);
+  expect(params.every((p) => p.required === false)).toBe(true);
+  // The documented limit pattern is the one enforced: 500 passes, 501 does not.
+  const limit = new RegExp(params.find((p) => p.name === 'limit')!.schema.pattern!);
+  expect([limit.test('500'), limit.test('501'), limit.test('0')]).toEqual([true, false, false]);
+  expect((await t.get('/api/v1/jobs?limit=501')).status).toBe(400);
+  expect((await t.get('/api/v1/jobs?limit=500')).status).toBe(200);
+});

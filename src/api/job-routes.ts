@@ -9,7 +9,7 @@ import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsucce
 import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
 import { iso, toJob } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
-import { parseJobId, parseQueue, QUEUE_PATTERN } from './http.ts';
+import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
@@ -46,6 +46,16 @@ const enqueueBody = {
     return { bulk: false as const, jobs: [newJob.parse(value, path)] };
   },
 };
+
+/** GET /jobs's query string: every value is a string, checked here and listed in the OpenAPI document. */
+const listQuery = obj({
+  queue: optional(queueName),
+  status: optional(str({ min: 1, max: 20, pattern: new RegExp(`^(${JOB_STATUSES.join('|')})$`), patternHelp: `must be one of ${JOB_STATUSES.join(', ')}` })),
+  idempotencyKey: optional(str({ min: 1, max: 255 })),
+  after: optional(str({ min: 1, max: 15, pattern: /^[0-9]{1,15}$/, patternHelp: 'must be a job id (the next value of the previous page)' })),
+  limit: optional(str({ min: 1, max: 3, pattern: /^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$/, patternHelp: 'must be a whole number from 1 to 500' })),
+  order: optional(str({ min: 3, max: 4, pattern: /^(asc|desc)$/, patternHelp: 'must be asc or desc' })),
+});
 
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -103,33 +113,26 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     });
   });
 
-  r.add({ method: 'get', path: '/jobs', role: 'admin', summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after' }, async (c) => {
-    const q = c.req.query();
-    for (const key of Object.keys(q)) {
-      if (!['queue', 'status', 'idempotencyKey', 'after', 'limit', 'order'].includes(key)) throw invalid(key, `${key} is not a known query parameter`);
-    }
-    if (q.queue !== undefined && !QUEUE_PATTERN.test(q.queue)) parseQueue(q.queue);
-    if (q.status !== undefined && !JOB_STATUSES.includes(q.status as JobStatus)) {
-      throw invalid('status', `status must be one of ${JOB_STATUSES.join(', ')}`);
-    }
-    if (q.after !== undefined && !/^[0-9]{1,15}$/.test(q.after)) throw invalid('after', 'after must be a job id (the next value of the previous page)');
-    if (q.limit !== undefined && !/^[0-9]{1,4}$/.test(q.limit)) throw invalid('limit', 'limit must be a whole number from 1 to 500');
-    const limit = q.limit === undefined ? 50 : Number(q.limit);
-    if (limit < 1 || limit > 500) throw invalid('limit', 'limit must be a whole number from 1 to 500');
-    if (q.order !== undefined && q.order !== 'asc' && q.order !== 'desc') throw invalid('order', 'order must be asc or desc');
-    if (q.idempotencyKey !== undefined && (q.idempotencyKey.length < 1 || q.idempotencyKey.length > 255)) {
-      throw invalid('idempotencyKey', 'idempotencyKey must be 1 to 255 characters');
-    }
-    const page = await jobsList(db, {
-      queue: q.queue,
-      status: q.status as JobStatus | undefined,
-      idempotencyKey: q.idempotencyKey,
-      after: q.after === undefined ? undefined : Number(q.after),
-      limit,
-      order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
-    });
-    return c.json({ jobs: page.jobs.map(toJob), next: page.next === null ? null : String(page.next) });
-  });
+  r.add<undefined, Infer<typeof listQuery>>(
+    {
+      method: 'get',
+      path: '/jobs',
+      role: 'admin',
+      summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after',
+      query: listQuery,
+    },
+    async (c, _body, q) => {
+      const page = await jobsList(db, {
+        queue: q.queue,
+        status: q.status as JobStatus | undefined,
+        idempotencyKey: q.idempotencyKey,
+        after: q.after === undefined ? undefined : Number(q.after),
+        limit: q.limit === undefined ? 50 : Number(q.limit),
+        order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
+      });
+      return c.json({ jobs: page.jobs.map(toJob), next: page.next === null ? null : String(page.next) });
+    },
+  );
 
   const act = async (c: Context, outcome: OperatorOutcome, id: number, wanted: string) => {
     if (!outcome.ok) throw operatorError(outcome, id, wanted);

@@ -22,7 +22,12 @@ export function openApiDocument(specs: readonly RouteSpec[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const spec of specs) {
     const path = `/api/v1${spec.path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
-    const params = [...spec.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const params: Record<string, unknown>[] = [...spec.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    // Query parameters from the route's query validator (an obj() of string fields).
+    const query = spec.query?.schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+    for (const [name, schema] of Object.entries(query?.properties ?? {})) {
+      params.push({ name, in: 'query', required: query?.required?.includes(name) ?? false, schema });
+    }
     paths[path] ??= {};
     paths[path][spec.method] = {
       summary: spec.summary,

@@ -25,7 +25,7 @@ export interface AppDeps {
   assets?: (path: string) => Promise<Response | undefined>;
 }
 
-export interface RouteSpec<B = unknown> {
+export interface RouteSpec<B = unknown, Q = unknown> {
   method: 'get' | 'post' | 'put' | 'patch';
   /** Hono path, relative to /api/v1. */
   path: string;
@@ -33,6 +33,8 @@ export interface RouteSpec<B = unknown> {
   role: Role | null;
   summary: string;
   body?: Validator<B>;
+  /** The query string, as an obj() of string fields: checked before the handler, and listed in the OpenAPI document. */
+  query?: Validator<Q>;
 }
 
 export class Routes {
@@ -42,12 +44,13 @@ export class Routes {
     private readonly config: Config,
   ) {}
 
-  add<B>(spec: RouteSpec<B>, handler: (c: Context, body: B) => Response | Promise<Response>): void {
+  add<B, Q = undefined>(spec: RouteSpec<B, Q>, handler: (c: Context, body: B, query: Q) => Response | Promise<Response>): void {
     this.specs.push(spec as RouteSpec);
     const guards = spec.role ? [requireRole(spec.role, this.config)] : [];
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
+      const query = spec.query ? spec.query.parse(c.req.query(), '') : (undefined as Q);
       const body = spec.body ? await readBody(c, spec.body) : (undefined as B);
-      return handler(c, body);
+      return handler(c, body, query);
     });
   }
 }
