@@ -6,7 +6,7 @@
 import { jobsClaimPending } from '../db/store/claim.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
-import { iso, toClaimedJob, toJob } from '../db/store/record.ts';
+import { iso, parsed, toClaimedJob, toJob } from '../db/store/record.ts';
 import { workerBeat } from '../db/store/workers.ts';
 import { effectFinish, effectStartIfOwned } from '../db/store/effects.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
@@ -265,7 +265,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       const outcome = await effectStartIfOwned(db, { jobId: id, key: body.key, lockToken: body.lockToken, workerId: body.workerId, now: clock.now() });
       if (outcome.kind === 'not_found') throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
       if (outcome.kind === 'lease_lost') throw ownedError({ id, ok: false, reason: 'lease_lost', status: outcome.status as never });
-      if (outcome.kind === 'done') return c.json({ state: 'done', result: outcome.result === null ? null : JSON.parse(outcome.result) });
+      if (outcome.kind === 'done') return c.json({ state: 'done', result: parsed(outcome.result) });
       return c.json({ state: 'run' });
     },
   );
@@ -282,7 +282,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       const id = parseJobId(c.req.param('id')!);
       const recorded = await effectFinish(db, { jobId: id, key: body.key, result: JSON.stringify(body.result ?? null), now: clock.now() });
       if (recorded === undefined) throw new LeaseholdError('not_found', `job ${id} has no started effect named ${JSON.stringify(body.key)}`, 'key');
-      return c.json({ result: recorded === null ? null : JSON.parse(recorded) });
+      return c.json({ result: parsed(recorded) });
     },
   );
 }

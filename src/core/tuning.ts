@@ -96,7 +96,7 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
     const pause = deferred > 0 ? Math.max(delay, s.leaseMs + s.graceMs) : delay;
     const leaseMs = ceilTo(Math.max(1_000, pause * o.leaseDelayFactor), 1_000);
     const heartbeatMs = Math.max(100, Math.floor(Math.min(s.heartbeatMs, leaseMs / 3) / 100) * 100);
-    const graceMs = ceilTo(Math.max(heartbeatMs, heartbeatMs + jitter + o.clockSkewMs), 1_000);
+    const graceMs = ceilTo(heartbeatMs + jitter + o.clockSkewMs, 1_000);
     recommended = { leaseMs, heartbeatMs, graceMs };
     const p99 = q.runtime?.p99Ms;
     if (p99 !== undefined && p99 < leaseMs) notes.push(`p99 runtime (${p99} ms) is under the recommended lease: most jobs finish before their first renewal is due`);

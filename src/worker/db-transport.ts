@@ -12,10 +12,9 @@ import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts
 import type { OwnedOutcome } from '../db/store/owned.ts';
 import { workerBeat } from '../db/store/workers.ts';
 import { jsonOrNull } from '../db/sql.ts';
-import { toClaimedJob } from '../db/store/record.ts';
+import { parsed, toClaimedJob } from '../db/store/record.ts';
 import type { LeaseAnswer, Transport } from './transport.ts';
 
-const parse = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
 
 function answer(o: OwnedOutcome): LeaseAnswer {
   if (o.ok) return { id: String(o.id), ok: true };
@@ -82,13 +81,13 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
     },
     async effectStart(p) {
       const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });
-      if (o.kind === 'done') return { kind: 'done', result: parse(o.result) };
+      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
       if (o.kind === 'run') return o;
       return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
     },
     async effectFinish(p) {
       const recorded = await effectFinish(db, { jobId: Number(p.jobId), key: p.key, result: JSON.stringify(p.result ?? null), now: clock.now() });
-      return recorded === undefined ? p.result : parse(recorded);
+      return recorded === undefined ? p.result : parsed(recorded);
     },
   };
 }

@@ -69,7 +69,8 @@ export interface Job {
 }
 
 export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const parsed = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
+/** Stored JSON text as a value (NULL stays null). */
+export const parsed = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
 
 export function toJob(r: JobRecord): Job {
   return {
