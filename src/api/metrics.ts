@@ -10,31 +10,24 @@ export function prometheusText(m: MetricsSnapshot): string {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of rows) lines.push(`${name}${labels} ${value}`);
   };
-  metric('leasehold_jobs', 'gauge', 'Jobs by queue and status.', m.jobs.map((r) => [`{queue=${label(r.queue)},status=${label(r.status)}}`, r.count]));
-  metric('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', m.running.map((r) => [`{queue=${label(r.queue)}}`, r.expired ?? 0]));
+  const busy = m.queues.filter((r) => r.running.count > 0);
+  const sum = (pick: (r: (typeof m.queues)[number]) => number) => m.queues.reduce((s, r) => s + pick(r), 0);
   metric(
-    'leasehold_oldest_running_job_age_seconds',
+    'leasehold_jobs',
     'gauge',
-    'Age of the oldest running job.',
-    m.running.map((r) => [`{queue=${label(r.queue)}}`, r.oldestStartedAt === null ? 0 : (m.now - r.oldestStartedAt) / 1000]),
+    'Jobs by queue and status.',
+    m.queues.flatMap((r) => Object.entries(r.counts).filter(([, n]) => n > 0).map(([status, n]) => [`{queue=${label(r.queue)},status=${label(status)}}`, n] as [string, number])),
   );
-  metric(
-    'leasehold_heartbeat_lag_max_seconds',
-    'gauge',
-    'Longest time since a running job last heartbeated.',
-    m.running.map((r) => [`{queue=${label(r.queue)}}`, (r.maxHeartbeatLagMs ?? 0) / 1000]),
-  );
-  const byType = (type: string) => m.events.filter((e) => e.type === type);
-  metric('leasehold_stale_writes_rejected_total', 'counter', 'Writes refused because the lock token was stale.', [
-    ['', byType('stale_write_rejected').reduce((s, e) => s + e.count, 0)],
-  ]);
-  metric('leasehold_enqueue_deduplicated_total', 'counter', 'Enqueues answered with an existing job (idempotency key).', [
-    ['', byType('deduplicated').reduce((s, e) => s + e.count, 0)],
-  ]);
-  metric('leasehold_reaped_total', 'counter', 'Jobs taken back by the reaper, by reason.', byType('reaped').map((e) => [`{reason=${label(e.reason)}}`, e.count]));
-  metric('leasehold_reap_deferred_total', 'counter', 'Reaper decisions deferred because the owner looked alive.', [
-    ['', byType('reap_deferred').reduce((s, e) => s + e.count, 0)],
-  ]);
+  metric('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', busy.map((r) => [`{queue=${label(r.queue)}}`, r.running.expiredLeases]));
+  metric('leasehold_oldest_running_job_age_seconds', 'gauge', 'Age of the oldest running job.', busy.map((r) => [`{queue=${label(r.queue)}}`, (r.running.oldestAgeMs ?? 0) / 1000]));
+  metric('leasehold_heartbeat_lag_max_seconds', 'gauge', 'Longest time since a running job last heartbeated.', busy.map((r) => [`{queue=${label(r.queue)}}`, (r.running.maxHeartbeatLagMs ?? 0) / 1000]));
+  // Counters: all retained events, summed over queues.
+  metric('leasehold_stale_writes_rejected_total', 'counter', 'Writes refused because the lock token was stale.', [['', sum((r) => r.staleWritesRejected.total)]]);
+  metric('leasehold_enqueue_deduplicated_total', 'counter', 'Enqueues answered with an existing job (idempotency key).', [['', sum((r) => r.dedupHits.total)]]);
+  const reapedByReason = new Map<string, number>();
+  for (const r of m.queues) for (const [reason, w] of Object.entries(r.reaped)) reapedByReason.set(reason, (reapedByReason.get(reason) ?? 0) + w.total);
+  metric('leasehold_reaped_total', 'counter', 'Jobs taken back by the reaper, by reason.', [...reapedByReason].map(([reason, n]) => [`{reason=${label(reason)}}`, n]));
+  metric('leasehold_reap_deferred_total', 'counter', 'Reaper decisions deferred because the owner looked alive.', [['', sum((r) => r.reapDeferred.total)]]);
   const q = (name: string) => `queue=${label(name)}`;
   metric('leasehold_running_jobs', 'gauge', 'Running jobs.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.count]));
   lines.push('# HELP leasehold_heartbeat_lag_seconds Time since each running job last heartbeated.', '# TYPE leasehold_heartbeat_lag_seconds histogram');

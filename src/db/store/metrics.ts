@@ -18,7 +18,7 @@
 import { sql } from 'drizzle-orm';
 import type { AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
-import { defaultConfig, type QueueDefaults } from '../../core/config.ts';
+import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
@@ -96,13 +96,8 @@ export interface MetricsSnapshot {
   queues: QueueMetrics[];
   /** The per-queue health the snapshot was built from (the dashboard's overview table). */
   health: QueueHealth[];
-  /** Kept for the Prometheus text's original series. */
-  jobs: { queue: string; status: string; count: number }[];
-  running: { queue: string; expired: number; oldestStartedAt: number | null; maxHeartbeatLagMs: number | null }[];
-  events: { type: string; reason: string | null; count: number }[];
 }
 
-const RARE_TYPES = ['stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred'] as const;
 /** Attempts and runtime percentiles come from at most this many of the last hour's finished jobs. */
 const RECENT_SAMPLE = 5_000;
 
@@ -112,11 +107,10 @@ const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number
 
 /**
  * Everything the metrics, alerts and tuning views need, in one pass.
- * `config` supplies the defaults queues fall back to and `workerAliveMs`;
- * when absent, the built-in defaults are used.
+ * `config` supplies the defaults queues fall back to and `workerAliveMs`.
  */
-export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefaults & { workerAliveMs: number } }): Promise<MetricsSnapshot> {
-  const config = p.config ?? defaultConfig();
+export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaults & { workerAliveMs: number } }): Promise<MetricsSnapshot> {
+  const config = p.config;
   const now = nowSql(p.now);
   const { shortMs, longMs } = METRIC_WINDOWS;
   const lag = sql`(${now} - coalesce(last_heartbeat_at, started_at))`;
@@ -184,13 +178,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
   }
   const health = toQueueHealth(healthRows, config);
 
-  // Counts by status come from queuesHealth (index ranges per queue); every
-  // job's queue has a queues row, created by its enqueue.
-  const jobs = health.flatMap((h) =>
-    Object.entries(h.counts)
-      .filter(([, count]) => count > 0)
-      .map(([status, count]) => ({ queue: h.name, status, count })),
-  );
+  // Counts by status come from queuesHealth; every job's queue has a queues
+  // row, created by its enqueue.
   const queues: QueueMetrics[] = health.map((h) => {
     const name = h.name;
     const counts = { ...h.counts };
@@ -257,27 +246,12 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config?: QueueDefau
     };
   });
 
-  const legacyEvents = new Map<string, { type: string; reason: string | null; count: number }>();
-  for (const e of events) {
-    const key = `${e.type}\u0000${e.reason ?? ''}`;
-    const row = legacyEvents.get(key) ?? { type: e.type, reason: e.reason, count: 0 };
-    row.count += num(e.total);
-    legacyEvents.set(key, row);
-  }
   return {
     now: at,
     windows: METRIC_WINDOWS,
     workers: { total: num(workers[0]?.total), active: num(workers[0]?.active), aliveMs: config.workerAliveMs },
     queues,
     health,
-    jobs: jobs.map((j) => ({ queue: j.queue, status: j.status, count: num(j.count) })),
-    running: running.map((r) => ({
-      queue: String(r.queue),
-      expired: num(r.expired),
-      oldestStartedAt: numOrNull(r.oldestStartedAt),
-      maxHeartbeatLagMs: numOrNull(r.maxLag),
-    })),
-    events: [...legacyEvents.values()].filter((e) => (RARE_TYPES as readonly string[]).includes(e.type)),
   };
 }
 
