@@ -24,7 +24,7 @@
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
-import type { Db } from './db.ts';
+import { batchList, type Db } from './db.ts';
 import {
   alertEvaluationClaimIfDue,
   alertNotificationMarkDeliveredIfHeld,
@@ -89,15 +89,18 @@ export async function alertPass(
       return { n, error: await post(fetchFn, url, body, config.alertWebhookSecret) };
     }),
   );
-  for (const { n, error } of outcomes) {
-    if (error === null) {
-      report.delivered++;
-      await alertNotificationMarkDeliveredIfHeld(db, { ...ref(n), sent: n.state });
-    } else {
+  // Every outcome recorded in one batch (one request), each under its own hold.
+  await batchList(
+    db,
+    outcomes.map(({ n, error }) => {
+      if (error === null) {
+        report.delivered++;
+        return alertNotificationMarkDeliveredIfHeld(db, { ...ref(n), sent: n.state });
+      }
       report.failed++;
-      await alertNotificationMarkFailedIfHeld(db, { ...ref(n), error, retryAt: at + alertRetryDelayMs(n.attempts + 1) });
-    }
-  }
+      return alertNotificationMarkFailedIfHeld(db, { ...ref(n), error, retryAt: at + alertRetryDelayMs(n.attempts + 1) });
+    }),
+  );
   return report;
 }
 

@@ -146,24 +146,23 @@ export interface NotificationRef {
  * Postcondition: notified_state is the state that was sent, whatever the
  * state is now: if the alert flipped while the POST was in flight, the flip
  * is owed next (a guard on the state would lose it: a firing sent and
- * never resolved). False (no row): the lease was lost to another reaper,
- * which sends its own copy.
+ * never resolved). No row back: the lease was lost to another reaper,
+ * which sends its own copy. A statement: await it, or batch it.
  */
-export async function alertNotificationMarkDeliveredIfHeld(db: Db, p: NotificationRef & { sent: Alert['state'] }): Promise<boolean> {
-  const rows = await db.all<{ name: string }>(sql`UPDATE alert_states
+export function alertNotificationMarkDeliveredIfHeld(db: Db, p: NotificationRef & { sent: Alert['state'] }) {
+  return db.all<{ name: string }>(sql`UPDATE alert_states
     SET notified_state = ${p.sent}, notify_until = NULL, notify_attempts = 0, last_notify_error = NULL
     WHERE queue_name = ${p.queue} AND name = ${p.name} AND notify_until = ${p.leaseUntil} RETURNING name`);
-  return rows.length > 0;
 }
 
 /**
  * Precondition: the caller still holds the row.
  * Postcondition: one more failed attempt, its error, and no claim before
- * `retryAt`. False (no row): the lease was lost; the holder decides.
+ * `retryAt`. No row back: the lease was lost; the holder decides. A
+ * statement: await it, or batch it.
  */
-export async function alertNotificationMarkFailedIfHeld(db: Db, p: NotificationRef & { error: string; retryAt: number }): Promise<boolean> {
-  const rows = await db.all<{ name: string }>(sql`UPDATE alert_states
+export function alertNotificationMarkFailedIfHeld(db: Db, p: NotificationRef & { error: string; retryAt: number }) {
+  return db.all<{ name: string }>(sql`UPDATE alert_states
     SET notify_attempts = notify_attempts + 1, last_notify_error = ${p.error}, notify_until = ${p.retryAt}
     WHERE queue_name = ${p.queue} AND name = ${p.name} AND notify_until = ${p.leaseUntil} RETURNING name`);
-  return rows.length > 0;
 }
