@@ -111,6 +111,7 @@ describe('enqueue fields', () => {
     [{ payload: 1, runAt: 'tomorrow' }, 'runAt'],
     [{ payload: 1, runAt: 1893456000000 }, 'runAt'],
     [{ payload: 1, runAt: '2030-13-45T00:00:00Z' }, 'runAt'],
+    [{ payload: 1, runAt: '2030-02-31T00:00:00Z' }, 'runAt'], // Date.parse would roll it into March
     [{ payload: 1, runAt: '2030-01-01T00:00:00Z', delayMs: 5 }, 'runAt'],
     [{ payload: 1, maxAttempts: 0 }, 'maxAttempts'],
     [{ payload: 1, maxAttempts: true }, 'maxAttempts'],

@@ -174,7 +174,9 @@ function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   let runAt: number | undefined;
   if (typeof j.runAt === 'string') {
     runAt = Date.parse(j.runAt);
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(j.runAt) || Number.isNaN(runAt)) throw invalid(field('runAt'), `${field('runAt')} must be an ISO 8601 time such as 2030-01-01T00:00:00Z`);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(j.runAt) || Number.isNaN(runAt) || !calendarDateExists(j.runAt)) {
+      throw invalid(field('runAt'), `${field('runAt')} must be an ISO 8601 time such as 2030-01-01T00:00:00Z`);
+    }
   }
   return {
     payload: j.payload,
@@ -185,4 +187,11 @@ function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     maxAttempts: j.maxAttempts,
     timeoutMs: j.timeoutMs,
   };
+}
+
+/** Date.parse rolls 2030-02-31 over into March; the date must name a real day. */
+function calendarDateExists(iso: string): boolean {
+  const [y, m, d] = iso.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const day = new Date(Date.UTC(y, m - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
 }
