@@ -244,13 +244,14 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
   });
 });
 
-/** A transport whose chosen calls take `delayMs` longer, and which counts heartbeat calls. */
-function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', number>>) {
+/** A transport whose chosen calls take longer, which counts heartbeat and release calls, and can say when a liveness beat starts. */
+function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', number>>, onBeat: () => void = () => {}) {
   const calls = { heartbeat: 0, release: 0 };
   const wait = (ms: number | undefined) => (ms ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
   const transport: Transport = {
     ...inner,
     beat: async (p) => {
+      onBeat();
       await wait(delays.beat);
       return inner.beat(p);
     },
@@ -276,21 +277,8 @@ describe('worker timing edges (in-process)', () => {
     // Queue "fast" asks its workers for 100 ms heartbeats; "q" for the server's 1 s.
     expect((await b.t.app.request('/api/v1/queues/fast/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ heartbeatMs: 100 }) })).status).toBe(200);
     let beatStarted: () => void = () => {};
-    const inner = b.transport;
-    const calls = { heartbeat: 0 };
-    const transport: Transport = {
-      ...inner,
-      // The liveness beat is slow, so a tick is in flight for most of each second.
-      beat: async (p) => {
-        beatStarted();
-        await new Promise((r) => setTimeout(r, 700));
-        return inner.beat(p);
-      },
-      heartbeat: (p) => {
-        calls.heartbeat++;
-        return inner.heartbeat(p);
-      },
-    };
+    // The liveness beat is slow, so a tick is in flight for most of each second.
+    const { transport, calls } = slowed(b.transport, { beat: 700 }, () => beatStarted());
     const held: (() => void)[] = [];
     const w = createWorker({ transport, queue: ['q', 'fast'], concurrency: 2, pollMs: 10, maxPollMs: 20, handleSignals: false, logger: quiet, handler: () => new Promise<void>((r) => held.push(r)) });
     workers.push(w);
