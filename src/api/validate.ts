@@ -3,9 +3,11 @@
  * OpenAPI document is generated from the same objects that check requests.
  *
  * A failed check throws `invalid_request` naming the field by its path
- * (`jobs[3].priority`), and nothing has been written yet.
+ * (`jobs[3].priority`), and nothing has been written yet. Every string must
+ * be well-formed UTF-16 without NUL (src/core/text.ts says why).
  */
 import { invalid } from '../core/errors.ts';
+import { textProblem } from '../core/text.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -26,6 +28,9 @@ export function str(o: { min?: number; max: number; pattern?: RegExp; patternHel
     schema: { type: 'string', minLength: o.min ?? 0, maxLength: o.max, ...(o.pattern ? { pattern: o.pattern.source } : {}), ...(o.description ? { description: o.description } : {}) },
     parse(value, path) {
       if (typeof value !== 'string') throw invalid(path, `${path} must be a string, got ${describe(value)}`);
+      // Before anything else looks at it: a lone surrogate would crash libSQL (src/core/text.ts).
+      const problem = textProblem(value);
+      if (problem) throw invalid(path, `${path} ${problem}`);
       if (value.length < (o.min ?? 0)) throw invalid(path, `${path} must be at least ${o.min} characters`);
       if (value.length > o.max) throw invalid(path, `${path} must be at most ${o.max} characters`);
       if (o.pattern && !o.pattern.test(value)) throw invalid(path, `${path} ${o.patternHelp ?? `must match ${o.pattern.source}`}`);

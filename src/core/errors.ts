@@ -3,6 +3,7 @@
  * `{"error": {"code", "message", "field"}}` with the status below; anything else
  * becomes an opaque 500 without details.
  */
+import { textProblem } from './text.ts';
 export type ErrorCode =
   | 'invalid_request'
   | 'unauthorized'
@@ -11,9 +12,10 @@ export type ErrorCode =
   | 'lease_lost'
   | 'conflict'
   | 'payload_too_large'
-  | 'unsupported_media_type';
+  | 'unsupported_media_type'
+  | 'misdirected_request';
 
-const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
+const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421> = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
@@ -22,6 +24,7 @@ const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  misdirected_request: 421,
 };
 
 export class LeaseholdError extends Error {
@@ -41,3 +44,14 @@ export class LeaseholdError extends Error {
 }
 
 export const invalid = (field: string, message: string) => new LeaseholdError('invalid_request', message, field);
+
+/**
+ * Refuses text the database cannot keep (src/core/text.ts): for the paths
+ * that do not pass the HTTP validators (the in-process transport, the CLI,
+ * embedding), so a bad string is an error there too, never a crash.
+ */
+export function requireStorableText(value: string, field: string): string {
+  const problem = textProblem(value);
+  if (problem) throw invalid(field, `${field} ${problem}`);
+  return value;
+}

@@ -19,6 +19,7 @@ import type { AppDeps } from '../api/router.ts';
 import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
 import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { storableText } from '../core/text.ts';
 
 type Env = DashboardEnv;
 
@@ -121,7 +122,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(expected)) {
       return bad(c, `Nothing changed: to confirm, type the number shown (${expected}) exactly.`, back);
     }
-    const reasonText = typeof form.reason === 'string' ? form.reason.trim().slice(0, 500) : '';
+    const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     if (reasonText === '') return bad(c, 'Nothing changed: a bulk action needs a reason.', back);
     const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
     const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()) });

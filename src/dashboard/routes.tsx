@@ -40,6 +40,7 @@ import {
   type NavKey,
 } from './views.tsx';
 import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { storableText } from '../core/text.ts';
 
 type Env = DashboardEnv;
 
@@ -301,7 +302,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const session = c.get('session');
     const form = await c.req.parseBody();
     const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
-    const reasonText = typeof form.reason === 'string' ? form.reason.trim().slice(0, 500) : '';
+    const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     const reason = reasonText === '' ? null : reasonText;
     const jobPage = `/dashboard/jobs/${id}`;
     const back = form.return_to === '/dashboard/zombies' ? '/dashboard/zombies' : jobPage;

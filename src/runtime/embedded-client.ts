@@ -16,6 +16,7 @@
  */
 import Database from 'libsql';
 import type { Client, InArgs, InStatement, ResultSet, TransactionMode } from '@libsql/client';
+import { requireStorableText } from '../core/errors.ts';
 
 export type Synchronous = 'normal' | 'full';
 
@@ -101,7 +102,9 @@ export function createEmbeddedClient(options: EmbeddedOptions): Client {
 
   function toArgs(args: InArgs | undefined): unknown[] | Record<string, unknown> {
     if (args === undefined) return [];
-    const convert = (v: unknown) => (typeof v === 'boolean' ? (v ? 1 : 0) : v instanceof Date ? v.valueOf() : v);
+    // Bound text with a lone surrogate would be stored as U+FFFD, and with a
+    // NUL read back cut short: refused, whatever path it came by (src/core/text.ts).
+    const convert = (v: unknown) => (typeof v === 'boolean' ? (v ? 1 : 0) : v instanceof Date ? v.valueOf() : typeof v === 'string' ? requireStorableText(v, 'text value') : v);
     if (Array.isArray(args)) return args.map(convert);
     return Object.fromEntries(Object.entries(args).map(([k, v]) => [k.replace(/^[@$:]/, ''), convert(v)]));
   }

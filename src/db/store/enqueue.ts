@@ -9,6 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
+import { requireStorableText } from '../../core/errors.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
@@ -52,6 +53,10 @@ export interface Enqueued {
  */
 export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> {
   const now = nowSql(p.now);
+  // Keys travel inside JSON and come out through ->>, which would turn a lone
+  // surrogate into bytes that crash libSQL on the way back (src/core/text.ts).
+  requireStorableText(p.queue, 'queue');
+  p.jobs.forEach((j, i) => j.idempotencyKey !== undefined && requireStorableText(j.idempotencyKey, p.jobs.length > 1 ? `jobs[${i}].idempotencyKey` : 'idempotencyKey'));
   const rows = JSON.stringify(
     p.jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null })),
   );
