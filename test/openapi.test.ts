@@ -33,7 +33,7 @@ const WORKER_ROUTES: Record<string, string[]> = {
   '/api/v1/jobs/{id}/extend': ['workerId', 'lockToken'],
   '/api/v1/workers/beat': ['workerId'],
   '/api/v1/jobs/{id}/effects/start': ['workerId', 'lockToken', 'key'],
-  '/api/v1/jobs/{id}/effects/finish': ['workerId', 'key'],
+  '/api/v1/jobs/{id}/effects/finish': ['workerId', 'lockToken', 'key'],
 };
 
 const bodySchema = (op: Schema): Schema | undefined => op.requestBody?.content?.['application/json']?.schema;

@@ -8,7 +8,7 @@ import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsRelease
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
 import { iso, parsed, toClaimedJob, toJob } from '../db/store/record.ts';
 import { workerBeat } from '../db/store/workers.ts';
-import { effectFinish, effectStartIfOwned } from '../db/store/effects.ts';
+import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
@@ -275,14 +275,16 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/effects/finish',
       role: 'worker',
-      summary: 'once(): record that a side effect ran; answers the result on record (the first one wins)',
-      body: obj({ workerId: workerIdField, key: effectKey, result: optional(json()) }),
+      summary: 'once(): record, under the lease, that a side effect this claim started ran; answers the result on record (the first one wins)',
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey, result: optional(json()) }),
     },
     async (c, body) => {
       const id = parseJobId(c.req.param('id')!);
-      const recorded = await effectFinish(db, { jobId: id, key: body.key, result: JSON.stringify(body.result ?? null), now: clock.now() });
-      if (recorded === undefined) throw new LeaseholdError('not_found', `job ${id} has no started effect named ${JSON.stringify(body.key)}`, 'key');
-      return c.json({ result: parsed(recorded) });
+      const outcome = await effectFinishIfOwned(db, { jobId: id, key: body.key, lockToken: body.lockToken, workerId: body.workerId, result: JSON.stringify(body.result ?? null), now: clock.now() });
+      if (outcome.kind === 'not_found') throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+      if (outcome.kind === 'lease_lost') throw ownedError({ id, ok: false, reason: 'lease_lost', status: outcome.status });
+      if (outcome.kind === 'not_started') throw new LeaseholdError('not_found', `this claim of job ${id} started no effect named ${JSON.stringify(body.key)}`, 'key');
+      return c.json({ result: parsed(outcome.result) });
     },
   );
 }

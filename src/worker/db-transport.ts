@@ -6,7 +6,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { jobsClaimPending } from '../db/store/claim.ts';
-import { effectFinish, effectStartIfOwned } from '../db/store/effects.ts';
+import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
 import type { OwnedOutcome } from '../db/store/owned.ts';
@@ -86,8 +86,10 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
       return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
     },
     async effectFinish(p) {
-      const recorded = await effectFinish(db, { jobId: Number(p.jobId), key: p.key, result: JSON.stringify(p.result ?? null), now: clock.now() });
-      return recorded === undefined ? p.result : parsed(recorded);
+      const o = await effectFinishIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, result: JSON.stringify(p.result ?? null), now: clock.now() });
+      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
+      if (o.kind === 'lease_lost') return { kind: 'lease_lost', message: `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
+      return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `this claim of job ${p.lease.id} started no effect named ${JSON.stringify(p.key)}` };
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers.
  */
-import type { ClaimedJob, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
+import type { ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
 import { TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
@@ -106,10 +106,11 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       if (r.status !== 200) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
       return r.json.state === 'done' ? { kind: 'done', result: r.json.result } : { kind: 'run' };
     },
-    async effectFinish(p) {
-      const r = await post<{ result: unknown }>(`/jobs/${p.jobId}/effects/finish`, { workerId: p.workerId, key: p.key, result: p.result });
+    async effectFinish(p): Promise<EffectFinish> {
+      const r = await post<{ result: unknown }>(`/jobs/${p.lease.id}/effects/finish`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key, result: p.result });
+      if (r.status === 409 || r.status === 404) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
       if (r.status !== 200) throw new TransportError(`effects/finish: ${r.status} ${r.json.error?.message ?? ''}`);
-      return r.json.result;
+      return { kind: 'done', result: r.json.result };
     },
   };
 }

@@ -13,6 +13,8 @@ export type LeaseAnswer = { id: string; ok: true } | { id: string; ok: false; co
 
 export type EffectStart = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
 
+export type EffectFinish = { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
+
 export interface LeaseRef {
   id: string;
   lockToken: string;
@@ -38,8 +40,8 @@ export interface Transport {
   beat(p: { workerId: string; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
-  /** once(): record that the effect ran; answers the recorded result (the first one recorded wins). */
-  effectFinish(p: { workerId: string; jobId: string; key: string; result: unknown }): Promise<unknown>;
+  /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */
+  effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown }): Promise<EffectFinish>;
 }
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */

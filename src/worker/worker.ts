@@ -20,6 +20,7 @@ import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from 
 import type { ClaimedJob, LeaseAnswer, Transport } from './transport.ts';
 import { TransportError } from './transport.ts';
 import { VERSION } from '../version.ts';
+import { storableText, textProblem } from '../core/text.ts';
 
 export interface JobContext<P = unknown> {
   job: {
@@ -148,6 +149,11 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
   const identity = { version: VERSION, ...processIdentity(), ...options.identity };
   const workerId = options.workerId ?? defaultWorkerId(identity);
+  // Refused here, at once, rather than by every call the server gets later.
+  for (const [what, value] of [['workerId', workerId], ...queues.map((q) => ['queue', q])] as const) {
+    const problem = textProblem(value);
+    if (problem) throw new TypeError(`createWorker: ${what} ${JSON.stringify(value)} ${problem}`);
+  }
   const logger = options.logger ?? consoleLogger(workerId);
 
   const active = new Map<string, Running>();
@@ -315,8 +321,9 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   }
 
   function classify(err: unknown): Outcome {
-    // The server keeps at most 16,000 characters of an error.
-    const message = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 16_000);
+    // The server keeps at most 16,000 characters of an error, and refuses a
+    // lone surrogate (a cut emoji) or NUL: an error message is anyone's text.
+    const message = storableText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 16_000);
     if (err instanceof NonRetryableError) return { kind: 'fail', error: message, retryable: false, raw: err };
     if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
     return { kind: 'fail', error: message, retryable: true, raw: err };
@@ -452,6 +459,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         refused(answer!);
       },
       async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+        const problem = textProblem(key);
+        if (problem) throw new TypeError(`once(): the key ${JSON.stringify(key)} ${problem}`);
         const started = await transport.effectStart({ workerId, lease, key });
         if (started.kind === 'done') return started.result as T;
         if (started.kind === 'lease_lost') {
@@ -459,10 +468,15 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
           throw r.controller.signal.reason;
         }
         const result = await fn();
-        // Recorded even if the lease was lost meanwhile: the effect did happen.
-        // The first result recorded wins: an attempt racing this one gets the same answer.
-        const recorded = await persist(leaseGone(r), 'once', () => transport.effectFinish({ workerId, jobId: r.job.id, key, result: result ?? null }));
-        return (recorded === undefined ? result : recorded) as T;
+        // Recorded only under the lease, like every owned write. If the lease
+        // was lost meanwhile, the effect stays `started` and the attempt that
+        // now holds the job runs it again: the window that at-least-once leaves.
+        const recorded = await persist(leaseGone(r), 'once', () => transport.effectFinish({ workerId, lease, key, result: result ?? null }));
+        if (recorded?.kind === 'lease_lost') {
+          abort(r, 'lease_lost', recorded.message);
+          throw r.controller.signal.reason;
+        }
+        return (recorded === undefined ? result : recorded.result) as T;
       },
     };
   }

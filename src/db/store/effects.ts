@@ -4,16 +4,21 @@
  * - start: (none | started) -> started, only under the owner's guard (the job
  *   is running with this lock token), so a stale worker cannot start an
  *   effect. A `done` row is left alone and its result returned.
- * - finish: started -> done with the result. Not fenced by the token: the
- *   effect has happened, and the ledger records facts. The first result
- *   recorded wins; later ones get it back.
- * What it cannot promise: if the process dies after the effect but before
- * finish, the next attempt finds `started` and runs the effect again.
+ * - finish: started -> done with the result, under the same owner's guard as
+ *   every owned write (src/db/store/owned.ts: the job is running with this
+ *   lock token and worker), and only for the effect this worker started in
+ *   this attempt. A refused finish changes nothing and is recorded as a stale
+ *   write. A finish sent again after it landed answers the result on record.
+ * What it cannot promise: if the process dies (or loses its lease) after the
+ * effect but before finish, the effect stays `started` and the next attempt
+ * runs it again.
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
+import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
+import { ownerGuard, ownedWriteThen } from './owned.ts';
 
 export type EffectStartOutcome =
   | { kind: 'run' }
@@ -47,13 +52,33 @@ export async function effectStartIfOwned(
   return { kind: 'run' };
 }
 
-/** Records the effect's result; answers the result on record (the first one wins). */
-export async function effectFinish(db: Db, p: { jobId: number; key: string; result: string; now: Now }): Promise<string | null | undefined> {
+export type EffectFinishOutcome =
+  | { kind: 'done'; result: string | null }
+  | { kind: 'lease_lost'; status: JobStatus }
+  | { kind: 'not_found' }
+  | { kind: 'not_started' };
+
+/** Records the effect's result under the owner's guard; answers the result on record. */
+export async function effectFinishIfOwned(
+  db: Db,
+  p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now },
+): Promise<EffectFinishOutcome> {
   const now = nowSql(p.now);
-  const [, rows] = await db.batch([
-    db.run(sql`UPDATE effects SET state = 'done', result = ${p.result}, completed_at = ${now}
-      WHERE job_id = ${p.jobId} AND key = ${p.key} AND state = 'started'`),
-    db.all<{ result: string | null }>(sql`SELECT result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key} AND state = 'done'`),
-  ]);
-  return rows[0]?.result;
+  const { outcomes, then } = await ownedWriteThen<{ id: number; result: string | null }, { state: string; result: string | null }>(
+    db,
+    { refs: [{ id: p.jobId, lockToken: p.lockToken, data: p.result }], workerId: p.workerId, write: 'effect_finish', now: p.now },
+    (refs) => sql`UPDATE effects SET state = 'done', result = v.data, completed_at = ${now}
+      FROM ${refs} AS v, jobs
+      WHERE ${ownerGuard(p.workerId)} AND effects.job_id = jobs.id AND effects.key = ${p.key}
+        AND effects.state = 'started' AND effects.worker_id = ${p.workerId} AND effects.attempt = jobs.attempt_count
+      RETURNING job_id AS id, result`,
+    db.all(sql`SELECT state, result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`),
+  );
+  const o = outcomes[0]!;
+  if (o.ok) return { kind: 'done', result: o.job.result };
+  if (o.reason === 'lease_lost') return { kind: 'lease_lost', status: o.status };
+  // Owned (no refusal was recorded) but not updated: already done, or never started by this worker in this attempt.
+  const effect = then[0];
+  if (effect?.state === 'done') return { kind: 'done', result: effect.result };
+  return effect ? { kind: 'not_started' } : { kind: 'not_found' };
 }

@@ -52,7 +52,7 @@ export async function jobsCompleteThenClaim(
   p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; defaults: QueueDefaults },
 ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }> {
   const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, now: p.now, defaults: p.defaults });
-  const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, completeUpdate(p), claim);
+  const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, claims: true }, completeUpdate(p), claim);
   return { outcomes, claimed: inClaimOrder(then) };
 }
 

@@ -11,6 +11,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
+import { requireStorableText } from '../../core/errors.ts';
 import { batchList, type Db } from '../db.ts';
 import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
@@ -28,7 +29,7 @@ export interface OwnedRef {
 /** The columns a batch answer needs (see `returning`). */
 export type LeanJob = Pick<JobRecord, 'id' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
 
-export type OwnedOutcome<T extends LeanJob = LeanJob> =
+export type OwnedOutcome<T extends { id: number } = LeanJob> =
   | { id: number; ok: true; job: T }
   | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus }
   | { id: number; ok: false; reason: 'not_found' };
@@ -39,6 +40,8 @@ export interface OwnedWriteParams {
   /** Which write this is, for the stale-write event: 'heartbeat', 'complete', ... */
   write: string;
   now: Now;
+  /** The write also claims jobs: register the worker as a claim does (otherwise only a known worker's row is touched). */
+  claims?: boolean;
 }
 
 /**
@@ -56,6 +59,8 @@ export const ownerGuard = (workerId: string) =>
  * stays prepared.
  */
 function refsTableSql(refs: readonly OwnedRef[]): SQL {
+  // Tokens come out through ->>: a lone surrogate must not get that far (src/core/text.ts).
+  for (const r of refs) requireStorableText(r.lockToken, 'lockToken');
   const json = JSON.stringify(refs.map((r) => ({ i: r.id, t: r.lockToken, d: r.data ?? null })));
   return sql`(SELECT value ->> '$.i' AS id, value ->> '$.t' AS token, value ->> '$.d' AS data FROM json_each(${json}))`;
 }
@@ -75,10 +80,10 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
 
 /**
  * ownedWrite, with one more statement run after the update in the same
- * transaction (a completion that also claims the next jobs: one commit, one
- * round trip).
+ * transaction (a completion that also claims the next jobs, or a read of
+ * what the write left: one commit, one round trip).
  */
-export async function ownedWriteThen<T extends LeanJob, A>(
+export async function ownedWriteThen<T extends { id: number }, A>(
   db: Db,
   p: OwnedWriteParams,
   update: (refsTable: SQL) => SQL,
@@ -98,8 +103,8 @@ export async function ownedWriteThen<T extends LeanJob, A>(
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
       WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})
       RETURNING job_id AS id, from_status AS status`),
-    // With a claim (`then`) the worker may take jobs: register it as a claim does.
-    (then ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
+    // With a claim the worker may take jobs: register it as a claim does.
+    (p.claims ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
     ...(then ? [then] : []),
   ]);
