@@ -17,6 +17,7 @@ import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { Routes, type AppDeps } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
+import { hostGuard } from './api/web-guards.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
@@ -30,6 +31,9 @@ export function createApp(deps: AppDeps) {
   const { config } = deps;
   const app = new Hono();
 
+  // First: nothing else may build a URL from a bad Host, and in open mode
+  // only loopback names are served (src/api/web-guards.ts).
+  app.use('*', hostGuard(config, deps.logWarn ?? ((line) => console.warn(line))));
   app.use(
     '*',
     bodyLimit({

@@ -53,7 +53,7 @@ function startDeno(env: Record<string, string> = {}, args: string[] = []): Promi
 async function call(base: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${base}/api/v1${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: method === 'GET' ? {} : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json()) as any };

@@ -120,7 +120,7 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     // The reaper runs all along: a healthy lease must never be taken.
     const reaps: number[] = [];
     await until('completed', async () => {
-      const report = await (await b.t.app.request('/api/v1/reaper/run', { method: 'POST' })).json() as { requeued: unknown[] };
+      const report = await (await b.t.app.request('/api/v1/reaper/run', { method: 'POST', headers: { 'content-type': 'application/json' } })).json() as { requeued: unknown[] };
       reaps.push(report.requeued.length);
       return (await jobState(b, id)).status === 'completed';
     });

@@ -9,6 +9,7 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { requireRole, type Role } from './auth.ts';
 import { readBody } from './http.ts';
+import { refuseSimpleCrossSite } from './web-guards.ts';
 import type { Validator } from './validate.ts';
 
 export interface AppDeps {
@@ -17,6 +18,8 @@ export interface AppDeps {
   clock: Clock;
   /** Where unexpected errors are reported; never to clients. */
   logError?: (err: unknown) => void;
+  /** One-line warnings about refused requests (a Host header that does not parse). Default console.warn. */
+  logWarn?: (line: string) => void;
   /**
    * Static files from public/ (the dashboard's CSS and htmx), for runtimes
    * that do not serve them themselves: the response for a request path, or
@@ -47,7 +50,10 @@ export class Routes {
   add<B, Q = undefined>(spec: RouteSpec<B, Q>, handler: (c: Context, body: B, query: Q) => Response | Promise<Response>): void {
     this.specs.push(spec as RouteSpec);
     const guards = spec.role ? [requireRole(spec.role, this.config)] : [];
+    const token = spec.role === 'admin' ? this.config.adminToken : spec.role === 'worker' ? this.config.workerToken : undefined;
+    const isOpen = !token;
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
+      if (spec.method !== 'get') refuseSimpleCrossSite(c, isOpen);
       const query = spec.query ? spec.query.parse(c.req.query(), '') : (undefined as Q);
       const body = spec.body ? await readBody(c, spec.body) : (undefined as B);
       return handler(c, body, query);

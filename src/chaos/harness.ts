@@ -5,6 +5,7 @@
  * verdict comes from the database's audit trail and the workers' own files.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -110,8 +111,13 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   };
 
   // ---- servers ------------------------------------------------------------------
+  // Tokens, as in production: workers reach the servers through proxies on
+  // other ports, which an open (token-less) server refuses as foreign Hosts.
+  const workerToken = `chaos-worker-${randomUUID()}`;
+  const adminToken = `chaos-admin-${randomUUID()}`;
   const serverArgs = (port: number) => [
     BIN, 'serve', '--port', String(port), '--host', '127.0.0.1', '--database-url', `file:${dbFile}`,
+    '--worker-token', workerToken, '--admin-token', adminToken,
     '--lease-ms', String(tm.leaseMs), '--heartbeat-ms', String(tm.heartbeatMs), '--grace-ms', String(tm.graceMs),
     '--worker-alive-ms', String(tm.workerAliveMs), '--max-reap-defer-ms', String(tm.maxReapDeferMs), '--reaper-interval-ms', String(tm.reaperIntervalMs),
     '--backoff-base-ms', String(tm.backoffBaseMs), '--backoff-max-ms', String(tm.backoffMaxMs), '--max-attempts', String(tm.maxAttempts),
@@ -183,7 +189,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     const url = proxy ? `http://127.0.0.1:${proxy.port}` : serverUrl(slot % servers.length);
     const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
       cwd: ROOT,
-      env: { ...process.env, LEASEHOLD_URL: url, WORKER_ID: id, EFFECTS_FILE: join(dir, `effects-${id}.jsonl`), CONCURRENCY: String(o.concurrency), REQUEST_TIMEOUT_MS: String(tm.leaseMs) },
+      env: { ...process.env, LEASEHOLD_URL: url, LEASEHOLD_WORKER_TOKEN: workerToken, WORKER_ID: id, EFFECTS_FILE: join(dir, `effects-${id}.jsonl`), CONCURRENCY: String(o.concurrency), REQUEST_TIMEOUT_MS: String(tm.leaseMs) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     children.add(child);
@@ -243,7 +249,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       try {
         const res = await fetch(`${serverUrl(0)}/api/v1/queues/${QUEUE}/jobs`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${workerToken}` },
           body: JSON.stringify({ jobs: batch.map((j) => ({ payload: j, idempotencyKey: `chaos-${o.seed}-${j.i}`, ...(j.timeoutMs ? { timeoutMs: j.timeoutMs } : {}) })) }),
           signal: AbortSignal.timeout(10_000),
         });
@@ -379,7 +385,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     for (const s of servers) {
       if (!s.up) continue;
       try {
-        const res = await fetch(`${serverUrl(s.index)}/api/v1/queues/${QUEUE}`, { signal: AbortSignal.timeout(3_000) });
+        const res = await fetch(`${serverUrl(s.index)}/api/v1/queues/${QUEUE}`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(3_000) });
         if (res.status === 404) return { completed: 0, failed: 0, running: 0, pending: 0 };
         const body = (await res.json()) as { queue: { counts: Record<string, number> } };
         const c = body.queue.counts;

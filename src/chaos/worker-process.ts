@@ -36,7 +36,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 const worker = createWorker<JobSpec>({
-  transport: httpTransport({ url: process.env.LEASEHOLD_URL!, requestTimeoutMs: Number(process.env.REQUEST_TIMEOUT_MS ?? 2_000) }),
+  transport: httpTransport({ url: process.env.LEASEHOLD_URL!, token: process.env.LEASEHOLD_WORKER_TOKEN, requestTimeoutMs: Number(process.env.REQUEST_TIMEOUT_MS ?? 2_000) }),
   queue: 'chaos',
   concurrency: Number(process.env.CONCURRENCY ?? 4),
   pollMs: 50,

@@ -20,9 +20,13 @@ test('one token missing is refused too', async () => {
   expect(res.json.error.message).not.toContain('LEASEHOLD_WORKER_TOKEN and');
 });
 
-test('LEASEHOLD_ALLOW_OPEN=true serves without tokens (local development)', async () => {
-  const res = await fetchWithEnv('/api/v1/queues', { ...noTokens, LEASEHOLD_ALLOW_OPEN: 'true' });
+test('LEASEHOLD_ALLOW_OPEN=true serves without tokens (local development), on loopback names only', async () => {
+  const res = await fetchWithEnv('/api/v1/queues', { ...noTokens, LEASEHOLD_ALLOW_OPEN: 'true' }, 'http://localhost:8787');
   expect(res.status).toBe(200);
+  // Any other name could be a page that rebound its DNS to the developer's machine.
+  const rebound = await fetchWithEnv('/api/v1/queues', { ...noTokens, LEASEHOLD_ALLOW_OPEN: 'true' });
+  expect(rebound.status).toBe(421);
+  expect(rebound.json.error.code).toBe('misdirected_request');
 });
 
 test('an impossible setting is answered as 503 misconfigured, naming it', async () => {

@@ -55,9 +55,9 @@ export async function cronTick(): Promise<void> {
 }
 
 /** Calls the Worker's `fetch` with a modified env (secrets removed, flags set). */
-export async function fetchWithEnv(path: string, overrides: Record<string, string | undefined>): Promise<Answer> {
+export async function fetchWithEnv(path: string, overrides: Record<string, string | undefined>, origin = 'https://leasehold.test'): Promise<Answer> {
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`https://leasehold.test${path}`), { ...env, ...overrides }, ctx);
+  const res = await worker.fetch(new Request(`${origin}${path}`), { ...env, ...overrides }, ctx);
   await waitOnExecutionContext(ctx);
   return { status: res.status, json: await res.json() };
 }

@@ -1,0 +1,96 @@
+/**
+ * What keeps web pages out of a server that runs without tokens (the quick
+ * start's open mode, only allowed on loopback):
+ *
+ * - DNS rebinding. A page on attacker.example can rebind its name to
+ *   127.0.0.1 and then be same-origin with leasehold. The browser still sends
+ *   `Host: attacker.example`, so in open mode only the loopback names are
+ *   accepted as Host: 127.0.0.1, localhost and [::1], with the port the server
+ *   listens on. Anything else gets 421. With both tokens set the Host is not
+ *   restricted (any name works behind a proxy): the token is what admits.
+ * - Cross-site simple requests. A page may POST text/plain, form or multipart
+ *   bodies to any address without a preflight. Every non-GET API call must
+ *   therefore send `Content-Type: application/json` (which a page cannot send
+ *   cross-site without a preflight we never answer), and an open route refuses
+ *   a foreign `Origin` or a `Sec-Fetch-Site` other than same-origin / none.
+ *
+ * Also: a Host header that does not parse is a 400 here, before anything
+ * builds a URL from it (Node's Request would throw: a 500 with a stack trace).
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Config } from '../core/config.ts';
+import { LeaseholdError } from '../core/errors.ts';
+
+const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** Whether any role works without a token: then every request is open to any page the user visits. */
+export const isOpenMode = (config: Pick<Config, 'workerToken' | 'adminToken'>) => !config.workerToken || !config.adminToken;
+
+/** The request's host (name and port), or undefined when it does not parse. */
+function requestHost(c: Context): { hostname: string; port: string; host: string } | undefined {
+  const header = c.req.header('host');
+  try {
+    // Without a Host header (app.request() in tests, some runtimes) the URL's own host stands in.
+    const url = header === undefined ? new URL(c.req.url) : new URL(`http://${header}/`);
+    return { hostname: url.hostname, port: url.port, host: url.host };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The first middleware: refuses an unparseable Host (400) everywhere and, in
+ * open mode, a Host that is not a loopback name on our port (421).
+ */
+export function hostGuard(config: Config, warn: (line: string) => void): MiddlewareHandler {
+  const open = isOpenMode(config);
+  return async function checkHost(c, next) {
+    const host = requestHost(c);
+    if (!host) {
+      warn(`leasehold: refused a request with an unparseable Host header ${JSON.stringify((c.req.header('host') ?? '').slice(0, 100))}`);
+      throw new LeaseholdError('invalid_request', 'the Host header is not a valid host name', 'host');
+    }
+    if (open) {
+      // Port 0 means "any free port": the one we got is not in the config, so any port passes.
+      const portOk = config.port === 0 || host.port === '' || host.port === String(config.port);
+      if (!LOOPBACK_NAMES.has(host.hostname) || !portOk) {
+        throw new LeaseholdError(
+          'misdirected_request',
+          `without tokens leasehold answers only to 127.0.0.1, localhost and [::1] on its own port, not ${host.host}: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN to serve other names`,
+          'host',
+        );
+      }
+    }
+    await next();
+  };
+}
+
+/**
+ * For every non-GET API call: JSON only, so a web page cannot send it as a
+ * simple request; and on an open route (no token for its role), nothing
+ * from another origin.
+ */
+export function refuseSimpleCrossSite(c: Context, routeIsOpen: boolean): void {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new LeaseholdError('unsupported_media_type', 'send Content-Type: application/json on every call that is not a GET (the body may be empty where the call takes none)', 'content-type');
+  }
+  if (!routeIsOpen) return;
+  const site = c.req.header('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+    throw new LeaseholdError('forbidden', `a ${site} request cannot make this call: the server has no token for it, so only non-browser clients and its own pages may`, 'sec-fetch-site');
+  }
+  const origin = c.req.header('origin');
+  if (origin !== undefined && !sameHost(origin, c)) {
+    throw new LeaseholdError('forbidden', `a request from origin ${JSON.stringify(origin.slice(0, 100))} cannot make this call: the server has no token for it`, 'origin');
+  }
+}
+
+function sameHost(origin: string, c: Context): boolean {
+  try {
+    return new URL(origin).host === requestHost(c)?.host;
+  } catch {
+    // "null" (a sandboxed frame, a file) and anything else unparseable is foreign.
+    return false;
+  }
+}
