@@ -45,7 +45,7 @@ test('fail, release, checkpoint, effects', async () => {
   expect(cp.status, JSON.stringify(cp.json)).toBe(200);
   const eff = await post(`${api}/jobs/${e.id}/effects/start`, { workerId: 'w2', lockToken: j!.lockToken, key: 'send' });
   expect(eff.status, JSON.stringify(eff.json)).toBe(200);
-  const effDone = await post(`${api}/jobs/${e.id}/effects/finish`, { workerId: 'w2', key: 'send', result: { id: 'm1' } });
+  const effDone = await post(`${api}/jobs/${e.id}/effects/finish`, { workerId: 'w2', lockToken: j!.lockToken, key: 'send', result: { id: 'm1' } });
   expect(effDone.status, JSON.stringify(effDone.json)).toBe(200);
   const fail = await post(`${api}/jobs/${e.id}/fail`, { workerId: 'w2', lockToken: j!.lockToken, error: 'boom', retryAfterMs: 0 });
   expect(fail.status, JSON.stringify(fail.json)).toBe(200);
@@ -87,4 +87,30 @@ test('queue settings, pause / resume, operator actions, reads, metrics, reaper e
   expect(reap.status, JSON.stringify(reap.json)).toBe(200);
   const spec = await get(`${api}/openapi.json`, null);
   expect(spec.status).toBe(200);
+});
+
+test('on D1 too: lone surrogates and NUL in stored strings are a 400 naming the field; inside JSON documents they round-trip', async () => {
+  const doc = { high: 'x\ud83d', low: '\ude00y', nul: 'a\u0000b', ['k\ud800']: ['\u0000'] };
+  for (const [body, field] of [
+    [{ payload: 1, idempotencyKey: 'x\ud83d' }, 'idempotencyKey'],
+    [{ payload: 1, idempotencyKey: 'trusted\u0000tail' }, 'idempotencyKey'],
+    [{ jobs: [{ payload: 1, idempotencyKey: '\udfff' }] }, 'jobs[0].idempotencyKey'],
+  ] as const) {
+    const res = await post(`${api}/queues/text/jobs`, body);
+    expect(res.status, JSON.stringify(res.json)).toBe(400);
+    expect(res.json.error.field).toBe(field);
+  }
+  expect((await post(`${api}/queues/text/claim`, { workerId: 'w\u0000evil' })).status).toBe(400);
+
+  const e = await enqueue('text', { payload: doc });
+  expect(e.payload).toEqual(doc);
+  const [j] = await claim('text', 'w9');
+  const own = { workerId: 'w9', lockToken: j!.lockToken };
+  expect((await post(`${api}/jobs/${e.id}/heartbeat`, { ...own, progress: doc })).status).toBe(200);
+  expect((await post(`${api}/jobs/${e.id}/checkpoint`, { ...own, checkpoint: doc })).status).toBe(200);
+  expect((await post(`${api}/jobs/${e.id}/effects/start`, { ...own, key: 'fx' })).json.state).toBe('run');
+  expect((await post(`${api}/jobs/${e.id}/effects/finish`, { ...own, key: 'fx', result: doc })).json.result).toEqual(doc);
+  expect((await post(`${api}/jobs/${e.id}/complete`, { ...own, result: doc })).status).toBe(200);
+  const view = await jobView(e.id);
+  expect(view.job).toMatchObject({ payload: doc, progress: doc, checkpoint: doc, result: doc });
 });
