@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { redactUrl } from '../core/redact.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
@@ -56,8 +57,7 @@ export function worthLogging(r: ReapReport): boolean {
   return r.requeued.length + r.failed.length + r.deferred.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
 }
 
-/** A database URL for logs: credentials in it are masked. */
-export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
+export { redactUrl };
 
 /** The server's URL from the host it listens on (an IPv6 address goes in brackets) and its port. */
 export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

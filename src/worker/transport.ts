@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire } from '../db/store/record.ts';
+import type { ClaimedJobWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
