@@ -5,7 +5,7 @@
 // written, which a `module: nodenext` consumer cannot follow: rewrite those
 // here. Plain Node, no dependencies beyond typescript.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 
-rmSync(DIST, { recursive: true, force: true });
+// Only what an earlier build wrote: dist/leasehold (the Bun binary, npm run
+// build:binary) stays, and the files list keeps it out of the tarball.
+for (const name of existsSync(DIST) ? readdirSync(DIST) : []) {
+  const path = join(DIST, name);
+  if (statSync(path).isDirectory() || /\.(js|d\.ts)$/.test(name)) rmSync(path, { recursive: true, force: true });
+}
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { stdio: ['ignore', 'inherit', 'inherit'] });
 

@@ -59,7 +59,7 @@ test('in a coalesced bulk, a bad item rejects only its own caller, with its own 
   expect(bad).toBeInstanceOf(LeaseholdApiError);
   expect(bad).toMatchObject({ status: 400, code: 'invalid_request', field: 'priority' });
   expect((results[3] as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_request', field: 'maxAttempts' });
-  const ok = results.filter((r): r is PromiseFulfilledResult<{ id: string }> => r.status === 'fulfilled').map((r) => r.value.id);
+  const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value.id);
   expect(await Promise.all(ok.map(async (id) => (await c.getJob(id)).payload))).toEqual(['ok1', 'ok2']);
 });
 
