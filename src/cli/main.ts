@@ -9,6 +9,7 @@
 import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.ts';
 import { databaseClock } from '../core/clock.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { StartupError } from '../core/startup-error.ts';
 import { VERSION } from '../version.ts';
 import { splitFlags, UsageError, type CommandFlag } from './args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
@@ -208,6 +209,10 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     if (err instanceof ConfigError) {
       console.error(err.startupMessage());
       return 2;
+    }
+    if (err instanceof StartupError) {
+      console.error(err.message);
+      return 1;
     }
     if (err instanceof UsageError || err instanceof LeaseholdError) {
       console.error(`leasehold ${first}: ${err.message}`);

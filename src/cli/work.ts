@@ -371,6 +371,13 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   worker.start();
   console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : redactUrl(config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
 
+  // A refused token stops the worker (the SDK logged why): the command fails instead of retrying forever.
+  worker.on('stopped', (e) => {
+    if (e.error === undefined) return;
+    opened?.close();
+    process.exit(1);
+  });
+
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (++signals > 1) {

@@ -44,5 +44,21 @@ export interface Transport {
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */
 export class TransportError extends Error {
-  override readonly name = 'TransportError';
+  override readonly name: string = 'TransportError';
+}
+
+/**
+ * leasehold refused the worker's token (401 or 403). Retrying cannot help
+ * until someone fixes the token, so the worker stops claiming and closes
+ * (calls already in flight for running jobs still retry, as for any
+ * TransportError, until their leases end).
+ */
+export class TokenRefusedError extends TransportError {
+  override readonly name: string = 'TokenRefusedError';
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
+    super(message);
+  }
 }
