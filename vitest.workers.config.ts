@@ -17,6 +17,8 @@ export default defineConfig(async () => {
         main: './src/runtime/cloudflare.ts',
         wrangler: { configPath: './wrangler.toml' },
         miniflare: {
+          // A D1 database nobody migrates: the Worker must answer 503 on it, not 500s.
+          d1Databases: { EMPTY_DB: 'leasehold-empty' },
           bindings: {
             TEST_MIGRATIONS: migrations,
             // Short leases so the stale-worker story runs in a few seconds of real (database) time.

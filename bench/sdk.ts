@@ -5,7 +5,8 @@
  * claim+complete rate with 8 slots.
  */
 import { defaultConfig } from '../src/core/config.ts';
-import { createWorker, dbTransport, httpTransport, type Transport } from '../src/worker/index.ts';
+import { dbTransport } from '../src/embedded/db-transport.ts';
+import { createWorker, httpTransport, type Transport } from '../src/worker/index.ts';
 import { now, openTempDb, repeat, seedPending } from './lib.ts';
 import { QUEUE, startServer } from './http.ts';
 

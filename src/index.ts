@@ -1,10 +1,16 @@
 /**
- * leasehold: the server-side pieces for embedding leasehold in your own
- * process. Workers import `leasehold/worker` instead.
+ * leasehold: the server side, for embedding leasehold in your own process.
+ * `openLeasehold` is the library API (a database, enqueue, in-process
+ * workers, the reaper); `createApp` is the Hono app the `leasehold serve`
+ * command serves. Workers elsewhere import `leasehold/worker`, producers
+ * `leasehold/client`: neither carries any of this.
  */
+export { openLeasehold, type EmbeddedEnqueueOptions, type Leasehold, type OpenOptions } from './embedded/leasehold.ts';
+export { dbTransport } from './embedded/db-transport.ts';
 export { createApp, VERSION, type AppDeps } from './app.ts';
 export { reapOnce, type ReapReport } from './db/reap-once.ts';
 export { databaseClock, manualClock, DB_CLOCK, type Clock, type Now } from './core/clock.ts';
 export { checkConfig, ConfigError, defaultConfig, loadConfig, type Config, type QueueDefaults } from './core/config.ts';
 export { LeaseholdError } from './core/errors.ts';
+export type { Job, JobStatus, ClaimedJobWire } from './core/wire.ts';
 export type { Db } from './db/db.ts';

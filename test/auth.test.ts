@@ -36,10 +36,11 @@ const workerCalls: Call[] = [
   ['POST', `${api}/completions`, { workerId: 'w1', results: [{ id: '1', lockToken: 'x' }] }],
   ['POST', `${api}/jobs/1/fail`, { workerId: 'w1', lockToken: 'x', error: 'e' }],
   ['POST', `${api}/jobs/1/release`, { workerId: 'w1', lockToken: 'x' }],
+  // A producer reads back the jobs it enqueued (leasehold/client's getJob and waitForJob).
+  ['GET', `${api}/jobs/1`],
 ];
 
 const adminCalls: Call[] = [
-  ['GET', `${api}/jobs/1`],
   ['GET', `${api}/jobs`],
   ['GET', `${api}/queues`],
   ['GET', `${api}/queues/q`],

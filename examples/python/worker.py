@@ -110,6 +110,7 @@ class Worker:
         self.wake = threading.Event()       # a slot freed up, or we are stopping
         self.hb_stop = threading.Event()    # heartbeats go on through the drain; stop them last
         self.hb_kick = threading.Event()    # a claim: recompute the interval now, not after the old one
+        self.refused = False                # the server refused our token: exit 1
 
     # -- claiming (main thread) -------------------------------------------------
     def run(self):
@@ -130,6 +131,15 @@ class Worker:
                 emit("error", during="claim", message=str(e))
                 self.wait_for_wake(min(10.0, 0.5 * 2 ** failures))
                 continue
+            if status in (401, 403):
+                # A refused token stays refused: say so once and stop, instead of retrying forever.
+                err = body.get("error") or {}
+                emit("error", during="claim", status=status, error=body.get("error"))
+                print(f"leasehold refused the worker token ({status} {err.get('code')}: {err.get('message')}); "
+                      "check --token / LEASEHOLD_WORKER_TOKEN", file=sys.stderr, flush=True)
+                self.refused = True
+                self.stopping.set()
+                break
             if status != 200:
                 emit("error", during="claim", status=status, error=body.get("error"))
                 self.wait_for_wake(2.0)
@@ -304,6 +314,8 @@ def main():
     signal.signal(signal.SIGTERM, worker.stop)
     signal.signal(signal.SIGINT, worker.stop)
     worker.run()
+    if worker.refused:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import { arr, bool, int, json, obj, optional, str, type Infer } from './validate
 const MAX_BULK = 10_000;
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
-const newJob = obj({
+export const newJob = obj({
   payload: json('the job payload, any JSON'),
   idempotencyKey: optional(str({ min: 1, max: 255, description: 'unique per queue: a duplicate returns the existing job' })),
   priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
@@ -89,7 +89,9 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
   );
 
-  r.add({ method: 'get', path: '/jobs/:id', role: 'admin', summary: 'One job and its event history (the newest 1,000 events; olderEventsNotShown counts the rest)' }, async (c) => {
+  // The worker token may read a job too: producers (leasehold/client) read back
+  // what they enqueued without holding the admin token.
+  r.add({ method: 'get', path: '/jobs/:id', role: 'worker', summary: 'One job and its event history (the newest 1,000 events; olderEventsNotShown counts the rest); the worker token may read it' }, async (c) => {
     const id = parseJobId(c.req.param('id')!);
     const job = await jobGet(db, id);
     if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
@@ -168,7 +170,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
   );
 }
 
-function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
+export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   const field = (name: string) => (path ? `${path}.${name}` : name);
   if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
   let runAt: number | undefined;

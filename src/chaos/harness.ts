@@ -16,9 +16,12 @@ import { describeFault, makePlan, type ChaosOptions, type Fault } from './plan.t
 import { startProxy, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'leasehold.js');
-const WORKER = join(ROOT, 'src', 'chaos', 'worker-process.ts');
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..', '..');
+// From a clone the sources run through tsx; from the installed package (dist/) as plain JavaScript.
+const COMPILED = import.meta.url.endsWith('.js');
+const BIN = COMPILED ? join(HERE, '..', 'cli', 'main.js') : join(ROOT, 'bin', 'leasehold.js');
+const WORKER_ARGS = COMPILED ? [join(HERE, 'worker-process.js')] : ['--import', 'tsx', join(HERE, 'worker-process.ts')];
 const QUEUE = 'chaos';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -187,7 +190,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     const id = `w${slot}.${generation[slot]}`;
     const proxy = proxies.get(slot);
     const url = proxy ? `http://127.0.0.1:${proxy.port}` : serverUrl(slot % servers.length);
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    const child = spawn(process.execPath, WORKER_ARGS, {
       cwd: ROOT,
       env: { ...process.env, LEASEHOLD_URL: url, LEASEHOLD_WORKER_TOKEN: workerToken, WORKER_ID: id, EFFECTS_FILE: join(dir, `effects-${id}.jsonl`), CONCURRENCY: String(o.concurrency), REQUEST_TIMEOUT_MS: String(tm.leaseMs) },
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,15 +1,16 @@
+#!/usr/bin/env node
 /**
  * The `leasehold` command: serve, migrate, reap, enqueue, stats, work, chaos.
  * Every server setting is also a flag (see `leasehold serve --help`).
+ *
+ * The server, the database client and Drizzle are imported by the commands
+ * that use them, not here: `--help` and `--version` load none of them.
  */
 import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.ts';
 import { databaseClock } from '../core/clock.ts';
 import { LeaseholdError } from '../core/errors.ts';
-import { reapOnce } from '../db/reap-once.ts';
-import { jobsInsert } from '../db/store/enqueue.ts';
-import { queuesHealth } from '../db/store/read.ts';
-import { toJob } from '../db/store/record.ts';
-import { openDatabase, startServer, summarize } from '../runtime/node.ts';
+import { StartupError } from '../core/startup-error.ts';
+import { VERSION } from '../version.ts';
 import { splitFlags, UsageError, type CommandFlag } from './args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
 import { CHAOS_FLAGS } from '../chaos/flags.ts';
@@ -31,6 +32,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'Run the server, API and in-process reaper (default command)',
     flags: [],
     async run(config) {
+      const { startServer } = await import('../runtime/node.ts');
       const server = await startServer(config);
       const stop = async (signal: string) => {
         console.log(`leasehold: ${signal}, shutting down`);
@@ -46,6 +48,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'Apply the database migrations and exit',
     flags: [],
     async run(config) {
+      const { openDatabase } = await import('../runtime/node.ts');
       const opened = await openDatabase(config);
       opened.close();
       console.log(`leasehold: migrations applied to ${config.databaseUrl}`);
@@ -56,6 +59,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'Run one reaper pass (for an external cron) and print what it did',
     flags: [{ flag: '--json', help: 'print the full report as JSON', boolean: true }],
     async run(config, flags) {
+      const [{ openDatabase, summarize }, { reapOnce }] = await Promise.all([import('../runtime/node.ts'), import('../db/reap-once.ts')]);
       const opened = await openDatabase(config);
       try {
         const report = await reapOnce(opened.db, databaseClock.now(), config);
@@ -96,6 +100,7 @@ const COMMANDS: Record<string, Command> = {
         return Number(v);
       };
       const key = flags.get('--idempotency-key');
+      const [{ openDatabase }, { jobsInsert }, { toJob }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/enqueue.ts'), import('../db/store/record.ts')]);
       const opened = await openDatabase(config);
       try {
         const [result] = await jobsInsert(opened.db, {
@@ -116,6 +121,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'Print counts and health per queue',
     flags: [{ flag: '--json', help: 'print JSON', boolean: true }],
     async run(config, flags) {
+      const [{ openDatabase }, { queuesHealth }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/read.ts')]);
       const opened = await openDatabase(config);
       try {
         const queues = await queuesHealth(opened.db, { now: databaseClock.now(), defaults: config });
@@ -151,7 +157,7 @@ const COMMANDS: Record<string, Command> = {
 function usage(): string {
   return `usage: leasehold <command> [flags]\n\ncommands:\n${Object.entries(COMMANDS)
     .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
-    .join('\n')}\n\n'leasehold <command> --help' lists a command's flags.`;
+    .join('\n')}\n\n'leasehold <command> --help' lists a command's flags; 'leasehold --version' prints the version.`;
 }
 
 function commandHelp(name: string, c: Command): string {
@@ -166,7 +172,15 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
       console.log(usage());
       return 0;
     }
+    if (first === '--version' || first === '-v') {
+      console.log(VERSION);
+      return 0;
+    }
     return main(['serve', ...argv]);
+  }
+  if (first === 'version') {
+    console.log(VERSION);
+    return 0;
   }
   if (first === 'help') {
     console.log(usage());
@@ -195,6 +209,10 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     if (err instanceof ConfigError) {
       console.error(err.startupMessage());
       return 2;
+    }
+    if (err instanceof StartupError) {
+      console.error(err.message);
+      return 1;
     }
     if (err instanceof UsageError || err instanceof LeaseholdError) {
       console.error(`leasehold ${first}: ${err.message}`);

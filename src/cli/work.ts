@@ -27,9 +27,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Config } from '../core/config.ts';
-import { openDatabase } from '../runtime/node.ts';
-import { redactUrl } from '../runtime/reaper-timer.ts';
-import { dbTransport } from '../worker/db-transport.ts';
+import { redactUrl } from '../core/redact.ts';
 import { JobAbortedError, NonRetryableError } from '../worker/errors.ts';
 import { httpTransport } from '../worker/http-transport.ts';
 import type { Transport } from '../worker/transport.ts';
@@ -361,8 +359,9 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   const tokenFlag = flags.get('--token');
   const token = typeof tokenFlag === 'string' ? tokenFlag : config.workerToken;
 
-  const opened = url === undefined ? await openDatabase(config) : undefined;
-  const transport = opened ? dbTransport({ db: opened.db, config }) : httpTransport({ url: url!, token });
+  // Loaded only when needed, so `leasehold --help` and `work --url` skip the database code.
+  const opened = url === undefined ? await (await import('../runtime/node.ts')).openDatabase(config) : undefined;
+  const transport = opened ? (await import('../embedded/db-transport.ts')).dbTransport({ db: opened.db, config }) : httpTransport({ url: url!, token });
   const logger: Logger = {
     info: (m) => console.error(`leasehold work: ${m}`),
     warn: (m) => console.error(`leasehold work: ${m}`),
@@ -371,6 +370,13 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   const worker = createShellWorker({ transport, queue, command, args, concurrency, leaseMs, outputBytes, logger });
   worker.start();
   console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : redactUrl(config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
+
+  // A refused token stops the worker (the SDK logged why): the command fails instead of retrying forever.
+  worker.on('stopped', (e) => {
+    if (e.error === undefined) return;
+    opened?.close();
+    process.exit(1);
+  });
 
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -7,9 +7,9 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 
-export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
+export { JOB_STATUSES, type JobStatus };
 
 export const jobs = sqliteTable(
   'jobs',

@@ -21,6 +21,7 @@
  * @cloudflare/workers-types into the whole project.
  */
 import { drizzle as drizzleD1 } from 'drizzle-orm/d1';
+import { sql } from 'drizzle-orm';
 import { createApp } from '../app.ts';
 import { databaseClock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
@@ -69,7 +70,15 @@ class Refusal {
     readonly code: string,
     readonly message: string,
     readonly details?: unknown,
+    /** Asked again on the next request (the migrations may be applied meanwhile), not cached. */
+    readonly transient = false,
   ) {}
+}
+
+/** Whether drizzle/ was applied: D1 is not migrated by the Worker, and an empty one would answer 500s. */
+async function schemaApplied(db: Db): Promise<boolean> {
+  const rows = await db.all<{ name: string }>(sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'jobs'`);
+  return rows.length > 0;
 }
 
 /**
@@ -86,8 +95,8 @@ function runtimeFor(env: Env, role: 'serve' | 'reap' = 'serve'): Promise<Runtime
   if (!runtime) {
     runtime = build(env, role);
     cache.set(env, runtime);
-    // A failure to build (not a refusal) is retried by the next request.
-    runtime.catch(() => cache.delete(env));
+    // A failure to build, or a transient refusal, is tried again by the next request.
+    runtime.then((r) => r instanceof Refusal && r.transient && cache.delete(env)).catch(() => cache.delete(env));
   }
   return runtime;
 }
@@ -105,7 +114,10 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
 
   let config: Config;
   try {
-    ({ config } = loadConfig(strings));
+    let warnings: { setting: string; rule: string }[];
+    ({ config, warnings } = loadConfig(strings));
+    // Once per isolate (the runtime is cached): risky settings reach the Worker's log.
+    for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
   } catch (err) {
     if (err instanceof ConfigError) {
       return new Refusal('misconfigured', 'leasehold is misconfigured: fix these settings (wrangler.toml [vars] or secrets)', err.problems);
@@ -134,6 +146,16 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
     db = d1Db(env.DB);
   } else {
     return new Refusal('misconfigured', 'no database: bind a D1 database as DB in wrangler.toml, or set the LEASEHOLD_DATABASE_URL secret (Turso)');
+  }
+
+  // D1 only: a Turso database is migrated with `leasehold migrate`, and checking it here would cost a round trip per isolate.
+  if (!databaseUrl && !(await schemaApplied(db))) {
+    return new Refusal(
+      'not_migrated',
+      'the database has no leasehold tables: apply the migrations (npx wrangler d1 migrations apply leasehold --remote, or --local for wrangler dev)',
+      undefined,
+      true,
+    );
   }
 
   const app = createApp({ db, config, clock: databaseClock, logError: (err) => console.error('leasehold: unexpected error', err) });

@@ -22,7 +22,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { makeReaperPass, redactUrl, serverUrl } from './reaper-timer.ts';
+import { makeReaperPass, serverUrl, startLines } from './reaper-timer.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
 interface DenoNetAddr {
@@ -90,7 +90,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
     }).catch((err) => console.error('leasehold: Deno.cron stopped', err));
     cron = `Deno.cron '${CRON_NAME}' (${CRON_SCHEDULE})`;
   }
-  log(`leasehold listening on ${url} (database ${redactUrl(config.databaseUrl)}, reaper every ${config.reaperIntervalMs} ms + ${cron})`);
+  for (const line of startLines(url, config, `every ${config.reaperIntervalMs} ms + ${cron}`)) log(line);
 
   let closing: Promise<void> | undefined;
   return {

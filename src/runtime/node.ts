@@ -10,6 +10,8 @@ import type { Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
+import { redactUrl } from '../core/redact.ts';
+import { rootMessage, StartupError } from '../core/startup-error.ts';
 
 export { summarize };
 
@@ -17,10 +19,22 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta
 
 export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 
+/**
+ * Opens and migrates the database. Failing to open or reach it is one
+ * StartupError line naming the (redacted) URL and the real cause, not a
+ * driver's wrapped query error.
+ */
 export async function openDatabase(config: Config): Promise<OpenedDb> {
-  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
-  await migrateLibsql(opened, MIGRATIONS_DIR);
-  return opened;
+  let opened: OpenedDb | undefined;
+  try {
+    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
+    await migrateLibsql(opened, MIGRATIONS_DIR);
+    return opened;
+  } catch (err) {
+    opened?.close();
+    const verb = config.databaseUrl.startsWith('file:') ? 'open' : 'reach';
+    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${rootMessage(err).replace(/\/\/[^@/\s]*@/g, '//***@')}`, { cause: err });
+  }
 }
 
 export interface RunningServer {
@@ -35,28 +49,35 @@ export interface ServeOptions {
   reaper?: boolean;
 }
 
+/**
+ * Binds the port first, so a port in use fails (StartupError) before any
+ * migration runs; then opens and migrates the database and starts serving.
+ * Requests that arrive in between are answered 503.
+ */
 export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
   const log = options.log ?? ((line: string) => console.log(line));
   const clock = options.clock ?? databaseClock;
-  const opened = await openDatabase(config);
-  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
+  let app: { fetch(request: Request): Response | Promise<Response> } | undefined;
+  const starting = () => Response.json({ error: { code: 'starting', message: 'leasehold is starting (applying migrations); try again in a moment' } }, { status: 503, headers: { 'retry-after': '1' } });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
-    s.once('error', reject);
+    const s = serve({ fetch: (request: Request) => (app ? app.fetch(request) : starting()), hostname: config.host, port: config.port }, () => resolve(s));
+    s.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new StartupError(`leasehold: cannot listen on ${config.host}:${config.port}: the port is already in use (choose another with LEASEHOLD_PORT or --port)`));
+      else if (err.code === 'EACCES') reject(new StartupError(`leasehold: cannot listen on ${config.host}:${config.port}: permission denied (ports below 1024 need privileges)`));
+      else reject(err);
+    });
   });
+  const stopServer = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  let opened: OpenedDb;
+  try {
+    opened = await openDatabase(config);
+  } catch (err) {
+    await stopServer();
+    throw err;
+  }
+  app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  return listening({
-    url: serverUrl(config.host, port),
-    opened,
-    config,
-    clock,
-    log,
-    reaper: options.reaper !== false,
-    stopServer: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  });
+  return listening({ url: serverUrl(config.host, port), opened, config, clock, log, reaper: options.reaper !== false, stopServer });
 }
-
-
-

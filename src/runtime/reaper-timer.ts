@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { redactUrl } from '../core/redact.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
@@ -56,8 +57,20 @@ export function worthLogging(r: ReapReport): boolean {
   return r.requeued.length + r.failed.length + r.deferred.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
 }
 
-/** A database URL for logs: credentials in it are masked. */
-export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, '//***@');
+export { redactUrl };
+
+/**
+ * The start line (what an operator needs in the first minute: where the API
+ * and the dashboard are, which database, how callers authenticate) and a
+ * warning line when anything is open without a token.
+ */
+export function startLines(url: string, config: Pick<Config, 'databaseUrl' | 'workerToken' | 'adminToken'>, reaper: string): string[] {
+  const auth = config.workerToken && config.adminToken ? 'worker and admin tokens' : config.adminToken ? 'admin token (worker calls open)' : config.workerToken ? 'worker token (admin API and dashboard open)' : 'none (open)';
+  const lines = [`leasehold listening on ${url} (dashboard ${url}/, database ${redactUrl(config.databaseUrl)}, auth: ${auth}, reaper ${reaper})`];
+  const open = [!config.workerToken && 'the worker API', !config.adminToken && 'the admin API and the dashboard'].filter(Boolean);
+  if (open.length > 0) lines.push(`leasehold: warning: ${open.join(' and ')} ${open.length > 1 || !config.adminToken ? 'are' : 'is'} open to anyone who can reach ${url}; set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN`);
+  return lines;
+}
 
 /** The server's URL from the host it listens on (an IPv6 address goes in brackets) and its port. */
 export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -77,7 +90,7 @@ export function listening(p: {
   stopServer: () => Promise<void>;
 }): { url: string; close(): Promise<void> } {
   const stopReaper = p.reaper ? startReaperTimer(p.opened.db, p.config, p.clock, p.log) : () => {};
-  p.log(`leasehold listening on ${p.url} (database ${redactUrl(p.config.databaseUrl)}, reaper every ${p.config.reaperIntervalMs} ms)`);
+  for (const line of startLines(p.url, p.config, `every ${p.config.reaperIntervalMs} ms`)) p.log(line);
   return {
     url: p.url,
     async close() {

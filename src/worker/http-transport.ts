@@ -2,7 +2,7 @@
  * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers.
  */
 import type { ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
-import { TransportError } from './transport.ts';
+import { TokenRefusedError, TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
   /** Base URL of the leasehold server, e.g. http://127.0.0.1:8787 */
@@ -46,9 +46,12 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     }
     if (res.status === 409 || res.status === 404 || res.ok) return { status: res.status, json };
     const message = `${path}: ${res.status} ${json.error?.code ?? ''} ${json.error?.message ?? ''}`.trim();
-    // 5xx, 429 and auth failures may pass (a restart, a rotated token): retry
-    // later. Any other 4xx is a request that will never succeed as sent.
-    if (res.status >= 500 || res.status === 429 || res.status === 401 || res.status === 403) throw new TransportError(message);
+    if (res.status === 401 || res.status === 403) {
+      throw new TokenRefusedError(res.status, `leasehold at ${options.url} refused the worker token (${res.status} ${json.error?.code ?? ''}: ${json.error?.message ?? ''}); check LEASEHOLD_WORKER_TOKEN`);
+    }
+    // 5xx and 429 may pass (a restart, a busy server): retry later. Any other
+    // 4xx is a request that will never succeed as sent.
+    if (res.status >= 500 || res.status === 429) throw new TransportError(message);
     throw new Error(`leasehold refused ${message}`);
   }
 

@@ -14,6 +14,5 @@
  */
 export { createWorker, defaultWorkerId, type Handler, type JobContext, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
 export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
-export { dbTransport } from './db-transport.ts';
 export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
-export { TransportError, type ClaimedJob, type Transport } from './transport.ts';
+export { TokenRefusedError, TransportError, type ClaimedJob, type Transport } from './transport.ts';

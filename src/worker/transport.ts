@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire } from '../db/store/record.ts';
+import type { ClaimedJobWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
@@ -46,5 +46,21 @@ export interface Transport {
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */
 export class TransportError extends Error {
-  override readonly name = 'TransportError';
+  override readonly name: string = 'TransportError';
+}
+
+/**
+ * leasehold refused the worker's token (401 or 403). Retrying cannot help
+ * until someone fixes the token, so the worker stops claiming and closes
+ * (calls already in flight for running jobs still retry, as for any
+ * TransportError, until their leases end).
+ */
+export class TokenRefusedError extends TransportError {
+  override readonly name: string = 'TokenRefusedError';
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
+    super(message);
+  }
 }

@@ -18,7 +18,7 @@
  */
 import { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
 import type { ClaimedJob, LeaseAnswer, Transport } from './transport.ts';
-import { TransportError } from './transport.ts';
+import { TokenRefusedError, TransportError } from './transport.ts';
 import { VERSION } from '../version.ts';
 import { storableText, textProblem } from '../core/text.ts';
 
@@ -66,7 +66,8 @@ export interface WorkerEvents {
   abandoned: { job: ClaimedJob; reason: string };
   event_loop_blocked: { delayMs: number; jobs: string[] };
   error: { error: unknown; during: string };
-  stopped: { released: string[] };
+  /** `error`: why the worker stopped by itself (its token was refused), when it did. */
+  stopped: { released: string[]; error?: unknown };
 }
 
 export interface Logger {
@@ -223,6 +224,14 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         jobs = await claimRoundRobin(limit);
         failures = 0;
       } catch (err) {
+        if (err instanceof TokenRefusedError) {
+          // A refused token stays refused: stop instead of retrying forever.
+          logger.error(`${err.message}: stopping`);
+          emit('error', { error: err, during: 'claim' });
+          stoppedBy = err;
+          void close();
+          return;
+        }
         failures++;
         const delay = Math.min(maxPollMs, pollMs * 2 ** Math.min(failures, 8));
         logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`);
@@ -586,11 +595,12 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       while ([...active.values()].some((r) => r.finishing) && !settleBy()) await sleep(20);
       await transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch(() => {});
       removeSignalHandlers();
-      emit('stopped', { released });
+      emit('stopped', stoppedBy === undefined ? { released } : { released, error: stoppedBy });
     })();
     return closed;
   }
   let closed: Promise<void> = Promise.resolve();
+  let stoppedBy: unknown;
 
   const worker = {
     id: workerId,

@@ -1,5 +1,7 @@
 /** The job row as statements return it (snake_case), and its wire form. */
-import type { JobStatus } from '../schema.ts';
+import type { ClaimedJobWire, Job, JobStatus } from '../../core/wire.ts';
+
+export type { ClaimedJobWire, Job };
 
 export interface JobRecord {
   id: number;
@@ -34,38 +36,6 @@ export interface JobRecord {
   reaper_deferrals: number;
   created_at: number;
   updated_at: number;
-}
-
-/** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
-export interface Job {
-  id: string;
-  queue: string;
-  status: JobStatus;
-  payload: unknown;
-  priority: number;
-  attempt: number;
-  maxAttempts: number;
-  erroredAttempts: number;
-  lostAttempts: number;
-  fencingToken: number;
-  idempotencyKey: string | null;
-  availableAt: string;
-  createdAt: string;
-  updatedAt: string;
-  startedAt: string | null;
-  completedAt: string | null;
-  failedAt: string | null;
-  cancelledAt: string | null;
-  lastHeartbeatAt: string | null;
-  leaseExpiresAt: string | null;
-  leaseMs: number | null;
-  lockedBy: string | null;
-  timeoutMs: number | null;
-  deadlineAt: string | null;
-  lastError: string | null;
-  progress: unknown;
-  checkpoint: unknown;
-  result: unknown;
 }
 
 export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -105,25 +75,6 @@ export function toJob(r: JobRecord): Job {
   };
 }
 
-/** A claimed job as the claimer sees it: what it needs to run, renew and finish it. */
-export interface ClaimedJobWire {
-  id: string;
-  queue: string;
-  payload: unknown;
-  attempt: number;
-  maxAttempts: number;
-  priority: number;
-  lockToken: string;
-  fencingToken: number;
-  leaseMs: number;
-  leaseExpiresAt: string;
-  deadlineAt: string | null;
-  heartbeatIntervalMs: number;
-  idempotencyKey: string | null;
-  checkpoint: unknown;
-  progress: unknown;
-  timeoutMs: number | null;
-}
 
 export function toClaimedJob(j: {
   id: number;

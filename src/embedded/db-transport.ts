@@ -13,7 +13,7 @@ import type { OwnedOutcome } from '../db/store/owned.ts';
 import { workerBeat } from '../db/store/workers.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import { parsed, toClaimedJob } from '../db/store/record.ts';
-import type { LeaseAnswer, Transport } from './transport.ts';
+import type { LeaseAnswer, Transport } from '../worker/transport.ts';
 
 
 function answer(o: OwnedOutcome): LeaseAnswer {

@@ -1,0 +1,61 @@
+/**
+ * The shapes on the wire that both sides share: the server encodes them, and
+ * the worker SDK and the producer client (which import nothing else of the
+ * server's) decode them. Types only, so the SDK and client bundles stay free
+ * of server code.
+ */
+
+export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
+export interface Job {
+  id: string;
+  queue: string;
+  status: JobStatus;
+  payload: unknown;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  erroredAttempts: number;
+  lostAttempts: number;
+  fencingToken: number;
+  idempotencyKey: string | null;
+  availableAt: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  failedAt: string | null;
+  cancelledAt: string | null;
+  lastHeartbeatAt: string | null;
+  leaseExpiresAt: string | null;
+  leaseMs: number | null;
+  lockedBy: string | null;
+  timeoutMs: number | null;
+  deadlineAt: string | null;
+  lastError: string | null;
+  progress: unknown;
+  checkpoint: unknown;
+  result: unknown;
+}
+
+/** A claimed job as the claimer sees it: what it needs to run, renew and finish it. */
+export interface ClaimedJobWire {
+  id: string;
+  queue: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  priority: number;
+  lockToken: string;
+  fencingToken: number;
+  leaseMs: number;
+  leaseExpiresAt: string;
+  deadlineAt: string | null;
+  heartbeatIntervalMs: number;
+  idempotencyKey: string | null;
+  checkpoint: unknown;
+  progress: unknown;
+  timeoutMs: number | null;
+}
