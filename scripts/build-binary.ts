@@ -11,7 +11,7 @@
  *   line into a static require of this machine's addon
  *   (`@libsql/linux-x64-gnu/index.node`), which the compiler embeds.
  * - The CLI (src/cli/*.ts) imports ../runtime/node.ts; in the binary those
- *   imports go to src/runtime/bun.ts (Bun.serve, embedded migrations).
+ *   imports go to src/runtime/bun-server.ts (Bun.serve, embedded migrations).
  *
  * Usage: bun scripts/build-binary.ts [--outfile PATH]
  */
@@ -57,7 +57,7 @@ const plugin: import('bun').BunPlugin = {
       return { contents: source.replace(DYNAMIC_REQUIRE, `return require(${JSON.stringify(`@libsql/${target.libsql}/index.node`)});`), loader: 'js' };
     });
     build.onResolve({ filter: NODE_RUNTIME_IMPORT }, ({ importer }) =>
-      importer.includes(`${'/src/'}cli/`) ? { path: join(ROOT, 'src', 'runtime', 'bun.ts') } : undefined,
+      importer.includes(`${'/src/'}cli/`) ? { path: join(ROOT, 'src', 'runtime', 'bun-server.ts') } : undefined,
     );
   },
 };

@@ -2,110 +2,26 @@
  * The Bun entry, and the entry of the single binary (`npm run build:binary`,
  * see docs/deploy-bun.md).
  *
- * It has the same exports as src/runtime/node.ts (openDatabase, startServer,
- * summarize), with two differences:
- * - the server is Bun.serve instead of @hono/node-server;
- * - the migrations are embedded at build time (Bun macros, see
- *   embedded-migrations.ts) and applied through the same drizzle migrator
- *   (migrateLibsql), so the `__drizzle_migrations` bookkeeping is the same as
- *   Node's and a database migrated by either one is up to date for the other.
- *
  * Run as the main module (`bun src/runtime/bun.ts [command]` or the binary),
  * it is the `leasehold` CLI: src/cli/main.ts with its imports of
- * ../runtime/node.ts redirected here (a Bun plugin: registered below for
- * `bun` runs, and in scripts/build-binary.ts for the binary).
+ * ../runtime/node.ts redirected to bun-server.ts (Bun.serve, embedded
+ * migrations) by a Bun plugin: registered below for `bun` runs, and in
+ * scripts/build-binary.ts for the binary. Imported, it has the exports of
+ * src/runtime/node.ts.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createApp } from '../app.ts';
-import { databaseClock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
-import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.ts' with { type: 'macro' };
-import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
-import type { RunningServer, ServeOptions } from './node.ts';
-import { assetsFromFiles } from './public-assets.ts';
-import { listening, serverUrl, summarize } from './reaper-timer.ts';
+export { openDatabase, startServer, summarize, type RunningServer, type ServeOptions } from './bun-server.ts';
 
-export { summarize };
-export type { RunningServer, ServeOptions };
-
-/** The slice of Bun's API used here (no bun-types dependency). */
-interface BunServer {
-  readonly port: number;
-  stop(closeActiveConnections?: boolean): Promise<void> | void;
-}
 interface BunPluginBuilder {
   onResolve(options: { filter: RegExp }, callback: (args: { path: string; importer: string }) => { path: string } | undefined): void;
 }
 declare const Bun: {
-  serve(options: { hostname: string; port: number; fetch(request: Request): Response | Promise<Response> }): BunServer;
   plugin(plugin: { name: string; setup(build: BunPluginBuilder): void }): void;
 };
 
-/** Inlined when Bun bundles or loads this file. */
-const MIGRATIONS = embeddedMigrations();
-const PUBLIC_FILES: Record<string, string> = embeddedPublicFiles();
+/** Where the CLI's runtime imports go under Bun. */
+export const BUN_RUNTIME = new URL('./bun-server.ts', import.meta.url).pathname;
 
-/** The files of public/ carried by the binary (path with `/` -> bytes), for the dashboard. */
-function publicFiles(): Map<string, Uint8Array> {
-  return new Map(Object.entries(PUBLIC_FILES).map(([path, base64]) => [path, Uint8Array.from(Buffer.from(base64, 'base64'))]));
-}
-
-export async function openDatabase(config: Config): Promise<OpenedDb> {
-  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
-  try {
-    await migrateEmbedded(opened);
-  } catch (err) {
-    opened.close();
-    throw err;
-  }
-  return opened;
-}
-
-/**
- * Drizzle's migrator reads a folder: write the embedded files to a temporary
- * one, run the very same migrateLibsql as Node, remove the folder.
- */
-async function migrateEmbedded(opened: OpenedDb): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'leasehold-migrations-'));
-  try {
-    mkdirSync(join(dir, 'meta'));
-    writeFileSync(join(dir, 'meta', '_journal.json'), MIGRATIONS.journal);
-    for (const file of MIGRATIONS.files) writeFileSync(join(dir, `${file.tag}.sql`), file.sql);
-    await migrateLibsql(opened, dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? ((line: string) => console.log(line));
-  const clock = options.clock ?? databaseClock;
-  const opened = await openDatabase(config);
-  const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), logError: (err) => console.error('leasehold: unexpected error', err) });
-
-  let server: BunServer;
-  try {
-    server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.fetch(request) });
-  } catch (err) {
-    opened.close();
-    throw err;
-  }
-  return listening({
-    url: serverUrl(config.host, server.port),
-    opened,
-    config,
-    clock,
-    log,
-    reaper: options.reaper !== false,
-    stopServer: async () => await server.stop(),
-  });
-}
-
-
-
-/** Imports of src/runtime/node.ts from outside this folder (the CLI) come here. */
+/** Imports of src/runtime/node.ts from outside this folder (the CLI); they go to BUN_RUNTIME. */
 export const NODE_RUNTIME_IMPORT = /(^|\/)\.\.\/runtime\/node\.ts$/;
 
 if ((import.meta as ImportMeta & { main?: boolean }).main) {
@@ -113,7 +29,7 @@ if ((import.meta as ImportMeta & { main?: boolean }).main) {
   Bun.plugin({
     name: 'leasehold-bun-runtime',
     setup(build) {
-      build.onResolve({ filter: NODE_RUNTIME_IMPORT }, () => ({ path: new URL(import.meta.url).pathname }));
+      build.onResolve({ filter: NODE_RUNTIME_IMPORT }, () => ({ path: BUN_RUNTIME }));
     },
   });
   await import('../cli/main.ts');
