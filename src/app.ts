@@ -38,9 +38,13 @@ export function createApp(deps: AppDeps) {
     '*',
     bodyLimit({
       maxSize: config.maxPayloadBytes,
-      onError: () => {
-        throw new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body');
-      },
+      // The rest of an oversized body is never read, so the connection cannot
+      // carry another request: say so, and the client opens a fresh one
+      // instead of writing into a socket the server is about to drop.
+      onError: (c) =>
+        c.json(errorBody(new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body')), 413, {
+          connection: 'close',
+        }),
     }),
   );
 

@@ -52,6 +52,8 @@ export interface Config extends QueueDefaults {
   reaperBatchSize: number;
   pruneBatchSize: number;
   maxPayloadBytes: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
   maxClaimBatch: number;
   maxLeaseMs: number;
   /** Most jobs one dashboard bulk action (retry, cancel, requeue) may change. */
@@ -110,6 +112,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'backoffBaseMs', env: 'LEASEHOLD_BACKOFF_BASE_MS', flag: '--backoff-base-ms', kind: 'duration', default: 1_000, help: 'first retry delay (doubles per attempt, jittered)' },
   { key: 'backoffMaxMs', env: 'LEASEHOLD_BACKOFF_MAX_MS', flag: '--backoff-max-ms', kind: 'duration', default: 10 * MINUTE, help: 'longest retry delay' },
   { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted' },
+  { key: 'requestTimeoutMs', env: 'LEASEHOLD_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', kind: 'duration', default: 30_000, help: 'longest a client may take to send one request, headers and body (Node server)' },
+  { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped (Node server)' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one dashboard bulk action may change' },
@@ -222,6 +226,8 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (c.reaperIntervalMs > c.leaseMs) {
     warn('reaperIntervalMs', `is longer than the lease (${c.leaseMs} ms): dead workers' jobs wait up to lease + grace + interval to run again`);
   }
+  // Node checks request timeouts once a second; less would cut off any client on a slow link.
+  if (c.requestTimeoutMs < 1_000) err('requestTimeoutMs', `must be at least 1000 ms, got ${c.requestTimeoutMs}`);
   if (c.workerAliveMs < c.heartbeatMs) {
     err('workerAliveMs', `must be at least the heartbeat interval (${c.heartbeatMs} ms), or every worker looks dead between beats`);
   }

@@ -8,6 +8,7 @@ import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
+import { limitedCreateServer } from './node-http.ts';
 import { publicAssets } from './public-assets.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
 import { redactUrl } from '../core/redact.ts';
@@ -61,7 +62,10 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const starting = () => Response.json({ error: { code: 'starting', message: 'leasehold is starting (applying migrations); try again in a moment' } }, { status: 503, headers: { 'retry-after': '1' } });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: (request: Request) => (app ? app.fetch(request) : starting()), hostname: config.host, port: config.port }, () => resolve(s));
+    const s = serve(
+      { fetch: (request: Request) => (app ? app.fetch(request) : starting()), hostname: config.host, port: config.port, createServer: limitedCreateServer(config) },
+      () => resolve(s),
+    );
     s.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') reject(new StartupError(`leasehold: cannot listen on ${config.host}:${config.port}: the port is already in use (choose another with LEASEHOLD_PORT or --port)`));
       else if (err.code === 'EACCES') reject(new StartupError(`leasehold: cannot listen on ${config.host}:${config.port}: permission denied (ports below 1024 need privileges)`));
