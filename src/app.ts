@@ -23,6 +23,7 @@ import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
 import { readNow } from './db/store/read.ts';
 import { metricsSnapshot } from './db/store/metrics.ts';
+import { storageFault } from './db/storage-fault.ts';
 
 export type { AppDeps } from './api/router.ts';
 export { VERSION } from './version.ts';
@@ -78,17 +79,14 @@ export function createApp(deps: AppDeps) {
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
   app.onError(function toErrorResponse(err, c) {
     if (err instanceof LeaseholdError) return c.json(errorBody(err), err.status);
-    if (isBusy(err)) {
-      return c.json({ error: { code: 'unavailable', message: 'the database is busy: retry shortly' } }, 503, { 'retry-after': '1' });
+    const fault = storageFault(err);
+    if (fault) {
+      (deps.logWarn ?? ((line) => console.warn(line)))(`leasehold: ${c.req.method} ${c.req.path}: 503, ${fault.message} (${fault.sqliteCode})`);
+      return c.json({ error: { code: 'unavailable', message: fault.message } }, 503, { 'retry-after': String(fault.retryAfterSeconds) });
     }
     (deps.logError ?? console.error)(err);
     // Never a stack trace or a database message to clients.
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   return Object.assign(app, { routeSpecs: routes.specs });
-}
-
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /SQLITE_BUSY|SQLITE_LOCKED/.test(code);
 }

@@ -38,6 +38,7 @@ export interface Config extends QueueDefaults {
   databaseAuthToken: string | undefined;
   /** Embedded file only: `normal` survives a process crash, `full` also a power cut (slower). */
   synchronous: 'normal' | 'full';
+  busyTimeoutMs: number;
   host: string;
   port: number;
   workerToken: string | undefined;
@@ -93,6 +94,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'databaseUrl', env: 'LEASEHOLD_DATABASE_URL', flag: '--database-url', kind: 'string', default: 'file:./leasehold.db', help: 'file:, libsql:// or http(s):// database URL' },
   { key: 'databaseAuthToken', env: 'LEASEHOLD_DATABASE_AUTH_TOKEN', flag: '--database-auth-token', kind: 'secret', default: undefined, help: 'auth token for a remote libSQL server' },
   { key: 'synchronous', env: 'LEASEHOLD_SYNCHRONOUS', flag: '--synchronous', kind: 'string', default: 'normal', help: 'embedded file: normal survives kill -9; full (fsync per commit) also a power cut' },
+  { key: 'busyTimeoutMs', env: 'LEASEHOLD_BUSY_TIMEOUT_MS', flag: '--busy-timeout-ms', kind: 'duration', default: 5_000, help: 'embedded file: how long a write waits for another process holding the write lock before 503' },
   { key: 'host', env: 'LEASEHOLD_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'address to listen on; off loopback both tokens are required' },
   { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },

@@ -47,7 +47,7 @@ function publicFiles(): Map<string, Uint8Array> {
 }
 
 export async function openDatabase(config: Config): Promise<OpenedDb> {
-  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
+  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   try {
     await migrateEmbedded(opened);
   } catch (err) {

@@ -62,7 +62,7 @@ export interface DenoServer {
 }
 
 export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: (line: string) => void = console.log): Promise<DenoServer> {
-  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
+  const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   await migrateLibsql(opened, MIGRATIONS_DIR);
   const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
 

@@ -7,6 +7,7 @@ import { drizzle } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
 import type { Db } from '../db/db.ts';
 import * as schema from '../db/schema.ts';
+import { checkDatabaseFile } from './database-file.ts';
 import { createEmbeddedClient, type Synchronous } from './embedded-client.ts';
 
 export interface OpenedDb {
@@ -15,17 +16,18 @@ export interface OpenedDb {
   close(): void;
 }
 
-/** How long a connection waits for another process's write lock before SQLITE_BUSY. */
-const BUSY_TIMEOUT_MS = 5_000;
-
 /**
  * A `file:` URL opens the embedded client (one connection, cached statements,
  * WAL); any other URL (libsql://, http(s)://) goes to @libsql/client.
  */
-export async function openLibsql(url: string, authToken?: string, options: { synchronous?: Synchronous } = {}): Promise<OpenedDb> {
-  const client = url.startsWith('file:')
-    ? createEmbeddedClient({ path: filePath(url), busyTimeoutMs: BUSY_TIMEOUT_MS, ...options })
-    : createClient({ url, ...(authToken ? { authToken } : {}) });
+export async function openLibsql(url: string, authToken?: string, options: { synchronous?: Synchronous; busyTimeoutMs?: number } = {}): Promise<OpenedDb> {
+  let client: Client;
+  if (url.startsWith('file:')) {
+    checkDatabaseFile(filePath(url));
+    client = createEmbeddedClient({ path: filePath(url), ...options });
+  } else {
+    client = createClient({ url, ...(authToken ? { authToken } : {}) });
+  }
   const db = drizzle({ client, schema }) as unknown as Db;
   return { db, client, close: () => client.close() };
 }

@@ -13,6 +13,7 @@ import { publicAssets } from './public-assets.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
 import { redactUrl } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
+import { storageFault } from '../db/storage-fault.ts';
 
 export { summarize };
 
@@ -28,13 +29,15 @@ export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url)
 export async function openDatabase(config: Config): Promise<OpenedDb> {
   let opened: OpenedDb | undefined;
   try {
-    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous });
+    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
     await migrateLibsql(opened, MIGRATIONS_DIR);
     return opened;
   } catch (err) {
     opened?.close();
     const verb = config.databaseUrl.startsWith('file:') ? 'open' : 'reach';
-    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${rootMessage(err).replace(/\/\/[^@/\s]*@/g, '//***@')}`, { cause: err });
+    // A SQLite fault (not a database, damaged, locked) is said in words, not as a driver code.
+    const why = storageFault(err)?.message ?? rootMessage(err);
+    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${why.replace(/\/\/[^@/\s]*@/g, '//***@')}`, { cause: err });
   }
 }
 

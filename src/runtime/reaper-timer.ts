@@ -9,6 +9,7 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../db/reap-once.ts';
 import { redactUrl } from '../core/redact.ts';
+import { storageFault } from '../db/storage-fault.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
@@ -25,7 +26,10 @@ export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line:
       const report = await reapOnce(db, clock.now(), config);
       if (worthLogging(report)) log(`${who}: ${summarize(report)}`);
     } catch (err) {
-      console.error(`leasehold: ${who} pass failed (will retry on the next one)`, err);
+      // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
+      const fault = storageFault(err);
+      if (fault) console.error(`leasehold: ${who} pass failed (will retry on the next one): ${fault.message} (${fault.sqliteCode})`);
+      else console.error(`leasehold: ${who} pass failed (will retry on the next one)`, err);
     } finally {
       running = false;
     }
