@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `leasehold` command: serve, migrate, reap, enqueue, stats, work, chaos.
+ * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work, chaos.
  * Every server setting is also a flag (see `leasehold serve --help`).
  *
  * The server, the database client and Drizzle are imported by the commands
@@ -13,6 +13,8 @@ import { StartupError } from '../core/startup-error.ts';
 import { VERSION } from '../version.ts';
 import { splitFlags, UsageError, type CommandFlag } from './args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
+import { BACKUP_DETAILS, BACKUP_FLAGS, backupCommand } from './backup.ts';
+import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';
 import { CHAOS_FLAGS } from '../chaos/flags.ts';
 
 interface Command {
@@ -22,7 +24,9 @@ interface Command {
   trailing?: string;
   /** More help, after the summary. */
   details?: string;
-  run(config: Config, flags: Map<string, string | true>, trailing: string[]): Promise<number | 'keep-running'>;
+  /** Name of the one argument that comes first, before the flags (`backup FILE`). */
+  positional?: string;
+  run(config: Config, flags: Map<string, string | true>, trailing: string[], positional?: string): Promise<number | 'keep-running'>;
 }
 
 const SETTINGS_HELP = SETTINGS.map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.help}${s.default !== undefined && s.kind !== 'secret' ? ` (default ${s.default})` : ''}`).join('\n');
@@ -140,6 +144,18 @@ const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  backup: {
+    summary: 'Copy the live database into FILE as one consistent snapshot',
+    positional: 'FILE',
+    flags: BACKUP_FLAGS,
+    details: BACKUP_DETAILS,
+    run: (config, flags, _trailing, file) => backupCommand(config, flags, file),
+  },
+  doctor: {
+    summary: 'Check the database and settings: integrity, migrations, lease rules, stuck leases, size',
+    flags: DOCTOR_FLAGS,
+    run: (config, flags) => doctorCommand(config, flags),
+  },
   work: {
     summary: 'Run a command per job (payload as JSON on stdin), heartbeating while it runs',
     flags: WORK_FLAGS,
@@ -162,7 +178,7 @@ function usage(): string {
 
 function commandHelp(name: string, c: Command): string {
   const own = c.flags.map((f) => `  ${f.flag.padEnd(26)} ${f.help}`).join('\n');
-  return `usage: leasehold ${name} [flags]${c.trailing ? ` ${c.trailing}` : ''}\n\n${c.summary}.\n${c.details ? `\n${c.details}\n` : ''}${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
+  return `usage: leasehold ${name}${c.positional ? ` ${c.positional}` : ''} [flags]${c.trailing ? ` ${c.trailing}` : ''}\n\n${c.summary}.\n${c.details ? `\n${c.details}\n` : ''}${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
 }
 
 async function main(argv: string[]): Promise<number | 'keep-running'> {
@@ -192,6 +208,7 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     return 2;
   }
   // Everything after `--` belongs to the command (`work`), not to leasehold.
+  const positional = command.positional && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   const dash = rest.indexOf('--');
   const own = dash === -1 ? rest : rest.slice(0, dash);
   const trailing = dash === -1 ? [] : rest.slice(dash + 1);
@@ -204,7 +221,7 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     const { values, rest: settingFlags } = splitFlags(own, command.flags);
     const { config, warnings } = loadConfig(process.env, settingFlags);
     for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
-    return await command.run(config, values, trailing);
+    return await command.run(config, values, trailing, positional);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.startupMessage());

@@ -8,6 +8,7 @@ import { migrate } from 'drizzle-orm/libsql/migrator';
 import type { Db } from '../db/db.ts';
 import * as schema from '../db/schema.ts';
 import { checkDatabaseFile } from './database-file.ts';
+import { filePath } from './file-url.ts';
 import { createEmbeddedClient, type Synchronous } from './embedded-client.ts';
 
 export interface OpenedDb {
@@ -32,11 +33,6 @@ export async function openLibsql(url: string, authToken?: string, options: { syn
   return { db, client, close: () => client.close() };
 }
 
-/** `file:./x.db`, `file:/abs/x.db` or `file:///abs/x.db` to a path. */
-function filePath(url: string): string {
-  const rest = url.slice('file:'.length).split('?')[0]!;
-  return rest.startsWith('///') ? rest.slice(2) : rest.startsWith('//localhost/') ? rest.slice('//localhost'.length) : rest;
-}
 
 /** Applies the committed migrations in `folder` (drizzle/). Safe to run on every start. */
 export async function migrateLibsql(opened: OpenedDb, folder: string): Promise<void> {

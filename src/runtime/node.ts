@@ -22,15 +22,15 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta
 export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 
 /**
- * Opens and migrates the database. Failing to open or reach it is one
+ * Opens and migrates the database (`migrate: false` for tools that only look: doctor, backup). Failing to open or reach it is one
  * StartupError line naming the (redacted) URL and the real cause, not a
  * driver's wrapped query error.
  */
-export async function openDatabase(config: Config): Promise<OpenedDb> {
+export async function openDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<OpenedDb> {
   let opened: OpenedDb | undefined;
   try {
     opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
-    await migrateLibsql(opened, MIGRATIONS_DIR);
+    if (options.migrate !== false) await migrateLibsql(opened, MIGRATIONS_DIR);
     return opened;
   } catch (err) {
     opened?.close();
