@@ -49,7 +49,7 @@ test('chaos, short version (seed 42): no violations, and every kind of fault hap
   expect(report.jobs.completed + report.jobs.failed).toBe(300);
 
   // Every kind of fault was injected, and did what it is for.
-  for (const kind of ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server']) {
+  for (const kind of ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server']) {
     expect(report.faults.injected[kind] ?? 0, kind).toBeGreaterThan(0);
   }
   expect(report.faults.killsMidJob).toBeGreaterThan(0);

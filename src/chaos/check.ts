@@ -282,7 +282,7 @@ export function check(input: CheckInput): Report {
   const reclaim: Record<string, { ms: number; outage: boolean }[]> = {};
   const reap: Record<string, { ms: number; outage: boolean }[]> = {};
   for (const f of input.faults) {
-    if (!f.workerId || f.wallAt === undefined || f.kind === 'kill_server') continue;
+    if (!f.workerId || f.wallAt === undefined || f.kind === 'kill_server' || f.kind === 'stop_server') continue;
     const T = f.wallAt;
     for (const [jobId, list] of byJob) {
       const jc = claims.get(jobId)!;

@@ -354,6 +354,26 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         out(`  [${fmt(elapsed())}] server ${s.index} back on port ${s.port} after ${rec.wallEnd - rec.wallAt} ms`);
         break;
       }
+      case 'stop_server': {
+        const s = servers[f.target]!;
+        for (let i = 0; i < 100 && !s.up; i++) await sleep(100);
+        if (!s.up || !s.child) {
+          rec.skipped = `server ${s.index} not up`;
+          break;
+        }
+        rec.wallAt = Date.now();
+        rec.atMs = elapsed();
+        const child = s.child;
+        child.kill('SIGSTOP');
+        note(rec, `SIGSTOP server ${s.index} (port ${s.port}) for ${f.durationMs} ms`);
+        await sleep(f.durationMs);
+        child.kill('SIGCONT');
+        rec.wallEnd = Date.now();
+        // Unreachable while paused, like an outage; its workers' leases all expired meanwhile.
+        outages.push({ server: s.index, from: rec.wallAt, to: rec.wallEnd });
+        out(`  [${fmt(elapsed())}] server ${s.index} resumed after ${rec.wallEnd - rec.wallAt} ms`);
+        break;
+      }
     }
   }
 

@@ -64,7 +64,7 @@ export const LONG_TIMINGS: Timings = {
   maxLostAttempts: 6,
 };
 
-export const FAULT_KINDS = ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server'] as const;
+export const FAULT_KINDS = ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface Fault {
@@ -72,9 +72,9 @@ export interface Fault {
   n: number;
   atMs: number;
   kind: FaultKind;
-  /** Worker slot (worker faults, partitions) or server index (kill_server). */
+  /** Worker slot (worker faults, partitions) or server index (kill_server, stop_server). */
   target: number;
-  /** stop: how long stopped; partition: how long cut off; kill_worker: delay before the replacement; kill_server: downtime. */
+  /** stop: how long stopped; partition: how long cut off; kill_worker: delay before the replacement; kill_server: downtime; stop_server: how long paused. */
   durationMs: number;
 }
 
@@ -107,8 +107,10 @@ export function makePlan(o: ChaosOptions): Plan {
   const proxiedSlots = Array.from({ length: Math.max(1, Math.ceil(o.workers / 2)) }, (_, i) => i);
 
   // Every kind at least twice, then more picked at random, roughly one fault per 1.5 s of horizon.
-  const count = Math.max(FAULT_KINDS.length * 2, Math.floor(o.horizonMs / 1_500));
-  const kinds: FaultKind[] = [...FAULT_KINDS, ...FAULT_KINDS];
+  const count = Math.max((FAULT_KINDS.length - 1) * 2, Math.floor(o.horizonMs / 1_500));
+  // Server pauses are drawn apart (below), so adding them kept every earlier seed's schedule.
+  const drawn = FAULT_KINDS.filter((k) => k !== 'stop_server');
+  const kinds: FaultKind[] = [...drawn, ...drawn];
   while (kinds.length < count) kinds.push(r.pick(['kill_worker', 'kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server'] as const));
   for (let i = kinds.length - 1; i > 0; i--) {
     const j = r.int(0, i);
@@ -134,8 +136,11 @@ export function makePlan(o: ChaosOptions): Plan {
         return { n, atMs, kind, target: r.pick(proxiedSlots), durationMs: r.int(Math.round(t.leaseMs / 2), t.leaseMs * 2) };
       case 'kill_server':
         return { n, atMs, kind, target: r.int(0, servers - 1), durationMs: r.int(300, 2_000) };
+      case 'stop_server':
+        throw new Error('server pauses are planned by serverPauses()');
     }
   });
+  faults.push(...serverPauses(o, faults, servers));
   faults.sort((a, b) => a.atMs - b.atMs || a.n - b.n);
   faults.forEach((f, n) => (f.n = n));
 
@@ -160,6 +165,25 @@ export function makePlan(o: ChaosOptions): Plan {
   return { faults, jobs, proxiedSlots, servers, faultsHash: hash(faults), jobsHash: hash(jobs) };
 }
 
+/**
+ * Two server pauses (SIGSTOP past lease + grace), from their own random
+ * stream, in the second half of the horizon and at least 5 s from any server
+ * kill, so a restart and a pause never overlap.
+ */
+function serverPauses(o: ChaosOptions, others: readonly Fault[], servers: number): Fault[] {
+  const t = o.timings;
+  const r = rng((o.seed ^ 0x57095) >>> 0);
+  const busy = others.filter((f) => f.kind === 'kill_server').map((f) => f.atMs);
+  const pauses: Fault[] = [];
+  for (let i = 0; i < 2; i++) {
+    let atMs = Math.round(o.horizonMs * (0.5 + 0.25 * i) + r.next() * o.horizonMs * 0.2);
+    while (busy.some((k) => Math.abs(k - atMs) < 5_000)) atMs += 1_000;
+    busy.push(atMs);
+    pauses.push({ n: others.length + i, atMs, kind: 'stop_server', target: r.int(0, servers - 1), durationMs: t.leaseMs + t.graceMs + r.int(200, t.leaseMs) });
+  }
+  return pauses;
+}
+
 export function describeFault(f: Fault): string {
   const at = `t+${(f.atMs / 1000).toFixed(2)}s`.padEnd(10);
   switch (f.kind) {
@@ -173,5 +197,7 @@ export function describeFault(f: Fault): string {
       return `${at} partition slot ${f.target}: proxy resets every connection for ${f.durationMs} ms`;
     case 'kill_server':
       return `${at} SIGKILL server ${f.target}, restart on the same port and database after ${f.durationMs} ms`;
+    case 'stop_server':
+      return `${at} SIGSTOP server ${f.target} for ${f.durationMs} ms, then SIGCONT`;
   }
 }

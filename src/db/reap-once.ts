@@ -18,7 +18,7 @@ import { alertPass, type AlertPassReport } from './alert-pass.ts';
 import { batchList, type Db } from './db.ts';
 import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
 import { readNow } from './store/read.ts';
-import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, workersPruneStale, type ReapWrite } from './store/reaper.ts';
+import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale, type ReapCandidateRow, type ReapWrite } from './store/reaper.ts';
 
 export interface ReapReport {
   /** The time the pass ran at (epoch ms). */
@@ -26,6 +26,8 @@ export interface ReapReport {
   requeued: { id: string; reason: ReapReason }[];
   failed: { id: string; reason: ReapReason }[];
   deferred: { id: string; reason: 'owner_alive'; overdueMs: number }[];
+  /** Expired leases left to their owners because this reaper just came back from a gap (a pause, a start). */
+  held: { id: string; reason: 'server_gap' }[];
   /** Decisions that lost a race (a heartbeat or completion landed first): left alone. */
   raced: number;
   pruned: number;
@@ -34,16 +36,30 @@ export interface ReapReport {
 
 const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
 
-export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapReport> {
+export interface ReapOptions {
+  /**
+   * The server was not running its reaper for a while (src/runtime/gap-watch.ts):
+   * take nothing for an expired lease, only say why; deadlines still apply.
+   */
+  holdLostLeases?: { why: string };
+}
+
+export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await readNow(db);
   const candidates = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config });
   const writes: ReapWrite[] = [];
+  const held: ReapCandidateRow[] = [];
   for (const candidate of candidates) {
     const decision = decideReap(candidate, at, config);
-    if (decision.action !== 'none') writes.push({ candidate, decision });
+    if (decision.action === 'none') continue;
+    if (options.holdLostLeases && decision.action !== 'defer' && decision.cause === 'lost') held.push(candidate);
+    else writes.push({ candidate, decision });
   }
-  const taken = await jobsReapIfUnchanged(db, { now: at, writes, defaults: config });
-  const report: ReapReport = { at, requeued: [], failed: [], deferred: [], raced: 0, pruned: 0, alerts: { ...NO_ALERT_PASS } };
+  const [taken] = await Promise.all([
+    jobsReapIfUnchanged(db, { now: at, writes, defaults: config }),
+    options.holdLostLeases ? jobsRecordHeld(db, { now: at, candidates: held, why: options.holdLostLeases.why }) : undefined,
+  ]);
+  const report: ReapReport = { at, requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, pruned: 0, alerts: { ...NO_ALERT_PASS } };
   for (const { candidate, decision } of writes) {
     const id = String(candidate.id);
     if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });

@@ -10,21 +10,25 @@ import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../db/reap-once.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
+import { gapWatch, type GapWatch, type Hold } from './gap-watch.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
  * previous one is still running, logged when it did something, and a failure
  * logged and left for the next pass. `source` names who asked (interval, cron).
  */
-export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line: string) => void): (source?: string) => Promise<void> {
+export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line: string) => void, watch: GapWatch = gapWatch(config)): (source?: string) => Promise<void> {
   let running = false;
   return async (source) => {
+    // Every tick counts as a sign of life, even one skipped behind a slow pass.
+    const hold = watch();
     if (running) return;
     running = true;
     const who = source ? `reaper (${source})` : 'reaper';
     try {
-      const report = await reapOnce(db, clock.now(), config);
-      if (worthLogging(report)) log(`${who}: ${summarize(report)}`);
+      const holdLostLeases = hold ? { why: holdReason(hold) } : undefined;
+      const report = await reapOnce(db, clock.now(), config, { holdLostLeases });
+      if (worthLogging(report)) log(`${who}: ${summarize(report)}${holdLostLeases && report.held.length > 0 ? ` (${holdLostLeases.why})` : ''}`);
     } catch (err) {
       // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
       const fault = storageFault(err);
@@ -44,8 +48,14 @@ export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (lin
   return () => clearInterval(timer);
 }
 
+/** What the reap_held events and the log line say. */
+function holdReason(hold: Hold): string {
+  const since = hold.gapMs === null ? 'the server just started' : `the reaper did not run for ${(hold.gapMs / 1000).toFixed(1)} s (the server was paused or stalled)`;
+  return `${since}: owners get ${(hold.remainingMs / 1000).toFixed(1)} s more to renew before expired leases are taken back`;
+}
+
 export function summarize(r: ReapReport): string {
-  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
+  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, ${r.held.length > 0 ? `held ${r.held.length}, ` : ''}raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
 }
 
 /** The alert part, only when it did something (most passes do not). */
@@ -58,7 +68,7 @@ function alertsSummary({ alerts: a }: ReapReport): string {
 /** A pass that changed a job, or whose alert part did anything or failed, is logged; a quiet one is not. */
 export function worthLogging(r: ReapReport): boolean {
   const a = r.alerts;
-  return r.requeued.length + r.failed.length + r.deferred.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
+  return r.requeued.length + r.failed.length + r.deferred.length + r.held.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
 }
 
 export { redactUrl };

@@ -8,6 +8,7 @@
  *   a heartbeat that lands between the read and the write moves the expiry,
  *   so the write finds no row and the job stays with its owner.
  * - defer: no state change; a `reap_deferred` event says why, under the same guard.
+ * - hold (after a gap in the reaper's own passes): no state change; a `reap_held` event.
  * - prune: finished jobs past retention, with their events and effects.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -85,6 +86,23 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
     if (rows.length > 0 && p.writes[i]!.decision.action !== 'defer') taken.add(p.writes[i]!.candidate.id);
   });
   return taken;
+}
+
+/**
+ * Expired leases the reaper leaves alone after a gap in its own passes: one
+ * `reap_held` event each (reason `server_gap`), under the guard the reaper
+ * read, and nothing else changes. A separate event type from `reap_deferred`,
+ * which tuning reads as "owners pause longer than lease + grace".
+ */
+export async function jobsRecordHeld(db: Db, p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void> {
+  await batchList(
+    db,
+    p.candidates.map((c) =>
+      db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
+        SELECT id, queue_name, 'reap_held', status, status, 'server_gap', ${p.why}, 'reaper', locked_by, attempt_count, ${p.now}
+        FROM jobs WHERE id = ${c.id} AND status = 'running' AND lock_token = ${c.lockToken} AND lease_expires_at = ${c.leaseExpiresAt}`),
+    ),
+  );
 }
 
 /** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects. */
