@@ -24,11 +24,13 @@ import { VERSION } from './version.ts';
 import { readNow } from './db/store/read.ts';
 import { metricsSnapshot } from './db/store/metrics.ts';
 import { storageFault } from './db/storage-fault.ts';
+import { AuthThrottle } from './api/throttle.ts';
 
 export type { AppDeps } from './api/router.ts';
 export { VERSION } from './version.ts';
 
-export function createApp(deps: AppDeps) {
+export function createApp(appDeps: AppDeps) {
+  const deps: AppDeps = { ...appDeps, authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
   const { config } = deps;
   const app = new Hono();
 
@@ -50,7 +52,7 @@ export function createApp(deps: AppDeps) {
   );
 
   const api = new Hono();
-  const routes = new Routes(api, config);
+  const routes = new Routes(api, config, deps.authThrottle);
   jobRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
@@ -78,7 +80,10 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
   app.onError(function toErrorResponse(err, c) {
-    if (err instanceof LeaseholdError) return c.json(errorBody(err), err.status);
+    if (err instanceof LeaseholdError) {
+      const retryAfter = err.details?.retryAfterSeconds;
+      return c.json(errorBody(err), err.status, retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {});
+    }
     const fault = storageFault(err);
     if (fault) {
       (deps.logWarn ?? ((line) => console.warn(line)))(`leasehold: ${c.req.method} ${c.req.path}: 503, ${fault.message} (${fault.sqliteCode})`);

@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { requireRole, type Role } from './auth.ts';
+import type { AuthThrottle } from './throttle.ts';
 import { readBody } from './http.ts';
 import { refuseSimpleCrossSite } from './web-guards.ts';
 import type { Validator } from './validate.ts';
@@ -26,6 +27,8 @@ export interface AppDeps {
    * undefined when there is no such file. The Node entry provides it.
    */
   assets?: (path: string) => Promise<Response | undefined>;
+  /** Backs off clients that present wrong tokens; createApp makes one per app. */
+  authThrottle?: AuthThrottle;
 }
 
 export interface RouteSpec<B = unknown, Q = unknown> {
@@ -45,11 +48,12 @@ export class Routes {
   constructor(
     readonly app: Hono,
     private readonly config: Config,
+    private readonly throttle?: AuthThrottle,
   ) {}
 
   add<B, Q = undefined>(spec: RouteSpec<B, Q>, handler: (c: Context, body: B, query: Q) => Response | Promise<Response>): void {
     this.specs.push(spec as RouteSpec);
-    const guards = spec.role ? [requireRole(spec.role, this.config)] : [];
+    const guards = spec.role ? [requireRole(spec.role, this.config, this.throttle)] : [];
     const token = spec.role === 'admin' ? this.config.adminToken : spec.role === 'worker' ? this.config.workerToken : undefined;
     const isOpen = !token;
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {

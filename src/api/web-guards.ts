@@ -86,6 +86,20 @@ export function refuseSimpleCrossSite(c: Context, routeIsOpen: boolean): void {
   }
 }
 
+/**
+ * The dashboard's second CSRF layer, for every form POST (login included):
+ * a browser says where a request comes from (`Sec-Fetch-Site`, `Origin`);
+ * anything but our own pages is refused even with a valid CSRF token.
+ * Returns why, or undefined when the request may go on.
+ */
+export function crossOriginFormProblem(c: Context): string | undefined {
+  const site = c.req.header('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return `a ${site} request cannot change anything here`;
+  const origin = c.req.header('origin');
+  if (origin !== undefined && !sameHost(origin, c)) return `a form from origin ${JSON.stringify(origin.slice(0, 100))} cannot change anything here`;
+  return undefined;
+}
+
 function sameHost(origin: string, c: Context): boolean {
   try {
     return new URL(origin).host === requestHost(c)?.host;

@@ -45,6 +45,8 @@ export interface Config extends QueueDefaults {
   adminToken: string | undefined;
   /** Dashboard login that can look but not act (no API access). Needs the admin token set. */
   readonlyToken: string | undefined;
+  /** 'true': a proxy in front is trusted for X-Forwarded-For and X-Forwarded-Proto. */
+  trustProxy: 'true' | 'false';
   reaperIntervalMs: number;
   /** A worker seen (claim, heartbeat, liveness beat) this recently counts as alive. */
   workerAliveMs: number;
@@ -100,6 +102,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
   { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act (needs the admin token)' },
+  { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: client address from X-Forwarded-For, HTTPS from X-Forwarded-Proto (Secure cookie)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
   { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
@@ -236,6 +239,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (!/^(file:|libsql:|https?:|wss?:)/.test(c.databaseUrl)) {
     err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
   }
+  if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
   if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
   if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
     err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);

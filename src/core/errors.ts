@@ -13,9 +13,10 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
-  | 'misdirected_request';
+  | 'misdirected_request'
+  | 'too_many_requests';
 
-const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421> = {
+const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 429> = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
@@ -25,6 +26,7 @@ const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421> =
   payload_too_large: 413,
   unsupported_media_type: 415,
   misdirected_request: 421,
+  too_many_requests: 429,
 };
 
 export class LeaseholdError extends Error {

@@ -8,7 +8,7 @@ import { ErrorPage, Layout, type NavKey } from './views.tsx';
 /** What the session middleware puts on every dashboard request. */
 export type DashboardEnv = { Variables: { session: Session; csrf: string } };
 
-type PageStatus = 200 | 400 | 401 | 403 | 404;
+type PageStatus = 200 | 400 | 401 | 403 | 404 | 429;
 
 /** Any page body as a full HTML document. */
 export function htmlDocument(c: Context, body: Child, status: PageStatus = 200) {

@@ -21,6 +21,9 @@ import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
 import { sameSecret } from '../api/auth.ts';
+import { AuthThrottle, clientAddress } from '../api/throttle.ts';
+import { LeaseholdError } from '../core/errors.ts';
+import { crossOriginFormProblem } from '../api/web-guards.ts';
 import {
   ErrorPage,
   JobActions,
@@ -56,7 +59,9 @@ function safeLocal(path: unknown, fallback: string): string {
 
 export function dashboardRoutes(deps: AppDeps) {
   const { db, config, clock } = deps;
-  const keys = new SessionKeys(config.adminToken);
+  const keys = new SessionKeys(config.adminToken, config.readonlyToken);
+  const throttle = deps.authThrottle ?? new AuthThrottle();
+  const trustProxy = config.trustProxy === 'true';
   const open = !config.adminToken;
   const app = new Hono<Env>();
 
@@ -94,7 +99,8 @@ export function dashboardRoutes(deps: AppDeps) {
     path: '/dashboard',
     httpOnly: true,
     sameSite: 'Strict' as const,
-    secure: new URL(c.req.url).protocol === 'https:',
+    // Served over HTTPS directly, or behind a proxy we were told to trust that says so.
+    secure: new URL(c.req.url).protocol === 'https:' || (trustProxy && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https'),
     maxAge: Math.floor(SESSION_TTL_MS / 1000),
   });
 
@@ -106,15 +112,27 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/login', async (c) => {
     if (open) return c.redirect('/dashboard', 303);
+    const crossOrigin = crossOriginFormProblem(c);
+    if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: log in from this dashboard's own page.`} />, 403);
     const form = await c.req.parseBody();
     const next = safeLocal(form.next, '/dashboard');
+    const client = clientAddress(c, trustProxy);
+    try {
+      throttle.check(client);
+    } catch (err) {
+      if (!(err instanceof LeaseholdError)) throw err;
+      c.header('retry-after', String(err.details?.retryAfterSeconds ?? 1));
+      return page(c, <LoginPage next={next} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
+    }
     const token = typeof form.token === 'string' ? form.token : '';
     // Both compared every time, so timing does not tell which one matched.
     const isAdmin = !!config.adminToken && sameSecret(config.adminToken, token);
     const isReadonly = !!config.readonlyToken && sameSecret(config.readonlyToken, token);
     if (!isAdmin && !isReadonly) {
+      throttle.failed(client);
       return page(c, <LoginPage next={next} error="That token is not valid." />, 401);
     }
+    throttle.succeeded(client);
     const { cookie } = await keys.issue(isAdmin ? 'admin' : 'readonly', Date.now());
     setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
     return c.redirect(next, 303);
@@ -142,6 +160,9 @@ export function dashboardRoutes(deps: AppDeps) {
     c.set('session', session);
     c.set('csrf', await keys.csrfToken(session));
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      // Before the CSRF token: a page elsewhere cannot act even with a leaked one.
+      const crossOrigin = crossOriginFormProblem(c);
+      if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: nothing was changed.`} />, 403);
       const type = c.req.header('content-type') ?? '';
       const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
       if (!(await keys.csrfValid(session, form._csrf))) {

@@ -3,9 +3,11 @@ import { sameSecret } from '../api/auth.ts';
  * Dashboard sessions and CSRF tokens, on WebCrypto only (every runtime).
  *
  * - The session is a cookie `payload.signature`: payload is base64url JSON
- *   `{ sid, role, exp }`, signature HMAC-SHA256 over it. The key is derived
- *   from the admin token, so changing the token logs everyone out. With no
- *   admin token (loopback development) the key is random per app instance.
+ *   `{ sid, role, exp, tok }`, signature HMAC-SHA256 over it. The key is
+ *   derived from the admin token, so changing it logs everyone out; `tok` is
+ *   a MAC of the token the session logged in with, so changing or removing
+ *   the read-only token ends read-only sessions too. With no admin token
+ *   (loopback development) the key is random per app instance.
  * - The CSRF token of a session is HMAC("csrf:" + sid): every POST form carries
  *   it and every state-changing request must send it back.
  */
@@ -16,6 +18,11 @@ export interface Session {
   role: DashboardRole;
   /** Expiry, epoch ms. */
   exp: number;
+  /**
+   * A MAC of the token that logged this session in, so a session ends when
+   * its token is changed or removed (the admin token also keys every cookie).
+   */
+  tok: string;
 }
 
 export const SESSION_COOKIE = 'leasehold_session';
@@ -43,7 +50,11 @@ function fromB64url(text: string): Uint8Array | undefined {
 export class SessionKeys {
   private key: Promise<CryptoKey>;
 
-  constructor(adminToken: string | undefined) {
+  /** The tokens a session may have been issued for, by role. */
+  private readonly tokens: Record<DashboardRole, string | undefined>;
+
+  constructor(adminToken: string | undefined, readonlyToken?: string) {
+    this.tokens = { admin: adminToken, readonly: readonlyToken };
     this.key = (async () => {
       let secret: Uint8Array;
       if (adminToken) {
@@ -61,9 +72,15 @@ export class SessionKeys {
     return b64url(new Uint8Array(await crypto.subtle.sign('HMAC', await this.key, enc.encode(text))));
   }
 
+  /** Which token a session stands for; '' for the open (token-less) dashboard. */
+  private async tokenMac(role: DashboardRole): Promise<string> {
+    const token = this.tokens[role];
+    return token ? (await this.mac(`token:${role}:${token}`)).slice(0, 22) : '';
+  }
+
   async issue(role: DashboardRole, nowMs: number): Promise<{ cookie: string; session: Session }> {
     const sid = b64url(crypto.getRandomValues(new Uint8Array(16)));
-    const session: Session = { sid, role, exp: nowMs + SESSION_TTL_MS };
+    const session: Session = { sid, role, exp: nowMs + SESSION_TTL_MS, tok: await this.tokenMac(role) };
     const payload = b64url(enc.encode(JSON.stringify(session)));
     return { cookie: `${payload}.${await this.mac(`session:${payload}`)}`, session };
   }
@@ -80,9 +97,11 @@ export class SessionKeys {
     try {
       const raw = fromB64url(payload);
       const s = JSON.parse(new TextDecoder().decode(raw)) as Partial<Session>;
-      if (typeof s.sid !== 'string' || (s.role !== 'admin' && s.role !== 'readonly') || typeof s.exp !== 'number') return undefined;
+      if (typeof s.sid !== 'string' || (s.role !== 'admin' && s.role !== 'readonly') || typeof s.exp !== 'number' || typeof s.tok !== 'string') return undefined;
       if (s.exp <= nowMs) return undefined;
-      return { sid: s.sid, role: s.role, exp: s.exp };
+      // Issued for a token that has since been rotated or removed: over.
+      if (!sameSecret(s.tok, await this.tokenMac(s.role))) return undefined;
+      return { sid: s.sid, role: s.role, exp: s.exp, tok: s.tok };
     } catch {
       return undefined;
     }

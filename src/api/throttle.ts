@@ -1,0 +1,77 @@
+/**
+ * Backs off clients that keep presenting wrong tokens (dashboard logins and
+ * bearer auth), per client address: the first few failures in a window are
+ * free, then each further attempt from that client is refused with 429 for a
+ * delay that doubles per failure (up to a minute), even if its token is right,
+ * so guessing costs time. A right token before the lockout clears the count.
+ * In memory, per server process: several servers each keep their own count.
+ */
+import type { Context } from 'hono';
+import { LeaseholdError } from '../core/errors.ts';
+
+const FREE_FAILURES = 5;
+const WINDOW_MS = 10 * 60_000;
+const MAX_DELAY_MS = 60_000;
+/** Clients remembered at most; the oldest entries go first (bounded memory under a spray). */
+const MAX_CLIENTS = 10_000;
+
+interface Record {
+  failures: number;
+  firstAt: number;
+  blockedUntil: number;
+}
+
+export class AuthThrottle {
+  private readonly clients = new Map<string, Record>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Throws 429 while `client` is backed off. */
+  check(client: string): void {
+    const r = this.current(client);
+    const wait = r ? r.blockedUntil - this.now() : 0;
+    if (wait > 0) {
+      throw new LeaseholdError('too_many_requests', `too many wrong tokens from this client: try again in ${Math.ceil(wait / 1000)} s`, 'authorization', {
+        retryAfterSeconds: Math.ceil(wait / 1000),
+      });
+    }
+  }
+
+  failed(client: string): void {
+    const t = this.now();
+    const r = this.current(client) ?? { failures: 0, firstAt: t, blockedUntil: 0 };
+    r.failures++;
+    if (r.failures > FREE_FAILURES) r.blockedUntil = t + Math.min(MAX_DELAY_MS, 1_000 * 2 ** (r.failures - FREE_FAILURES - 1));
+    this.clients.delete(client);
+    this.clients.set(client, r);
+    if (this.clients.size > MAX_CLIENTS) this.clients.delete(this.clients.keys().next().value!);
+  }
+
+  succeeded(client: string): void {
+    this.clients.delete(client);
+  }
+
+  private current(client: string): Record | undefined {
+    const r = this.clients.get(client);
+    if (r && this.now() - r.firstAt > WINDOW_MS && r.blockedUntil <= this.now()) {
+      this.clients.delete(client);
+      return undefined;
+    }
+    return r;
+  }
+}
+
+/**
+ * The client's address, as well as the runtime tells it: the socket's peer on
+ * Node; `X-Forwarded-For` only when a proxy in front is trusted
+ * (LEASEHOLD_TRUST_PROXY); Cloudflare's `CF-Connecting-IP` on Workers.
+ */
+export function clientAddress(c: Context, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
+    if (forwarded) return forwarded;
+  }
+  const socket = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket;
+  if (socket?.remoteAddress) return socket.remoteAddress;
+  return c.req.header('cf-connecting-ip') ?? 'unknown';
+}

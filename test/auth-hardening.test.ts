@@ -1,0 +1,133 @@
+/**
+ * Dashboard and token hardening: cross-origin forms refused even with a valid
+ * CSRF token, read-only sessions tied to the read-only token, the Secure
+ * cookie behind a trusted HTTPS proxy, and back-off after wrong tokens (login
+ * form and bearer auth).
+ */
+import { afterEach, expect, test } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { AuthThrottle } from '../src/api/throttle.ts';
+import { setup, type TestBed } from './helpers.ts';
+
+const ADMIN = 'a'.repeat(24);
+const READONLY = 'r'.repeat(24);
+const WORKER = 'w'.repeat(24);
+
+let t: TestBed;
+afterEach(() => t.close());
+
+type App = TestBed['app'];
+
+function request(app: App, path: string, init: { cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.cookie) headers.cookie = init.cookie;
+  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
+  return app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
+}
+
+async function login(app: App, token: string, headers: Record<string, string> = {}): Promise<{ res: Response; cookie: string }> {
+  const res = await request(app, '/dashboard/login', { form: { token, next: '/dashboard' }, headers });
+  const m = /leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '');
+  return { res, cookie: m ? `leasehold_session=${m[1]}` : '' };
+}
+
+async function csrfOf(app: App, cookie: string): Promise<string> {
+  const html = await (await request(app, '/dashboard', { cookie })).text();
+  return /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+}
+
+test('a form posted from another origin is refused even with a valid session and CSRF token', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const job = await t.enqueue('q');
+  const { cookie } = await login(t.app, ADMIN);
+  const csrf = await csrfOf(t.app, cookie);
+  const foreign: Record<string, string>[] = [{ origin: 'http://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'null' }];
+  for (const headers of foreign) {
+    const res = await request(t.app, `/dashboard/jobs/${job.id}/cancel`, { cookie, form: { _csrf: csrf, reason: 'x' }, headers });
+    expect(res.status, JSON.stringify(headers)).toBe(403);
+    expect(await res.text()).toMatch(/cannot change anything here/);
+  }
+  expect((await t.get(`/api/v1/jobs/${job.id}`, { authorization: `Bearer ${ADMIN}` })).json.job.status).toBe('pending');
+
+  // Our own pages send the same origin (or nothing): accepted.
+  const own = await request(t.app, `/dashboard/jobs/${job.id}/cancel`, { cookie, form: { _csrf: csrf, reason: 'x' }, headers: { origin: 'http://localhost', 'sec-fetch-site': 'same-origin' } });
+  expect(own.status).toBe(303);
+  expect((await t.get(`/api/v1/jobs/${job.id}`, { authorization: `Bearer ${ADMIN}` })).json.job.status).toBe('cancelled');
+});
+
+test('a login form posted from another site is refused', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const { res, cookie } = await login(t.app, ADMIN, { 'sec-fetch-site': 'cross-site' });
+  expect(res.status).toBe(403);
+  expect(cookie).toBe('');
+});
+
+test('a read-only session ends when the read-only token is changed or removed; admin sessions stay', async () => {
+  t = await setup({ adminToken: ADMIN, readonlyToken: READONLY });
+  const readonly = await login(t.app, READONLY);
+  const admin = await login(t.app, ADMIN);
+  expect((await request(t.app, '/dashboard', { cookie: readonly.cookie })).status).toBe(200);
+
+  for (const readonlyToken of ['n'.repeat(24), undefined]) {
+    // The same server restarted with the read-only token rotated (or removed).
+    const rotated = createApp({ db: t.db, config: { ...t.config, readonlyToken }, clock: t.clock });
+    const old = await request(rotated, '/dashboard', { cookie: readonly.cookie });
+    expect(old.status).toBe(303);
+    expect(old.headers.get('location')).toMatch(/^\/dashboard\/login/);
+    expect((await request(rotated, '/dashboard', { cookie: admin.cookie })).status).toBe(200);
+  }
+});
+
+test('the session cookie is Secure over HTTPS, and behind a trusted proxy that says HTTPS', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const plain = await login(t.app, ADMIN, { 'x-forwarded-proto': 'https' });
+  // Not trusted: a client could say anything.
+  expect(plain.res.headers.get('set-cookie')).not.toMatch(/Secure/);
+  const direct = await t.app.request('https://localhost/dashboard/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: ADMIN }).toString(),
+    redirect: 'manual',
+  });
+  expect(direct.headers.get('set-cookie')).toMatch(/; Secure/);
+
+  const proxied = createApp({ db: t.db, config: { ...t.config, trustProxy: 'true' }, clock: t.clock });
+  const behind = await login(proxied, ADMIN, { 'x-forwarded-proto': 'https' });
+  expect(behind.res.headers.get('set-cookie')).toMatch(/; Secure/);
+});
+
+test('wrong dashboard logins back the client off with 429, even for the right token, until the delay passes', async () => {
+  t = await setup({ adminToken: ADMIN, trustProxy: 'true' });
+  let now = 1_000_000;
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, authThrottle: new AuthThrottle(() => now) });
+  const from = (ip: string) => ({ 'x-forwarded-for': ip });
+  for (let i = 0; i < 6; i++) expect((await login(app, 'wrong-token-xxxxxxxxxxxx', from('10.0.0.1'))).res.status).toBe(401);
+  const blocked = await login(app, ADMIN, from('10.0.0.1'));
+  expect(blocked.res.status).toBe(429);
+  expect(blocked.res.headers.get('retry-after')).toBe('1');
+  expect(blocked.cookie).toBe('');
+  // Another client is not affected.
+  expect((await login(app, ADMIN, from('10.0.0.2'))).res.status).toBe(303);
+  now += 1_000;
+  expect((await login(app, ADMIN, from('10.0.0.1'))).res.status).toBe(303);
+});
+
+test('wrong bearer tokens back the client off with 429 and Retry-After; the delay doubles', async () => {
+  t = await setup({ adminToken: ADMIN, workerToken: WORKER, trustProxy: 'true' });
+  let now = 1_000_000;
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, authThrottle: new AuthThrottle(() => now) });
+  const call = (token: string) => app.request('/api/v1/jobs', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '10.0.0.9' } });
+  for (let i = 0; i < 6; i++) expect((await call('not-the-token-xxxxxxxxxxx')).status).toBe(401);
+  const first = await call(ADMIN);
+  expect(first.status).toBe(429);
+  expect(first.headers.get('retry-after')).toBe('1');
+  expect(((await first.json()) as { error: { code: string } }).error.code).toBe('too_many_requests');
+  now += 1_000;
+  expect((await call('not-the-token-xxxxxxxxxxx')).status).toBe(401);
+  expect((await call(ADMIN)).headers.get('retry-after')).toBe('2');
+  now += 2_000;
+  expect((await call(ADMIN)).status).toBe(200);
+  // A valid token of the wrong role is not a guess: 403, no back-off.
+  for (let i = 0; i < 10; i++) expect((await call(WORKER)).status).toBe(403);
+  expect((await call(ADMIN)).status).toBe(200);
+});
