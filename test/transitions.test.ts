@@ -212,11 +212,13 @@ describe('claim', () => {
 describe('heartbeat and extend', () => {
   test('a heartbeat renews the lease to now + lease and stores progress, without an event', async () => {
     const e = await t.enqueue('q');
+    const claimedAt = t.clock.now();
     const c = await claimOne('q', 'w');
     t.clock.advance(10_000);
     const hb = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'w', lockToken: c.lockToken, progress: { done: 3 } });
     expect(hb.status).toBe(200);
-    expect(hb.json).toMatchObject({ id: e.id, fencingToken: 1, deadlineAt: null });
+    // Every claim has a deadline: the server's default job timeout (1 h) from the claim.
+    expect(hb.json).toMatchObject({ id: e.id, fencingToken: 1, deadlineAt: new Date(claimedAt + 3_600_000).toISOString() });
     expect(ms(hb.json.leaseExpiresAt)).toBe(t.clock.now() + 30_000);
     const after = await job(e.id);
     expect(after.progress).toEqual({ done: 3 });

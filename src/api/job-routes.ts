@@ -4,6 +4,7 @@
  */
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
+import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
 import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
 import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
@@ -24,7 +25,7 @@ export const newJob = obj({
   delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
   runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
   maxAttempts: optional(int({ min: 1, max: 1000 })),
-  timeoutMs: optional(int({ min: 1, max: YEAR_MS, description: 'hard deadline per attempt, enforced by the reaper even while the job heartbeats' })),
+  timeoutMs: optional(int({ min: 1, max: MAX_JOB_TIMEOUT_MS, description: "hard time limit per attempt, enforced by the reaper even while the job heartbeats (default: the queue's, else the server's)" })),
 });
 
 const bulkBody = obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) });
