@@ -27,6 +27,14 @@ export function batchEntry(o: OwnedOutcome, ok: (job: Extract<OwnedOutcome, { ok
 
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, wanted: string): LeaseholdError {
   if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+  if (o.reason === 'reaper_would_wait') {
+    return new LeaseholdError(
+      'conflict',
+      `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)`,
+      'id',
+      { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) },
+    );
+  }
   return new LeaseholdError('conflict', `job ${id} is ${o.status}; ${wanted}`, 'id', { status: o.status });
 }
 
