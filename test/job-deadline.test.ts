@@ -185,6 +185,10 @@ describe('stalled jobs', () => {
     expect(alerts.find((a) => a.queue === 'q')).toMatchObject({ state: 'firing' });
     expect(alerts.find((a) => a.queue === 'q')!.message).toContain(`: ${e.id}`);
     expect(alerts.find((a) => a.queue === 'other')).toMatchObject({ state: 'ok' });
+    // The queue's settings on the metrics page: its time limit and stall setting, and what is stalled now.
+    const metrics = (await t.get('/dashboard/metrics')).text;
+    expect(metrics).toContain('1 h 0 m · stall after 1 m 0 s · 1 stalled now');
+    expect(metrics).toContain('1 h 0 m · stall after off');
     // Progress moves: no longer stalled.
     t.clock.advance(1_000);
     expect((await hb(e.id, c!.lockToken, { progress: { step: 2 } })).status).toBe(200);

@@ -45,6 +45,8 @@ export interface QueueMetrics {
   settings: QueueDefaults;
   /** The queue's own alert thresholds; absent ones use the server's. */
   alertOverrides: Partial<AlertThresholds>;
+  /** Running jobs without progress for this long are stalled (null: not watched). */
+  stallMs: number | null;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;
@@ -212,6 +214,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       paused: h.paused,
       settings: h.settings,
       alertOverrides: h.alertOverrides,
+      stallMs: h.stallMs,
       counts,
       ready: h.ready,
       oldestReadyAvailableAt: oldestReady,
