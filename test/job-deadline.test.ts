@@ -6,8 +6,14 @@
  * jobs (heartbeating without progress) are shown and alerted on.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { loadConfig } from '../src/core/config.ts';
+import { databaseClock } from '../src/core/clock.ts';
+import { defaultConfig, loadConfig, type Config } from '../src/core/config.ts';
+import { dbTransport } from '../src/embedded/db-transport.ts';
+import { startServer, type RunningServer } from '../src/runtime/node.ts';
+import { JobAbortedError } from '../src/worker/errors.ts';
+import { createWorker, httpTransport, type Transport, type Worker } from '../src/worker/index.ts';
 import { setup, type TestBed } from './helpers.ts';
+import { until } from './until.ts';
 
 const api = '/api/v1';
 let t: TestBed;
@@ -212,5 +218,66 @@ describe('stalled jobs', () => {
     expect(await stalledIds()).toMatchObject({ state: 'firing', value: 1 });
     t.clock.advance(31_000); // the lease lapses: the reaper's business now
     expect(await stalledIds()).toMatchObject({ state: 'ok', value: 0 });
+  });
+});
+
+describe.each(['in-process', 'http'] as const)('the worker SDK over %s', (kind) => {
+  // Real time: a 1 s lease, beats every 0.2 s, and a 1.5 s server-wide job timeout.
+  const SHORT: Partial<Config> = { leaseMs: 1_000, heartbeatMs: 200, graceMs: 400, workerAliveMs: 600, maxReapDeferMs: 400, timeoutMs: 1_500, backoffBaseMs: 50, backoffMaxMs: 100 };
+  let server: RunningServer | undefined;
+  let w: Worker | undefined;
+  afterEach(async () => {
+    await w?.close({ drainTimeoutMs: 0 });
+    await server?.close();
+    w = undefined;
+    server = undefined;
+  });
+
+  async function transportFor(): Promise<Transport> {
+    t = await setup(SHORT, { realClock: databaseClock });
+    if (kind === 'in-process') return dbTransport({ db: t.db, config: t.config, clock: databaseClock });
+    server = await startServer(defaultConfig({ ...SHORT, databaseUrl: t.url, port: 0 }), { reaper: false, log: () => {} });
+    return httpTransport({ url: server.url });
+  }
+
+  async function hungJob(transport: Transport) {
+    const res = await t.app.request('/api/v1/queues/q/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: {}, maxAttempts: 1 }) });
+    const id = ((await res.json()) as { job: { id: string } }).job.id;
+    let reason: JobAbortedError | undefined;
+    w = createWorker({
+      transport,
+      queue: 'q',
+      pollMs: 20,
+      maxPollMs: 100,
+      handleSignals: false,
+      logger: { info() {}, warn() {}, error() {} },
+      // A hung handler: it heartbeats (the SDK's timer does) but never finishes until aborted.
+      handler: (ctx) =>
+        new Promise((_, reject) =>
+          ctx.signal.addEventListener('abort', () => {
+            reason = ctx.signal.reason as JobAbortedError;
+            reject(ctx.signal.reason);
+          }),
+        ),
+    }).start();
+    const status = async () => String((await t.client.execute({ sql: 'SELECT status FROM jobs WHERE id = ?', args: [Number(id)] })).rows[0]!.status);
+    await until('the job fails', async () => (await status()) === 'failed', 10_000);
+    return { reason };
+  }
+
+  test('a hung handler with no timeout of its own is aborted with deadline_exceeded at the default timeout', async () => {
+    const { reason } = await hungJob(await transportFor());
+    expect(reason).toBeInstanceOf(JobAbortedError);
+    expect(reason!.reason).toBe('deadline_exceeded');
+  });
+
+  test('told by the server (a refused heartbeat with cause deadline_exceeded), the SDK aborts with deadline_exceeded', async () => {
+    const inner = await transportFor();
+    // The claim answer without its time limit: the worker has no local deadline timer, so only
+    // the server's refusal can tell it.
+    const transport: Transport = { ...inner, claim: async (p) => (await inner.claim(p)).map((j) => ({ ...j, timeoutMs: null, deadlineAt: null })) };
+    const { reason } = await hungJob(transport);
+    expect(reason!.reason).toBe('deadline_exceeded');
+    expect(reason!.message).toMatch(/deadline/);
   });
 });
