@@ -476,7 +476,7 @@ describe('operator actions', () => {
     expect(t.errors).toEqual([]);
   });
 
-  test('requeue: only a running job whose lease expired, unless forced', async () => {
+  test('requeue: only a running job the reaper would take now, unless forced', async () => {
     const e = await t.enqueue('q');
     const c = await claimOne('q', 'w');
     const live = await t.post(`${api}/jobs/${e.id}/requeue`, {});
@@ -484,7 +484,11 @@ describe('operator actions', () => {
     expect(live.json.error).toMatchObject({ code: 'conflict', status: 'running' });
     expect((await job(e.id)).status).toBe('running');
 
-    t.clock.advance(30_001);
+    t.clock.advance(30_001); // expired, but inside the grace: the reaper would wait, so the operator does
+    const inGrace = await t.post(`${api}/jobs/${e.id}/requeue`, { reason: 'stuck', actor: 'bob' });
+    expect(inGrace.status).toBe(409);
+    expect(inGrace.json.error).toMatchObject({ code: 'conflict', status: 'running', why: 'lease expired 0.0 s ago, inside the 10 s grace' });
+    t.clock.advance(10_000); // lease + grace passed, w not seen since the claim
     const res = await t.post(`${api}/jobs/${e.id}/requeue`, { reason: 'stuck', actor: 'bob' });
     expect(res.status).toBe(200);
     expect(res.json.job).toMatchObject({ status: 'pending', lockedBy: null });
