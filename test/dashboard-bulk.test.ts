@@ -166,19 +166,20 @@ describe('bulk actions, admin', () => {
     }
   });
 
-  test('requeue takes only running jobs whose lease has expired, never a live lease', async () => {
+  test('requeue takes only running jobs the reaper would take now, never a live lease', async () => {
     t = await setup({ adminToken: ADMIN });
     const expired: string[] = [];
     for (let i = 0; i < 2; i++) expired.push((await t.enqueue('q', { payload: i })).id);
     await t.claim('q', 'w-dead', { limit: 2 });
-    t.clock.advance(t.config.leaseMs + 1);
+    // Past lease + grace, and w-dead has not been seen since: the reaper would take them now.
+    t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
     const live = (await t.enqueue('q', { payload: 'live' })).id;
     await t.claim('q', 'w-live', { limit: 1 });
     expect(await statuses([...expired, live])).toEqual(['running', 'running', 'running']);
 
     const cookie = await login();
     const dry = await dryRun(cookie, 'queue=q&status=running');
-    expect(dry.html).toMatch(/2 matching running jobs whose lease has expired/);
+    expect(dry.html).toMatch(/2 matching running jobs the reaper would take back now/);
     // Even a confirmed count above the expired ones takes only those.
     const res = await req('/dashboard/bulk', {
       cookie,

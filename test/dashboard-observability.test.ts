@@ -131,7 +131,7 @@ describe('dashboard observability pages', () => {
     expect(rows[0]).toBe('firing q-heartbeat_lag');
     expect(rows.slice(1).every((r) => r.startsWith('ok '))).toBe(true);
     expect(rows).toContain('ok calm-heartbeat_lag');
-    expect(rows).toHaveLength(12);
+    expect(rows).toHaveLength(14); // 7 alerts x 2 queues
 
     for (const path of ['/dashboard', '/dashboard/live/overview']) {
       const overview = element(await page(path), 'overview-alerts', 'p');

@@ -312,14 +312,14 @@ describe('with an admin token', () => {
     expect(page).toContain('fresh attempt budget');
   });
 
-  test('requeue: refused while the lease is live; allowed once it expired; force needs the typed id and a reason', async () => {
+  test('requeue: refused while the reaper would wait; allowed once it would act; force needs the typed id and a reason', async () => {
     const j = await t.enqueue('q', { payload: 1 });
     await t.claim('q', 'w-1');
     const cookie = await login();
     const csrf = await csrfOf(cookie, `/dashboard/jobs/${j.id}`);
 
     const live = await req(`/dashboard/jobs/${j.id}/requeue`, { cookie, form: { _csrf: csrf } });
-    expect(live.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=conflict&was=running`);
+    expect(live.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=reaper_would_wait`);
     expect((await job(j.id)).job.status).toBe('running');
 
     for (const form of [{}, { confirm: String(Number(j.id) + 1), reason: 'r' }, { confirm: j.id, reason: '   ' }] as Record<string, string>[]) {
@@ -332,9 +332,10 @@ describe('with an admin token', () => {
     expect(forced.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=force_requeued`);
     expect((await job(j.id)).job).toMatchObject({ status: 'pending', lostAttempts: 1, lockedBy: null });
 
-    // Claimed again, then the lease runs out: it shows as a zombie and a plain requeue works from there.
+    // Claimed again, then the lease runs out and its grace passes with w-2 silent: it shows as
+    // a zombie and a plain requeue works from there.
     await t.claim('q', 'w-2');
-    t.clock.advance(t.config.leaseMs + 1);
+    t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
     const zombies = await (await req('/dashboard/zombies', { cookie })).text();
     expect(zombies).toContain(`id="zombie-${j.id}"`);
     expect(zombies).toContain('overdue by');

@@ -149,7 +149,7 @@ describe('GET /api/v1/alerts', () => {
     const res = await alerts();
     expect(res.firing).toBe(0);
     expect(res.alerts.filter((a) => a.queue === 'q').map((a) => a.name).sort()).toEqual(
-      ['dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate'],
+      ['dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate', 'stalled_jobs'],
     );
     expect(res.alerts.every((a) => a.state === 'ok')).toBe(true);
   });

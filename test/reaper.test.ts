@@ -220,15 +220,19 @@ describe('deadline', () => {
       expect(ms(hb.json.deadlineAt)).toBe(ms(c!.deadlineAt));
       expect((await reap()).requeued).toEqual([]);
     }
-    t.clock.advance(5000); // now == deadline
-    expect((await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken })).status).toBe(200);
+    t.clock.advance(5000); // now == deadline: the attempt's time is up, a heartbeat no longer keeps it
+    const late = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken });
+    expect(late.status).toBe(409);
+    expect(late.json.error).toMatchObject({ code: 'lease_lost', cause: 'deadline_exceeded', status: 'running' });
     const r = await reap();
     expect(r.deferred).toEqual([]);
     expect(r.requeued).toEqual([{ id: e.id, reason: 'deadline_exceeded' }]);
     expect(await job(e.id)).toMatchObject({ status: 'pending', erroredAttempts: 1, lostAttempts: 0 });
-    expect((await t.events(e.id)).at(-1)).toMatchObject({ type: 'reaped', reason: 'deadline_exceeded' });
-    // The worker learns it lost the job at its next heartbeat.
-    expect((await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken })).status).toBe(409);
+    expect((await t.events(e.id)).at(-1)).toMatchObject({ type: 'reaped', reason: 'deadline_exceeded', message: 'deadline_exceeded: ran 60.0 s, timeout 1 min' });
+    // The worker learns it lost the job at its next write, and why.
+    const after = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken });
+    expect(after.status).toBe(409);
+    expect(after.json.error).toMatchObject({ code: 'lease_lost', cause: 'deadline_exceeded', status: 'pending' });
     expect(t.errors).toEqual([]);
   });
 

@@ -212,11 +212,13 @@ describe('claim', () => {
 describe('heartbeat and extend', () => {
   test('a heartbeat renews the lease to now + lease and stores progress, without an event', async () => {
     const e = await t.enqueue('q');
+    const claimedAt = t.clock.now();
     const c = await claimOne('q', 'w');
     t.clock.advance(10_000);
     const hb = await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'w', lockToken: c.lockToken, progress: { done: 3 } });
     expect(hb.status).toBe(200);
-    expect(hb.json).toMatchObject({ id: e.id, fencingToken: 1, deadlineAt: null });
+    // Every claim has a deadline: the server's default job timeout (1 h) from the claim.
+    expect(hb.json).toMatchObject({ id: e.id, fencingToken: 1, deadlineAt: new Date(claimedAt + 3_600_000).toISOString() });
     expect(ms(hb.json.leaseExpiresAt)).toBe(t.clock.now() + 30_000);
     const after = await job(e.id);
     expect(after.progress).toEqual({ done: 3 });
@@ -474,7 +476,7 @@ describe('operator actions', () => {
     expect(t.errors).toEqual([]);
   });
 
-  test('requeue: only a running job whose lease expired, unless forced', async () => {
+  test('requeue: only a running job the reaper would take now, unless forced', async () => {
     const e = await t.enqueue('q');
     const c = await claimOne('q', 'w');
     const live = await t.post(`${api}/jobs/${e.id}/requeue`, {});
@@ -482,7 +484,11 @@ describe('operator actions', () => {
     expect(live.json.error).toMatchObject({ code: 'conflict', status: 'running' });
     expect((await job(e.id)).status).toBe('running');
 
-    t.clock.advance(30_001);
+    t.clock.advance(30_001); // expired, but inside the grace: the reaper would wait, so the operator does
+    const inGrace = await t.post(`${api}/jobs/${e.id}/requeue`, { reason: 'stuck', actor: 'bob' });
+    expect(inGrace.status).toBe(409);
+    expect(inGrace.json.error).toMatchObject({ code: 'conflict', status: 'running', why: 'lease expired 0.0 s ago, inside the 10 s grace' });
+    t.clock.advance(10_000); // lease + grace passed, w not seen since the claim
     const res = await t.post(`${api}/jobs/${e.id}/requeue`, { reason: 'stuck', actor: 'bob' });
     expect(res.status).toBe(200);
     expect(res.json.job).toMatchObject({ status: 'pending', lockedBy: null });

@@ -1,6 +1,6 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
 import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
-import { checkQueueSettings, type QueueDefaults } from '../core/config.ts';
+import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { reapOnce } from '../db/reap-once.ts';
 import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
@@ -20,8 +20,8 @@ function queueView(q: QueueHealth) {
     expiredLeases: q.expiredLeases,
     oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
-    settings: q.settings,
-    overrides: q.overrides,
+    settings: { ...q.settings, stallMs: q.stallMs },
+    overrides: { ...q.overrides, ...(q.stallMs === null ? {} : { stallMs: q.stallMs }) },
     alertThresholds: effectiveAlertThresholds(q.alertOverrides),
     alertOverrides: q.alertOverrides,
   };
@@ -68,6 +68,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
         backoffBaseMs: duration(1, 30 * DAY),
         backoffMaxMs: duration(1, 30 * DAY),
         retentionMs: duration(60_000, 3650 * DAY),
+        timeoutMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'hard time limit per attempt (a job\'s own timeoutMs wins); null: the server default' }))),
+        stallMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'a running job without a progress or checkpoint change for this long is stalled; null: off' }))),
         paused: optional(bool()),
       }),
     },
@@ -76,7 +78,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const [current] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
       const merged: QueueDefaults = { ...config, ...current?.overrides };
       for (const [key, value] of Object.entries(body)) {
-        if (key === 'paused') continue;
+        if (key === 'paused' || key === 'stallMs') continue;
         (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
       }
       // The same lease rules as the server's own settings, named by field.

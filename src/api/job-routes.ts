@@ -4,8 +4,10 @@
  */
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
+import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
-import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
 import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
 import { iso, toJob } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
@@ -24,7 +26,7 @@ export const newJob = obj({
   delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
   runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
   maxAttempts: optional(int({ min: 1, max: 1000 })),
-  timeoutMs: optional(int({ min: 1, max: YEAR_MS, description: 'hard deadline per attempt, enforced by the reaper even while the job heartbeats' })),
+  timeoutMs: optional(int({ min: 1, max: MAX_JOB_TIMEOUT_MS, description: "hard time limit per attempt, enforced by the reaper even while the job heartbeats (default: the queue's, else the server's)" })),
 });
 
 const bulkBody = obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) });
@@ -158,14 +160,15 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/requeue',
       role: 'admin',
-      summary: 'Put a running job whose lease expired back in the queue; force: true also takes a live lease (its worker\'s writes are refused from then on)',
+      summary:
+        "Put a running job back in the queue, only when the reaper itself would take it now (else 409 conflict saying why, and nothing changes); force: true (with a reason) takes any running job (its worker's writes are refused from then on, and it may run twice)",
       body: obj({ ...actionShape, force: optional(bool('take a live lease too; needs a reason')) }),
     },
     async (c, body) => {
       const id = parseJobId(c.req.param('id')!);
       if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
-      const outcome = await jobRequeueIfLeaseExpired(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, force: body.force ?? false, now: clock.now() });
-      return act(c, outcome, id, body.force ? 'only a running job can be requeued' : 'only a running job whose lease has expired can be requeued without force');
+      const outcome = await jobRequeueIfReaperWould(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, force: body.force ?? false, now: clock.now(), rules: config });
+      return act(c, outcome, id, 'only a running job can be requeued');
     },
   );
 }

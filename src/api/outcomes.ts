@@ -6,6 +6,12 @@ import { iso } from '../db/store/record.ts';
 
 export function ownedError(o: Exclude<OwnedOutcome, { ok: true }>): LeaseholdError {
   if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${o.id}`, 'id');
+  if (o.cause === 'deadline_exceeded') {
+    // The attempt ran out of time: past its deadline the owner may still
+    // complete or fail it, but not keep it (heartbeat, extend, checkpoint, release).
+    const why = o.status === 'running' ? 'passed its deadline: it can still be completed or failed, not kept' : `is ${o.status}: the reaper took it back at its deadline`;
+    return new LeaseholdError('lease_lost', `job ${o.id} ${why}, and the write changed nothing`, 'lockToken', { status: o.status, cause: 'deadline_exceeded' });
+  }
   const why = o.status === 'running' ? 'is running under a newer claim' : `is ${o.status}`;
   return new LeaseholdError('lease_lost', `job ${o.id} ${why}: this worker no longer holds it, and the write changed nothing`, 'lockToken', {
     status: o.status,
@@ -21,6 +27,14 @@ export function batchEntry(o: OwnedOutcome, ok: (job: Extract<OwnedOutcome, { ok
 
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, wanted: string): LeaseholdError {
   if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+  if (o.reason === 'reaper_would_wait') {
+    return new LeaseholdError(
+      'conflict',
+      `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)`,
+      'id',
+      { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) },
+    );
+  }
   return new LeaseholdError('conflict', `job ${id} is ${o.status}; ${wanted}`, 'id', { status: o.status });
 }
 

@@ -85,7 +85,7 @@ export function parseQueueAlertThresholds(text: string | null | undefined): Part
   return out;
 }
 
-export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'dedup_rate' | 'stale_write_rate' | 'pending_backlog';
+export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'dedup_rate' | 'stale_write_rate' | 'pending_backlog' | 'stalled_jobs';
 
 export interface Alert {
   name: AlertName;
@@ -118,6 +118,8 @@ const READS: Record<AlertName, (keyof AlertThresholds)[]> = {
   dedup_rate: ['rateRiseFactor', 'rateMinEvents'],
   stale_write_rate: ['rateRiseFactor', 'rateMinEvents'],
   pending_backlog: ['pendingAgeMs'],
+  // Its threshold is the queue's stallMs setting (PATCH /queues/:queue/settings), not an alert threshold.
+  stalled_jobs: [],
 };
 
 function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): Alert[] {
@@ -204,6 +206,23 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
           : m.workers.active === 0 && q.ready > 0
             ? `${q.ready} ready jobs but no worker looks alive`
             : `${q.ready} ready jobs`,
+    );
+  }
+  // Jobs heartbeating without progress past the queue's stallMs: a hung
+  // handler whose heartbeat timer still runs. Fires while any exist.
+  {
+    const stalled = q.running.stalled;
+    const firing = stalled.count > 0;
+    const more = stalled.count > stalled.ids.length ? ` and ${stalled.count - stalled.ids.length} more` : '';
+    add(
+      'stalled_jobs',
+      firing,
+      stalled.count,
+      0,
+      'count',
+      firing
+        ? `${stalled.count} running ${stalled.count === 1 ? 'job heartbeats' : 'jobs heartbeat'} without progress past the queue's stall limit: ${stalled.ids.join(', ')}${more}`
+        : 'no running job is stalled',
     );
   }
   return alerts;

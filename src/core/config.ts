@@ -31,6 +31,13 @@ export interface QueueDefaults {
   backoffMaxMs: number;
   /** How long finished jobs (and their events) are kept. */
   retentionMs: number;
+  /**
+   * Hard time limit per attempt: every claim gets a deadline of now + this (a
+   * job's own `timeoutMs` wins). Past it the reaper takes the job back even
+   * while it heartbeats, so a hung handler cannot hold its job forever. Like
+   * any take-back, it may run the job twice if the handler was only slow.
+   */
+  timeoutMs: number;
 }
 
 export interface Config extends QueueDefaults {
@@ -90,7 +97,10 @@ interface Setting {
 }
 
 const MINUTE = 60_000;
-const DAY = 24 * 60 * MINUTE;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** The longest time limit an attempt may have (server, queue or job): there is no "never". */
+export const MAX_JOB_TIMEOUT_MS = 30 * DAY;
 
 export const SETTINGS: readonly Setting[] = [
   { key: 'databaseUrl', env: 'LEASEHOLD_DATABASE_URL', flag: '--database-url', kind: 'string', default: 'file:./leasehold.db', help: 'file:, libsql:// or http(s):// database URL' },
@@ -112,6 +122,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },
   { key: 'pruneBatchSize', env: 'LEASEHOLD_PRUNE_BATCH', flag: '--prune-batch', kind: 'int', default: 1_000, help: 'finished jobs pruned per pass at most' },
   { key: 'retentionMs', env: 'LEASEHOLD_RETENTION_MS', flag: '--retention-ms', kind: 'duration', default: 7 * DAY, help: 'how long finished jobs and their events are kept' },
+  { key: 'timeoutMs', env: 'LEASEHOLD_JOB_TIMEOUT_MS', flag: '--job-timeout-ms', kind: 'duration', default: HOUR, help: 'hard time limit per attempt, even while the job heartbeats (a queue\'s or job\'s own timeout wins)' },
   { key: 'maxAttempts', env: 'LEASEHOLD_MAX_ATTEMPTS', flag: '--max-attempts', kind: 'int', default: 5, help: 'default attempts per job' },
   { key: 'maxLostAttempts', env: 'LEASEHOLD_MAX_LOST_ATTEMPTS', flag: '--max-lost-attempts', kind: 'int', default: 3, help: 'times a job may lose its worker before it fails' },
   { key: 'backoffBaseMs', env: 'LEASEHOLD_BACKOFF_BASE_MS', flag: '--backoff-base-ms', kind: 'duration', default: 1_000, help: 'first retry delay (doubles per attempt, jittered)' },
@@ -290,6 +301,11 @@ export function checkQueueSettings(q: QueueDefaults, name: (key: keyof QueueDefa
     err('graceMs', `must be at least the heartbeat interval (${q.heartbeatMs} ms) so a late heartbeat still wins, got ${q.graceMs}`);
   }
   if (q.graceMs > q.leaseMs * 10) warn('graceMs', `is over ten leases: dead workers' jobs wait a long time to run again`);
+  if (q.timeoutMs < q.leaseMs) {
+    err('timeoutMs', `must be at least the lease (${q.leaseMs} ms), got ${q.timeoutMs}`);
+  } else if (q.timeoutMs > MAX_JOB_TIMEOUT_MS) {
+    err('timeoutMs', `must be at most ${MAX_JOB_TIMEOUT_MS} ms (30 days): every job needs a time limit, got ${q.timeoutMs}`);
+  }
   if (q.backoffMaxMs < q.backoffBaseMs) err('backoffMaxMs', `must be at least the base backoff (${q.backoffBaseMs} ms)`);
   if (q.maxLostAttempts > q.maxAttempts) {
     warn('maxLostAttempts', `is above max attempts (${q.maxAttempts}), so it never applies`);

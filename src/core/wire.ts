@@ -52,10 +52,12 @@ export interface ClaimedJobWire {
   fencingToken: number;
   leaseMs: number;
   leaseExpiresAt: string;
+  /** When this attempt's time limit runs out (every claim has one): past it the job is taken back even while it heartbeats. */
   deadlineAt: string | null;
   heartbeatIntervalMs: number;
   idempotencyKey: string | null;
   checkpoint: unknown;
   progress: unknown;
+  /** This attempt's time limit in ms (the job's, else its queue's, else the server's): deadlineAt - claim time. */
   timeoutMs: number | null;
 }

@@ -11,7 +11,8 @@
  *    the audit trail with who and why.
  *
  * retry: failed or cancelled jobs; cancel: pending ones; requeue: running jobs
- * whose lease has expired only (a live lease is never taken in bulk).
+ * the reaper itself would take back now only (src/db/store/requeue.ts): a live
+ * lease, a lease inside its grace or a live owner's job is never taken in bulk.
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
@@ -29,7 +30,7 @@ const BULK_COUNT_LIMIT = 100_000;
 const VERB: Record<BulkKind, { button: string; done: string; what: (status: string) => string }> = {
   retry: { button: 'Retry', done: 'retried (back to pending with a fresh attempt budget)', what: (s) => `${s} jobs` },
   cancel: { button: 'Cancel', done: 'cancelled', what: () => 'pending jobs' },
-  requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: () => 'running jobs whose lease has expired' },
+  requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: () => 'running jobs the reaper would take back now' },
 };
 
 const doc = htmlDocument;
@@ -70,7 +71,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const f = parse(c.req.query('queue'), c.req.query('status'));
     if (typeof f === 'string') return doc(c, <ErrorPage title="Bad filter" message={f} />, 400);
     // The store takes the database clock itself: no separate read of "now".
-    const matching = await jobsBulkMatching(db, { ...f, now: clock.now(), max: BULK_COUNT_LIMIT });
+    const matching = await jobsBulkMatching(db, { ...f, now: clock.now(), max: BULK_COUNT_LIMIT, rules: config });
     const limit = Math.min(matching, cap());
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     const where = f.queue ? `queue ${f.queue}` : 'every queue';
@@ -83,7 +84,12 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
           {matching >= BULK_COUNT_LIMIT ? `At least ${matching}` : matching} matching {verb.what(f.status)} in {where}; at most {cap()} will be acted on
           {matching > 0 ? `, this time ${limit}` : ''}. Nothing has changed yet.
         </p>
-        {f.kind === 'requeue' ? <p class="hint">Only running jobs whose lease has already expired are requeued; live leases are left alone.</p> : null}
+        {f.kind === 'requeue' ? (
+          <p class="hint">
+            Only running jobs the reaper itself would take back now are requeued: lease plus grace passed and the owner no longer looks alive (or the reaper has
+            waited its limit for it), or the deadline passed. A job that heartbeats or beats before the action is left alone.
+          </p>
+        ) : null}
         {limit === 0 ? (
           <p class="empty">Nothing to do.</p>
         ) : (
@@ -125,7 +131,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     if (reasonText === '') return bad(c, 'Nothing changed: a bulk action needs a reason.', back);
     const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
-    const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()) });
+    const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()), rules: config });
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     return shell(
       c,

@@ -134,6 +134,11 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
         <dd class={q.running.maxHeartbeatLagMs !== null && q.running.maxHeartbeatLagMs > 2 * q.settings.heartbeatMs ? 'bad lag' : 'lag'}>
           {ms(q.running.maxHeartbeatLagMs)} (interval {fmtDuration(q.settings.heartbeatMs)})
         </dd>
+        <dt>Time limit per attempt</dt>
+        <dd class="timeout">
+          {fmtDuration(q.settings.timeoutMs)} · stall after {q.stallMs === null ? 'off' : fmtDuration(q.stallMs)}
+          {q.running.stalled.count > 0 ? ` · ${q.running.stalled.count} stalled now` : ''}
+        </dd>
         <dt>Attempts (finished in the last hour)</dt>
         <dd class="attempts">
           {q.attempts.finished} jobs · {q.attempts.lostAttempts} attempts lost ({q.attempts.jobsWithLost} jobs) vs {q.attempts.erroredAttempts} errored (

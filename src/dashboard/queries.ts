@@ -1,30 +1,42 @@
 /** Reads only the dashboard needs: running jobs that look like zombies, a job's owner and queue settings. */
 import { sql } from 'drizzle-orm';
 import type { Config } from '../core/config.ts';
+import { decideReap, type ReapDecision } from '../core/reaper.ts';
+import { stalledForMs } from '../core/stall.ts';
 import type { Db } from '../db/db.ts';
 import type { JobRecord } from '../db/store/record.ts';
+import { stalledSql } from '../db/store/stalls.ts';
+import { ownerLastSeenSql } from '../db/store/workers.ts';
 
 export interface RunningJobView extends JobRecord {
+  progressed_at: number | null;
   q_heartbeat_ms: number;
   q_grace_ms: number;
+  q_max_lost_attempts: number;
+  /** The queue's stall setting (null: not watched). */
+  q_stall_ms: number | null;
   owner_last_seen_at: number | null;
 }
 
 const withSettings = (config: Config) => sql`j.*,
   coalesce(q.heartbeat_ms, ${config.heartbeatMs}) AS q_heartbeat_ms,
   coalesce(q.grace_ms, ${config.graceMs}) AS q_grace_ms,
-  w.last_seen_at AS owner_last_seen_at
-  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN workers w ON w.id = j.locked_by`;
+  coalesce(q.max_lost_attempts, ${config.maxLostAttempts}) AS q_max_lost_attempts,
+  q.stall_ms AS q_stall_ms,
+  ${ownerLastSeenSql('j')} AS owner_last_seen_at
+  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
 
 /**
- * Running jobs whose lease has expired, or whose last heartbeat (or start)
- * is more than two heartbeat intervals old: oldest expiry first.
+ * Running jobs whose lease has expired, whose last heartbeat (or start) is
+ * more than two heartbeat intervals old, or that are stalled (heartbeating
+ * without progress for longer than their queue's stallMs): oldest expiry first.
  */
 export async function zombieCandidates(db: Db, p: { now: number; config: Config; limit: number }): Promise<RunningJobView[]> {
   return db.all<RunningJobView>(sql`SELECT ${withSettings(p.config)}
     WHERE j.status = 'running' AND (
       j.lease_expires_at < ${p.now}
-      OR coalesce(j.last_heartbeat_at, j.started_at) < ${p.now} - 2 * coalesce(q.heartbeat_ms, ${p.config.heartbeatMs}))
+      OR coalesce(j.last_heartbeat_at, j.started_at) < ${p.now} - 2 * coalesce(q.heartbeat_ms, ${p.config.heartbeatMs})
+      OR ${stalledSql('j', 'q', p.now)})
     ORDER BY j.lease_expires_at, j.id LIMIT ${p.limit}`);
 }
 
@@ -34,16 +46,34 @@ export async function jobWithSettings(db: Db, p: { id: number; config: Config })
 }
 
 /**
- * When the reaper will take a running job back at the earliest, as the
- * reaper decides it (src/core/reaper.ts): lease expiry + grace; while its
- * owner looks alive, up to maxReapDeferMs more. The reaper runs every
- * reaperIntervalMs, so it acts at its first pass after that.
+ * What the reaper would do with a running job now, from the same decision
+ * function the reaper and the operator's requeue use (src/core/reaper.ts):
+ * `takesAt` is when it takes the job if nothing changes (no heartbeat, no
+ * beat); the reaper acts at its first pass after that.
  */
-export function reaperActsAt(j: RunningJobView, now: number, config: Config): { at: number; ownerAlive: boolean } | null {
-  if (j.lease_expires_at === null) return null;
-  const eligible = j.lease_expires_at + j.q_grace_ms;
-  const ownerAlive = j.owner_last_seen_at !== null && j.owner_last_seen_at >= now - config.workerAliveMs;
-  let at = ownerAlive ? eligible + config.maxReapDeferMs : eligible;
-  if (j.deadline_at !== null) at = Math.min(at, j.deadline_at);
-  return { at, ownerAlive };
+export function reaperView(j: RunningJobView, now: number, config: Config): ReapDecision | null {
+  if (j.status !== 'running' || j.lease_expires_at === null) return null;
+  return decideReap(
+    {
+      id: j.id,
+      attemptCount: j.attempt_count,
+      maxAttempts: j.max_attempts,
+      lostAttempts: j.lost_attempts,
+      maxLostAttempts: j.q_max_lost_attempts,
+      leaseExpiresAt: j.lease_expires_at,
+      graceMs: j.q_grace_ms,
+      deadlineAt: j.deadline_at,
+      startedAt: j.started_at,
+      lockedBy: j.locked_by,
+      ownerLastSeenAt: j.owner_last_seen_at,
+    },
+    now,
+    config,
+  );
 }
+
+/** How long a running job has been stalled (heartbeating, no progress past its queue's stallMs), or null. */
+export const jobStalledForMs = (j: RunningJobView, now: number) =>
+  j.status === 'running'
+    ? stalledForMs({ progressedAt: j.progressed_at, startedAt: j.started_at, leaseExpiresAt: j.lease_expires_at, stallMs: j.q_stall_ms }, now)
+    : null;

@@ -11,7 +11,8 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/router.ts';
-import { jobCancelIfPending, jobRequeueIfLeaseExpired, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
+import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
 import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';
 import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
@@ -299,8 +300,9 @@ export function dashboardRoutes(deps: AppDeps) {
       <>
         <Notice notice={c.req.query('notice')} />
         <p class="hint">
-          Running jobs whose lease has expired or whose heartbeat is more than two intervals late. The reaper takes a job back after its lease plus grace
-          (longer while its owner still looks alive); requeue here to act before it.
+          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, or that are stalled (heartbeating without progress past
+          their queue's stall setting). The reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its
+          deadline; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
         </p>
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
       </>,
@@ -328,7 +330,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const jobPage = `/dashboard/jobs/${id}`;
     const back = form.return_to === '/dashboard/zombies' ? '/dashboard/zombies' : jobPage;
     const go = (notice: string, was?: string) => {
-      const target = notice === 'conflict' || notice === 'not_found' || notice === 'confirm_mismatch' || notice === 'reason_required' ? jobPage : back;
+      const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
       return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
     };
     const p = { id, actor, reason, now: clock.now() };
@@ -341,15 +343,16 @@ export function dashboardRoutes(deps: AppDeps) {
       outcome = await jobCancelIfPending(db, p);
       done = 'cancelled';
     } else if (action === 'requeue') {
-      outcome = await jobRequeueIfLeaseExpired(db, { ...p, force: false });
+      outcome = await jobRequeueIfReaperWould(db, { ...p, force: false, rules: config });
       done = 'requeued';
     } else {
       if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id)) return go('confirm_mismatch');
       if (reason === null) return go('reason_required');
-      outcome = await jobRequeueIfLeaseExpired(db, { ...p, force: true });
+      outcome = await jobRequeueIfReaperWould(db, { ...p, force: true, rules: config });
       done = 'force_requeued';
     }
     if (outcome.ok) return go(done);
+    if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
     return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
   });
 

@@ -9,7 +9,7 @@ import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
-import { reaperActsAt, type RunningJobView } from './queries.ts';
+import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
 
@@ -22,6 +22,8 @@ const NOTICES: Record<string, string> = {
   not_found: 'Nothing changed: there is no such job.',
   confirm_mismatch: 'Nothing changed: to force a requeue, type the job id exactly.',
   reason_required: 'Nothing changed: a force requeue needs a reason.',
+  reaper_would_wait:
+    'Nothing changed: the reaper would not take this job back now (see Reaper below for why). It acts by itself when it should; only a force requeue acts sooner.',
 };
 
 export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; children?: Child }) {
@@ -356,6 +358,13 @@ function heartbeatLag(j: JobRecord, now: number): number | null {
   return last === null ? null : now - last;
 }
 
+/** The reaper's view of a running job, in the words of its decision. */
+function reaperText(d: NonNullable<ReturnType<typeof reaperView>>, now: number): string {
+  if (d.action === 'requeue' || d.action === 'fail') return `takes it back at its next pass: ${d.why}`;
+  const when = d.takesAt <= now ? 'at its next pass' : fmtRelative(d.takesAt, now);
+  return `waits: ${d.why}; takes it back ${when} if no heartbeat or beat arrives`;
+}
+
 function ownerText(j: RunningJobView, now: number, config: Config): string {
   if (!j.locked_by) return '—';
   if (j.owner_last_seen_at === null) return `${j.locked_by} (not registered)`;
@@ -366,7 +375,8 @@ function ownerText(j: RunningJobView, now: number, config: Config): string {
 export function JobFragment(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; now: number; config: Config }) {
   const { job: j, now } = props;
   const lag = heartbeatLag(j, now);
-  const reap = j.status === 'running' ? reaperActsAt(j, now, props.config) : null;
+  const reap = reaperView(j, now, props.config);
+  const stalled = jobStalledForMs(j, now);
   return (
     <>
       <dl class="facts">
@@ -395,10 +405,14 @@ export function JobFragment(props: { job: RunningJobView; events: EventRecord[];
           {lag === null ? '—' : `${fmtDuration(lag)} (interval ${fmtDuration(j.q_heartbeat_ms)})`}
         </dd>
         <dt>Reaper</dt>
-        <dd>
-          {reap === null
+        <dd id="job-reaper">{reap === null ? '—' : reaperText(reap, now)}</dd>
+        <dt>Progress changed</dt>
+        <dd id="job-stall" class={stalled !== null ? 'bad' : undefined}>
+          {j.status !== 'running'
             ? '—'
-            : `${reap.at <= now ? 'may take it back at its next pass' : `may take it back ${fmtRelative(reap.at, now)}`}${reap.ownerAlive ? ' (owner alive: deferred up to max-reap-defer)' : ''}`}
+            : `${fmtRelative(j.progressed_at ?? j.started_at, now)}${j.progressed_at === null ? ' (not since the claim)' : ''}${
+                stalled !== null ? ` · stalled: no progress for ${fmtDuration(stalled)}, over the queue's ${fmtDuration(j.q_stall_ms!)}` : ''
+              }`}
         </dd>
         <dt>Fencing token</dt>
         <dd>{j.lease_epoch}</dd>
@@ -506,6 +520,8 @@ export function JobActions(props: { job: JobRecord; now: number; csrf: string })
   }
   if (j.status === 'running') {
     if (j.lease_expires_at !== null && j.lease_expires_at < props.now) {
+      // The server decides as the reaper would: inside the grace or with a
+      // live owner this is refused, and the Reaper line above says why.
       forms.push(
         <form method="post" action={`${base}/requeue`} class="action">
           <Hidden csrf={props.csrf} />
@@ -535,7 +551,7 @@ export function JobActions(props: { job: JobRecord; now: number; csrf: string })
 /** `csrf` undefined: a read-only login, shown without actions. */
 export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; config: Config; csrf: string | undefined }) {
   const { now, config } = props;
-  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease or a late heartbeat.</p>;
+  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease, a late heartbeat or a stall.</p>;
   return (
     <table class="zombies">
       <thead>
@@ -545,6 +561,7 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
           <th>Owner</th>
           <th>Lease</th>
           <th>Heartbeat lag</th>
+          <th>Progress</th>
           <th>Reaper</th>
           <th>Action</th>
         </tr>
@@ -553,7 +570,9 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
         {props.jobs.map((j) => {
           const expired = j.lease_expires_at !== null && j.lease_expires_at < now;
           const lag = heartbeatLag(j, now);
-          const reap = reaperActsAt(j, now, config);
+          const reap = reaperView(j, now, config);
+          const takesNow = reap !== null && (reap.action === 'requeue' || reap.action === 'fail');
+          const stalled = jobStalledForMs(j, now);
           return (
             <tr id={`zombie-${j.id}`}>
               <td>
@@ -563,10 +582,13 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
               <td>{ownerText(j, now, config)}</td>
               <td class={expired ? 'bad' : undefined}>{leaseText(j, now)}</td>
               <td>{lag === null ? '—' : fmtDuration(lag)}</td>
-              <td>{reap === null ? '—' : reap.at <= now ? 'next pass' : fmtRelative(reap.at, now)}</td>
+              <td class={stalled !== null ? 'bad stalled' : undefined}>{stalled !== null ? `stalled ${fmtDuration(stalled)}` : '—'}</td>
+              <td title={reap?.why}>{reap === null ? '—' : takesNow || reap.takesAt <= now ? 'next pass' : fmtRelative(reap.takesAt, now)}</td>
               <td>
                 {props.csrf === undefined ? (
                   'read-only'
+                ) : expired && !takesNow ? (
+                  <span class="hint">reaper waits: {reap?.why}</span>
                 ) : expired ? (
                   <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline">
                     <Hidden csrf={props.csrf} returnTo="/dashboard/zombies" />

@@ -47,7 +47,10 @@ export const jobs = sqliteTable(
     checkpoint: text('checkpoint'),
     result: text('result'),
     timeoutMs: integer('timeout_ms'),
+    // Set at every claim: now + the job's timeout_ms, else its queue's, else the server's default.
     deadlineAt: integer('deadline_at'),
+    // When the owner last changed progress or checkpoint (stall detection); NULL: not since the claim.
+    progressedAt: integer('progressed_at'),
     reaperDeferrals: integer('reaper_deferrals').notNull().default(0),
     // Every transition names itself here; a trigger turns that into its audit
     // event, inside the same statement, and only when a row really changed.
@@ -177,6 +180,10 @@ export const queues = sqliteTable(
     backoffBaseMs: integer('backoff_base_ms'),
     backoffMaxMs: integer('backoff_max_ms'),
     retentionMs: integer('retention_ms'),
+    // Hard time limit per attempt (a job's own timeout_ms wins).
+    timeoutMs: integer('timeout_ms'),
+    // A running job whose progress and checkpoint have not changed for this long is shown as stalled; NULL: off.
+    stallMs: integer('stall_ms'),
     paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
     // Alert thresholds for this queue only (a JSON object of AlertThresholds
     // fields, checked by the API); absent fields use the server's thresholds.

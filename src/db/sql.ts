@@ -15,7 +15,7 @@ export function nowSql(now: Now): SQL {
 /** A fresh 128-bit lock token, made by the database per row. */
 export const newLockTokenSql = sql`lower(hex(randomblob(16)))`;
 
-type QueueColumn = 'lease_ms' | 'heartbeat_ms' | 'grace_ms' | 'max_attempts' | 'max_lost_attempts' | 'backoff_base_ms' | 'backoff_max_ms' | 'retention_ms';
+type QueueColumn = 'lease_ms' | 'heartbeat_ms' | 'grace_ms' | 'max_attempts' | 'max_lost_attempts' | 'backoff_base_ms' | 'backoff_max_ms' | 'retention_ms' | 'timeout_ms';
 
 /** A queue's override of a setting, or the server default, for the queue named by `queueExpr`. */
 export function queueSettingSql(column: QueueColumn, queueExpr: SQL, fallback: number): SQL {

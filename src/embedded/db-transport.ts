@@ -20,7 +20,9 @@ function answer(o: OwnedOutcome): LeaseAnswer {
   if (o.ok) return { id: String(o.id), ok: true };
   return o.reason === 'not_found'
     ? { id: String(o.id), ok: false, code: 'not_found', message: `no job has id ${o.id}` }
-    : { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} is ${o.status} and no longer held by this claim` };
+    : o.cause === 'deadline_exceeded'
+      ? { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} passed its deadline (it is ${o.status})`, cause: 'deadline_exceeded' }
+      : { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} is ${o.status} and no longer held by this claim` };
 }
 
 export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Transport {

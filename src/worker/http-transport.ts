@@ -15,10 +15,13 @@ export interface HttpTransportOptions {
 }
 
 interface WireError {
-  error?: { code?: string; message?: string };
+  error?: { code?: string; message?: string; cause?: string };
 }
 
-type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string } };
+type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string; cause?: string } };
+
+/** The server says why a lease was refused when the attempt ran out of time. */
+const deadlineCause = (error: { cause?: string } | undefined) => (error?.cause === 'deadline_exceeded' ? { cause: 'deadline_exceeded' as const } : {});
 
 export function httpTransport(options: HttpTransportOptions): Transport {
   const base = options.url.replace(/\/+$/, '') + '/api/v1';
@@ -57,11 +60,11 @@ export function httpTransport(options: HttpTransportOptions): Transport {
 
   const verdict = (id: string, r: { status: number; json: WireError }): LeaseAnswer =>
     r.status === 409 || r.status === 404
-      ? { id, ok: false, code: r.status === 409 ? 'lease_lost' : 'not_found', message: r.json.error?.message ?? 'lease lost' }
+      ? { id, ok: false, code: r.status === 409 ? 'lease_lost' : 'not_found', message: r.json.error?.message ?? 'lease lost', ...deadlineCause(r.json.error) }
       : { id, ok: true };
 
   const batch = (results: BatchResult[]): LeaseAnswer[] =>
-    results.map((r) => (r.ok ? { id: r.id, ok: true } : { id: r.id, ok: false, code: r.error.code === 'not_found' ? 'not_found' : 'lease_lost', message: r.error.message }));
+    results.map((r) => (r.ok ? { id: r.id, ok: true } : { id: r.id, ok: false, code: r.error.code === 'not_found' ? 'not_found' : 'lease_lost', message: r.error.message, ...deadlineCause(r.error) }));
 
   return {
     async claim(p) {

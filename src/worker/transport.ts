@@ -8,8 +8,13 @@ import type { ClaimedJobWire } from '../core/wire.ts';
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
 
-/** The answer to one write on one job: accepted, or refused because the claim is gone. */
-export type LeaseAnswer = { id: string; ok: true } | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string };
+/**
+ * The answer to one write on one job: accepted, or refused because the claim is gone. `cause:
+ * 'deadline_exceeded'`: the attempt passed its time limit (the handler is aborted with that reason).
+ */
+export type LeaseAnswer =
+  | { id: string; ok: true }
+  | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string; cause?: 'deadline_exceeded' | undefined };
 
 export type EffectStart = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
 

@@ -195,13 +195,18 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     }
   }
 
+  /** A refused write: the server says whether the attempt ran out of time or the lease is gone. */
+  function refusedAbort(r: Running, a: Extract<LeaseAnswer, { ok: false }>) {
+    abort(r, a.cause === 'deadline_exceeded' ? 'deadline_exceeded' : 'lease_lost', a.message);
+  }
+
   /** Applies the server's answers to a renewal sent at local time `sentAt`. */
   function applyLeaseAnswers(answers: LeaseAnswer[], sentAt: number) {
     for (const a of answers) {
       const r = active.get(a.id);
       if (!r) continue;
       if (a.ok) r.leaseValidUntil = Math.max(r.leaseValidUntil, sentAt + r.leaseMs);
-      else abort(r, 'lease_lost', a.message);
+      else refusedAbort(r, a);
     }
   }
 
@@ -431,7 +436,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     const lease = { id: r.job.id, lockToken: r.job.lockToken };
     const refused = (a: LeaseAnswer) => {
       if (a.ok) return;
-      abort(r, 'lease_lost', a.message);
+      refusedAbort(r, a);
       throw r.controller.signal.reason;
     };
     return {

@@ -5,7 +5,9 @@
  * (`available_at <= now`), and the queue is not paused.
  * Postcondition: up to `limit` jobs, in order of priority (highest first), then
  * due time, then id, are running with a new random 128-bit lock token, one
- * more attempt, the next fencing token, and a lease of `leaseMs` from now.
+ * more attempt, the next fencing token, a lease of `leaseMs` from now, and a
+ * deadline of now + the job's timeout, else its queue's, else the server's:
+ * every claim has one. The answer's timeout_ms is that effective timeout.
  * No rows back means nothing was ready. One UPDATE ... WHERE id IN (SELECT ...
  * LIMIT n) RETURNING: two claimers can never take the same job.
  */
@@ -48,8 +50,8 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId},
       attempt_count = attempt_count + 1, lease_epoch = lease_epoch + 1,
       lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
-      deadline_at = CASE WHEN timeout_ms IS NULL THEN NULL ELSE ${now} + timeout_ms END,
-      progress = NULL, reaper_deferrals = 0, updated_at = ${now},
+      deadline_at = ${now} + coalesce(timeout_ms, ${queueSettingSql('timeout_ms', queue, p.defaults.timeoutMs)}),
+      progress = NULL, progressed_at = NULL, reaper_deferrals = 0, updated_at = ${now},
       last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
     WHERE status = 'pending' AND id IN (
       SELECT id FROM jobs
@@ -58,7 +60,7 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       ORDER BY priority DESC, available_at, id
       LIMIT ${p.limit})
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
-      lock_token, idempotency_key, checkpoint, progress, timeout_ms, deadline_at, available_at,
+      lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at,
       min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`);
 }
 

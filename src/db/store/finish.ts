@@ -6,7 +6,10 @@
  * - fail: running -> pending (retryable and attempts left: due after the
  *   backoff, or after `retryAfterMs`) or -> failed (non-retryable, or attempts
  *   spent), with `last_error`; counted as an errored attempt.
- * - release: running -> pending now, the attempt given back (shutdown).
+ * - release: running -> pending now, the attempt given back (shutdown);
+ *   refused past the attempt's deadline.
+ * complete and fail are accepted past the deadline until the reaper takes the
+ * job (see owned.ts, beforeDeadline).
  * No row back: `lease_lost` (or `not_found`), and nothing changed.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -106,9 +109,11 @@ export function jobsReleaseIfOwned(db: Db, p: ReleaseParams & { full: true }): P
 export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]>;
 export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
-  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now }, (v) =>
+  // Past the deadline a release would give back an attempt that ran out of
+  // time: refused, and the reaper counts it.
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now, beforeDeadline: true }, (v, guard) =>
     sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
         last_event = 'released', last_event_reason = ${p.reason}, last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`,
+      FROM ${v} AS v WHERE ${guard} RETURNING ${returning(p.full ?? false)}`,
   );
 }

@@ -6,14 +6,17 @@
  * stores progress when given; extend (a heartbeat with `leaseMs`) pushes the
  * expiry to now + leaseMs once, before a long step, without changing the
  * length later heartbeats renew by. A renewal never moves the expiry earlier.
- * Checkpoint stores state for the next attempt and renews the lease too. These write no event: they are
- * not transitions. No row back: `lease_lost` (or `not_found`).
+ * Checkpoint stores state for the next attempt and renews the lease too. A
+ * change of progress or checkpoint sets progressed_at (stall detection). Past
+ * the attempt's deadline all three are refused (`lease_lost`, cause
+ * `deadline_exceeded`): a hung handler's heartbeats cannot keep its job. These
+ * write no event: they are not transitions. No row back: `lease_lost` (or `not_found`).
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-import { ownerGuard, ownedWrite, returning, type OwnedOutcome } from './owned.ts';
+import { ownedWrite, returning, type OwnedOutcome } from './owned.ts';
 
 export interface HeartbeatParams {
   workerId: string;
@@ -27,10 +30,11 @@ export interface HeartbeatParams {
 export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
-  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now }, (v) =>
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true }, (v, guard) =>
     sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
-        progress = coalesce(v.data, jobs.progress)
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
+        progress = coalesce(v.data, jobs.progress),
+        progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END
+      FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
   );
 }
 
@@ -47,8 +51,9 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   const now = nowSql(p.now);
   return ownedWrite(
     db,
-    { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now },
-    (v) => sql`UPDATE jobs SET checkpoint = v.data, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms)
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(false)}`,
+    { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now, beforeDeadline: true },
+    (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms),
+        progressed_at = CASE WHEN v.data IS NOT jobs.checkpoint THEN ${now} ELSE jobs.progressed_at END
+      FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
   );
 }

@@ -23,6 +23,7 @@ import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { queuesHealthSql, toQueueHealth, type QueueHealth } from './read.ts';
+import { stalledByQueueSql } from './stalls.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
@@ -44,6 +45,8 @@ export interface QueueMetrics {
   settings: QueueDefaults;
   /** The queue's own alert thresholds; absent ones use the server's. */
   alertOverrides: Partial<AlertThresholds>;
+  /** Running jobs without progress for this long are stalled (null: not watched). */
+  stallMs: number | null;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;
@@ -61,6 +64,8 @@ export interface QueueMetrics {
     heartbeatLagSumMs: number;
     /** Distinct workers holding a job of this queue. */
     busyWorkers: number;
+    /** Running jobs heartbeating without progress past the queue's stallMs (src/core/stall.ts), and their ids (at most 20). */
+    stalled: { count: number; ids: string[] };
   };
   /** Reaper take-backs by reason (events type 'reaped'). */
   reaped: Record<string, WindowCount>;
@@ -126,7 +131,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, recent, workers, healthRows] = await db.batch([
+  const [clock, running, events, recent, workers, healthRows, stalledRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       // INDEXED BY (the partial index of running jobs): left alone, SQLite
@@ -168,6 +173,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     ),
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
+    db.all<{ queue: string; count: number; ids: string }>(stalledByQueueSql(now)),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -208,6 +214,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       paused: h.paused,
       settings: h.settings,
       alertOverrides: h.alertOverrides,
+      stallMs: h.stallMs,
       counts,
       ready: h.ready,
       oldestReadyAvailableAt: oldestReady,
@@ -224,6 +231,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         ],
         heartbeatLagSumMs: r ? num(r.sumLag) : 0,
         busyWorkers: r ? num(r.busyWorkers) : 0,
+        stalled: stalledOf(stalledRows.find((x) => x.queue === name)),
       },
       reaped,
       reapedTotal,
@@ -253,6 +261,12 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     queues,
     health,
   };
+}
+
+function stalledOf(row: { count: number; ids: string } | undefined): QueueMetrics['running']['stalled'] {
+  if (!row) return { count: 0, ids: [] };
+  const ids = (JSON.parse(row.ids) as number[]).sort((a, b) => a - b).slice(0, 20).map(String);
+  return { count: num(row.count), ids };
 }
 
 /** Nearest-rank percentiles (the value at rank ceil(p/100 x n), 1-based) of a non-empty list of runtimes. */

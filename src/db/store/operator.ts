@@ -5,9 +5,7 @@
  * - cancel: pending -> cancelled.
  * - retry: failed or cancelled -> pending now, with a fresh attempt budget
  *   (the counts of earlier attempts stay in the events).
- * - requeue: running -> pending now, only when the lease has expired, unless
- *   `force`; either way the token is cleared, so the old worker's writes are
- *   refused from then on.
+ * - requeue: see requeue.ts (it follows the reaper's decision).
  * No row back: `conflict` with the job's current status, or `not_found`.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -15,11 +13,12 @@ import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import { CLEAR_LEASE } from './owned.ts';
+import { jobsBulkRequeue, jobsBulkRequeueMatching, type RequeueRefusal, type RequeueRules } from './requeue.ts';
 import type { JobRecord } from './record.ts';
 
 export type OperatorOutcome =
   | { ok: true; job: JobRecord }
+  | RequeueRefusal
   | { ok: false; reason: 'conflict'; status: JobStatus }
   | { ok: false; reason: 'not_found' };
 
@@ -57,16 +56,6 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
     WHERE id = ${p.id} AND status IN ('failed', 'cancelled') RETURNING *`);
 }
 
-export function jobRequeueIfLeaseExpired(db: Db, p: OperatorParams & { force: boolean }): Promise<OperatorOutcome> {
-  const now = nowSql(p.now);
-  const leaseGuard = p.force ? sql`` : sql`AND lease_expires_at < ${now}`;
-  return guarded(db, p.id, sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
-      lost_attempts = lost_attempts + 1, updated_at = ${now},
-      last_event = ${p.force ? 'force_requeued_by_operator' : 'requeued_by_operator'},
-      last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
-    WHERE id = ${p.id} AND status = 'running' ${leaseGuard} RETURNING *`);
-}
-
 /**
  * Bulk actions over a filter (dashboard): the same transitions as above, for
  * at most `limit` jobs of one queue (or every queue) and status, lowest id
@@ -74,7 +63,8 @@ export function jobRequeueIfLeaseExpired(db: Db, p: OperatorParams & { force: bo
  * and actor, so the audit trigger records each job with who and why.
  * - retry: status failed or cancelled;
  * - cancel: status pending;
- * - requeue: status running with an expired lease only (never a live lease).
+ * - requeue: status running, only the jobs the reaper itself would take now
+ *   (src/db/store/requeue.ts), each guarded by "unchanged since read".
  */
 export type BulkKind = 'retry' | 'cancel' | 'requeue';
 
@@ -91,6 +81,8 @@ export interface BulkParams extends BulkFilter {
   now: Now;
   /** The hard cap: at most this many jobs change. */
   limit: number;
+  /** The reaper's rules (requeue follows them). */
+  rules: RequeueRules;
 }
 
 /** The status a bulk kind acts on, or undefined if it does not take that status. */
@@ -101,17 +93,17 @@ export function bulkKindFor(status: JobStatus): BulkKind | undefined {
   return undefined;
 }
 
-function bulkWhere(f: BulkFilter, now: SQL): SQL {
+function bulkWhere(f: BulkFilter): SQL {
   if (bulkKindFor(f.status) !== f.kind) throw new Error(`bulk ${f.kind} does not act on ${f.status} jobs`);
   const queue = f.queue === undefined ? sql`` : sql`queue_name = ${f.queue} AND `;
-  const lease = f.kind === 'requeue' ? sql` AND lease_expires_at < ${now}` : sql``;
-  return sql`${queue}status = ${f.status}${lease}`;
+  return sql`${queue}status = ${f.status}`;
 }
 
 /** How many jobs a bulk action would match, counted up to `max` (so a huge table costs at most `max` index steps). */
-export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: number }): Promise<number> {
+export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: number; rules: RequeueRules }): Promise<number> {
+  if (f.kind === 'requeue' && bulkKindFor(f.status) === 'requeue') return jobsBulkRequeueMatching(db, { queue: f.queue, now: f.now, rules: f.rules, max: f.max });
   const [row] = await db.all<{ n: number }>(
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f, nowSql(f.now))} LIMIT ${f.max})`,
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f)} LIMIT ${f.max})`,
   );
   return Number(row?.n ?? 0);
 }
@@ -119,8 +111,9 @@ export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: 
 /** Runs a bulk action; the ids it changed, ascending. */
 export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
   if (!Number.isSafeInteger(p.limit) || p.limit <= 0) return [];
+  if (p.kind === 'requeue' && bulkKindFor(p.status) === 'requeue') return jobsBulkRequeue(db, p);
   const now = nowSql(p.now);
-  const where = bulkWhere(p, now);
+  const where = bulkWhere(p);
   const pick = sql`id IN (SELECT id FROM jobs WHERE ${where} ORDER BY id LIMIT ${p.limit}) AND ${where}`;
   const audit = (event: string) => sql`last_event = ${event}, last_event_reason = ${p.reason}, last_event_actor = ${p.actor}`;
   let update: SQL;
@@ -133,9 +126,7 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
     update = sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now}, ${audit('cancelled')}
       WHERE ${pick} RETURNING id`;
   } else {
-    update = sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
-        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit('requeued_by_operator')}
-      WHERE ${pick} RETURNING id`;
+    throw new Error(`bulk ${p.kind} does not act on ${p.status} jobs`);
   }
   const rows = await db.all<{ id: number }>(update);
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b);

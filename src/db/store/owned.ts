@@ -31,7 +31,7 @@ export type LeanJob = Pick<JobRecord, 'id' | 'status' | 'lease_expires_at' | 'de
 
 export type OwnedOutcome<T extends { id: number } = LeanJob> =
   | { id: number; ok: true; job: T }
-  | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus }
+  | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus; cause?: 'deadline_exceeded' }
   | { id: number; ok: false; reason: 'not_found' };
 
 export interface OwnedWriteParams {
@@ -42,6 +42,14 @@ export interface OwnedWriteParams {
   now: Now;
   /** The write also claims jobs: register the worker as a claim does (otherwise only a known worker's row is touched). */
   claims?: boolean;
+  /**
+   * The write keeps the job (heartbeat, extend, checkpoint, release): refused
+   * once the attempt's deadline has passed, with cause `deadline_exceeded`.
+   * Writes that end the attempt (complete, fail) are still accepted until the
+   * reaper takes the job: the token still fences it, so no other worker can
+   * be running it, and keeping a finished result avoids running it again.
+   */
+  beforeDeadline?: boolean;
 }
 
 /**
@@ -50,8 +58,11 @@ export interface OwnedWriteParams {
  * (nothing runs ANALYZE) SQLite otherwise walked every running job once per
  * write instead of looking each ref up by id (test/query-plans.test.ts).
  */
-export const ownerGuard = (workerId: string) =>
-  sql`jobs.id = v.id AND +jobs.status = 'running' AND jobs.lock_token = v.token AND jobs.locked_by = ${workerId}`;
+export const ownerGuard = (workerId: string, deadlineNow?: SQL) =>
+  deadlineNow === undefined
+    ? sql`jobs.id = v.id AND +jobs.status = 'running' AND jobs.lock_token = v.token AND jobs.locked_by = ${workerId}`
+    : sql`jobs.id = v.id AND +jobs.status = 'running' AND jobs.lock_token = v.token AND jobs.locked_by = ${workerId}
+        AND (jobs.deadline_at IS NULL OR jobs.deadline_at > ${deadlineNow})`;
 
 /**
  * The refs as a table `v(id, token, data)`. They travel as one JSON
@@ -66,14 +77,15 @@ function refsTableSql(refs: readonly OwnedRef[]): SQL {
 }
 
 /**
- * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${ownerGuard(workerId)}
+ * Runs `update` (an `UPDATE jobs SET ... FROM ${refsTable} AS v WHERE ${guard}
  * RETURNING ${returning(...)}` built by the caller) under the owner's guard, and
- * says for every ref whether it was accepted.
+ * says for every ref whether it was accepted. `guard` is ownerGuard, with the
+ * deadline when `p.beforeDeadline`.
  */
 export async function ownedWrite<T extends LeanJob = LeanJob>(
   db: Db,
   p: OwnedWriteParams,
-  update: (refsTable: SQL) => SQL,
+  update: (refsTable: SQL, guard: SQL) => SQL,
 ): Promise<OwnedOutcome<T>[]> {
   return (await ownedWriteThen<T, never>(db, p, update)).outcomes;
 }
@@ -86,35 +98,43 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
 export async function ownedWriteThen<T extends { id: number }, A>(
   db: Db,
   p: OwnedWriteParams,
-  update: (refsTable: SQL) => SQL,
+  update: (refsTable: SQL, guard: SQL) => SQL,
   then?: SQLiteRaw<A[]>,
 ): Promise<{ outcomes: OwnedOutcome<T>[]; then: A[] }> {
   const refsTable = refsTableSql(p.refs);
   const now = nowSql(p.now);
+  const owns = sql`j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId}`;
+  const inTime = p.beforeDeadline ? sql`AND (j.deadline_at IS NULL OR j.deadline_at > ${now})` : sql``;
   const [refusedRows, , accepted, after] = await batchList(db, [
     // RETURNING: the status each refused job had, read in the same statement
     // that recorded the refusal (a ref in neither answer has no job).
-    db.all<{ id: number; status: JobStatus }>(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
+    // A refusal whose message starts with deadline_exceeded carries that cause
+    // to the worker: its own attempt ran out of time (still held past the
+    // deadline, or already taken back for it).
+    db.all<{ id: number; status: JobStatus; deadline: number }>(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
-        CASE WHEN j.status <> 'running' THEN 'job is ' || j.status
+        CASE WHEN ${owns} THEN 'deadline_exceeded: the attempt passed its deadline ' || (${now} - j.deadline_at) || ' ms ago'
+          WHEN j.status <> 'running' AND j.last_event_reason = 'deadline_exceeded' THEN 'deadline_exceeded: job is ' || j.status || ', taken back by the reaper at its deadline'
+          WHEN j.status <> 'running' THEN 'job is ' || j.status
           WHEN j.lock_token = v.token THEN 'the claim belongs to worker ' || j.locked_by
           ELSE 'lock token is not the current claim''s' END,
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
-      WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})
-      RETURNING job_id AS id, from_status AS status`),
+      WHERE NOT (${owns} ${inTime})
+      RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
     // With a claim the worker may take jobs: register it as a claim does.
     (p.claims ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
-    db.all<T>(update(refsTable)),
+    db.all<T>(update(refsTable, ownerGuard(p.workerId, p.beforeDeadline ? now : undefined))),
     ...(then ? [then] : []),
   ]);
   const byId = new Map((accepted as T[]).map((j) => [j.id, j]));
-  const statusById = new Map((refusedRows as { id: number; status: JobStatus }[]).map((r) => [Number(r.id), r.status]));
+  const refusedById = new Map((refusedRows as { id: number; status: JobStatus; deadline: number }[]).map((r) => [Number(r.id), r]));
   const outcomes = p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
     if (job) return { id: r.id, ok: true, job };
-    const status = statusById.get(r.id);
-    return status === undefined ? { id: r.id, ok: false, reason: 'not_found' } : { id: r.id, ok: false, reason: 'lease_lost', status };
+    const refused = refusedById.get(r.id);
+    if (refused === undefined) return { id: r.id, ok: false, reason: 'not_found' };
+    return { id: r.id, ok: false, reason: 'lease_lost', status: refused.status, ...(refused.deadline ? { cause: 'deadline_exceeded' as const } : {}) };
   });
   return { outcomes, then: (after as A[] | undefined) ?? [] };
 }

@@ -96,6 +96,8 @@ export interface QueueHealth {
   settings: QueueDefaults;
   /** The queue's own alert thresholds (queues.alert_thresholds); absent ones use the server's. */
   alertOverrides: Partial<AlertThresholds>;
+  /** Running jobs without a progress or checkpoint change for this long are stalled; null: not watched. */
+  stallMs: number | null;
 }
 
 const SETTING_COLUMNS = {
@@ -107,6 +109,7 @@ const SETTING_COLUMNS = {
   backoffBaseMs: 'backoff_base_ms',
   backoffMaxMs: 'backoff_max_ms',
   retentionMs: 'retention_ms',
+  timeoutMs: 'timeout_ms',
 } as const satisfies Record<keyof QueueDefaults, string>;
 
 /**
@@ -177,6 +180,7 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       overrides,
       settings,
       alertOverrides: parseQueueAlertThresholds(r.alert_thresholds as string | null),
+      stallMs: typeof r.stall_ms === 'number' ? r.stall_ms : null,
     };
   });
 }
@@ -190,6 +194,8 @@ export interface QueueSettingsPatch {
   backoffBaseMs?: number | null;
   backoffMaxMs?: number | null;
   retentionMs?: number | null;
+  timeoutMs?: number | null;
+  stallMs?: number | null;
   paused?: boolean;
 }
 
@@ -211,7 +217,7 @@ export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresh
 export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void> {
   const now = nowSql(p.now);
   const entries = Object.entries(p.patch).map(([key, value]) => ({
-    column: sql.raw(key === 'paused' ? 'paused' : SETTING_COLUMNS[key as keyof QueueDefaults]),
+    column: sql.raw(key === 'paused' ? 'paused' : key === 'stallMs' ? 'stall_ms' : SETTING_COLUMNS[key as keyof QueueDefaults]),
     value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
   }));
   // The patch goes in both branches: a new queue row carries it too.

@@ -17,6 +17,7 @@ import type { ReapCandidate, ReapDecision } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
+import { ownerLastSeenSql } from './workers.ts';
 
 export interface ReapCandidateRow extends ReapCandidate {
   queueName: string;
@@ -24,13 +25,16 @@ export interface ReapCandidateRow extends ReapCandidate {
   lockedBy: string;
 }
 
-export async function jobsGetReapCandidates(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<ReapCandidateRow[]> {
-  const columns = sql`j.id AS id, j.queue_name AS queueName, j.lock_token AS lockToken, j.locked_by AS lockedBy,
+/** The candidate's columns, read from `jobs j LEFT JOIN queues q` (the reaper's read and the operator's requeue share them). */
+export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id, j.queue_name AS queueName, j.lock_token AS lockToken, j.locked_by AS lockedBy,
     j.attempt_count AS attemptCount, j.max_attempts AS maxAttempts, j.lost_attempts AS lostAttempts,
-    coalesce(q.max_lost_attempts, ${p.defaults.maxLostAttempts}) AS maxLostAttempts,
-    j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${p.defaults.graceMs}) AS graceMs,
-    j.deadline_at AS deadlineAt, w.last_seen_at AS ownerLastSeenAt
-    FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN workers w ON w.id = j.locked_by`;
+    coalesce(q.max_lost_attempts, ${defaults.maxLostAttempts}) AS maxLostAttempts,
+    j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
+    j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt`;
+
+export async function jobsGetReapCandidates(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<ReapCandidateRow[]> {
+  const columns = sql`${reapCandidateColumns(p.defaults)}
+    FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
   // Two index range scans (expired leases; passed deadlines), so the pass
   // costs the same with a million finished rows as with none.
   return db.all<ReapCandidateRow>(sql`SELECT * FROM (
@@ -56,12 +60,7 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
       return db.all<{ id: number }>(sql`UPDATE jobs SET reaper_deferrals = reaper_deferrals + 1 WHERE ${guard} ${leaseGuard} RETURNING id`);
     }
     const counted = d.cause === 'lost' ? sql`lost_attempts = lost_attempts + 1` : sql`errored_attempts = errored_attempts + 1`;
-    const error =
-      d.action === 'fail'
-        ? d.message
-        : d.cause === 'lost'
-          ? `lease expired at ${new Date(c.leaseExpiresAt).toISOString()} without a heartbeat from ${c.lockedBy}`
-          : `deadline passed at ${new Date(c.deadlineAt ?? p.now).toISOString()}`;
+    const error = d.action === 'fail' ? d.message : d.why;
     const next: SQL =
       d.action === 'requeue'
         ? sql`status = 'pending', available_at = ${p.now} + ${backoffSql(sql`attempt_count`, sql`queue_name`, p.defaults)}`
@@ -76,7 +75,7 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
     .map(({ candidate: c, decision: d }) =>
       db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
         SELECT id, queue_name, 'reap_deferred', status, status, 'owner_alive',
-          ${`lease overdue by ${d.action === 'defer' ? d.overdueMs : 0} ms past grace, but ${c.lockedBy} was seen recently`},
+          ${`lease overdue by ${d.action === 'defer' ? d.overdueMs : 0} ms past grace, but ${d.why}`},
           'reaper', locked_by, attempt_count, ${p.now}
         FROM jobs WHERE id = ${c.id} AND status = 'running' AND lock_token = ${c.lockToken} AND lease_expires_at = ${c.leaseExpiresAt}`),
     );

@@ -3,10 +3,22 @@
  * the reaper can tell "the worker is gone" from "the job is slow" without
  * trusting anything but the database.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
+
+/**
+ * When the owner of the job aliased `jobAlias` was last seen (claim,
+ * heartbeat, liveness beat), or NULL if it is not registered. The one
+ * definition of "owner last seen": the reaper's candidates, the operator's
+ * requeue and the dashboard all read it from here, so they cannot disagree
+ * about whether an owner is alive.
+ */
+export function ownerLastSeenSql(jobAlias: string): SQL {
+  const job = sql.raw(jobAlias);
+  return sql`(SELECT w.last_seen_at FROM workers w WHERE w.id = ${job}.locked_by)`;
+}
 
 /** A statement (for a batch) recording that `workerId` was seen now. */
 export function workerTouch(db: Db, workerId: string, now: Now) {
