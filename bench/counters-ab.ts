@@ -17,7 +17,7 @@ import { runSlots } from './worker-loop.ts';
 /** Every trigger drizzle/0004 adds. */
 const DASHBOARD_TRIGGERS = ['jobs_finished_insert', 'jobs_finished_enter', 'jobs_finished_leave', 'jobs_finished_delete', 'jobs_minute_reaped'];
 /** Every trigger drizzle/0006 adds. */
-const DURABLE_TRIGGERS = ['events_count', 'jobs_taken_back', 'jobs_duplicate_claim', 'effects_rerun'];
+const DURABLE_TRIGGERS = ['events_count', 'events_count_finished', 'jobs_taken_back', 'jobs_duplicate_claim', 'effects_rerun'];
 const VARIANTS = {
   all: [],
   'no-durable': DURABLE_TRIGGERS,

@@ -10,40 +10,41 @@ ALTER TABLE `jobs` ADD `taken_back` text;--> statement-breakpoint
 -- counters: what /metrics reports as `_total`, per queue, counted from each
 -- audit event as it is written (inside the statement that made the
 -- transition) and never decremented. Retention prunes events, never these.
--- One event may count twice: a reap that fails the job for good is both
--- `reaped` and `failed`.
+-- Two triggers, each a single-row upsert behind a WHEN, so an event costs one
+-- upsert (a reap that fails the job for good is counted by both: `reaped`
+-- and `failed`).
 CREATE TRIGGER `events_count` AFTER INSERT ON `events`
+  WHEN NEW.`type` IN ('enqueued', 'claimed', 'retry_scheduled', 'retried_by_operator', 'reaped', 'reap_deferred',
+    'requeued_by_operator', 'force_requeued_by_operator', 'stale_write_rejected', 'deduplicated',
+    'duplicate_execution', 'effect_skipped', 'effect_rerun')
 BEGIN
   INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`)
-    SELECT NEW.`queue_name`, c.`name`, c.`label`, 1 FROM (
-      SELECT CASE NEW.`type`
-          WHEN 'enqueued' THEN 'enqueued'
-          WHEN 'claimed' THEN 'claimed'
-          WHEN 'retry_scheduled' THEN 'retried'
-          WHEN 'retried_by_operator' THEN 'retried'
-          WHEN 'reaped' THEN 'reaped'
-          WHEN 'reap_deferred' THEN 'reap_deferred'
-          WHEN 'requeued_by_operator' THEN 'requeued'
-          WHEN 'force_requeued_by_operator' THEN 'requeued'
-          WHEN 'stale_write_rejected' THEN 'stale_write_rejected'
-          WHEN 'deduplicated' THEN 'enqueue_deduplicated'
-          WHEN 'duplicate_execution' THEN 'duplicate_execution'
-          WHEN 'effect_skipped' THEN 'effect_skipped'
-          WHEN 'effect_rerun' THEN 'effect_rerun'
-        END AS `name`,
-        CASE NEW.`type`
-          WHEN 'reaped' THEN coalesce(NEW.`reason`, 'unknown')
-          WHEN 'requeued_by_operator' THEN 'expired'
-          WHEN 'force_requeued_by_operator' THEN 'forced'
-          ELSE ''
-        END AS `label`
-      UNION ALL
-      -- Finished, whoever finished it (the owner, the reaper, an operator).
-      SELECT CASE NEW.`to_status` WHEN 'completed' THEN 'completed' WHEN 'failed' THEN 'failed' WHEN 'cancelled' THEN 'cancelled' END, ''
-        WHERE NEW.`from_status` IS NOT NEW.`to_status`
-    ) AS c
-    WHERE c.`name` IS NOT NULL
-    ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + excluded.`value`;
+  VALUES (
+    NEW.`queue_name`,
+    CASE NEW.`type`
+      WHEN 'retry_scheduled' THEN 'retried'
+      WHEN 'retried_by_operator' THEN 'retried'
+      WHEN 'requeued_by_operator' THEN 'requeued'
+      WHEN 'force_requeued_by_operator' THEN 'requeued'
+      WHEN 'deduplicated' THEN 'enqueue_deduplicated'
+      ELSE NEW.`type`
+    END,
+    CASE NEW.`type`
+      WHEN 'reaped' THEN coalesce(NEW.`reason`, 'unknown')
+      WHEN 'requeued_by_operator' THEN 'expired'
+      WHEN 'force_requeued_by_operator' THEN 'forced'
+      ELSE ''
+    END,
+    1)
+  ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
+END;
+--> statement-breakpoint
+-- Finished, whoever finished it (the owner, the reaper, an operator).
+CREATE TRIGGER `events_count_finished` AFTER INSERT ON `events`
+  WHEN NEW.`to_status` IN ('completed', 'failed', 'cancelled') AND NEW.`from_status` IS NOT NEW.`to_status`
+BEGIN
+  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, NEW.`to_status`, '', 1)
+  ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
 END;
 --> statement-breakpoint
 -- A running job leaves its owner's hands without the owner ending the
