@@ -42,5 +42,8 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 for (const v of names) console.log(v.padEnd(11), res[v].map((x) => x.toFixed(0)).join(' '), 'median', median(res[v]).toFixed(0));
 console.log('ratio all / no-durable (what drizzle/0006 costs)', (median(res.all) / median(res['no-durable'])).toFixed(3));
+// Paired: each round's variants ran back to back, so their ratio is less exposed to a host whose load drifts.
+const paired = res.all.map((x, i) => x / res['no-durable'][i]!);
+console.log('  median of per-round ratios', median(paired).toFixed(3), `(${paired.map((x) => x.toFixed(2)).join(' ')})`);
 console.log('ratio no-durable / none (what drizzle/0004 costs)', (median(res['no-durable']) / median(res.none)).toFixed(3));
 console.log('ratio all / none (every counter)', (median(res.all) / median(res.none)).toFixed(3));
