@@ -65,7 +65,8 @@ export function createApp(appDeps: AppDeps) {
     const now = await readNow(deps.db);
     return c.json({ ok: true, databaseTime: new Date(now).toISOString() });
   });
-  app.get('/metrics', requireRole('admin', config), async (c) => {
+  // Scrapable with the read-only token: a Prometheus needs no admin power.
+  app.get('/metrics', requireRole('reader', config), async (c) => {
     const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now(), config: deps.config }));
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });

@@ -162,7 +162,7 @@ describe('once when it starts firing, once when it clears', () => {
     const fired = t.clock.now();
     expect((await reap()).alerts).toEqual({ evaluated: true, started: 1, cleared: 0, delivered: 0, failed: 0 });
     const states = await alertStatesList(t.db);
-    expect(states.map((s) => s.name).sort()).toEqual(['dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate', 'stalled_jobs']);
+    expect(states.map((s) => s.name).sort()).toEqual(['duplicate_executions', 'enqueue_dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate', 'stalled_jobs']);
     expect(await lagState()).toMatchObject({ state: 'firing', since: fired, notifiedState: 'ok', notifyUntil: null, notifyAttempts: 0 });
     t.clock.advance(1000);
     await reap();

@@ -516,14 +516,15 @@ describe('bad-input sweep: tokens set, random Authorization headers', () => {
       fc.asyncProperty(requestArb(t.app.routeSpecs, fixture, authHeaders), async (req) => {
         const res = await probe(t, fx, req);
         if (!res || res.status >= 300) return;
-        // A success on a guarded route needs an accepted token: admin for admin routes, admin or worker otherwise.
+        // A success on a guarded route needs an accepted token: admin for admin and reader routes (no
+        // read-only token is set here), admin or worker for worker routes.
         const pathOnly = req.path.split('?')[0]!;
         const open = pathOnly === '/healthz' || pathOnly === '/api/v1/openapi.json';
         if (open) return;
         const token = tokenOf(req.headers.authorization);
         const spec = t.app.routeSpecs.find((s) => s.method.toUpperCase() === req.method && new RegExp(`^/api/v1${s.path.replace(/:[a-z]+/g, '[^/]+')}$`).test(pathOnly));
-        const role = pathOnly === '/metrics' ? 'admin' : spec?.role;
-        const accepted = role === 'admin' ? [ADMIN] : [ADMIN, WORKER];
+        const role = pathOnly === '/metrics' ? 'reader' : spec?.role;
+        const accepted = role === 'admin' || role === 'reader' ? [ADMIN] : [ADMIN, WORKER];
         expect(accepted, `${show(req)} → ${res.status} without an accepted token`).toContain(token);
       }),
       { numRuns: 200, seed: SEED + 2 },

@@ -103,13 +103,17 @@ describe('dashboard observability pages', () => {
       expect(text(q)).toContain('Heartbeat lag max 7.0 s (interval 5.0 s)');
       expect(text(q)).toContain('p50 2.0 s · p95 4.0 s · p99 4.0 s · max 4.0 s (5 jobs)');
       expect(text(element(q, 'stale-q', 'tr'))).toBe(' stale writes rejected 2 2 2 ');
-      expect(text(element(q, 'dedup-q', 'tr'))).toBe(' dedup hits 1 1 1 ');
-      expect(text(element(q, 'reaped-q', 'tr'))).toBe(' reaped 0 0 0 ');
+      expect(text(element(q, 'dedup-q', 'tr'))).toBe(' enqueues deduplicated 1 1 1 ');
+      expect(text(element(q, 'reaped-q-reaped_due_to_expired_lease', 'tr'))).toBe(' reaped: reaped_due_to_expired_lease 0 0 0 ');
+      expect(text(element(q, 'duplicates-q', 'tr'))).toBe(' duplicate executions 0 0 0 ');
       // Histogram: the 7 s lag is in the <= 15 s bucket and above.
       expect(text(element(html, 'metrics-q', 'table'))).toContain('1.0 s 0 5.0 s 0 15.0 s 1 30.0 s 1 1 m 0 s 1 ∞ 1');
       const s = element(html, 'metrics-slow.v2:x-1', 'section');
       expect(text(element(s, 'reaped-slow.v2:x-1-reaped_due_to_expired_lease', 'tr'))).toBe(' reaped: reaped_due_to_expired_lease 1 1 1 ');
       expect(text(s)).toContain('1 jobs · 1 attempts lost (1 jobs) vs 0 errored (0 jobs)');
+      // B's claim after the reap may have run the job twice.
+      expect(text(element(s, 'duplicates-slow.v2:x-1', 'tr'))).toBe(' duplicate executions 1 1 1 ');
+      expect(text(s)).toContain('1 enqueued · 2 claims · 1 completed · 0 failed for good');
     }
   });
 
@@ -131,7 +135,7 @@ describe('dashboard observability pages', () => {
     expect(rows[0]).toBe('firing q-heartbeat_lag');
     expect(rows.slice(1).every((r) => r.startsWith('ok '))).toBe(true);
     expect(rows).toContain('ok calm-heartbeat_lag');
-    expect(rows).toHaveLength(14); // 7 alerts x 2 queues
+    expect(rows).toHaveLength(16); // 8 alerts x 2 queues
 
     for (const path of ['/dashboard', '/dashboard/live/overview']) {
       const overview = element(await page(path), 'overview-alerts', 'p');

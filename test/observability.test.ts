@@ -82,7 +82,10 @@ describe('GET /api/v1/metrics', () => {
       { leMs: null, count: 1 },
     ]);
     expect(q.staleWritesRejected).toEqual({ total: 2, lastHour: 2, last5m: 2 });
-    expect(q.dedupHits).toEqual({ total: 1, lastHour: 1, last5m: 1 });
+    expect(q.enqueueDeduplicated).toEqual({ total: 1, lastHour: 1, last5m: 1 });
+    // Every transition so far, all time: 4 runs + the keyed job + the ready one; 4 + 1 claims.
+    expect(q.jobsTotal).toEqual({ enqueued: 6, claimed: 5, completed: 4, failed: 0, cancelled: 0, retried: 0, requeuedExpired: 0, requeuedForced: 0 });
+    expect(q.duplicateExecutions).toEqual({ total: 0, lastHour: 0, last5m: 0 });
     expect(q.attempts).toEqual({ finished: 4, histogram: [{ attempts: 1, count: 4 }], erroredAttempts: 0, lostAttempts: 0, jobsWithErrors: 0, jobsWithLost: 0 });
     // 4 finished + 1 running claims in the hour.
     expect(q.claimsApprox).toEqual({ lastHour: 5, last5m: 5 });
@@ -102,15 +105,17 @@ describe('GET /api/v1/metrics', () => {
 
     const prom = await t.get('/metrics');
     expect(prom.status).toBe(200);
-    expect(prom.text).toContain('leasehold_stale_writes_rejected_total 2');
-    expect(prom.text).toContain('leasehold_heartbeat_lag_seconds_bucket{queue="q",le="+Inf"} 1');
-    expect(prom.text).toContain('leasehold_heartbeat_lag_seconds_bucket{queue="q",le="60"} 0');
+    expect(prom.text).toContain('leasehold_stale_writes_rejected_total{queue="q"} 2');
+    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",le="+Inf"} 1');
+    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",le="60"} 0');
     expect(prom.text).toContain('leasehold_stale_writes_rejected_recent{queue="q",window="1h"} 0');
     expect(prom.text).toContain('leasehold_ready_jobs{queue="q"} 1');
-    expect(prom.text).toContain('# TYPE leasehold_heartbeat_lag_seconds histogram');
+    // A snapshot of running jobs goes down as they finish: a gauge, not a histogram.
+    expect(prom.text).toContain('# TYPE leasehold_running_jobs_by_heartbeat_lag gauge');
+    expect(prom.text).not.toContain('histogram');
     // The running job has not heartbeated for over a minute: its alert is 1, the others 0.
     expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="heartbeat_lag"} 1');
-    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="dedup_rate"} 0');
+    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="enqueue_dedup_rate"} 0');
     expect(t.errors).toEqual([]);
   });
 
@@ -129,7 +134,14 @@ describe('GET /api/v1/metrics', () => {
     const m = await metrics();
     const slow = m.queues.find((x) => x.queue === 'slow')!;
     const fast = m.queues.find((x) => x.queue === 'fast')!;
-    expect(slow.reaped).toEqual({ reaped_due_to_expired_lease: { total: 1, lastHour: 1, last5m: 1 } });
+    // Every known reason is there, 0 when it never happened.
+    const none = { total: 0, lastHour: 0, last5m: 0 };
+    expect(slow.reaped).toEqual({
+      attempts_exhausted: none,
+      deadline_exceeded: none,
+      lost_too_many_times: none,
+      reaped_due_to_expired_lease: { total: 1, lastHour: 1, last5m: 1 },
+    });
     expect(slow.reapedTotal).toEqual({ total: 1, lastHour: 1, last5m: 1 });
     expect(slow.attempts).toMatchObject({ finished: 1, histogram: [{ attempts: 2, count: 1 }], lostAttempts: 1, jobsWithLost: 1, erroredAttempts: 0 });
     expect(slow.runtime).toMatchObject({ count: 1, p50Ms: 2000, p99Ms: 2000 });
@@ -149,7 +161,7 @@ describe('GET /api/v1/alerts', () => {
     const res = await alerts();
     expect(res.firing).toBe(0);
     expect(res.alerts.filter((a) => a.queue === 'q').map((a) => a.name).sort()).toEqual(
-      ['dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate', 'stalled_jobs'],
+      ['duplicate_executions', 'enqueue_dedup_rate', 'heartbeat_lag', 'long_running', 'pending_backlog', 'reaper_burst', 'stale_write_rate', 'stalled_jobs'],
     );
     expect(res.alerts.every((a) => a.state === 'ok')).toBe(true);
   });
@@ -202,11 +214,11 @@ describe('GET /api/v1/alerts', () => {
     }
     // 4 in 5 minutes: below the minimum of 5.
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'ok' });
-    expect(await alert('q', 'dedup_rate')).toMatchObject({ state: 'ok' });
+    expect(await alert('q', 'enqueue_dedup_rate')).toMatchObject({ state: 'ok' });
     expect((await t.post(`${api}/jobs/${run.id}/complete`, { workerId: 'W', lockToken: run.lockToken })).status).toBe(409);
     await t.post(`${api}/queues/q/jobs`, { payload: {}, idempotencyKey: 'k' });
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'firing', value: 1 });
-    expect(await alert('q', 'dedup_rate')).toMatchObject({ state: 'firing', value: 1 });
+    expect(await alert('q', 'enqueue_dedup_rate')).toMatchObject({ state: 'firing', value: 1 });
     // Ten minutes on the same events are the hour's baseline, not a rise.
     t.clock.advance(10 * 60_000);
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'ok', value: 0 });

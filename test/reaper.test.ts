@@ -106,7 +106,7 @@ describe('owner-alive deferral', () => {
     expect(r.requeued).toEqual([{ id: e.id, reason: 'reaped_due_to_expired_lease' }]);
     events = await t.events(e.id);
     expect(events.filter((x) => x.type === 'reap_deferred')).toHaveLength(2);
-    expect((await t.get('/metrics')).text).toMatch(/^leasehold_reap_deferred_total 2$/m);
+    expect((await t.get('/metrics')).text).toMatch(/^leasehold_reap_deferred_total\{queue="q"\} 2$/m);
     expect(t.errors).toEqual([]);
   });
 
@@ -188,7 +188,7 @@ describe('requeue and failure', () => {
       }
     }
     expect(await job(e.id)).toMatchObject({ status: 'failed', lostAttempts: 3, attempt: 3 });
-    expect((await t.get('/metrics')).text).toMatch(/^leasehold_reaped_total\{reason="lost_too_many_times"\} 1$/m);
+    expect((await t.get('/metrics')).text).toMatch(/^leasehold_jobs_reaped_total\{queue="q",reason="lost_too_many_times"\} 1$/m);
     expect(t.errors).toEqual([]);
   });
 

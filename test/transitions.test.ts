@@ -89,7 +89,7 @@ describe('enqueue', () => {
 
     const metrics = await t.get('/metrics');
     expect(metrics.status).toBe(200);
-    expect(metrics.text).toMatch(/^leasehold_enqueue_deduplicated_total 3$/m);
+    expect(metrics.text).toMatch(/^leasehold_enqueue_deduplicated_total\{queue="q"\} 3$/m);
     expect((await t.events(first.json.job.id)).map((e) => e.type)).toEqual(['enqueued', 'deduplicated', 'deduplicated']);
     expect(t.errors).toEqual([]);
   });

@@ -1,4 +1,8 @@
-/** Prometheus text for /metrics. */
+/**
+ * Prometheus text for /metrics. Every `_total` is a counter that never goes
+ * down (durable counters, not counts of retained events); snapshots are
+ * gauges; every known queue reports every per-queue series, 0 included.
+ */
 import { evaluateAlerts } from '../core/alerts.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
@@ -10,34 +14,67 @@ export function prometheusText(m: MetricsSnapshot): string {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of rows) lines.push(`${name}${labels} ${value}`);
   };
-  const busy = m.queues.filter((r) => r.running.count > 0);
-  const sum = (pick: (r: (typeof m.queues)[number]) => number) => m.queues.reduce((s, r) => s + pick(r), 0);
+  const q = (name: string) => `queue=${label(name)}`;
+  const perQueue = (name: string, type: 'gauge' | 'counter', help: string, pick: (r: (typeof m.queues)[number]) => number) =>
+    metric(name, type, help, m.queues.map((r) => [`{${q(r.queue)}}`, pick(r)]));
+  // Gauges: what is true now. Every known queue has every series (0 rather
+  // than nothing), so a rule or a graph can tell "none" from "no data".
   metric(
     'leasehold_jobs',
     'gauge',
     'Jobs by queue and status.',
-    m.queues.flatMap((r) => Object.entries(r.counts).filter(([, n]) => n > 0).map(([status, n]) => [`{queue=${label(r.queue)},status=${label(status)}}`, n] as [string, number])),
+    m.queues.flatMap((r) => Object.entries(r.counts).map(([status, n]) => [`{${q(r.queue)},status=${label(status)}}`, n] as [string, number])),
   );
-  metric('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', busy.map((r) => [`{queue=${label(r.queue)}}`, r.running.expiredLeases]));
-  metric('leasehold_oldest_running_job_age_seconds', 'gauge', 'Age of the oldest running job.', busy.map((r) => [`{queue=${label(r.queue)}}`, (r.running.oldestAgeMs ?? 0) / 1000]));
-  metric('leasehold_heartbeat_lag_max_seconds', 'gauge', 'Longest time since a running job last heartbeated.', busy.map((r) => [`{queue=${label(r.queue)}}`, (r.running.maxHeartbeatLagMs ?? 0) / 1000]));
-  // Counters: all retained events, summed over queues.
-  metric('leasehold_stale_writes_rejected_total', 'counter', 'Writes refused because the lock token was stale.', [['', sum((r) => r.staleWritesRejected.total)]]);
-  metric('leasehold_enqueue_deduplicated_total', 'counter', 'Enqueues answered with an existing job (idempotency key).', [['', sum((r) => r.dedupHits.total)]]);
-  const reapedByReason = new Map<string, number>();
-  for (const r of m.queues) for (const [reason, w] of Object.entries(r.reaped)) reapedByReason.set(reason, (reapedByReason.get(reason) ?? 0) + w.total);
-  metric('leasehold_reaped_total', 'counter', 'Jobs taken back by the reaper, by reason.', [...reapedByReason].map(([reason, n]) => [`{reason=${label(reason)}}`, n]));
-  metric('leasehold_reap_deferred_total', 'counter', 'Reaper decisions deferred because the owner looked alive.', [['', sum((r) => r.reapDeferred.total)]]);
-  const q = (name: string) => `queue=${label(name)}`;
-  metric('leasehold_running_jobs', 'gauge', 'Running jobs.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.count]));
-  lines.push('# HELP leasehold_heartbeat_lag_seconds Time since each running job last heartbeated.', '# TYPE leasehold_heartbeat_lag_seconds histogram');
-  for (const r of m.queues) {
-    for (const b of r.running.heartbeatLagBuckets) {
-      lines.push(`leasehold_heartbeat_lag_seconds_bucket{${q(r.queue)},le="${b.leMs === null ? '+Inf' : b.leMs / 1000}"} ${b.count}`);
-    }
-    lines.push(`leasehold_heartbeat_lag_seconds_sum{${q(r.queue)}} ${r.running.heartbeatLagSumMs / 1000}`);
-    lines.push(`leasehold_heartbeat_lag_seconds_count{${q(r.queue)}} ${r.running.count}`);
-  }
+  perQueue('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', (r) => r.running.expiredLeases);
+  perQueue('leasehold_oldest_running_job_age_seconds', 'gauge', 'Age of the oldest running job (0 when none runs).', (r) => (r.running.oldestAgeMs ?? 0) / 1000);
+  perQueue('leasehold_heartbeat_lag_max_seconds', 'gauge', 'Longest time since a running job last heartbeated (0 when none runs).', (r) => (r.running.maxHeartbeatLagMs ?? 0) / 1000);
+
+  // Counters: the durable counters table (drizzle/0006), counted as each
+  // transition happens and never pruned, so none of them ever goes down.
+  perQueue('leasehold_jobs_enqueued_total', 'counter', 'Jobs enqueued (a deduplicated enqueue is not a new job).', (r) => r.jobsTotal.enqueued);
+  perQueue('leasehold_jobs_claimed_total', 'counter', 'Claims: jobs handed to a worker (each attempt counts).', (r) => r.jobsTotal.claimed);
+  perQueue('leasehold_jobs_completed_total', 'counter', 'Jobs completed.', (r) => r.jobsTotal.completed);
+  perQueue('leasehold_jobs_failed_total', 'counter', 'Jobs failed for good (by their worker, the reaper or a deadline).', (r) => r.jobsTotal.failed);
+  perQueue('leasehold_jobs_cancelled_total', 'counter', 'Jobs cancelled by an operator.', (r) => r.jobsTotal.cancelled);
+  perQueue('leasehold_jobs_retried_total', 'counter', 'Jobs put back to run again after an errored attempt, or by an operator retry.', (r) => r.jobsTotal.retried);
+  metric(
+    'leasehold_jobs_requeued_total',
+    'counter',
+    'Running jobs an operator requeued, after their lease expired (forced="false") or by force (forced="true").',
+    m.queues.flatMap((r) => [
+      [`{${q(r.queue)},forced="false"}`, r.jobsTotal.requeuedExpired],
+      [`{${q(r.queue)},forced="true"}`, r.jobsTotal.requeuedForced],
+    ]),
+  );
+  metric(
+    'leasehold_jobs_reaped_total',
+    'counter',
+    'Jobs taken back by the reaper, by queue and reason.',
+    m.queues.flatMap((r) => Object.entries(r.reaped).map(([reason, w]) => [`{${q(r.queue)},reason=${label(reason)}}`, w.total] as [string, number])),
+  );
+  perQueue('leasehold_reap_deferred_total', 'counter', 'Reaper decisions deferred because the owner looked alive.', (r) => r.reapDeferred.total);
+  perQueue('leasehold_stale_writes_rejected_total', 'counter', 'Writes refused because the lock token was stale.', (r) => r.staleWritesRejected.total);
+  perQueue('leasehold_enqueue_deduplicated_total', 'counter', 'Enqueues answered with an existing job (same idempotency key).', (r) => r.enqueueDeduplicated.total);
+  perQueue(
+    'leasehold_duplicate_executions_total',
+    'counter',
+    'Claims of a job whose previous claim was taken back (reaped, deadline, operator requeue) while it may still have been running.',
+    (r) => r.duplicateExecutions.total,
+  );
+  perQueue('leasehold_effects_skipped_total', 'counter', 'once() effects not run because an earlier attempt recorded them done.', (r) => r.effectsSkipped.total);
+  perQueue('leasehold_effects_rerun_total', 'counter', 'once() effects run again because an earlier start was never recorded done.', (r) => r.effectsRerun.total);
+
+  perQueue('leasehold_running_jobs', 'gauge', 'Running jobs.', (r) => r.running.count);
+  // A snapshot of the running jobs, not a count of observations: its buckets
+  // go down as jobs finish, so it is a gauge (a histogram must only grow).
+  metric(
+    'leasehold_running_jobs_by_heartbeat_lag',
+    'gauge',
+    'Running jobs whose time since their last heartbeat is at most le seconds (cumulative; le="+Inf" is every running job).',
+    m.queues.flatMap((r) =>
+      r.running.heartbeatLagBuckets.map((b) => [`{${q(r.queue)},le="${b.leMs === null ? '+Inf' : b.leMs / 1000}"}`, b.count] as [string, number]),
+    ),
+  );
   const windowed = (name: string, help: string, rows: [string, { last5m: number; lastHour: number }][]) =>
     metric(
       name,
@@ -54,7 +91,8 @@ export function prometheusText(m: MetricsSnapshot): string {
     m.queues.flatMap((r) => Object.entries(r.reaped).map(([reason, w]) => [`${q(r.queue)},reason=${label(reason)}`, w] as [string, typeof w])),
   );
   windowed('leasehold_stale_writes_rejected_recent', 'Stale writes rejected in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.staleWritesRejected]));
-  windowed('leasehold_enqueue_deduplicated_recent', 'Enqueue dedup hits in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.dedupHits]));
+  windowed('leasehold_enqueue_deduplicated_recent', 'Enqueues deduplicated in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.enqueueDeduplicated]));
+  windowed('leasehold_duplicate_executions_recent', 'Duplicate executions in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.duplicateExecutions]));
   metric('leasehold_ready_jobs', 'gauge', 'Pending jobs due now (queue depth).', m.queues.map((r) => [`{${q(r.queue)}}`, r.ready]));
   metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
   metric('leasehold_active_workers', 'gauge', 'Workers seen within the worker-alive window.', [['', m.workers.active]]);

@@ -1,5 +1,6 @@
 /**
- * Observability API (admin): metrics as JSON, alerts, tuning. All three read
+ * Observability API (role `reader`: the read-only or the admin token):
+ * metrics as JSON, alerts, tuning. All three read
  * one metrics snapshot computed from the database (src/db/store/metrics.ts).
  * Times are epoch ms in `snapshot.now`, plus ISO `at`; durations are ms.
  */
@@ -12,19 +13,19 @@ export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   const snapshot = () => metricsSnapshot(db, { now: clock.now(), config });
 
-  r.add({ method: 'get', path: '/metrics', role: 'admin', summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, reaps, stale writes, dedup, attempts, runtimes' }, async (c) => {
+  r.add({ method: 'get', path: '/metrics', role: 'reader', summary: 'Metrics as JSON: per-queue counts, all-time totals, leases, heartbeat lag, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, attempts, runtimes' }, async (c) => {
     const m = await snapshot();
     return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, queues: m.queues });
   });
 
-  r.add({ method: 'get', path: '/alerts', role: 'admin', summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
+  r.add({ method: 'get', path: '/alerts', role: 'reader', summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
     const m = await snapshot();
     const alerts = evaluateAlerts(m);
     // `thresholds`: the server's; each alert says which of them its queue overrides.
     return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds: DEFAULT_ALERT_THRESHOLDS, alerts });
   });
 
-  r.add({ method: 'get', path: '/tuning', role: 'admin', summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
+  r.add({ method: 'get', path: '/tuning', role: 'reader', summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
     const m = await snapshot();
     return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) });
   });

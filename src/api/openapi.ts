@@ -31,7 +31,7 @@ export function openApiDocument(specs: readonly RouteSpec[], version: string) {
     paths[path] ??= {};
     paths[path][spec.method] = {
       summary: spec.summary,
-      ...(spec.role ? { security: [{ [spec.role === 'admin' ? 'adminToken' : 'workerToken']: [] }] } : {}),
+      ...(spec.role ? { security: spec.role === 'reader' ? [{ readonlyToken: [] }, { adminToken: [] }] : [{ [spec.role === 'admin' ? 'adminToken' : 'workerToken']: [] }] } : {}),
       ...(params.length ? { parameters: params } : {}),
       ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body.schema } } } } : {}),
       responses: {
@@ -58,6 +58,7 @@ export function openApiDocument(specs: readonly RouteSpec[], version: string) {
       securitySchemes: {
         workerToken: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_WORKER_TOKEN (the admin token is accepted too)' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_ADMIN_TOKEN' },
+        readonlyToken: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_READONLY_TOKEN: metrics, alerts and tuning only (the admin token is accepted too)' },
       },
     },
   };

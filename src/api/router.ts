@@ -7,7 +7,7 @@ import type { Context, Hono } from 'hono';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { requireRole, type Role } from './auth.ts';
+import { requireRole, roleToken, type Role } from './auth.ts';
 import type { AuthThrottle } from './throttle.ts';
 import { readBody } from './http.ts';
 import { refuseSimpleCrossSite } from './web-guards.ts';
@@ -54,8 +54,7 @@ export class Routes {
   add<B, Q = undefined>(spec: RouteSpec<B, Q>, handler: (c: Context, body: B, query: Q) => Response | Promise<Response>): void {
     this.specs.push(spec as RouteSpec);
     const guards = spec.role ? [requireRole(spec.role, this.config, this.throttle)] : [];
-    const token = spec.role === 'admin' ? this.config.adminToken : spec.role === 'worker' ? this.config.workerToken : undefined;
-    const isOpen = !token;
+    const isOpen = !spec.role || !roleToken(spec.role, this.config);
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
       if (spec.method !== 'get') refuseSimpleCrossSite(c, isOpen);
       const query = spec.query ? spec.query.parse(c.req.query(), '') : (undefined as Q);

@@ -27,12 +27,18 @@ export interface AlertThresholds {
   reapClaimRatio: number;
   /** ... once there are at least this many claims to judge by. */
   reapRatioMinClaims: number;
-  /** dedup_rate / stale_write_rate fire when the 5-minute rate is this many times the hour's ... */
+  /** enqueue_dedup_rate / stale_write_rate fire when the 5-minute rate is this many times the hour's ... */
   rateRiseFactor: number;
   /** ... and there were at least this many in the 5 minutes. */
   rateMinEvents: number;
   /** pending_backlog fires when the oldest ready job has waited this long while workers are alive. */
   pendingAgeMs: number;
+  /**
+   * duplicate_executions fires above this many duplicate executions in 5
+   * minutes (claims of jobs taken back while their worker may still have been
+   * running them): recovery is too eager, or workers stall past lease + grace.
+   */
+  duplicateExecutionsPer5m: number;
 }
 
 export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
@@ -45,6 +51,7 @@ export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
   rateRiseFactor: 2,
   rateMinEvents: 5,
   pendingAgeMs: 60_000,
+  duplicateExecutionsPer5m: 5,
 };
 
 /**
@@ -58,9 +65,10 @@ export const ALERT_THRESHOLD_LIMITS: Record<keyof AlertThresholds, { min: number
   reapsPer5m: { min: 0, max: 1_000_000, integer: true, help: 'reaper_burst fires above this many reaps in 5 minutes' },
   reapClaimRatio: { min: 0.001, max: 1, integer: false, help: '... or when reaps exceed this share of claims in 5 minutes' },
   reapRatioMinClaims: { min: 0, max: 1_000_000, integer: true, help: '... once there were at least this many claims' },
-  rateRiseFactor: { min: 1, max: 1_000, integer: false, help: "dedup_rate / stale_write_rate fire at this many times the hour's rate" },
+  rateRiseFactor: { min: 1, max: 1_000, integer: false, help: "enqueue_dedup_rate / stale_write_rate fire at this many times the hour's rate" },
   rateMinEvents: { min: 0, max: 1_000_000, integer: true, help: '... with at least this many events in 5 minutes' },
   pendingAgeMs: { min: 1_000, max: 30 * 24 * 3_600_000, integer: true, help: 'pending_backlog fires when the oldest ready job waited this long while workers look alive' },
+  duplicateExecutionsPer5m: { min: 0, max: 1_000_000, integer: true, help: 'duplicate_executions fires above this many duplicate executions in 5 minutes' },
 };
 
 /**
@@ -85,7 +93,7 @@ export function parseQueueAlertThresholds(text: string | null | undefined): Part
   return out;
 }
 
-export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'dedup_rate' | 'stale_write_rate' | 'pending_backlog' | 'stalled_jobs';
+export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'enqueue_dedup_rate' | 'stale_write_rate' | 'pending_backlog' | 'duplicate_executions' | 'stalled_jobs';
 
 export interface Alert {
   name: AlertName;
@@ -115,9 +123,10 @@ const READS: Record<AlertName, (keyof AlertThresholds)[]> = {
   heartbeat_lag: ['heartbeatLagFactor'],
   long_running: ['longRunningP99Factor', 'longRunningLeaseFactor'],
   reaper_burst: ['reapsPer5m', 'reapClaimRatio', 'reapRatioMinClaims'],
-  dedup_rate: ['rateRiseFactor', 'rateMinEvents'],
+  enqueue_dedup_rate: ['rateRiseFactor', 'rateMinEvents'],
   stale_write_rate: ['rateRiseFactor', 'rateMinEvents'],
   pending_backlog: ['pendingAgeMs'],
+  duplicate_executions: ['duplicateExecutionsPer5m'],
   // Its threshold is the queue's stallMs setting (PATCH /queues/:queue/settings), not an alert threshold.
   stalled_jobs: [],
 };
@@ -175,9 +184,9 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
     );
   }
 
-  // Dedup / stale-write rate rising: the 5-minute rate against the hour's.
+  // Enqueue-dedup / stale-write rate rising: the 5-minute rate against the hour's.
   for (const [name, w, what] of [
-    ['dedup_rate', q.dedupHits, 'enqueue dedup hits'],
+    ['enqueue_dedup_rate', q.enqueueDeduplicated, 'enqueues deduplicated'],
     ['stale_write_rate', q.staleWritesRejected, 'stale writes rejected'],
   ] as const) {
     const shortMin = m.windows.shortMs / 60_000;
@@ -187,6 +196,24 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
     const threshold = baseline * t.rateRiseFactor;
     const firing = w.last5m >= t.rateMinEvents && rate > threshold;
     add(name, firing, round(rate), round(threshold), 'per_minute', firing ? `${what}: ${round(rate)}/min in the last 5 minutes, over ${t.rateRiseFactor} x the hour's ${round(baseline)}/min` : `${what}: ${round(rate)}/min in the last 5 minutes`);
+  }
+
+  // Duplicate executions: a count, not a rise against the hour (a steady
+  // stream of duplicates is no better). The default leaves room for one dead
+  // worker's few jobs, which the reaper handles; set 0 to hear of any.
+  {
+    const w = q.duplicateExecutions;
+    const firing = w.last5m > t.duplicateExecutionsPer5m;
+    add(
+      'duplicate_executions',
+      firing,
+      w.last5m,
+      t.duplicateExecutionsPer5m,
+      'count',
+      firing
+        ? `${w.last5m} jobs ran again in 5 minutes after being taken back while their worker may still have been running them (over ${t.duplicateExecutionsPer5m}; ${w.lastHour} in the hour)`
+        : `${w.last5m} duplicate executions in 5 minutes`,
+    );
   }
 
   // Pending piling up while workers look alive.

@@ -50,7 +50,11 @@ export interface Config extends QueueDefaults {
   port: number;
   workerToken: string | undefined;
   adminToken: string | undefined;
-  /** Dashboard login that can look but not act (no API access). Needs the admin token set. */
+  /**
+   * Read-only: a dashboard login that can look but not act, and the bearer
+   * token for /metrics, GET /api/v1/metrics, /alerts and /tuning (nothing
+   * else of the API). Needs the admin token set.
+   */
   readonlyToken: string | undefined;
   /** 'true': a proxy in front is trusted for X-Forwarded-For and X-Forwarded-Proto. */
   trustProxy: 'true' | 'false';
@@ -111,7 +115,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
-  { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act (needs the admin token)' },
+  { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act, and bearer token for /metrics and the metrics, alerts and tuning API (needs the admin token)' },
   { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: client address from X-Forwarded-For, HTTPS from X-Forwarded-Proto (Secure cookie)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },

@@ -39,7 +39,9 @@ export interface ReapRules {
   maxReapDeferMs: number;
 }
 
-export type ReapReason = 'reaped_due_to_expired_lease' | 'deadline_exceeded' | 'lost_too_many_times' | 'attempts_exhausted';
+/** Every reason a reaper take-back names (its event's reason; a label of leasehold_jobs_reaped_total). */
+export const REAP_REASONS = ['reaped_due_to_expired_lease', 'deadline_exceeded', 'lost_too_many_times', 'attempts_exhausted'] as const;
+export type ReapReason = (typeof REAP_REASONS)[number];
 
 /** Every decision says why, in words an operator reads (refusals, events, the dashboard). */
 export type ReapDecision = (

@@ -86,6 +86,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
             completedLastHour: a ? a.completed.reduce((s, n) => s + n, 0) : 0,
             busyWorkers: q.running.busyWorkers,
             firingAlerts: firing.filter((x) => x.queue === q.queue).length,
+            duplicatesLastHour: q.duplicateExecutions.lastHour,
           },
         ];
       }),
@@ -139,6 +140,12 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
           {fmtDuration(q.settings.timeoutMs)} · stall after {q.stallMs === null ? 'off' : fmtDuration(q.stallMs)}
           {q.running.stalled.count > 0 ? ` · ${q.running.stalled.count} stalled now` : ''}
         </dd>
+        <dt>Jobs, all time</dt>
+        <dd class="totals">
+          {q.jobsTotal.enqueued} enqueued · {q.jobsTotal.claimed} claims · {q.jobsTotal.completed} completed · {q.jobsTotal.failed} failed for good ·{' '}
+          {q.jobsTotal.cancelled} cancelled · {q.jobsTotal.retried} retried · {q.jobsTotal.requeuedExpired + q.jobsTotal.requeuedForced} requeued by an operator (
+          {q.jobsTotal.requeuedForced} forced)
+        </dd>
         <dt>Attempts (finished in the last hour)</dt>
         <dd class="attempts">
           {q.attempts.finished} jobs · {q.attempts.lostAttempts} attempts lost ({q.attempts.jobsWithLost} jobs) vs {q.attempts.erroredAttempts} errored (
@@ -176,7 +183,7 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
               <th>Event</th>
               <th>5 m</th>
               <th>1 h</th>
-              <th>Retained</th>
+              <th>All time</th>
             </tr>
           </thead>
           <tbody>
@@ -186,7 +193,10 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
             ))}
             <Windows label="reap deferred (owner alive)" w={q.reapDeferred} />
             <Windows label="stale writes rejected" w={q.staleWritesRejected} id={`stale-${q.queue}`} />
-            <Windows label="dedup hits" w={q.dedupHits} id={`dedup-${q.queue}`} />
+            <Windows label="enqueues deduplicated" w={q.enqueueDeduplicated} id={`dedup-${q.queue}`} />
+            <Windows label="duplicate executions" w={q.duplicateExecutions} id={`duplicates-${q.queue}`} />
+            <Windows label="once() effects skipped" w={q.effectsSkipped} id={`effects-skipped-${q.queue}`} />
+            <Windows label="once() effects run again" w={q.effectsRerun} id={`effects-rerun-${q.queue}`} />
           </tbody>
         </table>
       </div>
@@ -200,7 +210,7 @@ function MetricsFragment(props: { m: MetricsSnapshot }) {
   return (
     <>
       <p class="hint">
-        Workers: {m.workers.active} alive of {m.workers.total} registered. Windows: the last 5 minutes, the last hour, and all retained events.
+        Workers: {m.workers.active} alive of {m.workers.total} registered. Windows: the last 5 minutes, the last hour, and all time (counted as it happens, kept through pruning).
       </p>
       {m.queues.map((q) => (
         <QueueMetricsSection q={q} activeWorkers={m.workers.active} />

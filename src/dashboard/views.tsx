@@ -124,7 +124,7 @@ const perMin = (x: number) => (x >= 10 || x === 0 ? String(Math.round(x)) : x.to
 
 function ActivityCells(props: { a: QueueActivitySummary | undefined }) {
   const a = props.a;
-  if (!a) return <><td>—</td><td>—</td><td>—</td></>;
+  if (!a) return <><td>—</td><td>—</td><td>—</td><td>—</td></>;
   return (
     <>
       <td class="busy">{a.busyWorkers}</td>
@@ -132,6 +132,9 @@ function ActivityCells(props: { a: QueueActivitySummary | undefined }) {
         {perMin(a.completedPerMin)}/min <span class="hint">({a.completedLastHour} in 1 h)</span>
       </td>
       <td class={a.firingAlerts > 0 ? 'bad alerts' : 'alerts'}>{a.firingAlerts > 0 ? <a href="/dashboard/alerts">{a.firingAlerts} firing</a> : 'none'}</td>
+      <td class={a.duplicatesLastHour > 0 ? 'warn duplicates' : 'duplicates'} title="claims of jobs taken back while their worker may still have been running them">
+        {fmtCount(a.duplicatesLastHour)}
+      </td>
     </>
   );
 }
@@ -144,6 +147,8 @@ export interface QueueActivitySummary {
   /** Workers holding one of this queue's jobs now. */
   busyWorkers: number;
   firingAlerts: number;
+  /** Duplicate executions in the last hour. */
+  duplicatesLastHour: number;
 }
 
 export function OverviewFragment(props: { queues: QueueHealth[]; now: number; activity?: Map<string, QueueActivitySummary> }) {
@@ -160,6 +165,7 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
           <th>Workers busy</th>
           <th>Throughput</th>
           <th>Alerts</th>
+          <th>Duplicate runs (1 h)</th>
           <th>Expired leases</th>
           <th>Oldest running</th>
           <th>Oldest ready waiting</th>

@@ -52,6 +52,10 @@ export const jobs = sqliteTable(
     // When the owner last changed progress or checkpoint (stall detection); NULL: not since the claim.
     progressedAt: integer('progressed_at'),
     reaperDeferrals: integer('reaper_deferrals').notNull().default(0),
+    // Set (by a trigger, drizzle/0006) when a running job was taken from its
+    // owner by someone else (reaper, operator): what took it. Its next claim
+    // counts as a possible duplicate execution and clears it.
+    takenBack: text('taken_back'),
     // Every transition names itself here; a trigger turns that into its audit
     // event, inside the same statement, and only when a row really changed.
     lastEvent: text('last_event').notNull().default('enqueued'),
@@ -231,6 +235,23 @@ export const queueMinutes = sqliteTable(
     maxHeartbeatLagMs: integer('max_heartbeat_lag_ms'),
   },
   (t) => [primaryKey({ columns: [t.queueName, t.minuteAt] }), index('queue_minutes_minute_idx').on(t.minuteAt)],
+);
+
+/**
+ * Durable counters per queue (what /metrics reports as `_total`): counted by a
+ * trigger on events as each is written, inside the statement that made the
+ * transition (drizzle/0006), never decremented, never pruned. `label` is the
+ * reason of a reap, forced/expired of an operator requeue, '' otherwise.
+ */
+export const counters = sqliteTable(
+  'counters',
+  {
+    queueName: text('queue_name').notNull(),
+    name: text('name').notNull(),
+    label: text('label').notNull().default(''),
+    value: integer('value').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.name, t.label] })],
 );
 
 /**

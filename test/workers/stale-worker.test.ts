@@ -57,6 +57,8 @@ test('A stalls, the cron reaper requeues, B finishes, A is fenced off', async ()
     ['enqueued', null, null],
     ['claimed', null, 'A'],
     ['reaped', 'reaped_due_to_expired_lease', 'A'],
+    // B's claim may run the job a second time (A was only stalled): counted on D1 too.
+    ['duplicate_execution', 'reaped: reaped_due_to_expired_lease', 'B'],
     ['claimed', null, 'B'],
     ['stale_write_rejected', 'heartbeat', 'A'],
     ['stale_write_rejected', 'complete', 'A'],

@@ -9,6 +9,9 @@
  *   lock token and worker), and only for the effect this worker started in
  *   this attempt. A refused finish changes nothing and is recorded as a stale
  *   write. A finish sent again after it landed answers the result on record.
+ * Counted (drizzle/0006): a start answered `done` is an effect skipped; a
+ * start of a key an earlier attempt or another worker started is an effect
+ * run again.
  * What it cannot promise: if the process dies (or loses its lease) after the
  * effect but before finish, the effect stays `started` and the next attempt
  * runs it again.
@@ -31,7 +34,16 @@ export async function effectStartIfOwned(
   p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now },
 ): Promise<EffectStartOutcome> {
   const now = nowSql(p.now);
-  const [, rows, job] = await db.batch([
+  const [, , rows, job] = await db.batch([
+    // A key already done is skipped: recorded (and counted) in the same
+    // transaction that answers it. A rerun of a key started but never done is
+    // recorded by a trigger on the upsert below (drizzle/0006).
+    db.run(sql`INSERT INTO events (job_id, queue_name, type, reason, message, actor, worker_id, attempt, at)
+      SELECT j.id, j.queue_name, 'effect_skipped', e.key,
+        'once(' || e.key || ') was recorded as done on attempt ' || e.attempt || ': not run again',
+        ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
+      FROM effects e JOIN jobs j ON j.id = e.job_id
+      WHERE e.job_id = ${p.jobId} AND e.key = ${p.key} AND e.state = 'done'`),
     db.run(sql`INSERT INTO effects (job_id, key, state, attempt, worker_id, created_at)
       SELECT id, ${p.key}, 'started', attempt_count, ${p.workerId}, ${now} FROM jobs
       WHERE id = ${p.jobId} AND status = 'running' AND lock_token = ${p.lockToken} AND locked_by = ${p.workerId}

@@ -1,10 +1,11 @@
 /**
  * Numbers for /metrics, GET /api/v1/metrics, alerts and tuning, computed from
- * the database so they hold on stateless runtimes. Counters come from the
- * events table, so they survive restarts (but shrink when retention prunes old
- * jobs' events).
+ * the database so they hold on stateless runtimes. All-time totals come from
+ * the counters table (drizzle/0006: counted by a trigger as each event is
+ * written, never pruned), so they never go down across pruning and restarts;
+ * the 5-minute and hour windows are counted from the retained events.
  *
- * Costs (one batch of six statements, one round trip):
+ * Costs (one batch of seven statements, one round trip):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
@@ -14,9 +15,11 @@
  * - runtime percentiles: the same sample (one materialised read for both),
  *   each queue's completed runtimes as one comma-separated list, sorted in JS.
  * - workers: the whole workers table (small: one row per live-ish worker).
+ * - counters: the whole counters table (a few rows per queue).
  */
 import { sql } from 'drizzle-orm';
 import type { AlertThresholds } from '../../core/alerts.ts';
+import { REAP_REASONS } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
@@ -31,7 +34,7 @@ const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
 
-/** Event counts all-time (retained), in the last hour and in the last 5 minutes. */
+/** A count all-time (the durable counter), in the last hour and in the last 5 minutes (retained events). */
 export interface WindowCount {
   total: number;
   lastHour: number;
@@ -67,12 +70,33 @@ export interface QueueMetrics {
     /** Running jobs heartbeating without progress past the queue's stallMs (src/core/stall.ts), and their ids (at most 20). */
     stalled: { count: number; ids: string[] };
   };
-  /** Reaper take-backs by reason (events type 'reaped'). */
+  /** Jobs through each transition, all-time (durable counters; never decrease). */
+  jobsTotal: {
+    enqueued: number;
+    claimed: number;
+    completed: number;
+    /** Failed for good (by the owner, the reaper or a deadline). */
+    failed: number;
+    cancelled: number;
+    /** Put back to run again after an errored attempt, or by an operator's retry. */
+    retried: number;
+    /** Running jobs an operator requeued: after the lease expired, or forced. */
+    requeuedExpired: number;
+    requeuedForced: number;
+  };
+  /** Reaper take-backs by reason (every known reason, 0 when none). */
   reaped: Record<string, WindowCount>;
   reapedTotal: WindowCount;
   reapDeferred: WindowCount;
   staleWritesRejected: WindowCount;
-  dedupHits: WindowCount;
+  /** Enqueues answered with the existing job of the same idempotency key. */
+  enqueueDeduplicated: WindowCount;
+  /** Claims of a job whose previous claim was taken back while it may still have been running. */
+  duplicateExecutions: WindowCount;
+  /** once() effects not run because an earlier attempt recorded them done. */
+  effectsSkipped: WindowCount;
+  /** once() effects run again because an earlier start was never recorded done. */
+  effectsRerun: WindowCount;
   /**
    * Claims in the window, approximated without reading the 'claimed' events
    * (which no index covers): running jobs started in the window + finished
@@ -131,7 +155,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, recent, workers, healthRows, stalledRows] = await db.batch([
+  const [clock, running, events, recent, workers, healthRows, stalledRows, counterRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       // INDEXED BY (the partial index of running jobs): left alone, SQLite
@@ -147,7 +171,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
           sum(at >= ${now} - ${longMs}) AS lastHour, sum(at >= ${now} - ${shortMs}) AS last5m
         FROM events
-        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred')
+        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred', 'duplicate_execution', 'effect_skipped', 'effect_rerun')
           AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
         GROUP BY queue_name, type, reason`,
     ),
@@ -174,6 +198,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
     db.all<{ queue: string; count: number; ids: string }>(stalledByQueueSql(now)),
+    db.all<{ queue: string; name: string; label: string; value: number }>(sql`SELECT queue_name AS queue, name, label, value FROM counters`),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -191,19 +216,26 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     const counts = { ...h.counts };
     const r = running.find((x) => x.queue === name);
     const ev = events.filter((e) => e.queue === name);
-    const sumOf = (type: string, reason?: string) => {
+    const own = counterRows.filter((c) => c.queue === name);
+    const counter = (counterName: string, label?: string) =>
+      own.reduce((s, c) => s + (c.name === counterName && (label === undefined || c.label === label) ? num(c.value) : 0), 0);
+    // The windows from the retained events of `type`; the total from its counter.
+    const sumOf = (type: string, counterName: string, reason?: string) => {
       const w = zero();
       for (const e of ev) {
-        if (e.type !== type || (reason !== undefined && e.reason !== reason)) continue;
-        w.total += num(e.total);
+        if (e.type !== type || (reason !== undefined && (e.reason ?? 'unknown') !== reason)) continue;
         w.lastHour += num(e.lastHour);
         w.last5m += num(e.last5m);
       }
+      w.total = counter(counterName, reason);
       return w;
     };
+    const reasons = new Set<string>(REAP_REASONS);
+    for (const c of own) if (c.name === 'reaped') reasons.add(c.label);
+    for (const e of ev) if (e.type === 'reaped') reasons.add(e.reason ?? 'unknown');
     const reaped: Record<string, WindowCount> = {};
-    for (const e of ev) if (e.type === 'reaped') reaped[e.reason ?? 'unknown'] = sumOf('reaped', e.reason ?? undefined);
-    const reapedTotal = sumOf('reaped');
+    for (const reason of [...reasons].sort()) reaped[reason] = sumOf('reaped', 'reaped', reason);
+    const reapedTotal = sumOf('reaped', 'reaped');
     const fin = finished.filter((f) => f.queue === name);
     const rt = runtimes.get(name);
     const oldestStartedAt = r ? numOrNull(r.oldestStartedAt) : null;
@@ -233,11 +265,24 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         busyWorkers: r ? num(r.busyWorkers) : 0,
         stalled: stalledOf(stalledRows.find((x) => x.queue === name)),
       },
+      jobsTotal: {
+        enqueued: counter('enqueued'),
+        claimed: counter('claimed'),
+        completed: counter('completed'),
+        failed: counter('failed'),
+        cancelled: counter('cancelled'),
+        retried: counter('retried'),
+        requeuedExpired: counter('requeued', 'expired'),
+        requeuedForced: counter('requeued', 'forced'),
+      },
       reaped,
       reapedTotal,
-      reapDeferred: sumOf('reap_deferred'),
-      staleWritesRejected: sumOf('stale_write_rejected'),
-      dedupHits: sumOf('deduplicated'),
+      reapDeferred: sumOf('reap_deferred', 'reap_deferred'),
+      staleWritesRejected: sumOf('stale_write_rejected', 'stale_write_rejected'),
+      enqueueDeduplicated: sumOf('deduplicated', 'enqueue_deduplicated'),
+      duplicateExecutions: sumOf('duplicate_execution', 'duplicate_execution'),
+      effectsSkipped: sumOf('effect_skipped', 'effect_skipped'),
+      effectsRerun: sumOf('effect_rerun', 'effect_rerun'),
       claimsApprox: {
         lastHour: (r ? num(r.startedHour) : 0) + fin.reduce((s, f) => s + num(f.claimedHour), 0) + reapedTotal.lastHour,
         last5m: (r ? num(r.started5m) : 0) + fin.reduce((s, f) => s + num(f.claimed5m), 0) + reapedTotal.last5m,
