@@ -3,18 +3,21 @@ import { sql } from 'drizzle-orm';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import type { JobRecord } from '../db/store/record.ts';
+import { ownerLastSeenSql, ownerReplacedSql } from '../db/store/workers.ts';
 
 export interface RunningJobView extends JobRecord {
   q_heartbeat_ms: number;
   q_grace_ms: number;
   owner_last_seen_at: number | null;
+  /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
+  owner_replaced: number | null;
 }
 
 const withSettings = (config: Config) => sql`j.*,
   coalesce(q.heartbeat_ms, ${config.heartbeatMs}) AS q_heartbeat_ms,
   coalesce(q.grace_ms, ${config.graceMs}) AS q_grace_ms,
-  w.last_seen_at AS owner_last_seen_at
-  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN workers w ON w.id = j.locked_by`;
+  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
+  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
 
 /**
  * Running jobs whose lease has expired, or whose last heartbeat (or start)

@@ -36,9 +36,10 @@ const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
 
 export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await readNow(db);
-  const candidates = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config });
+  const { take, defer } = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
   const writes: ReapWrite[] = [];
-  for (const candidate of candidates) {
+  // Taken at most reaperBatchSize; deferrals (no state change) do not use up the batch.
+  for (const candidate of [...take, ...defer]) {
     const decision = decideReap(candidate, at, config);
     if (decision.action !== 'none') writes.push({ candidate, decision });
   }

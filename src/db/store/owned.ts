@@ -42,6 +42,8 @@ export interface OwnedWriteParams {
   now: Now;
   /** The write also claims jobs: register the worker as a claim does (otherwise only a known worker's row is touched). */
   claims?: boolean;
+  /** With `claims`: the claiming process, as for a claim. */
+  instanceId?: string | undefined;
 }
 
 /**
@@ -104,7 +106,7 @@ export async function ownedWriteThen<T extends { id: number }, A>(
       WHERE NOT (j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId})
       RETURNING job_id AS id, from_status AS status`),
     // With a claim the worker may take jobs: register it as a claim does.
-    (p.claims ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
+    p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now),
     db.all<T>(update(refsTable)),
     ...(then ? [then] : []),
   ]);
@@ -128,4 +130,4 @@ export const returning = (full: boolean) =>
   full ? sql`*` : sql`id, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
 
 /** Columns that leave the running state: no token, no owner, no lease. */
-export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, lease_expires_at = NULL, lease_ms = NULL`;
+export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, locked_by_instance = NULL, lease_expires_at = NULL, lease_ms = NULL`;
