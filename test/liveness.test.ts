@@ -164,3 +164,137 @@ describe("the reaper's batch", () => {
     expect((await reapOnce(t.db, t.clock.now(), t.config)).requeued).toHaveLength(1);
   });
 });
+
+const alertOf = async (queue: string, name: string) => {
+  const res = await t.get(`${api}/alerts`);
+  expect(res.status).toBe(200);
+  return (res.json.alerts as { queue: string; name: string; state: string; value: number; threshold: number; message: string }[]).find((a) => a.queue === queue && a.name === name)!;
+};
+const metricsOf = async (queue: string) => ((await t.get(`${api}/metrics`)).json.queues as any[]).find((q) => q.queue === queue);
+
+describe('heartbeat_lag points at live workers that cannot renew', () => {
+  /** `n` jobs of queue q claimed by `worker`, with a way to heartbeat each. */
+  async function jobsOf(worker: string, n: number) {
+    for (let i = 0; i < n; i++) await t.enqueue('q');
+    const claimed = await t.claim('q', worker, { limit: n });
+    expect(claimed).toHaveLength(n);
+    return claimed.map((c) => ({ id: c.id, heartbeat: async () => expect((await t.post(`${api}/jobs/${c.id}/heartbeat`, { workerId: worker, lockToken: c.lockToken })).status).toBe(200) }));
+  }
+
+  test("one dead worker's late job does not page: it is the reaper's business", async () => {
+    await bed();
+    await jobsOf('dead', 1);
+    const healthy = await jobsOf('alive', 3);
+    t.clock.advance(16_000); // over 3 heartbeat intervals; 'dead' not seen for longer than workerAliveMs
+    for (const j of healthy) await j.heartbeat();
+    const a = await alertOf('q', 'heartbeat_lag');
+    expect(a).toMatchObject({ state: 'ok', value: 0 });
+    expect(a.message).toBe('running jobs of live workers heartbeat on time; 1 running jobs belong to workers that look dead or restarted (left to the reaper)');
+    expect((await metricsOf('q')).running).toMatchObject({ count: 4, ownerAliveJobs: 3, ownerGoneJobs: 1, lateJobs: 0, lateJobIds: [] });
+  });
+
+  test('late jobs of a live worker page once their number or share reaches the threshold, and are named', async () => {
+    await bed();
+    const jobs = await jobsOf('alive', 4);
+    t.clock.advance(16_000);
+    await beat('alive'); // the worker lives; its jobs' heartbeats do not arrive
+    for (const j of jobs.slice(1)) await j.heartbeat();
+    // 1 late of 4 (25%): under both thresholds (2 jobs, 50%).
+    let a = await alertOf('q', 'heartbeat_lag');
+    expect(a).toMatchObject({ state: 'ok', value: 1, threshold: 2 });
+    expect(a.message).toContain(`jobs ${jobs[0]!.id} (fires at 2 jobs or 50%)`);
+
+    t.clock.advance(16_000);
+    await beat('alive');
+    for (const j of jobs.slice(2)) await j.heartbeat();
+    // 2 late of 4: at the count threshold. Worst first.
+    a = await alertOf('q', 'heartbeat_lag');
+    expect(a).toMatchObject({ state: 'firing', value: 2, threshold: 2 });
+    expect(a.message).toBe(`2 of 4 running jobs of live workers (50%) have not heartbeated for over 15000 ms (3 heartbeat intervals): jobs ${jobs[0]!.id}, ${jobs[1]!.id}`);
+    expect((await metricsOf('q')).running).toMatchObject({ ownerAliveJobs: 4, ownerGoneJobs: 0, lateJobs: 2, lateJobIds: [jobs[0]!.id, jobs[1]!.id] });
+
+    // A queue's own thresholds apply: 3 jobs and 60% needed here.
+    expect((await t.call('PUT', `${api}/queues/q/alerts`, { heartbeatLateJobs: 3, heartbeatLateShare: 0.6 })).status).toBe(200);
+    expect(await alertOf('q', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 2, threshold: 3 });
+  });
+
+  test("the share alone fires: a live worker's only job is late", async () => {
+    await bed();
+    await jobsOf('alive', 1);
+    t.clock.advance(16_000);
+    await beat('alive');
+    expect(await alertOf('q', 'heartbeat_lag')).toMatchObject({ state: 'firing', value: 1 });
+  });
+
+  test("a restarted worker's orphans count as gone, not late", async () => {
+    await bed();
+    await t.enqueue('q');
+    await t.claim('q', 'w1', { instanceId: 'p1' });
+    t.clock.advance(16_000);
+    await beat('w1', { instanceId: 'p2' });
+    expect(await alertOf('q', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 0 });
+    expect((await metricsOf('q')).running).toMatchObject({ ownerAliveJobs: 0, ownerGoneJobs: 1 });
+  });
+});
+
+describe('pending_backlog looks at the workers that serve the queue', () => {
+  test('a live worker on another queue does not make this queue look consumed: the alert says nobody consumes it', async () => {
+    await bed();
+    await t.enqueue('q');
+    await beat('w-q', { queues: ['q'] });
+    t.clock.advance(61_000); // w-q is gone by now
+    await beat('w-other', { queues: ['other'] });
+    const a = await alertOf('q', 'pending_backlog');
+    expect(a).toMatchObject({ state: 'firing', value: 61_000 });
+    expect(a.message).toBe('1 ready jobs, the oldest waiting 61000 ms: nobody consumes this queue: no live worker reports it or holds one of its jobs (1 live workers serve other queues)');
+    expect((await metricsOf('q')).servingWorkers).toBe(0);
+    expect((await metricsOf('other')) ?? { servingWorkers: 1 }).toMatchObject({ servingWorkers: 1 });
+  });
+
+  test('a live worker that serves the queue is named as such', async () => {
+    await bed();
+    await t.enqueue('q');
+    t.clock.advance(61_000);
+    await beat('w-q', { queues: ['other', 'q'] });
+    const a = await alertOf('q', 'pending_backlog');
+    expect(a).toMatchObject({ state: 'firing', message: '1 ready jobs, the oldest waiting 61000 ms, while 1 workers serving this queue look alive' });
+    expect((await metricsOf('q')).servingWorkers).toBe(1);
+  });
+
+  test('a worker that never beats but holds one of its jobs serves the queue', async () => {
+    await bed();
+    await t.enqueue('q');
+    await t.enqueue('q');
+    t.clock.advance(55_000);
+    await t.claim('q', 'http-only'); // a claim registers it, with no queues reported
+    t.clock.advance(6_000);
+    expect((await metricsOf('q')).servingWorkers).toBe(1);
+    expect((await alertOf('q', 'pending_backlog')).message).toContain('while 1 workers serving this queue look alive');
+  });
+});
+
+describe('tuning learns from healthy jobs only', () => {
+  test("one dead worker's job does not stretch the recommended lease", async () => {
+    await bed();
+    await t.enqueue('q');
+    await t.claim('q', 'dead');
+    // Past lease + grace: the old tuning read this 41 s lag as "normal jitter" and recommended a 123 s lease.
+    t.clock.advance(41_000);
+    const q = ((await t.get(`${api}/tuning`)).json.queues as any[]).find((x) => x.queue === 'q');
+    expect(q.recommended).toEqual({ leaseMs: 30_000, heartbeatMs: 5_000, graceMs: 10_000 });
+    expect(q.observed).toMatchObject({ maxHeartbeatLagMs: null, heartbeatDelayMs: 5_000, heartbeatJitterMs: 0, ownerGoneJobs: 1 });
+    expect(q.notes).toContain('1 running jobs belong to workers that look dead or restarted: left to the reaper, not learned from');
+    expect(q.flags.filter((f: { setting: string }) => f.setting === 'leaseMs')).toEqual([]);
+  });
+
+  test('a live worker whose job is late still teaches it', async () => {
+    await bed();
+    await t.enqueue('q');
+    await t.claim('q', 'alive');
+    t.clock.advance(25_000);
+    await beat('alive');
+    const q = ((await t.get(`${api}/tuning`)).json.queues as any[]).find((x) => x.queue === 'q');
+    expect(q.observed).toMatchObject({ maxHeartbeatLagMs: 25_000, ownerGoneJobs: 0 });
+    expect(q.recommended.leaseMs).toBe(75_000);
+  });
+});

@@ -13,22 +13,29 @@
  *   (finished_at >= now - 1h), materialised once for attempts and runtimes.
  * - runtime percentiles: the same sample (one materialised read for both),
  *   each queue's completed runtimes as one comma-separated list, sorted in JS.
- * - workers: the whole workers table (small: one row per live-ish worker).
+ * - running jobs' owners: one primary-key lookup of workers per running job
+ *   (ownerLastSeenSql: alive, gone, or restarted since the claim); the late
+ *   jobs' ids are ranked from the same materialised read.
+ * - workers: the whole workers table (small: one row per live-ish worker),
+ *   and the queues each live one reports (json_each of its queues list).
  */
-import { sql } from 'drizzle-orm';
-import type { AlertThresholds } from '../../core/alerts.ts';
+import { sql, type SQL } from 'drizzle-orm';
+import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { queuesHealthSql, toQueueHealth, type QueueHealth } from './read.ts';
+import { ownerLastSeenSql } from './workers.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
 const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
+/** The late jobs named per queue (worst first): enough to act on, bounded however many there are. */
+const LATE_IDS_NAMED = 10;
 
 /** Event counts all-time (retained), in the last hour and in the last 5 minutes. */
 export interface WindowCount {
@@ -61,7 +68,25 @@ export interface QueueMetrics {
     heartbeatLagSumMs: number;
     /** Distinct workers holding a job of this queue. */
     busyWorkers: number;
+    /** Running jobs whose owner looks alive: seen within workerAliveMs, and the same process that claimed them. */
+    ownerAliveJobs: number;
+    /** Running jobs whose owner looks dead, is unknown, or restarted since the claim: the reaper's business. */
+    ownerGoneJobs: number;
+    /** The worst heartbeat lag among jobs whose owner looks alive (what tuning learns from). */
+    maxOwnerAliveLagMs: number | null;
+    /**
+     * Late jobs of live owners: not heartbeated for over the queue's
+     * heartbeat interval x its heartbeatLagFactor threshold. `lateJobIds`:
+     * up to 10 of them, worst first.
+     */
+    lateJobs: number;
+    lateJobIds: string[];
   };
+  /**
+   * Live workers that serve this queue: they report it in their beats, or
+   * hold one of its running jobs (a worker that never beats still claims).
+   */
+  servingWorkers: number;
   /** Reaper take-backs by reason (events type 'reaped'). */
   reaped: Record<string, WindowCount>;
   reapedTotal: WindowCount;
@@ -113,11 +138,23 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   const config = p.config;
   const now = nowSql(p.now);
   const { shortMs, longMs } = METRIC_WINDOWS;
-  const lag = sql`(${now} - coalesce(last_heartbeat_at, started_at))`;
   const bucketCols = sql.join(
-    HEARTBEAT_LAG_BUCKETS_MS.map((b, i) => sql`sum(${lag} <= ${b}) AS ${sql.raw(`b${i}`)}`),
+    HEARTBEAT_LAG_BUCKETS_MS.map((b, i) => sql`sum(hb_lag <= ${b}) AS ${sql.raw(`b${i}`)}`),
     sql`, `,
   );
+  const alive = sql`${now} - ${config.workerAliveMs}`;
+  // Every running job with its lag, whether its owner looks alive, and when
+  // it counts as late (the queue's heartbeat interval x its lag factor),
+  // read once (MATERIALIZED) for the per-queue sums and the late jobs' ids.
+  // INDEXED BY (the partial index of running jobs): left alone, SQLite
+  // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
+  // 1M finished jobs).
+  const runningJobs = sql`rj AS MATERIALIZED (SELECT j.id AS id, j.queue_name AS queue_name, j.locked_by AS locked_by,
+      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at,
+      ${now} - coalesce(j.last_heartbeat_at, j.started_at) AS hb_lag,
+      coalesce(${ownerLastSeenSql('j')} >= ${alive}, 0) AS owner_alive,
+      coalesce(q.heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`q.alert_thresholds`, 'heartbeatLagFactor')} AS late_after
+    FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN queues q ON q.name = j.queue_name WHERE j.status = 'running')`;
   // "The last hour" of finished jobs, newest first, at most RECENT_SAMPLE rows:
   // a range of jobs_finished_idx, so the cost stays flat however busy the hour
   // was (exact over 42k rows it took ~300 ms per poll, bench/dashboard.ts).
@@ -126,17 +163,23 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, recent, workers, healthRows] = await db.batch([
+  const [clock, running, late, events, recent, workers, serving, healthRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
-      // INDEXED BY (the partial index of running jobs): left alone, SQLite
-      // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
-      // 1M finished jobs).
-      sql`SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
-          max(${lag}) AS maxLag, sum(${lag}) AS sumLag, ${bucketCols},
+      sql`WITH ${runningJobs}
+        SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
+          max(hb_lag) AS maxLag, sum(hb_lag) AS sumLag, ${bucketCols},
           sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
-          count(DISTINCT locked_by) AS busyWorkers
-        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name`,
+          count(DISTINCT locked_by) AS busyWorkers,
+          sum(owner_alive) AS ownerAlive, max(CASE WHEN owner_alive THEN hb_lag END) AS maxOwnerAliveLag,
+          sum(owner_alive AND hb_lag > late_after) AS late
+        FROM rj GROUP BY queue_name`,
+    ),
+    db.all<{ queue: string; id: number }>(
+      sql`WITH ${runningJobs}
+        SELECT queue, id FROM (SELECT queue_name AS queue, id, row_number() OVER (PARTITION BY queue_name ORDER BY hb_lag DESC, id) AS rn
+          FROM rj WHERE owner_alive AND hb_lag > late_after)
+        WHERE rn <= ${LATE_IDS_NAMED} ORDER BY queue, rn`,
     ),
     db.all<{ queue: string; type: string; reason: string | null; total: number; lastHour: number; last5m: number }>(
       sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
@@ -164,7 +207,18 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         FROM s WHERE status = 'completed' AND started_at IS NOT NULL GROUP BY queue_name`,
     ),
     db.all<{ total: number; active: number | null }>(
-      sql`SELECT count(*) AS total, sum(last_seen_at >= ${now} - ${config.workerAliveMs}) AS active FROM workers`,
+      sql`SELECT count(*) AS total, sum(last_seen_at >= ${alive}) AS active FROM workers`,
+    ),
+    // Live workers per queue they serve: the queues they report, or a running
+    // job of the queue they hold (a worker that never beats reports none).
+    db.all<{ queue: string; serving: number }>(
+      sql`SELECT queue, count(DISTINCT worker) AS serving FROM (
+          SELECT je.value AS queue, w.id AS worker FROM workers w, json_each(CASE WHEN json_valid(w.queues) THEN w.queues ELSE '[]' END) je
+          WHERE w.last_seen_at >= ${alive}
+          UNION
+          SELECT j.queue_name, w.id FROM jobs j INDEXED BY jobs_lease_expiry_idx JOIN workers w ON w.id = j.locked_by
+          WHERE j.status = 'running' AND w.last_seen_at >= ${alive}
+        ) GROUP BY queue`,
     ),
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
@@ -224,7 +278,13 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         ],
         heartbeatLagSumMs: r ? num(r.sumLag) : 0,
         busyWorkers: r ? num(r.busyWorkers) : 0,
+        ownerAliveJobs: r ? num(r.ownerAlive) : 0,
+        ownerGoneJobs: r ? runningCount - num(r.ownerAlive) : 0,
+        maxOwnerAliveLagMs: r ? numOrNull(r.maxOwnerAliveLag) : null,
+        lateJobs: r ? num(r.late) : 0,
+        lateJobIds: late.filter((x) => x.queue === name).map((x) => String(x.id)),
       },
+      servingWorkers: num(serving.find((x) => x.queue === name)?.serving),
       reaped,
       reapedTotal,
       reapDeferred: sumOf('reap_deferred'),
@@ -253,6 +313,21 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     queues,
     health,
   };
+}
+
+/**
+ * A queue's alert threshold in SQL: its own (from queues.alert_thresholds)
+ * when present and within limits, as parseQueueAlertThresholds would read
+ * it, else the server's. Lets one statement of the snapshot use per-queue
+ * thresholds without a read before the batch.
+ */
+function thresholdSql(column: SQL, key: keyof AlertThresholds): SQL {
+  const limit = ALERT_THRESHOLD_LIMITS[key];
+  const path = `$.${key}`;
+  const value = sql`json_extract(${column}, ${path})`;
+  return sql`coalesce(CASE WHEN json_valid(${column}) AND json_type(${column}, ${path}) IN ('integer', 'real')
+    AND ${value} BETWEEN ${limit.min} AND ${limit.max} ${limit.integer ? sql`AND ${value} = CAST(${value} AS INTEGER)` : sql``}
+    THEN ${value} END, ${DEFAULT_ALERT_THRESHOLDS[key]})`;
 }
 
 /** Nearest-rank percentiles (the value at rank ceil(p/100 x n), 1-based) of a non-empty list of runtimes. */
