@@ -9,7 +9,9 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Config } from '../src/core/config.ts';
 import { reapOnce } from '../src/db/reap-once.ts';
+import { createWorker, httpTransport } from '../src/worker/index.ts';
 import { setup, type TestBed } from './helpers.ts';
+import { until } from './until.ts';
 
 let t: TestBed;
 async function bed(overrides: Partial<Config> = {}) {
@@ -89,6 +91,29 @@ describe('liveness is per worker process', () => {
     // Clearing the lease clears the instance with it.
     expect((await t.post(`${api}/jobs/${second.id}/complete`, { workerId: 'w1', lockToken: done.json.jobs[0].lockToken })).status).toBe(200);
     expect((await t.client.execute({ sql: 'SELECT locked_by_instance FROM jobs WHERE id = ?', args: [Number(second.id)] })).rows[0]!.locked_by_instance).toBeNull();
+  });
+
+  test('the SDK sends a new instance id per start, with its beats and claims', async () => {
+    await bed();
+    const j = await t.enqueue('q');
+    const transport = httpTransport({ url: 'http://127.0.0.1', fetch: (async (input: string, init?: RequestInit) => t.app.request(input, init)) as typeof fetch });
+    const quiet = { info() {}, warn() {}, error() {} };
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const first = createWorker({ transport, queue: 'q', workerId: 'w1', pollMs: 10, handleSignals: false, logger: quiet, handler: () => held });
+    first.start();
+    const claimedBy = await until('the first worker claims the job', async () => (await t.client.execute({ sql: 'SELECT locked_by_instance FROM jobs WHERE id = ?', args: [Number(j.id)] })).rows[0]!.locked_by_instance as string | null);
+    expect(claimedBy).toBe(first.instanceId);
+    expect(claimedBy).toMatch(/^[0-9a-f]{16}$/);
+    expect(await workerRow('w1')).toMatchObject({ instance_id: claimedBy, restarts: 0 });
+    // A second process under the same id (the first one's successor).
+    const second = createWorker({ transport, queue: 'q', workerId: 'w1', pollMs: 10, handleSignals: false, logger: quiet, handler: () => undefined });
+    second.start();
+    await until('the second process takes over the id', async () => (await workerRow('w1'))?.restarts === 1);
+    expect((await workerRow('w1'))!.instance_id).toBe(second.instanceId);
+    expect(second.instanceId).not.toBe(first.instanceId);
+    release();
+    await Promise.all([first.close(), second.close()]);
   });
 
   test('restarts are counted per worker id and shown on the workers page', async () => {
@@ -191,6 +216,9 @@ describe('heartbeat_lag points at live workers that cannot renew', () => {
     expect(a).toMatchObject({ state: 'ok', value: 0 });
     expect(a.message).toBe('running jobs of live workers heartbeat on time; 1 running jobs belong to workers that look dead or restarted (left to the reaper)');
     expect((await metricsOf('q')).running).toMatchObject({ count: 4, ownerAliveJobs: 3, ownerGoneJobs: 1, lateJobs: 0, lateJobIds: [] });
+    const prom = (await t.get('/metrics')).text;
+    expect(prom).toContain('leasehold_owner_gone_jobs{queue="q"} 1');
+    expect(prom).toContain('leasehold_heartbeat_late_jobs{queue="q"} 0');
   });
 
   test('late jobs of a live worker page once their number or share reaches the threshold, and are named', async () => {
@@ -212,6 +240,7 @@ describe('heartbeat_lag points at live workers that cannot renew', () => {
     expect(a).toMatchObject({ state: 'firing', value: 2, threshold: 2 });
     expect(a.message).toBe(`2 of 4 running jobs of live workers (50%) have not heartbeated for over 15000 ms (3 heartbeat intervals): jobs ${jobs[0]!.id}, ${jobs[1]!.id}`);
     expect((await metricsOf('q')).running).toMatchObject({ ownerAliveJobs: 4, ownerGoneJobs: 0, lateJobs: 2, lateJobIds: [jobs[0]!.id, jobs[1]!.id] });
+    expect((await t.get('/metrics')).text).toContain('leasehold_heartbeat_late_jobs{queue="q"} 2');
 
     // A queue's own thresholds apply: 3 jobs and 60% needed here.
     expect((await t.call('PUT', `${api}/queues/q/alerts`, { heartbeatLateJobs: 3, heartbeatLateShare: 0.6 })).status).toBe(200);
@@ -248,6 +277,7 @@ describe('pending_backlog looks at the workers that serve the queue', () => {
     expect(a).toMatchObject({ state: 'firing', value: 61_000 });
     expect(a.message).toBe('1 ready jobs, the oldest waiting 61000 ms: nobody consumes this queue: no live worker reports it or holds one of its jobs (1 live workers serve other queues)');
     expect((await metricsOf('q')).servingWorkers).toBe(0);
+    expect((await t.get('/metrics')).text).toContain('leasehold_serving_workers{queue="q"} 0');
     expect((await metricsOf('other')) ?? { servingWorkers: 1 }).toMatchObject({ servingWorkers: 1 });
   });
 

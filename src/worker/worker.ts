@@ -608,6 +608,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
 
   const worker = {
     id: workerId,
+    /** This process's instance id (random per createWorker): the server tells a restart from the same worker by it. */
+    instanceId,
     start: startWorker,
     close,
     /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked, heartbeatFailures. */
