@@ -38,10 +38,15 @@ export async function reapOnce(db: Db, now: Now, config: Config): Promise<ReapRe
   const at = typeof now === 'number' ? now : await readNow(db);
   const { take, defer } = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
   const writes: ReapWrite[] = [];
-  // Taken at most reaperBatchSize; deferrals (no state change) do not use up the batch.
+  // Taken at most reaperBatchSize; deferrals (no state change) do not use up
+  // the batch. decideReap has the last word on every row, so a row of the
+  // defer list it takes still counts against the batch (the next pass gets the rest).
+  let takes = 0;
   for (const candidate of [...take, ...defer]) {
     const decision = decideReap(candidate, at, config);
-    if (decision.action !== 'none') writes.push({ candidate, decision });
+    if (decision.action === 'none') continue;
+    if (decision.action !== 'defer' && ++takes > config.reaperBatchSize) continue;
+    writes.push({ candidate, decision });
   }
   const taken = await jobsReapIfUnchanged(db, { now: at, writes, defaults: config });
   const report: ReapReport = { at, requeued: [], failed: [], deferred: [], raced: 0, pruned: 0, alerts: { ...NO_ALERT_PASS } };
