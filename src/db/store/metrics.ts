@@ -15,7 +15,7 @@
  *   each queue's completed runtimes as one comma-separated list, sorted in JS.
  * - running jobs' owners: one primary-key lookup of workers per running job
  *   (ownerLastSeenSql: alive, gone, or restarted since the claim); the late
- *   jobs' ids are ranked from the same materialised read.
+ *   jobs' ids in a second scan that looks up owners only for late jobs.
  * - workers: the whole workers table (small: one row per live-ish worker),
  *   and the queues each live one reports (json_each of its queues list).
  */
@@ -143,18 +143,20 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     sql`, `,
   );
   const alive = sql`${now} - ${config.workerAliveMs}`;
-  // Every running job with its lag, whether its owner looks alive, and when
-  // it counts as late (the queue's heartbeat interval x its lag factor),
-  // read once (MATERIALIZED) for the per-queue sums and the late jobs' ids.
+  // When a running job of each queue counts as late: its heartbeat interval
+  // x its heartbeatLagFactor, worked out once per queue (not per job).
+  const lateAfter = sql`qt AS MATERIALIZED (SELECT name, coalesce(heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`alert_thresholds`, 'heartbeatLagFactor')} AS late_after FROM queues)`;
+  const defaultLateAfter = config.heartbeatMs * DEFAULT_ALERT_THRESHOLDS.heartbeatLagFactor;
+  const hbLag = sql`(${now} - coalesce(j.last_heartbeat_at, j.started_at))`;
+  const ownerAlive = sql`coalesce(${ownerLastSeenSql('j')} >= ${alive}, 0)`;
+  // Every running job with its lag and whether its owner looks alive (one
+  // workers lookup per job), read once (MATERIALIZED) for the sums.
   // INDEXED BY (the partial index of running jobs): left alone, SQLite
   // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
   // 1M finished jobs).
-  const runningJobs = sql`rj AS MATERIALIZED (SELECT j.id AS id, j.queue_name AS queue_name, j.locked_by AS locked_by,
-      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at,
-      ${now} - coalesce(j.last_heartbeat_at, j.started_at) AS hb_lag,
-      coalesce(${ownerLastSeenSql('j')} >= ${alive}, 0) AS owner_alive,
-      coalesce(q.heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`q.alert_thresholds`, 'heartbeatLagFactor')} AS late_after
-    FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN queues q ON q.name = j.queue_name WHERE j.status = 'running')`;
+  const runningJobs = sql`rj AS MATERIALIZED (SELECT j.queue_name AS queue_name, j.locked_by AS locked_by,
+      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at, ${hbLag} AS hb_lag, ${ownerAlive} AS owner_alive, coalesce(qt.late_after, ${defaultLateAfter}) AS late_after
+    FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name WHERE j.status = 'running')`;
   // "The last hour" of finished jobs, newest first, at most RECENT_SAMPLE rows:
   // a range of jobs_finished_idx, so the cost stays flat however busy the hour
   // was (exact over 42k rows it took ~300 ms per poll, bench/dashboard.ts).
@@ -166,19 +168,22 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   const [clock, running, late, events, recent, workers, serving, healthRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
-      sql`WITH ${runningJobs}
+      sql`WITH ${lateAfter}, ${runningJobs}
         SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
           max(hb_lag) AS maxLag, sum(hb_lag) AS sumLag, ${bucketCols},
           sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
           count(DISTINCT locked_by) AS busyWorkers,
           sum(owner_alive) AS ownerAlive, max(CASE WHEN owner_alive THEN hb_lag END) AS maxOwnerAliveLag,
-          sum(owner_alive AND hb_lag > late_after) AS late
+          sum(owner_alive AND hb_lag > late_after) AS late,
+          json_group_array(DISTINCT CASE WHEN owner_alive THEN locked_by END) AS aliveHolders
         FROM rj GROUP BY queue_name`,
     ),
     db.all<{ queue: string; id: number }>(
-      sql`WITH ${runningJobs}
-        SELECT queue, id FROM (SELECT queue_name AS queue, id, row_number() OVER (PARTITION BY queue_name ORDER BY hb_lag DESC, id) AS rn
-          FROM rj WHERE owner_alive AND hb_lag > late_after)
+      // The late jobs' ids: the owner is looked up only for jobs already late.
+      sql`WITH ${lateAfter}
+        SELECT queue, id FROM (SELECT j.queue_name AS queue, j.id AS id, row_number() OVER (PARTITION BY j.queue_name ORDER BY ${hbLag} DESC, j.id) AS rn
+          FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name
+          WHERE j.status = 'running' AND ${hbLag} > coalesce(qt.late_after, ${defaultLateAfter}) AND ${ownerAlive})
         WHERE rn <= ${LATE_IDS_NAMED} ORDER BY queue, rn`,
     ),
     db.all<{ queue: string; type: string; reason: string | null; total: number; lastHour: number; last5m: number }>(
@@ -209,16 +214,11 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     db.all<{ total: number; active: number | null }>(
       sql`SELECT count(*) AS total, sum(last_seen_at >= ${alive}) AS active FROM workers`,
     ),
-    // Live workers per queue they serve: the queues they report, or a running
-    // job of the queue they hold (a worker that never beats reports none).
-    db.all<{ queue: string; serving: number }>(
-      sql`SELECT queue, count(DISTINCT worker) AS serving FROM (
-          SELECT je.value AS queue, w.id AS worker FROM workers w, json_each(CASE WHEN json_valid(w.queues) THEN w.queues ELSE '[]' END) je
-          WHERE w.last_seen_at >= ${alive}
-          UNION
-          SELECT j.queue_name, w.id FROM jobs j INDEXED BY jobs_lease_expiry_idx JOIN workers w ON w.id = j.locked_by
-          WHERE j.status = 'running' AND w.last_seen_at >= ${alive}
-        ) GROUP BY queue`,
+    // Live workers per queue they report in their beats (the workers table is small).
+    db.all<{ queue: string; workers: string }>(
+      sql`SELECT je.value AS queue, json_group_array(DISTINCT w.id) AS workers
+        FROM workers w, json_each(CASE WHEN json_valid(w.queues) THEN w.queues ELSE '[]' END) je
+        WHERE w.last_seen_at >= ${alive} GROUP BY je.value`,
     ),
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
@@ -284,7 +284,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         lateJobs: r ? num(r.late) : 0,
         lateJobIds: late.filter((x) => x.queue === name).map((x) => String(x.id)),
       },
-      servingWorkers: num(serving.find((x) => x.queue === name)?.serving),
+      // Those that report the queue, and those that hold one of its jobs (a
+      // worker that never beats still claims), each counted once.
+      servingWorkers: new Set([...jsonIds(serving.find((x) => x.queue === name)?.workers), ...jsonIds(r?.aliveHolders)]).size,
       reaped,
       reapedTotal,
       reapDeferred: sumOf('reap_deferred'),
@@ -313,6 +315,12 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     queues,
     health,
   };
+}
+
+/** A JSON array of worker ids from json_group_array, without the NULLs of jobs whose owner is not alive. */
+function jsonIds(text: unknown): string[] {
+  if (typeof text !== 'string') return [];
+  return (JSON.parse(text) as (string | null)[]).filter((x): x is string => x !== null);
 }
 
 /**
