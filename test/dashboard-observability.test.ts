@@ -122,6 +122,7 @@ describe('dashboard observability pages', () => {
     await t.enqueue('q');
     await t.claim('q', 'A');
     t.clock.advance(15_000);
+    await t.post(`${api}/workers/beat`, { workerId: 'A' }, admin); // A lives: its late job pages
     expect(text(element(await page('/dashboard'), 'overview-alerts', 'p'))).toContain('0 alerts firing');
     t.clock.advance(1);
 
@@ -129,7 +130,7 @@ describe('dashboard observability pages', () => {
     expect(text(element(html, 'alerts-firing', 'p'))).toContain('1 firing');
     const row = element(html, 'alert-q-heartbeat_lag', 'tr');
     expect(html.slice(html.lastIndexOf('<tr', html.indexOf('id="alert-q-heartbeat_lag"')), html.indexOf('id="alert-q-heartbeat_lag"'))).toContain('class="firing"');
-    expect(text(row)).toContain('firing heartbeat_lag q 15.0 s 15.0 s a running job has not heartbeated for 15001 ms');
+    expect(text(row)).toContain('firing heartbeat_lag q 1 2 1 of 1 running jobs of live workers (100%) have not heartbeated for over 15000 ms');
     // Firing rows come before every ok row, whatever the queue order.
     const rows = [...html.matchAll(/<tr class="(firing|ok)" id="alert-([^"]+)"/g)].map((m) => `${m[1]} ${m[2]}`);
     expect(rows[0]).toBe('firing q-heartbeat_lag');
@@ -148,6 +149,7 @@ describe('dashboard observability pages', () => {
     await t.enqueue('q');
     await t.claim('q', 'A');
     t.clock.advance(16_000); // heartbeat lag 16 s: firing
+    await t.post(`${api}/workers/beat`, { workerId: 'A' }, admin); // A lives: its late job pages
     expect((await t.post(`${api}/reaper/run`, {}, admin)).json.alerts).toMatchObject({ evaluated: true, started: 1 });
     t.clock.advance(10_000);
     const html = await page('/dashboard/alerts');
@@ -157,7 +159,7 @@ describe('dashboard observability pages', () => {
     const e = await t.enqueue('q');
     void e;
     t.clock.advance(61_000);
-    await t.post(`${api}/workers/beat`, { workerId: 'B' }, admin); // pending_backlog needs a live worker
+    // pending_backlog fires: the job waited 61 s and nobody consumes q.
     expect(element(await page('/dashboard/alerts'), 'alert-q-pending_backlog', 'tr')).toContain('<td class="since">—</td>');
     // Without a webhook URL there is no webhook column.
     expect(html).not.toContain('<th>Webhook</th>');
@@ -168,6 +170,7 @@ describe('dashboard observability pages', () => {
     await t.enqueue('busy');
     await t.claim('busy', 'A');
     t.clock.advance(20_000); // lag 20 s: the 30 s lease is under twice that
+    await t.post(`${api}/workers/beat`, { workerId: 'A' }, admin); // A lives: a healthy job, learned from
     const html = await page('/dashboard/tuning');
     const idle = element(html, 'tuning-idle', 'section');
     expect(idle).toContain('confidence: none');
@@ -236,11 +239,12 @@ describe('dashboard observability pages', () => {
     };
     expect(row('q')).toContain('<td class="busy">1</td>');
     expect(text(row('q'))).toContain('2.0/min (10 in 1 h)');
-    // heartbeat_lag and long_running: the claimed job has run 5 minutes without a heartbeat.
-    expect(row('q')).toContain('<td class="bad alerts"><a href="/dashboard/alerts">2 firing</a></td>');
+    // long_running: the claimed job has run 5 minutes. Not heartbeat_lag: A looks dead, its job is the reaper's business.
+    expect(row('q')).toContain('<td class="bad alerts"><a href="/dashboard/alerts">1 firing</a></td>');
     expect(row('idle')).toContain('<td class="busy">0</td>');
     expect(text(row('idle'))).toContain('0/min (0 in 1 h)');
-    expect(row('idle')).toContain('<td class="alerts">none</td>');
+    // pending_backlog: its job has waited 5 minutes and nobody consumes idle.
+    expect(row('idle')).toContain('<td class="bad alerts"><a href="/dashboard/alerts">1 firing</a></td>');
     expect(text(element(html, 'overview-workers', 'a'))).toContain('0 workers alive');
   });
 

@@ -28,7 +28,7 @@ const queue = async (name: string) => (await metrics()).queues.find((q) => q.que
 async function alerts() {
   const res = await t.get(`${api}/alerts`);
   expect(res.status).toBe(200);
-  return res.json as { firing: number; alerts: { name: string; queue: string; state: string; value: number | null; threshold: number }[] };
+  return res.json as { firing: number; alerts: { name: string; queue: string; state: string; value: number | null; threshold: number; message: string }[] };
 }
 const alert = async (q: string, name: string) => (await alerts()).alerts.find((a) => a.queue === q && a.name === name)!;
 
@@ -113,8 +113,10 @@ describe('GET /api/v1/metrics', () => {
     // A snapshot of running jobs goes down as they finish: a gauge, not a histogram.
     expect(prom.text).toContain('# TYPE leasehold_running_jobs_by_heartbeat_lag gauge');
     expect(prom.text).not.toContain('histogram');
-    // The running job has not heartbeated for over a minute: its alert is 1, the others 0.
-    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="heartbeat_lag"} 1');
+    // The running job has not heartbeated for over an hour, but its worker B
+    // looks dead too: that is the reaper's business, not a heartbeat_lag page.
+    expect(later.running).toMatchObject({ ownerAliveJobs: 0, ownerGoneJobs: 1, lateJobs: 0 });
+    expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="heartbeat_lag"} 0');
     expect(prom.text).toContain('leasehold_alert_firing{queue="q",alert="enqueue_dedup_rate"} 0');
     expect(t.errors).toEqual([]);
   });
@@ -166,14 +168,18 @@ describe('GET /api/v1/alerts', () => {
     expect(res.alerts.every((a) => a.state === 'ok')).toBe(true);
   });
 
-  test('heartbeat lag fires above 3 heartbeat intervals and clears on a heartbeat', async () => {
+  test("heartbeat lag fires when a live worker's jobs are late past 3 heartbeat intervals, names them, and clears on a heartbeat", async () => {
     await bed();
     const e = await t.enqueue('q');
     const [c] = await t.claim('q', 'A');
     t.clock.advance(15_000);
-    expect(await alert('q', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 15_000, threshold: 15_000 });
+    expect((await t.post(`${api}/workers/beat`, { workerId: 'A' })).status).toBe(200);
+    expect(await alert('q', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 0, threshold: 2, unit: 'count' });
     t.clock.advance(1);
-    expect(await alert('q', 'heartbeat_lag')).toMatchObject({ state: 'firing', value: 15_001, threshold: 15_000 });
+    // One late job of A's one: 100% of the live workers' running jobs.
+    const firing = await alert('q', 'heartbeat_lag');
+    expect(firing).toMatchObject({ state: 'firing', value: 1, threshold: 2, unit: 'count' });
+    expect(firing.message).toBe(`1 of 1 running jobs of live workers (100%) have not heartbeated for over 15000 ms (3 heartbeat intervals): jobs ${e.id}`);
     expect((await t.post(`${api}/jobs/${e.id}/heartbeat`, { workerId: 'A', lockToken: c!.lockToken })).status).toBe(200);
     expect(await alert('q', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 0 });
   });
@@ -222,17 +228,28 @@ describe('GET /api/v1/alerts', () => {
     // Ten minutes on the same events are the hour's baseline, not a rise.
     t.clock.advance(10 * 60_000);
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'ok', value: 0 });
-    expect((await alerts()).firing).toBe(0);
+    // Only the backlog: the deduplicated job has waited 10 minutes and nobody consumes q.
+    expect((await alerts()).alerts.filter((a) => a.state === 'firing').map((a) => a.name)).toEqual(['pending_backlog']);
   });
 
-  test('pending backlog fires only while workers look alive and the queue is not paused', async () => {
+  test('pending backlog fires past its age unless the queue is paused, and says whether anyone consumes it', async () => {
     await bed();
     await t.enqueue('q');
-    t.clock.advance(61_000);
-    // No worker seen: the backlog is a capacity problem, not this alert.
-    expect(await alert('q', 'pending_backlog')).toMatchObject({ state: 'ok', value: 61_000 });
-    expect((await t.post(`${api}/workers/beat`, { workerId: 'A' })).status).toBe(200);
-    expect(await alert('q', 'pending_backlog')).toMatchObject({ state: 'firing', value: 61_000, threshold: 60_000 });
+    t.clock.advance(60_000);
+    expect(await alert('q', 'pending_backlog')).toMatchObject({ state: 'ok', value: 60_000, message: expect.stringContaining('nobody consumes this queue') });
+    t.clock.advance(1_000);
+    expect(await alert('q', 'pending_backlog')).toMatchObject({
+      state: 'firing',
+      value: 61_000,
+      message: '1 ready jobs, the oldest waiting 61000 ms: nobody consumes this queue: no live worker reports it or holds one of its jobs (no worker looks alive at all)',
+    });
+    expect((await t.post(`${api}/workers/beat`, { workerId: 'A', queues: ['q'] })).status).toBe(200);
+    expect(await alert('q', 'pending_backlog')).toMatchObject({
+      state: 'firing',
+      value: 61_000,
+      threshold: 60_000,
+      message: '1 ready jobs, the oldest waiting 61000 ms, while 1 workers serving this queue look alive',
+    });
     expect((await t.post(`${api}/queues/q/pause`)).status).toBe(200);
     expect(await alert('q', 'pending_backlog')).toMatchObject({ state: 'ok' });
   });
@@ -246,18 +263,19 @@ describe('per-queue alert thresholds: PUT /api/v1/queues/:queue/alerts', () => {
       await t.claim(q, 'A');
     }
     t.clock.advance(20_000); // lag 20 s: over 3 x 5 s, under 5 x 5 s
-    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000 });
+    expect((await t.post(`${api}/workers/beat`, { workerId: 'A' })).status).toBe(200);
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', value: 1, message: expect.stringContaining('over 15000 ms') });
     const res = await t.call('PUT', `${api}/queues/slow/alerts`, { heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
     expect(res.status).toBe(200);
     expect(res.json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
     expect(res.json.queue.alertThresholds).toMatchObject({ heartbeatLagFactor: 5, pendingAgeMs: 300_000, reapsPer5m: 10 });
-    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'ok', threshold: 25_000, overridden: ['heartbeatLagFactor'] });
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'ok', value: 0, overridden: ['heartbeatLagFactor'] });
     expect(await alert('slow', 'reaper_burst')).toMatchObject({ overridden: [] });
-    expect(await alert('fast', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000, overridden: [] });
+    expect(await alert('fast', 'heartbeat_lag')).toMatchObject({ state: 'firing', value: 1, overridden: [] });
     // The queue's view shows them; {} goes back to the server's.
     expect((await t.get(`${api}/queues/slow`)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300_000 });
     expect((await t.call('PUT', `${api}/queues/slow/alerts`, {})).json.queue.alertOverrides).toEqual({});
-    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', threshold: 15_000 });
+    expect(await alert('slow', 'heartbeat_lag')).toMatchObject({ state: 'firing', message: expect.stringContaining('over 15000 ms') });
   });
 
   test('bad thresholds are a 400 naming the field, and change nothing', async () => {
@@ -321,6 +339,8 @@ describe('GET /api/v1/tuning', () => {
     await t.enqueue('q');
     await t.claim('q', 'A');
     t.clock.advance(25_000);
+    // A still beats (its job's heartbeats are what is late): a healthy job to learn from.
+    expect((await t.post(`${api}/workers/beat`, { workerId: 'A' })).status).toBe(200);
     let q = await tuning('q');
     expect(q.observed).toMatchObject({ maxHeartbeatLagMs: 25_000, heartbeatDelayMs: 25_000, heartbeatJitterMs: 20_000, reapDeferredLastHour: 0 });
     expect(q.recommended).toEqual({ leaseMs: 75_000, heartbeatMs: 5_000, graceMs: 26_000 });

@@ -280,7 +280,7 @@ describe('race with a heartbeat', () => {
     const [c] = await t.claim('q', 'A');
     t.clock.advance(40_001);
     const now = t.clock.now();
-    const candidates = await jobsGetReapCandidates(t.db, { now, limit: 100, defaults: t.config });
+    const { take: candidates } = await jobsGetReapCandidates(t.db, { now, limit: 100, defaults: t.config, rules: t.config });
     expect(candidates.map((x) => String(x.id))).toEqual([e.id]);
     const writes: ReapWrite[] = [];
     for (const candidate of candidates) {
@@ -309,7 +309,7 @@ describe('race with a heartbeat', () => {
     const [c] = await t.claim('q', 'A');
     t.clock.advance(40_001);
     const now = t.clock.now();
-    const candidates = await jobsGetReapCandidates(t.db, { now, limit: 100, defaults: t.config });
+    const { take: candidates } = await jobsGetReapCandidates(t.db, { now, limit: 100, defaults: t.config, rules: t.config });
     const writes = candidates.map((candidate) => ({ candidate, decision: decideReap(candidate, now, t.config) })) as ReapWrite[];
     expect((await t.post(`${api}/jobs/${e.id}/complete`, { workerId: 'A', lockToken: c!.lockToken })).status).toBe(200);
     expect((await jobsReapIfUnchanged(t.db, { now, writes, defaults: t.config })).size).toBe(0);

@@ -53,6 +53,11 @@ export function parseQueue(raw: string | undefined, field = 'queue'): string {
 }
 
 export const workerIdField = str({ min: 1, max: 200, description: 'the worker id the claim was made with' });
+export const instanceIdField = str({
+  min: 1,
+  max: 200,
+  description: "this process of the worker (random per start): a restarted worker reusing its id is a new instance, and its predecessor's claims no longer count as alive",
+});
 export const lockTokenField = str({ min: 1, max: 200, description: 'the lockToken returned by the claim' });
 
 export function errorBody(err: LeaseholdError) {

@@ -97,6 +97,9 @@ export function prometheusText(m: MetricsSnapshot): string {
   metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
   metric('leasehold_active_workers', 'gauge', 'Workers seen within the worker-alive window.', [['', m.workers.active]]);
   metric('leasehold_busy_workers', 'gauge', 'Distinct workers holding a running job, by queue.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.busyWorkers]));
+  metric('leasehold_serving_workers', 'gauge', 'Live workers that serve the queue (report it, or hold one of its jobs).', m.queues.map((r) => [`{${q(r.queue)}}`, r.servingWorkers]));
+  metric('leasehold_heartbeat_late_jobs', 'gauge', 'Running jobs of live workers not heartbeated for over the heartbeat_lag factor x interval.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.lateJobs]));
+  metric('leasehold_owner_gone_jobs', 'gauge', 'Running jobs whose worker looks dead or restarted since the claim (the reaper takes them back).', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.ownerGoneJobs]));
   metric(
     'leasehold_finished_jobs_by_attempts',
     'gauge',

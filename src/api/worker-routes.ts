@@ -12,7 +12,7 @@ import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts'
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
-import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
+import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
@@ -46,12 +46,13 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       path: '/queues/:queue/claim',
       role: 'worker',
       summary: 'Claim up to `limit` ready jobs; an empty list means nothing is ready',
-      body: obj({ workerId: workerIdField, limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
+      body: obj({ workerId: workerIdField, instanceId: optional(instanceIdField), limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
     },
     async (c, body) => {
       const claimed = await jobsClaimPending(db, {
         queue: parseQueue(c.req.param('queue')),
         workerId: body.workerId,
+        instanceId: body.instanceId,
         limit: body.limit ?? 1,
         leaseMs: body.leaseMs,
         now: clock.now(),
@@ -160,6 +161,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         'Complete many jobs in one statement, each fenced by its own token; one outcome per job. With `claim`, also claim the next jobs in the same transaction (answered as `jobs`, like a claim)',
       body: obj({
         workerId: workerIdField,
+        instanceId: optional(instanceIdField),
         results: arr(obj({ id: jobIdField, lockToken: lockTokenField, result: optional(json()) }), { min: 1, max: MAX_BATCH }),
         claim: optional(obj({ queue: queueName, limit: int({ min: 1, max: config.maxClaimBatch }), leaseMs: optional(leaseMs) })),
       }),
@@ -172,7 +174,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       };
       const completed = (o: OwnedOutcome) => batchEntry(o, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }));
       if (!body.claim) return c.json({ results: (await jobsCompleteIfOwned(db, params)).map(completed) });
-      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: body.claim, defaults: config });
+      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: body.claim, instanceId: body.instanceId, defaults: config });
       return c.json({ results: outcomes.map(completed), jobs: claimed.map(toClaimedJob) });
     },
   );
@@ -238,6 +240,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job",
       body: obj({
         workerId: workerIdField,
+        instanceId: optional(instanceIdField),
         host: optional(str({ max: 255 })),
         pid: optional(int({ min: 0, max: 2 ** 31 })),
         version: optional(str({ max: 100 })),

@@ -15,8 +15,12 @@
 import type { MetricsSnapshot, QueueMetrics } from '../db/store/metrics.ts';
 
 export interface AlertThresholds {
-  /** heartbeat_lag fires when the worst running job's lag exceeds this many heartbeat intervals. */
+  /** A running job is late when it has not heartbeated for over this many heartbeat intervals. */
   heartbeatLagFactor: number;
+  /** heartbeat_lag fires when at least this many running jobs of live workers are late ... */
+  heartbeatLateJobs: number;
+  /** ... or when late ones are at least this share of the running jobs of live workers. */
+  heartbeatLateShare: number;
   /** long_running fires when the oldest running job is older than max(p99 runtime x this, lease). */
   longRunningP99Factor: number;
   /** Without runtime history: older than this many leases. */
@@ -31,7 +35,7 @@ export interface AlertThresholds {
   rateRiseFactor: number;
   /** ... and there were at least this many in the 5 minutes. */
   rateMinEvents: number;
-  /** pending_backlog fires when the oldest ready job has waited this long while workers are alive. */
+  /** pending_backlog fires when the oldest ready job of a queue that is not paused has waited this long. */
   pendingAgeMs: number;
   /**
    * duplicate_executions fires above this many duplicate executions in 5
@@ -43,6 +47,8 @@ export interface AlertThresholds {
 
 export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
   heartbeatLagFactor: 3,
+  heartbeatLateJobs: 2,
+  heartbeatLateShare: 0.5,
   longRunningP99Factor: 3,
   longRunningLeaseFactor: 10,
   reapsPer5m: 10,
@@ -59,7 +65,9 @@ export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
  * Ratios are shares (0..1]; factors multiply a measured value; counts and ms are whole.
  */
 export const ALERT_THRESHOLD_LIMITS: Record<keyof AlertThresholds, { min: number; max: number; integer: boolean; help: string }> = {
-  heartbeatLagFactor: { min: 1, max: 1_000, integer: false, help: 'heartbeat_lag fires when the worst lag exceeds this many heartbeat intervals' },
+  heartbeatLagFactor: { min: 1, max: 1_000, integer: false, help: 'a running job is late past this many heartbeat intervals without a heartbeat' },
+  heartbeatLateJobs: { min: 1, max: 1_000_000, integer: true, help: 'heartbeat_lag fires when at least this many jobs of live workers are late' },
+  heartbeatLateShare: { min: 0.001, max: 1, integer: false, help: '... or when late ones are at least this share of the running jobs of live workers' },
   longRunningP99Factor: { min: 1, max: 1_000, integer: false, help: 'long_running fires past this many times the p99 runtime (and the lease)' },
   longRunningLeaseFactor: { min: 1, max: 1_000, integer: false, help: 'without runtime history, long_running fires past this many leases' },
   reapsPer5m: { min: 0, max: 1_000_000, integer: true, help: 'reaper_burst fires above this many reaps in 5 minutes' },
@@ -67,7 +75,7 @@ export const ALERT_THRESHOLD_LIMITS: Record<keyof AlertThresholds, { min: number
   reapRatioMinClaims: { min: 0, max: 1_000_000, integer: true, help: '... once there were at least this many claims' },
   rateRiseFactor: { min: 1, max: 1_000, integer: false, help: "enqueue_dedup_rate / stale_write_rate fire at this many times the hour's rate" },
   rateMinEvents: { min: 0, max: 1_000_000, integer: true, help: '... with at least this many events in 5 minutes' },
-  pendingAgeMs: { min: 1_000, max: 30 * 24 * 3_600_000, integer: true, help: 'pending_backlog fires when the oldest ready job waited this long while workers look alive' },
+  pendingAgeMs: { min: 1_000, max: 30 * 24 * 3_600_000, integer: true, help: 'pending_backlog fires when the oldest ready job waited this long' },
   duplicateExecutionsPer5m: { min: 0, max: 1_000_000, integer: true, help: 'duplicate_executions fires above this many duplicate executions in 5 minutes' },
 };
 
@@ -120,7 +128,7 @@ export function effectiveAlertThresholds(queueOverrides: Partial<AlertThresholds
 
 /** Which thresholds each alert reads, to say whether its queue overrides them. */
 const READS: Record<AlertName, (keyof AlertThresholds)[]> = {
-  heartbeat_lag: ['heartbeatLagFactor'],
+  heartbeat_lag: ['heartbeatLagFactor', 'heartbeatLateJobs', 'heartbeatLateShare'],
   long_running: ['longRunningP99Factor', 'longRunningLeaseFactor'],
   reaper_burst: ['reapsPer5m', 'reapClaimRatio', 'reapRatioMinClaims'],
   enqueue_dedup_rate: ['rateRiseFactor', 'rateMinEvents'],
@@ -145,12 +153,30 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
       overridden: READS[name].filter((k) => q.alertOverrides[k] !== undefined),
     });
 
-  // Heartbeat lag spike.
+  // Heartbeat lag spike: late jobs of workers that look alive. A live
+  // worker that cannot renew will lose its leases (and its jobs may run
+  // twice); a dead worker's job is the reaper's business (reaper_burst
+  // watches how much it takes back), so it never pages by itself.
   {
-    const threshold = q.settings.heartbeatMs * t.heartbeatLagFactor;
-    const lag = q.running.maxHeartbeatLagMs;
-    const firing = lag !== null && lag > threshold;
-    add('heartbeat_lag', firing, lag, threshold, 'ms', firing ? `a running job has not heartbeated for ${lag} ms (over ${t.heartbeatLagFactor} heartbeat intervals)` : 'running jobs heartbeat on time');
+    const r = q.running;
+    const lateAfter = q.settings.heartbeatMs * t.heartbeatLagFactor;
+    const share = r.ownerAliveJobs > 0 ? r.lateJobs / r.ownerAliveJobs : 0;
+    const byCount = r.lateJobs >= t.heartbeatLateJobs;
+    const byShare = r.lateJobs > 0 && share >= t.heartbeatLateShare;
+    const gone = r.ownerGoneJobs > 0 ? `; ${r.ownerGoneJobs} running jobs belong to workers that look dead or restarted (left to the reaper)` : '';
+    const named = r.lateJobIds.length < r.lateJobs ? `${r.lateJobIds.join(', ')} and ${r.lateJobs - r.lateJobIds.length} more` : r.lateJobIds.join(', ');
+    add(
+      'heartbeat_lag',
+      byCount || byShare,
+      r.lateJobs,
+      t.heartbeatLateJobs,
+      'count',
+      r.lateJobs === 0
+        ? `running jobs of live workers heartbeat on time${gone}`
+        : `${r.lateJobs} of ${r.ownerAliveJobs} running jobs of live workers (${Math.round(share * 100)}%) have not heartbeated for over ${lateAfter} ms (${t.heartbeatLagFactor} heartbeat intervals): jobs ${named}${
+            byCount || byShare ? '' : ` (fires at ${t.heartbeatLateJobs} jobs or ${Math.round(t.heartbeatLateShare * 100)}%)`
+          }${gone}`,
+    );
   }
 
   // Oldest running job far beyond normal runtime.
@@ -216,22 +242,30 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
     );
   }
 
-  // Pending piling up while workers look alive.
+  // Pending piling up. Judged by the workers that serve this queue (they
+  // report their queues), not by any worker anywhere: a queue nobody
+  // consumes says so, whatever other queues' workers do.
   {
     const age = q.oldestReadyAgeMs;
-    const firing = !q.paused && q.ready > 0 && age !== null && age > t.pendingAgeMs && m.workers.active > 0;
+    const firing = !q.paused && q.ready > 0 && age !== null && age > t.pendingAgeMs;
+    const others = m.workers.active - q.servingWorkers;
+    const nobody = `nobody consumes this queue: no live worker reports it or holds one of its jobs${
+      others > 0 ? ` (${others} live workers serve other queues)` : m.workers.active === 0 ? ' (no worker looks alive at all)' : ''
+    }`;
     add(
       'pending_backlog',
       firing,
       age,
       t.pendingAgeMs,
       'ms',
-      firing
-        ? `${q.ready} ready jobs, the oldest waiting ${age} ms, while ${m.workers.active} workers look alive`
-        : q.paused
-          ? 'the queue is paused'
-          : m.workers.active === 0 && q.ready > 0
-            ? `${q.ready} ready jobs but no worker looks alive`
+      q.paused
+        ? 'the queue is paused'
+        : firing
+          ? q.servingWorkers > 0
+            ? `${q.ready} ready jobs, the oldest waiting ${age} ms, while ${q.servingWorkers} workers serving this queue look alive`
+            : `${q.ready} ready jobs, the oldest waiting ${age} ms: ${nobody}`
+          : q.ready > 0 && q.servingWorkers === 0
+            ? `${q.ready} ready jobs; ${nobody}`
             : `${q.ready} ready jobs`,
     );
   }

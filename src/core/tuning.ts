@@ -5,9 +5,13 @@
  *
  * The lag between consecutive heartbeats is not stored, so the heartbeat
  * delay is estimated as the worst current lag of a running job (now - last
- * heartbeat), never less than the configured interval. Reaper deferrals in
- * the last hour (the lease expired while the owner was alive) mean pauses
- * longer than lease + grace happened.
+ * heartbeat), never less than the configured interval. Only healthy jobs
+ * count: a job whose owner looks dead (or restarted since the claim) is not
+ * "normal jitter" but a crash, the reaper's business; learning from it would
+ * stretch the lease and slow every recovery. Such jobs are reported apart
+ * (`observed.ownerGoneJobs`). Reaper deferrals in the last hour (the lease
+ * expired while the owner was alive) mean pauses longer than lease + grace
+ * happened.
  *
  * @example
  *   const rows = recommendTuning(await metricsSnapshot(db, { now, config }));
@@ -42,8 +46,11 @@ export interface QueueTuning {
     runtimeP50Ms: number | null;
     runtimeP99Ms: number | null;
     completedLastHour: number;
+    /** The worst current lag of a running job whose owner looks alive. */
     maxHeartbeatLagMs: number | null;
-    /** max(heartbeat interval, worst current lag). */
+    /** Running jobs whose owner looks dead or restarted: not learned from. */
+    ownerGoneJobs: number;
+    /** max(heartbeat interval, worst current lag of a healthy job). */
     heartbeatDelayMs: number;
     /** How late past the interval the worst heartbeat is. */
     heartbeatJitterMs: number;
@@ -64,11 +71,11 @@ export function recommendTuning(m: MetricsSnapshot, options: Partial<TuningOptio
 function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
   const s = q.settings;
   const current: LeaseSettings = { leaseMs: s.leaseMs, heartbeatMs: s.heartbeatMs, graceMs: s.graceMs };
-  const lag = q.running.maxHeartbeatLagMs;
+  const lag = q.running.maxOwnerAliveLagMs;
   const delay = Math.max(s.heartbeatMs, lag ?? 0);
   const jitter = Math.max(0, delay - s.heartbeatMs);
   const deferred = q.reapDeferred.lastHour;
-  const samples = q.running.count + (q.runtime?.count ?? 0) + deferred + q.reapedTotal.lastHour;
+  const samples = q.running.ownerAliveJobs + (q.runtime?.count ?? 0) + deferred + q.reapedTotal.lastHour;
   const confidence: QueueTuning['confidence'] = samples === 0 ? 'none' : samples < 10 ? 'low' : 'ok';
 
   const flags: TuningFlag[] = [];
@@ -104,6 +111,9 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
   } else {
     notes.push('nothing observed yet (no running job, completed job or reaper event in the last hour): keeping the current values');
   }
+  if (q.running.ownerGoneJobs > 0) {
+    notes.push(`${q.running.ownerGoneJobs} running jobs belong to workers that look dead or restarted: left to the reaper, not learned from`);
+  }
   if (recommended.leaseMs > s.leaseMs) notes.push(`raise the lease to ${recommended.leaseMs} ms`);
   else if (recommended.leaseMs < s.leaseMs) notes.push(`the lease could drop to ${recommended.leaseMs} ms, so dead workers' jobs run again sooner`);
 
@@ -117,6 +127,7 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
       runtimeP99Ms: q.runtime?.p99Ms ?? null,
       completedLastHour: q.runtime?.count ?? 0,
       maxHeartbeatLagMs: lag,
+      ownerGoneJobs: q.running.ownerGoneJobs,
       heartbeatDelayMs: delay,
       heartbeatJitterMs: jitter,
       reapDeferredLastHour: deferred,

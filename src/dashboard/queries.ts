@@ -6,7 +6,7 @@ import { stalledForMs } from '../core/stall.ts';
 import type { Db } from '../db/db.ts';
 import type { JobRecord } from '../db/store/record.ts';
 import { stalledSql } from '../db/store/stalls.ts';
-import { ownerLastSeenSql } from '../db/store/workers.ts';
+import { ownerLastSeenSql, ownerReplacedSql } from '../db/store/workers.ts';
 
 export interface RunningJobView extends JobRecord {
   progressed_at: number | null;
@@ -16,6 +16,8 @@ export interface RunningJobView extends JobRecord {
   /** The queue's stall setting (null: not watched). */
   q_stall_ms: number | null;
   owner_last_seen_at: number | null;
+  /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
+  owner_replaced: number | null;
 }
 
 const withSettings = (config: Config) => sql`j.*,
@@ -23,7 +25,7 @@ const withSettings = (config: Config) => sql`j.*,
   coalesce(q.grace_ms, ${config.graceMs}) AS q_grace_ms,
   coalesce(q.max_lost_attempts, ${config.maxLostAttempts}) AS q_max_lost_attempts,
   q.stall_ms AS q_stall_ms,
-  ${ownerLastSeenSql('j')} AS owner_last_seen_at
+  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
   FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
 
 /**

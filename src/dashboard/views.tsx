@@ -373,6 +373,7 @@ function reaperText(d: NonNullable<ReturnType<typeof reaperView>>, now: number):
 
 function ownerText(j: RunningJobView, now: number, config: Config): string {
   if (!j.locked_by) return '—';
+  if (j.owner_replaced) return `${j.locked_by} (restarted since this claim: the process that claimed it is gone)`;
   if (j.owner_last_seen_at === null) return `${j.locked_by} (not registered)`;
   const alive = j.owner_last_seen_at >= now - config.workerAliveMs;
   return `${j.locked_by} (${alive ? 'alive' : 'not seen'}, last seen ${fmtRelative(j.owner_last_seen_at, now)})`;
@@ -623,6 +624,7 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
           <th>Alive</th>
           <th>Last seen</th>
           <th>Running</th>
+          <th title="times a new process took over this worker id (a crash loop shows here)">Restarts</th>
           <th>Queues</th>
           <th>Host</th>
           <th>Pid</th>
@@ -639,6 +641,7 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
               <td class={alive ? 'good' : 'bad'}>{alive ? 'alive' : 'not seen'}</td>
               <td>{fmtRelative(w.last_seen_at, props.now)}</td>
               <td>{w.running_count}</td>
+              <td class={w.restarts > 0 ? 'warn' : undefined}>{w.restarts}</td>
               <td>{w.queues ?? '—'}</td>
               <td>{w.host ?? '—'}</td>
               <td>{w.pid ?? '—'}</td>

@@ -46,12 +46,18 @@ export interface ReapOptions {
 
 export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await readNow(db);
-  const candidates = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config });
+  const { take, defer } = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
   const writes: ReapWrite[] = [];
+  // Taken at most reaperBatchSize; deferrals (no state change) do not use up
+  // the batch. decideReap has the last word on every row, so a row of the
+  // defer list it takes still counts against the batch (the next pass gets the rest).
   const held: ReapCandidateRow[] = [];
-  for (const candidate of candidates) {
+  let takes = 0;
+  for (const candidate of [...take, ...defer]) {
     const decision = decideReap(candidate, at, config);
     if (decision.action === 'none') continue;
+    if (decision.action !== 'defer' && ++takes > config.reaperBatchSize) continue;
+    // After a gap in this server's own passes, expired leases wait for their owners.
     if (options.holdLostLeases && decision.action !== 'defer' && decision.cause === 'lost') held.push(candidate);
     else writes.push({ candidate, decision });
   }

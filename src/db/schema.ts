@@ -39,6 +39,9 @@ export const jobs = sqliteTable(
     leaseMs: integer('lease_ms'),
     leaseExpiresAt: integer('lease_expires_at'),
     lockedBy: text('locked_by'),
+    // The worker process (instance) that made the claim: a restarted worker
+    // reusing its id is a new instance, and does not keep this claim alive.
+    lockedByInstance: text('locked_by_instance'),
     lockToken: text('lock_token'),
     idempotencyKey: text('idempotency_key'),
     dedupCount: integer('dedup_count').notNull().default(0),
@@ -137,6 +140,10 @@ export const workers = sqliteTable(
     version: text('version'),
     queues: text('queues'),
     runningCount: integer('running_count').notNull().default(0),
+    // The process now using this id (random per start), and how many times a
+    // new one took over the id: a crash-looping worker shows here.
+    instanceId: text('instance_id'),
+    restarts: integer('restarts').notNull().default(0),
     startedAt: integer('started_at').notNull(),
     lastSeenAt: integer('last_seen_at').notNull(),
   },

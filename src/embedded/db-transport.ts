@@ -53,7 +53,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
         now: clock.now(),
       };
       if (!p.claim) return { answers: (await jobsCompleteIfOwned(db, params)).map(answer), claimed: [] };
-      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: p.claim, defaults: config });
+      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: p.claim, instanceId: p.instanceId, defaults: config });
       return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
     },
     async fail(p) {
@@ -79,7 +79,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
       return outcomes.map(answer);
     },
     async beat(p) {
-      await workerBeat(db, { id: p.workerId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, now: clock.now() });
+      await workerBeat(db, { id: p.workerId, instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, now: clock.now() });
     },
     async effectStart(p) {
       const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });

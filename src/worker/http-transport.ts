@@ -68,7 +68,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
 
   return {
     async claim(p) {
-      const r = await post<{ jobs: ClaimedJob[] }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, limit: p.limit, leaseMs: p.leaseMs });
+      const r = await post<{ jobs: ClaimedJob[] }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs });
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
       return r.json.jobs;
     },
@@ -87,6 +87,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     async complete(p) {
       const r = await post<{ results: BatchResult[]; jobs?: ClaimedJob[] }>('/completions', {
         workerId: p.workerId,
+        instanceId: p.instanceId,
         results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, result: x.result })),
         claim: p.claim,
       });

@@ -26,7 +26,8 @@ export interface LeaseRef {
 }
 
 export interface Transport {
-  claim(p: { queue: string; workerId: string; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
+  /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
+  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
   /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
   heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
@@ -36,13 +37,14 @@ export interface Transport {
    */
   complete(p: {
     workerId: string;
+    instanceId?: string | undefined;
     results: (LeaseRef & { result?: unknown })[];
     claim?: { queue: string; limit: number; leaseMs?: number | undefined } | undefined;
   }): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
   /** The worker's own liveness row. */
-  beat(p: { workerId: string; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
+  beat(p: { workerId: string; instanceId?: string | undefined; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */

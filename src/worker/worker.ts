@@ -150,6 +150,10 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
   const identity = { version: VERSION, ...processIdentity(), ...options.identity };
   const workerId = options.workerId ?? defaultWorkerId(identity);
+  // This process's claims, apart from any earlier process that used the same
+  // worker id: after a crash and restart, the server no longer counts the old
+  // claims as alive, so their jobs are taken back without the reaper's wait.
+  const instanceId = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('');
   // Refused here, at once, rather than by every call the server gets later.
   for (const [what, value] of [['workerId', workerId], ...queues.map((q) => ['queue', q])] as const) {
     const problem = textProblem(value);
@@ -271,7 +275,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
-      const jobs = await transport.claim({ queue, workerId, limit, leaseMs: options.leaseMs });
+      const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: options.leaseMs });
       if (jobs.length > 0) {
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
@@ -393,7 +397,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     const reply = await persist(leaseGone(...batch.map((b) => b.running)), 'complete', () => {
       const once = claim;
       claim = undefined;
-      return transport.complete({ workerId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once });
+      return transport.complete({ workerId, instanceId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once });
     })
       .catch((err) => {
         emit('error', { error: err, during: 'complete' });
@@ -538,7 +542,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // must not become an unhandled rejection (found by the chaos run: it
       // killed every worker whose server went away).
       const [, answers] = await Promise.all([
-        transport.beat({ workerId, ...identity, queues, runningCount: active.size }),
+        transport.beat({ workerId, instanceId, ...identity, queues, runningCount: active.size }),
         renew.length > 0
           ? transport.heartbeat({
               workerId,
@@ -559,7 +563,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   function startWorker() {
     if (state !== 'new') return worker;
     state = 'running';
-    void transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch((err) => emit('error', { error: err, during: 'beat' }));
+    void transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 }).catch((err) => emit('error', { error: err, during: 'beat' }));
     scheduleHeartbeat();
     claimLoopDone = claimLoop().catch((err) => {
       logger.error(`claim loop stopped: ${describe(err)}`);
@@ -598,7 +602,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // Results in flight get their answer (bounded: their own retries stop when the lease ends).
       const settleBy = after(RELEASE_RETRY_MS);
       while ([...active.values()].some((r) => r.finishing) && !settleBy()) await sleep(20);
-      await transport.beat({ workerId, ...identity, queues, runningCount: 0 }).catch(() => {});
+      await transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 }).catch(() => {});
       removeSignalHandlers();
       emit('stopped', stoppedBy === undefined ? { released } : { released, error: stoppedBy });
     })();
@@ -609,6 +613,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
 
   const worker = {
     id: workerId,
+    /** This process's instance id (random per createWorker): the server tells a restart from the same worker by it. */
+    instanceId,
     start: startWorker,
     close,
     /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked, heartbeatFailures. */

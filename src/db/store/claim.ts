@@ -22,6 +22,8 @@ import { workerTouch } from './workers.ts';
 export interface ClaimParams {
   queue: string;
   workerId: string;
+  /** The claiming process (random per worker start), stored with the claim; absent from older SDKs. */
+  instanceId?: string | undefined;
   limit: number;
   /** The lease asked for; the queue's or server's default when absent. */
   leaseMs?: number | undefined;
@@ -47,7 +49,7 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
   const lease = sql`coalesce(${p.leaseMs ?? null}, ${queueSettingSql('lease_ms', queue, p.defaults.leaseMs)})`;
   const heartbeat = queueSettingSql('heartbeat_ms', queue, p.defaults.heartbeatMs);
   return db.all<Claimed>(sql`UPDATE jobs SET
-      status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId},
+      status = 'running', lock_token = ${newLockTokenSql}, locked_by = ${p.workerId}, locked_by_instance = ${p.instanceId ?? null},
       attempt_count = attempt_count + 1, lease_epoch = lease_epoch + 1,
       lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
       deadline_at = ${now} + coalesce(timeout_ms, ${queueSettingSql('timeout_ms', queue, p.defaults.timeoutMs)}),
@@ -69,6 +71,6 @@ export const inClaimOrder = (claimed: Claimed[]) =>
   claimed.sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
 
 export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
-  const [, claimed] = await db.batch([workerTouch(db, p.workerId, p.now), claimStatement(db, p)]);
+  const [, claimed] = await db.batch([workerTouch(db, p.workerId, p.now, p.instanceId), claimStatement(db, p)]);
   return inClaimOrder(claimed);
 }

@@ -52,10 +52,15 @@ const completeUpdate = (p: CompleteParams) => (v: SQL) => {
  */
 export async function jobsCompleteThenClaim(
   db: Db,
-  p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; defaults: QueueDefaults },
+  p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
 ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }> {
-  const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, now: p.now, defaults: p.defaults });
-  const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, claims: true }, completeUpdate(p), claim);
+  const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
+  const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(
+    db,
+    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true },
+    completeUpdate(p),
+    claim,
+  );
   return { outcomes, claimed: inClaimOrder(then) };
 }
 

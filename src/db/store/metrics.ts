@@ -5,7 +5,7 @@
  * written, never pruned), so they never go down across pruning and restarts;
  * the 5-minute and hour windows are counted from the retained events.
  *
- * Costs (one batch of seven statements, one round trip):
+ * Costs (one batch of ten statements, one round trip):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
@@ -14,11 +14,15 @@
  *   (finished_at >= now - 1h), materialised once for attempts and runtimes.
  * - runtime percentiles: the same sample (one materialised read for both),
  *   each queue's completed runtimes as one comma-separated list, sorted in JS.
- * - workers: the whole workers table (small: one row per live-ish worker).
+ * - running jobs' owners: one primary-key lookup of workers per running job
+ *   (ownerLastSeenSql: alive, gone, or restarted since the claim); the late
+ *   jobs' ids in a second scan that looks up owners only for late jobs.
+ * - workers: the whole workers table (small: one row per live-ish worker),
+ *   and the queues each live one reports (json_each of its queues list).
  * - counters: the whole counters table (a few rows per queue).
  */
-import { sql } from 'drizzle-orm';
-import type { AlertThresholds } from '../../core/alerts.ts';
+import { sql, type SQL } from 'drizzle-orm';
+import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../../core/alerts.ts';
 import { REAP_REASONS } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
@@ -27,12 +31,15 @@ import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { queuesHealthSql, toQueueHealth, type QueueHealth } from './read.ts';
 import { stalledByQueueSql } from './stalls.ts';
+import { ownerLastSeenSql } from './workers.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
 const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
+/** The late jobs named per queue (worst first): enough to act on, bounded however many there are. */
+const LATE_IDS_NAMED = 10;
 
 /** A count all-time (the durable counter), in the last hour and in the last 5 minutes (retained events). */
 export interface WindowCount {
@@ -67,6 +74,19 @@ export interface QueueMetrics {
     heartbeatLagSumMs: number;
     /** Distinct workers holding a job of this queue. */
     busyWorkers: number;
+    /** Running jobs whose owner looks alive: seen within workerAliveMs, and the same process that claimed them. */
+    ownerAliveJobs: number;
+    /** Running jobs whose owner looks dead, is unknown, or restarted since the claim: the reaper's business. */
+    ownerGoneJobs: number;
+    /** The worst heartbeat lag among jobs whose owner looks alive (what tuning learns from). */
+    maxOwnerAliveLagMs: number | null;
+    /**
+     * Late jobs of live owners: not heartbeated for over the queue's
+     * heartbeat interval x its heartbeatLagFactor threshold. `lateJobIds`:
+     * up to 10 of them, worst first.
+     */
+    lateJobs: number;
+    lateJobIds: string[];
     /** Running jobs heartbeating without progress past the queue's stallMs (src/core/stall.ts), and their ids (at most 20). */
     stalled: { count: number; ids: string[] };
   };
@@ -84,6 +104,11 @@ export interface QueueMetrics {
     requeuedExpired: number;
     requeuedForced: number;
   };
+  /**
+   * Live workers that serve this queue: they report it in their beats, or
+   * hold one of its running jobs (a worker that never beats still claims).
+   */
+  servingWorkers: number;
   /** Reaper take-backs by reason (every known reason, 0 when none). */
   reaped: Record<string, WindowCount>;
   reapedTotal: WindowCount;
@@ -142,11 +167,25 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   const config = p.config;
   const now = nowSql(p.now);
   const { shortMs, longMs } = METRIC_WINDOWS;
-  const lag = sql`(${now} - coalesce(last_heartbeat_at, started_at))`;
   const bucketCols = sql.join(
-    HEARTBEAT_LAG_BUCKETS_MS.map((b, i) => sql`sum(${lag} <= ${b}) AS ${sql.raw(`b${i}`)}`),
+    HEARTBEAT_LAG_BUCKETS_MS.map((b, i) => sql`sum(hb_lag <= ${b}) AS ${sql.raw(`b${i}`)}`),
     sql`, `,
   );
+  const alive = sql`${now} - ${config.workerAliveMs}`;
+  // When a running job of each queue counts as late: its heartbeat interval
+  // x its heartbeatLagFactor, worked out once per queue (not per job).
+  const lateAfter = sql`qt AS MATERIALIZED (SELECT name, coalesce(heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`alert_thresholds`, 'heartbeatLagFactor')} AS late_after FROM queues)`;
+  const defaultLateAfter = config.heartbeatMs * DEFAULT_ALERT_THRESHOLDS.heartbeatLagFactor;
+  const hbLag = sql`(${now} - coalesce(j.last_heartbeat_at, j.started_at))`;
+  const ownerAlive = sql`coalesce(${ownerLastSeenSql('j')} >= ${alive}, 0)`;
+  // Every running job with its lag and whether its owner looks alive (one
+  // workers lookup per job), read once (MATERIALIZED) for the sums.
+  // INDEXED BY (the partial index of running jobs): left alone, SQLite
+  // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
+  // 1M finished jobs).
+  const runningJobs = sql`rj AS MATERIALIZED (SELECT j.queue_name AS queue_name, j.locked_by AS locked_by,
+      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at, ${hbLag} AS hb_lag, ${ownerAlive} AS owner_alive, coalesce(qt.late_after, ${defaultLateAfter}) AS late_after
+    FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name WHERE j.status = 'running')`;
   // "The last hour" of finished jobs, newest first, at most RECENT_SAMPLE rows:
   // a range of jobs_finished_idx, so the cost stays flat however busy the hour
   // was (exact over 42k rows it took ~300 ms per poll, bench/dashboard.ts).
@@ -155,17 +194,26 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     FROM jobs INDEXED BY jobs_finished_idx
     WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
     ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, events, recent, workers, healthRows, stalledRows, counterRows] = await db.batch([
+  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
-      // INDEXED BY (the partial index of running jobs): left alone, SQLite
-      // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
-      // 1M finished jobs).
-      sql`SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
-          max(${lag}) AS maxLag, sum(${lag}) AS sumLag, ${bucketCols},
+      sql`WITH ${lateAfter}, ${runningJobs}
+        SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
+          max(hb_lag) AS maxLag, sum(hb_lag) AS sumLag, ${bucketCols},
           sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
-          count(DISTINCT locked_by) AS busyWorkers
-        FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name`,
+          count(DISTINCT locked_by) AS busyWorkers,
+          sum(owner_alive) AS ownerAlive, max(CASE WHEN owner_alive THEN hb_lag END) AS maxOwnerAliveLag,
+          sum(owner_alive AND hb_lag > late_after) AS late,
+          json_group_array(DISTINCT CASE WHEN owner_alive THEN locked_by END) AS aliveHolders
+        FROM rj GROUP BY queue_name`,
+    ),
+    db.all<{ queue: string; id: number }>(
+      // The late jobs' ids: the owner is looked up only for jobs already late.
+      sql`WITH ${lateAfter}
+        SELECT queue, id FROM (SELECT j.queue_name AS queue, j.id AS id, row_number() OVER (PARTITION BY j.queue_name ORDER BY ${hbLag} DESC, j.id) AS rn
+          FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name
+          WHERE j.status = 'running' AND ${hbLag} > coalesce(qt.late_after, ${defaultLateAfter}) AND ${ownerAlive})
+        WHERE rn <= ${LATE_IDS_NAMED} ORDER BY queue, rn`,
     ),
     db.all<{ queue: string; type: string; reason: string | null; total: number; lastHour: number; last5m: number }>(
       sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
@@ -193,7 +241,13 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         FROM s WHERE status = 'completed' AND started_at IS NOT NULL GROUP BY queue_name`,
     ),
     db.all<{ total: number; active: number | null }>(
-      sql`SELECT count(*) AS total, sum(last_seen_at >= ${now} - ${config.workerAliveMs}) AS active FROM workers`,
+      sql`SELECT count(*) AS total, sum(last_seen_at >= ${alive}) AS active FROM workers`,
+    ),
+    // Live workers per queue they report in their beats (the workers table is small).
+    db.all<{ queue: string; workers: string }>(
+      sql`SELECT je.value AS queue, json_group_array(DISTINCT w.id) AS workers
+        FROM workers w, json_each(CASE WHEN json_valid(w.queues) THEN w.queues ELSE '[]' END) je
+        WHERE w.last_seen_at >= ${alive} GROUP BY je.value`,
     ),
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
@@ -263,6 +317,11 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         ],
         heartbeatLagSumMs: r ? num(r.sumLag) : 0,
         busyWorkers: r ? num(r.busyWorkers) : 0,
+        ownerAliveJobs: r ? num(r.ownerAlive) : 0,
+        ownerGoneJobs: r ? runningCount - num(r.ownerAlive) : 0,
+        maxOwnerAliveLagMs: r ? numOrNull(r.maxOwnerAliveLag) : null,
+        lateJobs: r ? num(r.late) : 0,
+        lateJobIds: late.filter((x) => x.queue === name).map((x) => String(x.id)),
         stalled: stalledOf(stalledRows.find((x) => x.queue === name)),
       },
       jobsTotal: {
@@ -275,6 +334,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         requeuedExpired: counter('requeued', 'expired'),
         requeuedForced: counter('requeued', 'forced'),
       },
+      // Those that report the queue, and those that hold one of its jobs (a
+      // worker that never beats still claims), each counted once.
+      servingWorkers: new Set([...jsonIds(serving.find((x) => x.queue === name)?.workers), ...jsonIds(r?.aliveHolders)]).size,
       reaped,
       reapedTotal,
       reapDeferred: sumOf('reap_deferred', 'reap_deferred'),
@@ -312,6 +374,27 @@ function stalledOf(row: { count: number; ids: string } | undefined): QueueMetric
   if (!row) return { count: 0, ids: [] };
   const ids = (JSON.parse(row.ids) as number[]).sort((a, b) => a - b).slice(0, 20).map(String);
   return { count: num(row.count), ids };
+}
+
+/** A JSON array of worker ids from json_group_array, without the NULLs of jobs whose owner is not alive. */
+function jsonIds(text: unknown): string[] {
+  if (typeof text !== 'string') return [];
+  return (JSON.parse(text) as (string | null)[]).filter((x): x is string => x !== null);
+}
+
+/**
+ * A queue's alert threshold in SQL: its own (from queues.alert_thresholds)
+ * when present and within limits, as parseQueueAlertThresholds would read
+ * it, else the server's. Lets one statement of the snapshot use per-queue
+ * thresholds without a read before the batch.
+ */
+function thresholdSql(column: SQL, key: keyof AlertThresholds): SQL {
+  const limit = ALERT_THRESHOLD_LIMITS[key];
+  const path = `$.${key}`;
+  const value = sql`json_extract(${column}, ${path})`;
+  return sql`coalesce(CASE WHEN json_valid(${column}) AND json_type(${column}, ${path}) IN ('integer', 'real')
+    AND ${value} BETWEEN ${limit.min} AND ${limit.max} ${limit.integer ? sql`AND ${value} = CAST(${value} AS INTEGER)` : sql``}
+    THEN ${value} END, ${DEFAULT_ALERT_THRESHOLDS[key]})`;
 }
 
 /** Nearest-rank percentiles (the value at rank ceil(p/100 x n), 1-based) of a non-empty list of runtimes. */

@@ -50,6 +50,8 @@ export interface OwnedWriteParams {
    * be running it, and keeping a finished result avoids running it again.
    */
   beforeDeadline?: boolean;
+  /** With `claims`: the claiming process, as for a claim. */
+  instanceId?: string | undefined;
 }
 
 /**
@@ -123,7 +125,7 @@ export async function ownedWriteThen<T extends { id: number }, A>(
       WHERE NOT (${owns} ${inTime})
       RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
     // With a claim the worker may take jobs: register it as a claim does.
-    (p.claims ? workerTouch : workerTouchIfKnown)(db, p.workerId, p.now),
+    p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now),
     db.all<T>(update(refsTable, ownerGuard(p.workerId, p.beforeDeadline ? now : undefined))),
     ...(then ? [then] : []),
   ]);
@@ -148,4 +150,4 @@ export const returning = (full: boolean) =>
   full ? sql`*` : sql`id, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
 
 /** Columns that leave the running state: no token, no owner, no lease. */
-export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, lease_expires_at = NULL, lease_ms = NULL`;
+export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, locked_by_instance = NULL, lease_expires_at = NULL, lease_ms = NULL`;

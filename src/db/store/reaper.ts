@@ -2,7 +2,11 @@
  * The reaper's statements.
  *
  * - candidates: running jobs whose lease expired more than the queue's grace
- *   ago, or whose deadline passed; oldest expiry first, at most `limit`.
+ *   ago, or whose deadline passed; oldest expiry first. Read as two lists of
+ *   at most `limit` each: those the reaper will take, and those it will defer
+ *   (owner alive, still inside maxReapDeferMs). Deferrals cost no slot of the
+ *   batch, so a dead owner's job behind many live owners' late jobs is taken
+ *   in the same pass.
  * - take back: running -> pending (with backoff) or -> failed. The guard is
  *   the token the reaper read and, for an expired lease, the expiry it read:
  *   a heartbeat that lands between the read and the write moves the expiry,
@@ -13,7 +17,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
-import type { ReapCandidate, ReapDecision } from '../../core/reaper.ts';
+import type { ReapCandidate, ReapDecision, ReapRules } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
@@ -32,17 +36,37 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
     j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt`;
 
-export async function jobsGetReapCandidates(db: Db, p: { now: number; limit: number; defaults: QueueDefaults }): Promise<ReapCandidateRow[]> {
+export interface ReapCandidateParams {
+  now: number;
+  limit: number;
+  defaults: QueueDefaults;
+  rules: ReapRules;
+}
+
+/**
+ * The candidates the reaper will take (at most `limit`), then those it will
+ * defer (at most `limit`), in one batch. The split restates decideReap's
+ * deferral rule in SQL only to sort the rows: decideReap still decides each.
+ */
+export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[] }> {
   const columns = sql`${reapCandidateColumns(p.defaults)}
     FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
-  // Two index range scans (expired leases; passed deadlines), so the pass
+  // Index range scans only (expired leases; passed deadlines), so the pass
   // costs the same with a million finished rows as with none.
-  return db.all<ReapCandidateRow>(sql`SELECT * FROM (
-      SELECT ${columns} WHERE j.status = 'running' AND j.lease_expires_at < ${p.now}
-        AND j.lease_expires_at < ${p.now} - coalesce(q.grace_ms, ${p.defaults.graceMs})
-      UNION
-      SELECT ${columns} WHERE j.status = 'running' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${p.now}
-    ) ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`);
+  const expired = sql`SELECT ${columns} WHERE j.status = 'running' AND j.lease_expires_at < ${p.now}
+    AND j.lease_expires_at < ${p.now} - coalesce(q.grace_ms, ${p.defaults.graceMs})`;
+  const deadlinePassed = sql`(deadlineAt IS NOT NULL AND deadlineAt <= ${p.now})`;
+  const deferrable = sql`(ownerLastSeenAt IS NOT NULL AND ownerLastSeenAt >= ${p.now - p.rules.workerAliveMs}
+    AND ${p.now} - leaseExpiresAt - graceMs < ${p.rules.maxReapDeferMs} AND NOT ${deadlinePassed})`;
+  const [take, defer] = await db.batch([
+    db.all<ReapCandidateRow>(sql`SELECT * FROM (
+        SELECT * FROM (${expired}) WHERE NOT ${deferrable}
+        UNION
+        SELECT ${columns} WHERE j.status = 'running' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${p.now}
+      ) ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`),
+    db.all<ReapCandidateRow>(sql`SELECT * FROM (${expired}) WHERE ${deferrable} ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`),
+  ]);
+  return { take, defer };
 }
 
 export interface ReapWrite {

@@ -24,6 +24,7 @@ export interface JobRecord {
   lease_ms: number | null;
   lease_expires_at: number | null;
   locked_by: string | null;
+  locked_by_instance: string | null;
   lock_token: string | null;
   idempotency_key: string | null;
   dedup_count: number;

@@ -2,6 +2,15 @@
  * The worker registry. Every claim and heartbeat touches the caller's row, so
  * the reaper can tell "the worker is gone" from "the job is slow" without
  * trusting anything but the database.
+ *
+ * Liveness is per worker process: the SDK picks a random instance id at each
+ * start and sends it with its beats and claims. A beat or claim with a new
+ * instance id under a known worker id is a restart: `restarts` goes up and
+ * the row now speaks for the new process. The jobs the old process claimed
+ * (`jobs.locked_by_instance`) then have no live owner (ownerLastSeenSql), so
+ * a worker that crashed and came back under the same id does not keep its
+ * predecessor's orphans alive. Callers that send no instance id (older SDKs,
+ * hand-written HTTP workers) keep the per-id liveness they had.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
@@ -9,22 +18,40 @@ import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 
 /**
- * When the owner of the job aliased `jobAlias` was last seen (claim,
- * heartbeat, liveness beat), or NULL if it is not registered. The one
- * definition of "owner last seen": the reaper's candidates, the operator's
- * requeue and the dashboard all read it from here, so they cannot disagree
- * about whether an owner is alive.
+ * When the owner of the job aliased `jobAlias` was last seen, or NULL when it
+ * has no live claim on the job: not registered, or the claim was made by a
+ * process (instance) that is no longer the one using the worker id. The one
+ * definition of "owner last seen" the reaper, requeue and dashboard share.
+ * A primary-key lookup per job, so it costs the same as the join it replaces.
  */
 export function ownerLastSeenSql(jobAlias: string): SQL {
-  const job = sql.raw(jobAlias);
-  return sql`(SELECT w.last_seen_at FROM workers w WHERE w.id = ${job}.locked_by)`;
+  const j = sql.raw(jobAlias);
+  // An unknown instance on either side (an older SDK) falls back to the id:
+  // the reaper stays as conservative as it was for them.
+  return sql`(SELECT w.last_seen_at FROM workers w WHERE w.id = ${j}.locked_by
+    AND (${j}.locked_by_instance IS NULL OR w.instance_id IS NULL OR w.instance_id = ${j}.locked_by_instance))`;
 }
 
-/** A statement (for a batch) recording that `workerId` was seen now. */
-export function workerTouch(db: Db, workerId: string, now: Now) {
+/** 1 when the job's owner id is now used by a newer process than the one that claimed it (a restart), else 0 or NULL. */
+export function ownerReplacedSql(jobAlias: string): SQL {
+  const j = sql.raw(jobAlias);
+  return sql`(SELECT w.instance_id <> ${j}.locked_by_instance FROM workers w WHERE w.id = ${j}.locked_by)`;
+}
+
+/**
+ * The ON CONFLICT part for a caller that names its instance: a new instance
+ * under a known id is a restart (counted; the row's start time is the new
+ * process's). SET reads the old row, so `instance_id` here is the previous one.
+ */
+const instanceUpdate = sql`restarts = restarts + (excluded.instance_id IS NOT NULL AND instance_id IS NOT NULL AND excluded.instance_id <> instance_id),
+  started_at = CASE WHEN excluded.instance_id IS NOT NULL AND instance_id IS NOT NULL AND excluded.instance_id <> instance_id THEN excluded.started_at ELSE started_at END,
+  instance_id = coalesce(excluded.instance_id, instance_id)`;
+
+/** A statement (for a batch) recording that `workerId` (process `instanceId`, when known) was seen now. */
+export function workerTouch(db: Db, workerId: string, now: Now, instanceId?: string | undefined) {
   const t = nowSql(now);
-  return db.run(sql`INSERT INTO workers (id, started_at, last_seen_at) VALUES (${workerId}, ${t}, ${t})
-    ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
+  return db.run(sql`INSERT INTO workers (id, instance_id, started_at, last_seen_at) VALUES (${workerId}, ${instanceId ?? null}, ${t}, ${t})
+    ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, ${instanceUpdate}`);
 }
 
 /**
@@ -43,6 +70,8 @@ export function workerTouchIfKnown(db: Db, workerId: string, now: Now) {
 
 export interface WorkerBeat {
   id: string;
+  /** This process of the worker (random per start); absent from older SDKs. */
+  instanceId?: string | undefined;
   host?: string | undefined;
   pid?: number | undefined;
   version?: string | undefined;
@@ -55,11 +84,11 @@ export interface WorkerBeat {
 export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
   const t = nowSql(w.now);
   const queues = w.queues ? JSON.stringify(w.queues) : null;
-  await db.run(sql`INSERT INTO workers (id, host, pid, version, queues, running_count, started_at, last_seen_at)
-    VALUES (${w.id}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0}, ${t}, ${t})
+  await db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count, started_at, last_seen_at)
+    VALUES (${w.id}, ${w.instanceId ?? null}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0}, ${t}, ${t})
     ON CONFLICT (id) DO UPDATE SET host = coalesce(excluded.host, host), pid = coalesce(excluded.pid, pid),
       version = coalesce(excluded.version, version), queues = coalesce(excluded.queues, queues),
-      running_count = excluded.running_count, last_seen_at = excluded.last_seen_at`);
+      running_count = excluded.running_count, last_seen_at = excluded.last_seen_at, ${instanceUpdate}`);
 }
 
 export interface WorkerRecord {
@@ -69,6 +98,8 @@ export interface WorkerRecord {
   version: string | null;
   queues: string | null;
   running_count: number;
+  instance_id: string | null;
+  restarts: number;
   started_at: number;
   last_seen_at: number;
 }
