@@ -348,6 +348,11 @@ describe('the migration that adds the durable counters', () => {
       const o = await openLibsql(`file:${join(dir, 'old.db')}`);
       try {
         await migrateLibsql(o, before);
+        // Today's app also writes the columns of later migrations (0007's instance
+        // ids): add them for the replay and drop them again below, so the
+        // migration runs on the schema a pre-0006 server had.
+        const LATER_COLUMNS = [['jobs', 'locked_by_instance', 'text'], ['workers', 'instance_id', 'text'], ['workers', 'restarts', 'integer DEFAULT 0 NOT NULL']];
+        for (const [table, column, type] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} ADD ${column} ${type}`);
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
@@ -365,6 +370,7 @@ describe('the migration that adds the durable counters', () => {
         clock.advance(60_000);
         await post(`${api}/queues/q/claim`, { workerId: 'C', limit: 1 });
 
+        for (const [table, column] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} DROP COLUMN ${column}`);
         await migrateLibsql(o, MIGRATIONS);
         const rows = async (q: string) => (await o.client.execute(q)).rows.map((r) => Object.values(r).join(':'));
         expect(await rows(`SELECT name, label, value FROM counters WHERE queue_name = 'q' ORDER BY 1, 2`)).toEqual([
