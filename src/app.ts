@@ -3,7 +3,7 @@
  * Request/Response; the runtime entry passes the database, config and clock in.
  *
  * @example
- *   const app = createApp({ db, config, clock: databaseClock });
+ *   const app = createApp({ db, config, clock: databaseClock, log: streamLogger({ level: config.logLevel }) });
  *   const res = await app.request('/healthz');
  */
 import { Hono } from 'hono';
@@ -18,6 +18,7 @@ import { openApiDocument } from './api/openapi.ts';
 import { Routes, type AppDeps } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
+import { requestLog } from './api/request-log.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
@@ -28,12 +29,14 @@ export type { AppDeps } from './api/router.ts';
 export { VERSION } from './version.ts';
 
 export function createApp(deps: AppDeps) {
-  const { config } = deps;
+  const { config, log } = deps;
   const app = new Hono();
 
-  // First: nothing else may build a URL from a bad Host, and in open mode
+  // Outermost, so every answer (refusals by the guards below too) gets its line and its x-request-id.
+  app.use('*', requestLog(log));
+  // Then: nothing else may build a URL from a bad Host, and in open mode
   // only loopback names are served (src/api/web-guards.ts).
-  app.use('*', hostGuard(config, deps.logWarn ?? ((line) => console.warn(line))));
+  app.use('*', hostGuard(config));
   app.use(
     '*',
     bodyLimit({
@@ -73,11 +76,16 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
   app.onError(function toErrorResponse(err, c) {
-    if (err instanceof LeaseholdError) return c.json(errorBody(err), err.status);
+    if (err instanceof LeaseholdError) {
+      c.set('errorCode', err.code);
+      return c.json(errorBody(err), err.status);
+    }
     if (isBusy(err)) {
+      c.set('errorCode', 'unavailable');
       return c.json({ error: { code: 'unavailable', message: 'the database is busy: retry shortly' } }, 503, { 'retry-after': '1' });
     }
-    (deps.logError ?? console.error)(err);
+    c.set('errorCode', 'internal');
+    log.error('unexpected error', { requestId: c.get('requestId'), method: c.req.method, error: err });
     // Never a stack trace or a database message to clients.
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });

@@ -11,6 +11,7 @@ import { iso, toJob } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
+import { logField } from './request-log.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
 
@@ -68,6 +69,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       // was most of the response time and of the server's memory.
       const columns = body.bulk ? SUMMARY_COLUMNS : undefined;
       const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns });
+      logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       if (body.bulk) {
         return c.json(
           {

@@ -7,6 +7,7 @@ import type { Context, Hono } from 'hono';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
+import type { Logger } from '../core/log.ts';
 import { requireRole, type Role } from './auth.ts';
 import { readBody } from './http.ts';
 import { refuseSimpleCrossSite } from './web-guards.ts';
@@ -16,10 +17,11 @@ export interface AppDeps {
   db: Db;
   config: Config;
   clock: Clock;
-  /** Where unexpected errors are reported; never to clients. */
-  logError?: (err: unknown) => void;
-  /** One-line warnings about refused requests (a Host header that does not parse). Default console.warn. */
-  logWarn?: (line: string) => void;
+  /**
+   * Where the app's log records go: one per request (src/api/request-log.ts),
+   * unexpected errors with their stack (never sent to clients), refusals.
+   */
+  log: Logger;
   /**
    * Static files from public/ (the dashboard's CSS and htmx), for runtimes
    * that do not serve them themselves: the response for a request path, or

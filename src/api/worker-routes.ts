@@ -14,6 +14,7 @@ import { jsonOrNull } from '../db/sql.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import { jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
+import { logField } from './request-log.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
 
@@ -57,6 +58,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         now: clock.now(),
         defaults: config,
       });
+      if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: String(claimed[0]!.id) } : { jobIds: claimed.map((j) => String(j.id)) });
       return c.json({ jobs: claimed.map(toClaimedJob) });
     },
   );
