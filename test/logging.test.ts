@@ -77,6 +77,10 @@ test('the route is the matched pattern, never the raw path; refusals carry their
   await t.post(`/api/v1/jobs/${job.id}/complete`, { workerId: 'w1', lockToken: claimed!.lockToken });
   expect(requestLines().at(-1)).toMatchObject({ level: 'info', status: 200 });
 
+  // Refused before the handler ran (the body limit): still named by its route.
+  await t.post('/api/v1/queues/q/jobs', { payload: 'x'.repeat(t.config.maxPayloadBytes) });
+  expect(requestLines().at(-1)).toMatchObject({ level: 'warn', route: '/api/v1/queues/:queue/jobs', status: 413, queue: 'q', error: 'payload_too_large' });
+
   // No route matched: the path stands in.
   await t.get('/nowhere/at/all');
   expect(requestLines().at(-1)).toMatchObject({ status: 404, path: '/nowhere/at/all' });

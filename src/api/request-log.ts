@@ -13,7 +13,7 @@
  * the answer's `x-request-id`, so a caller's report and our line meet.
  */
 import type { Context, MiddlewareHandler } from 'hono';
-import { routePath } from 'hono/route';
+import { matchedRoutes } from 'hono/route';
 import type { LogFields, Logger, LogLevel } from '../core/log.ts';
 
 declare module 'hono' {
@@ -46,11 +46,12 @@ export function requestLog(log: Logger, now: () => number = () => performance.no
     await next();
     echoRequestId(c, requestId);
     const status = c.res.status;
-    const route = matchedRoute(c);
+    const { route, index } = matchedRoute(c);
     const level: LogLevel = status >= 500 ? 'error' : status >= 400 ? 'warn' : route === '/healthz' ? 'debug' : 'info';
     if (!log.enabled(level)) return;
-    const id = param(c, 'id');
-    const queue = param(c, 'queue');
+    // The path parameters of that route (the handler may not have run: the body limit refused first).
+    const id = param(c, index, 'id');
+    const queue = param(c, index, 'queue');
     const errorCode = c.get('errorCode');
     log[level](`${c.req.method} ${route ?? c.req.path.slice(0, 200)} ${status}`, {
       requestId,
@@ -66,23 +67,38 @@ export function requestLog(log: Logger, now: () => number = () => performance.no
   };
 }
 
-/** The pattern of the route that answered, or undefined when none did (404, static files). */
-function matchedRoute(c: Context): string | undefined {
-  let path: string;
+/**
+ * The pattern of the route the request was for: the last matched one that
+ * is not a catch-all middleware, so a request refused before its handler ran
+ * (413 by the body limit, 400 by the Host guard) is still named by it.
+ * Undefined when no route matched (404, static files).
+ */
+function matchedRoute(c: Context): { route?: string; index?: number } {
+  let routes: { path: string }[];
   try {
-    path = routePath(c);
+    routes = matchedRoutes(c);
   } catch {
-    return undefined;
+    return {};
   }
-  return path && path !== '*' && path !== '/*' ? path : undefined;
+  for (let i = routes.length - 1; i >= 0; i--) {
+    const path = routes[i]!.path;
+    if (path !== '*' && path !== '/*') return { route: path, index: i };
+  }
+  return {};
 }
 
-function param(c: Context, name: string): string | undefined {
+/** A path parameter of the matched route at `index` (Hono reads parameters of the route at routeIndex). */
+function param(c: Context, index: number | undefined, name: string): string | undefined {
+  if (index === undefined) return undefined;
+  const current = c.req.routeIndex;
   try {
+    c.req.routeIndex = index;
     const value = c.req.param(name);
     return typeof value === 'string' && value.length <= 200 ? value : undefined;
   } catch {
     return undefined;
+  } finally {
+    c.req.routeIndex = current;
   }
 }
 
