@@ -6,6 +6,7 @@
  * an admin session from POST /dashboard/login, `renders` times after a
  * warm-up; the median is compared with the target "well under 100 ms".
  */
+import { streamLogger } from '../src/runtime/log.ts';
 import type { Client } from '@libsql/client';
 import { createApp } from '../src/app.ts';
 import { defaultConfig } from '../src/core/config.ts';
@@ -94,7 +95,7 @@ export async function benchDashboard(s: DashboardSizes, log: (line: string) => v
     // The JavaScript clock, not databaseClock: on the database clock the
     // dashboard shares one metrics read per second among polls
     // (src/dashboard/shared-read.ts), and this measures a render that reads.
-    const app = createApp({ db: db.db, config, clock: { now: () => Date.now() }, logError: (e) => console.error('bench dashboard: unexpected error', e) });
+    const app = createApp({ db: db.db, config, clock: { now: () => Date.now() }, log: streamLogger({ level: 'error' }) });
     const login = await app.request('/dashboard/login', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -46,7 +46,8 @@ export async function startServer(label: string, seedJobs = 0): Promise<Server> 
   }
   // The real CLI, as an operator runs it (its in-process reaper included).
   const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--database-url', tmp.url], {
-    env: { ...process.env, LEASEHOLD_WORKER_TOKEN: '', LEASEHOLD_ADMIN_TOKEN: '' },
+    // warn: the per-request log lines (info) are not what this measures, and earlier results had none.
+    env: { ...process.env, LEASEHOLD_WORKER_TOKEN: '', LEASEHOLD_ADMIN_TOKEN: '', LEASEHOLD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

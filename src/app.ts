@@ -3,7 +3,7 @@
  * Request/Response; the runtime entry passes the database, config and clock in.
  *
  * @example
- *   const app = createApp({ db, config, clock: databaseClock });
+ *   const app = createApp({ db, config, clock: databaseClock, log: streamLogger({ level: config.logLevel }) });
  *   const res = await app.request('/healthz');
  */
 import { Hono } from 'hono';
@@ -18,6 +18,7 @@ import { openApiDocument } from './api/openapi.ts';
 import { Routes, type AppDeps } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
+import { requestLog } from './api/request-log.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
@@ -31,23 +32,21 @@ export { VERSION } from './version.ts';
 
 export function createApp(appDeps: AppDeps) {
   const deps: AppDeps = { ...appDeps, authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
-  const { config } = deps;
+  const { config, log } = deps;
   const app = new Hono();
 
-  // First: nothing else may build a URL from a bad Host, and in open mode
+  // Outermost, so every answer (refusals by the guards below too) gets its line and its x-request-id.
+  app.use('*', requestLog(log));
+  // Then: nothing else may build a URL from a bad Host, and in open mode
   // only loopback names are served (src/api/web-guards.ts).
-  app.use('*', hostGuard(config, deps.logWarn ?? ((line) => console.warn(line))));
+  app.use('*', hostGuard(config));
   app.use(
     '*',
     bodyLimit({
       maxSize: config.maxPayloadBytes,
-      // The rest of an oversized body is never read, so the connection cannot
-      // carry another request: say so, and the client opens a fresh one
-      // instead of writing into a socket the server is about to drop.
-      onError: (c) =>
-        c.json(errorBody(new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body')), 413, {
-          connection: 'close',
-        }),
+      onError: () => {
+        throw new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body');
+      },
     }),
   );
 
@@ -82,15 +81,24 @@ export function createApp(appDeps: AppDeps) {
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));
   app.onError(function toErrorResponse(err, c) {
     if (err instanceof LeaseholdError) {
+      c.set('errorCode', err.code);
       const retryAfter = err.details?.retryAfterSeconds;
-      return c.json(errorBody(err), err.status, retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {});
+      const headers: Record<string, string> = retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {};
+      // The rest of an oversized body is never read, so the connection cannot
+      // carry another request: say so, and the client opens a fresh one
+      // instead of writing into a socket the server is about to drop.
+      if (err.code === 'payload_too_large') headers.connection = 'close';
+      return c.json(errorBody(err), err.status, headers);
     }
+    // Storage faults (disk full, locked past the busy timeout, read-only): the cause, not a stack.
     const fault = storageFault(err);
     if (fault) {
-      (deps.logWarn ?? ((line) => console.warn(line)))(`leasehold: ${c.req.method} ${c.req.path}: 503, ${fault.message} (${fault.sqliteCode})`);
+      c.set('errorCode', 'unavailable');
+      log.warn(`${c.req.method} ${c.req.path}: 503, ${fault.message}`, { event: 'storage_fault', requestId: c.get('requestId'), sqliteCode: fault.sqliteCode });
       return c.json({ error: { code: 'unavailable', message: fault.message } }, 503, { 'retry-after': String(fault.retryAfterSeconds) });
     }
-    (deps.logError ?? console.error)(err);
+    c.set('errorCode', 'internal');
+    log.error('unexpected error', { requestId: c.get('requestId'), method: c.req.method, error: err });
     // Never a stack trace or a database message to clients.
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });

@@ -12,5 +12,7 @@ export { reapOnce, type ReapReport } from './db/reap-once.ts';
 export { databaseClock, manualClock, DB_CLOCK, type Clock, type Now } from './core/clock.ts';
 export { checkConfig, ConfigError, defaultConfig, loadConfig, type Config, type QueueDefaults } from './core/config.ts';
 export { LeaseholdError } from './core/errors.ts';
+export { createLogger, silentLogger, type LogFields, type Logger, type LogLevel, type LogRecord, type LogSink } from './core/log.ts';
+export { streamLogger, serverLogger, type LogFormat } from './runtime/log.ts';
 export type { Job, JobStatus, ClaimedJobWire } from './core/wire.ts';
 export type { Db } from './db/db.ts';

@@ -5,6 +5,7 @@
  * form and bearer auth).
  */
 import { afterEach, expect, test } from 'vitest';
+import { silentLogger } from '../src/core/log.ts';
 import { createApp } from '../src/app.ts';
 import { AuthThrottle } from '../src/api/throttle.ts';
 import { setup, type TestBed } from './helpers.ts';
@@ -70,7 +71,7 @@ test('a read-only session ends when the read-only token is changed or removed; a
 
   for (const readonlyToken of ['n'.repeat(24), undefined]) {
     // The same server restarted with the read-only token rotated (or removed).
-    const rotated = createApp({ db: t.db, config: { ...t.config, readonlyToken }, clock: t.clock });
+    const rotated = createApp({ db: t.db, config: { ...t.config, readonlyToken }, clock: t.clock, log: silentLogger });
     const old = await request(rotated, '/dashboard', { cookie: readonly.cookie });
     expect(old.status).toBe(303);
     expect(old.headers.get('location')).toMatch(/^\/dashboard\/login/);
@@ -91,7 +92,7 @@ test('the session cookie is Secure over HTTPS, and behind a trusted proxy that s
   });
   expect(direct.headers.get('set-cookie')).toMatch(/; Secure/);
 
-  const proxied = createApp({ db: t.db, config: { ...t.config, trustProxy: 'true' }, clock: t.clock });
+  const proxied = createApp({ db: t.db, config: { ...t.config, trustProxy: 'true' }, clock: t.clock, log: silentLogger });
   const behind = await login(proxied, ADMIN, { 'x-forwarded-proto': 'https' });
   expect(behind.res.headers.get('set-cookie')).toMatch(/; Secure/);
 });
@@ -99,7 +100,7 @@ test('the session cookie is Secure over HTTPS, and behind a trusted proxy that s
 test('wrong dashboard logins back the client off with 429, even for the right token, until the delay passes', async () => {
   t = await setup({ adminToken: ADMIN, trustProxy: 'true' });
   let now = 1_000_000;
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, authThrottle: new AuthThrottle(() => now) });
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
   const from = (ip: string) => ({ 'x-forwarded-for': ip });
   for (let i = 0; i < 6; i++) expect((await login(app, 'wrong-token-xxxxxxxxxxxx', from('10.0.0.1'))).res.status).toBe(401);
   const blocked = await login(app, ADMIN, from('10.0.0.1'));
@@ -115,7 +116,7 @@ test('wrong dashboard logins back the client off with 429, even for the right to
 test('wrong bearer tokens back the client off with 429 and Retry-After; the delay doubles', async () => {
   t = await setup({ adminToken: ADMIN, workerToken: WORKER, trustProxy: 'true' });
   let now = 1_000_000;
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, authThrottle: new AuthThrottle(() => now) });
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
   const call = (token: string) => app.request('/api/v1/jobs', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '10.0.0.9' } });
   for (let i = 0; i < 6; i++) expect((await call('not-the-token-xxxxxxxxxxx')).status).toBe(401);
   const first = await call(ADMIN);

@@ -2,6 +2,7 @@
  * `leasehold work -- CMD`: a real server in-process, a real `leasehold work`
  * process over HTTP, and real shell commands per job.
  */
+import { silentLogger } from '../src/core/log.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'leasehold-work-'));
   server = await startServer(
     defaultConfig({ databaseUrl: `file:${join(dir, 'x.db')}`, port: 0, leaseMs: 1500, heartbeatMs: 300, graceMs: 300, workerAliveMs: 600, maxReapDeferMs: 300, reaperIntervalMs: 200, backoffBaseMs: 50, backoffMaxMs: 100 }),
-    { log: () => {} },
+    { log: silentLogger },
   );
 });
 
@@ -186,7 +187,7 @@ test('without --url it works on the database directly', async () => {
 test('--worker-token, the setting every command takes, authenticates against a server that requires a token', async () => {
   const WORKER_TOKEN = 'w'.repeat(24);
   const ADMIN_TOKEN = 'a'.repeat(24);
-  const secured = await startServer(defaultConfig({ databaseUrl: `file:${join(dir, 'secured.db')}`, port: 0, workerToken: WORKER_TOKEN, adminToken: ADMIN_TOKEN }), { log: () => {} });
+  const secured = await startServer(defaultConfig({ databaseUrl: `file:${join(dir, 'secured.db')}`, port: 0, workerToken: WORKER_TOKEN, adminToken: ADMIN_TOKEN }), { log: silentLogger });
   try {
     const auth = { 'content-type': 'application/json', authorization: `Bearer ${WORKER_TOKEN}` };
     const res = await fetch(`${secured.url}/api/v1/queues/sh/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ payload: 'hi' }) });

@@ -114,7 +114,7 @@ test('two libSQL clients on the same file claiming in parallel batches: no job c
 test('two apps on two clients racing for the same jobs over HTTP', async () => {
   const second = await openLibsql(t.url);
   extra.push(second);
-  const app2 = createApp({ db: second.db, config: t.config, clock: t.clock, logError: (e) => t.errors.push(e) });
+  const app2 = createApp({ db: second.db, config: t.config, clock: t.clock, log: t.log });
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 40 }, (_, i) => ({ payload: i })) });
   const claimVia = async (app: typeof t.app, workerId: string) => {
     const res = await app.request(`${api}/queues/q/claim`, {

@@ -6,6 +6,18 @@ import { createApp } from '../src/app.ts';
 import { manualClock, type Clock } from '../src/core/clock.ts';
 import { defaultConfig, type Config } from '../src/core/config.ts';
 import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
+import { createLogger, type LogRecord, type Logger } from '../src/core/log.ts';
+
+/** A debug-level logger into `logs`; the `error` field of each unexpected error also goes into `errors`. */
+export function recordingLogger(logs: LogRecord[], errors: unknown[] = []): Logger {
+  return createLogger({
+    level: 'debug',
+    sink(record) {
+      logs.push(record);
+      if (record.msg === 'unexpected error') errors.push(record.error);
+    },
+  });
+}
 
 export const MIGRATIONS = join(import.meta.dirname, '..', 'drizzle');
 
@@ -18,7 +30,9 @@ export async function setup(overrides: Partial<Config> = {}, options: { realCloc
   const config = defaultConfig({ databaseUrl: url, ...overrides });
   const clock = manualClock();
   const errors: unknown[] = [];
-  const app = createApp({ db: opened.db, config, clock: options.realClock ?? clock, logError: (e) => errors.push(e) });
+  const logs: LogRecord[] = [];
+  const log = recordingLogger(logs, errors);
+  const app = createApp({ db: opened.db, config, clock: options.realClock ?? clock, log });
   const t = {
     db: opened.db,
     client: opened.client,
@@ -29,6 +43,9 @@ export async function setup(overrides: Partial<Config> = {}, options: { realCloc
     dir,
     /** Unexpected errors the app logged (a test should see none). */
     errors,
+    /** Every record the app logged, at every level, in order. */
+    logs,
+    log,
     async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
       const res = await app.request(path, {
         method,

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { silentLogger } from '../src/core/log.ts';
 import { defaultConfig } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
 
@@ -24,7 +25,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'leasehold-limits-'));
   server = await startServer(
     defaultConfig({ databaseUrl: `file:${join(dir, 'x.db')}`, port: 0, maxPayloadBytes: LIMIT, requestTimeoutMs: 1_000, maxConnections: 4 }),
-    { log: () => {}, reaper: false },
+    { log: silentLogger, reaper: false },
   );
   port = Number(new URL(server.url).port);
   agent = new Agent({ keepAlive: true, maxSockets: 1 });

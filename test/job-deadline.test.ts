@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { databaseClock } from '../src/core/clock.ts';
+import { silentLogger } from '../src/core/log.ts';
 import { defaultConfig, loadConfig, type Config } from '../src/core/config.ts';
 import { dbTransport } from '../src/embedded/db-transport.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
@@ -236,7 +237,7 @@ describe.each(['in-process', 'http'] as const)('the worker SDK over %s', (kind) 
   async function transportFor(): Promise<Transport> {
     t = await setup(SHORT, { realClock: databaseClock });
     if (kind === 'in-process') return dbTransport({ db: t.db, config: t.config, clock: databaseClock });
-    server = await startServer(defaultConfig({ ...SHORT, databaseUrl: t.url, port: 0 }), { reaper: false, log: () => {} });
+    server = await startServer(defaultConfig({ ...SHORT, databaseUrl: t.url, port: 0 }), { reaper: false, log: silentLogger });
     return httpTransport({ url: server.url });
   }
 

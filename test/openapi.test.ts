@@ -5,6 +5,8 @@
  * refuses a body without, naming that field.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { errorStatuses } from '../src/api/openapi.ts';
 import { setup, type TestBed } from './helpers.ts';
 
 type Schema = Record<string, any>;
@@ -92,7 +94,7 @@ test('it lists every worker route, as a worker-token POST with a JSON body whose
   for (const [path, required] of Object.entries(WORKER_ROUTES)) {
     const op = doc.paths[path]?.post;
     expect(op, `${path} is missing`).toBeDefined();
-    expect(op.security, path).toEqual([{ workerToken: [] }]);
+    expect(op.security, path).toEqual([{ workerToken: [] }, { adminToken: [] }]);
     expect(op.summary, path).toEqual(expect.any(String));
     expect(op.requestBody.required, path).toBe(true);
     const schema = bodySchema(op)!;
@@ -100,7 +102,7 @@ test('it lists every worker route, as a worker-token POST with a JSON body whose
     expect(schema.additionalProperties, path).toBe(false);
     expect([...schema.required].sort(), path).toEqual([...required].sort());
     for (const name of path.matchAll(/\{(\w+)\}/g)) {
-      expect(op.parameters, path).toContainEqual({ name: name[1], in: 'path', required: true, schema: { type: 'string' } });
+      expect(op.parameters, path).toContainEqual(expect.objectContaining({ name: name[1], in: 'path', required: true, schema: expect.objectContaining({ type: 'string', pattern: expect.any(String) }) }));
     }
   }
   // Batch entries are fenced one by one, so each names its job and token.
@@ -151,4 +153,76 @@ test("GET /jobs lists its query parameters, from the validator that checks them"
   expect([limit.test('500'), limit.test('501'), limit.test('0')]).toEqual([true, false, false]);
   expect((await t.get('/api/v1/jobs?limit=501')).status).toBe(400);
   expect((await t.get('/api/v1/jobs?limit=500')).status).toBe(200);
+});
+
+const operations = () =>
+  Object.entries(doc.paths as Record<string, Record<string, Schema>>).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })));
+
+test('a real OpenAPI validator accepts the document', async () => {
+  const result = await new Validator().validate(structuredClone(doc) as never);
+  expect(result.errors ?? [], JSON.stringify(result.errors, null, 2)?.slice(0, 2000)).toEqual([]);
+  expect(result.valid).toBe(true);
+  // And it is not a validator that accepts anything: a document with a broken response is refused.
+  const broken = structuredClone(doc);
+  broken.paths['/healthz'].get.responses = { '200': { content: {} } };
+  expect((await new Validator().validate(broken as never)).valid).toBe(false);
+});
+
+test('every operation has a unique operationId, a tag, a summary and a schema for each of its statuses', () => {
+  const ops = operations();
+  expect(ops.length).toBeGreaterThanOrEqual(30);
+  const ids = ops.map(({ op }) => op.operationId);
+  expect(new Set(ids).size).toBe(ids.length);
+  const tags = new Set((doc.tags as { name: string }[]).map((t) => t.name));
+  for (const { path, method, op } of ops) {
+    const where = `${method} ${path}`;
+    expect(op.operationId, where).toMatch(/^[a-z][A-Za-z]+$/);
+    expect(op.tags, where).toHaveLength(1);
+    expect(tags.has(op.tags[0]), where).toBe(true);
+    expect(op.summary, where).toEqual(expect.any(String));
+    const statuses = Object.keys(op.responses);
+    expect(statuses.some((s) => s.startsWith('2')), where).toBe(true);
+    for (const status of statuses) {
+      const response = op.responses[status].$ref ? doc.components.responses[op.responses[status].$ref.split('/').at(-1)] : op.responses[status];
+      expect(response, `${where} ${status}`).toBeDefined();
+      const content = response.content?.['application/json'] ?? response.content?.['text/plain'];
+      expect(content?.schema, `${where} ${status} has no schema`).toBeDefined();
+    }
+  }
+  expect(doc.paths['/healthz'].get.responses['200'].content['application/json'].schema.required).toEqual(['ok', 'databaseTime']);
+  expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
+});
+
+test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; writes document 403, 413 and 415', () => {
+  const enqueue = doc.paths['/api/v1/queues/{queue}/jobs'].post;
+  expect(Object.keys(enqueue.responses)).toContain('201');
+  expect(enqueue.responses['201'].content['application/json'].schema.oneOf).toHaveLength(2);
+  expect(enqueue.responses['200'].content['application/json'].schema.required).toEqual(['job', 'deduplicated']);
+  for (const { path, method, op } of operations()) {
+    const statuses = Object.keys(op.responses);
+    if (method === 'get') expect(statuses, `${method} ${path}`).not.toContain('409');
+    else expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['403', '413', '415']));
+    if (path.startsWith('/api/v1') && path !== '/api/v1/openapi.json') expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '503']));
+  }
+  // 409 exactly where a lock token or a job's state can refuse the write.
+  expect(Object.keys(doc.paths['/api/v1/jobs/{id}/complete'].post.responses)).toContain('409');
+  expect(Object.keys(doc.paths['/api/v1/jobs/{id}/cancel'].post.responses)).toContain('409');
+  expect(Object.keys(doc.paths['/api/v1/queues/{queue}/claim'].post.responses)).not.toContain('409');
+  // The admin token is the only one for admin calls: the worker token gets 403.
+  expect(Object.keys(doc.paths['/api/v1/queues'].get.responses)).toContain('403');
+  expect(Object.keys(doc.paths['/api/v1/jobs/{id}'].get.responses)).not.toContain('403');
+  expect(errorStatuses({ method: 'get', role: 'worker', path: '/jobs/:id', errors: ['not_found'] })).toEqual([400, 401, 404, 421, 429, 500, 503]);
+});
+
+test('path parameters carry the patterns the server enforces', async () => {
+  const params = operations().flatMap(({ op }) => (op.parameters ?? []).filter((p: Schema) => p.in === 'path'));
+  const byName = new Map(params.map((p: Schema) => [p.name, p.schema.pattern]));
+  expect([...byName.keys()].sort()).toEqual(['id', 'queue']);
+  const queue = new RegExp(byName.get('queue'));
+  const id = new RegExp(byName.get('id'));
+  expect([queue.test('email.v2'), queue.test('bad name'), queue.test('-x')]).toEqual([true, false, false]);
+  expect([id.test('42'), id.test('042'), id.test('x')]).toEqual([true, false, false]);
+  // What the pattern refuses, the server refuses too.
+  expect((await t.post('/api/v1/queues/bad%20name/jobs', { payload: 1 })).status).toBe(400);
+  expect((await t.get('/api/v1/jobs/042')).status).toBe(404);
 });

@@ -2,6 +2,7 @@
  * The any-language example: examples/python/worker.py (standard library only)
  * against a real server on loopback, through the public HTTP API alone.
  */
+import { silentLogger } from '../src/core/log.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +31,7 @@ beforeEach(async () => {
       maxReapDeferMs: 300,
       reaperIntervalMs: 200,
     }),
-    { log: () => {} },
+    { log: silentLogger },
   );
 });
 
@@ -207,7 +208,7 @@ test('a completion refused with 409 (the lease was taken mid-run) is logged as a
 test('--token sends the worker token as a bearer token', async () => {
   const guarded = await startServer(
     defaultConfig({ databaseUrl: `file:${join(dir, 'token.db')}`, port: 0, workerToken: 'sesame', adminToken: 'admin-secret' }),
-    { log: () => {} },
+    { log: silentLogger },
   );
   try {
     const post = (path: string, body: unknown) =>

@@ -9,6 +9,7 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { silentLogger } from '../src/core/log.ts';
 import { defaultConfig, type Config } from '../src/core/config.ts';
 import { startServer, type RunningServer } from '../src/runtime/node.ts';
 import { postJson } from './process-helpers.ts';
@@ -44,7 +45,7 @@ function smallDisk(name: string, size: string): string {
 }
 
 async function serve(databaseUrl: string, overrides: Partial<Config> = {}) {
-  server = await startServer(defaultConfig({ databaseUrl, port: 0, ...overrides }), { log: () => {}, reaper: false });
+  server = await startServer(defaultConfig({ databaseUrl, port: 0, ...overrides }), { log: silentLogger, reaper: false });
   return server.url;
 }
 

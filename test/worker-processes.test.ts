@@ -3,6 +3,7 @@
  * killed, paused and resumed, crashing after side effects, shut down. Side
  * effects are recorded in a file outside leasehold.
  */
+import { silentLogger } from '../src/core/log.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +27,7 @@ let effectsFile: string;
 const children: ChildProcess[] = [];
 
 async function start(overrides: Partial<Config> = {}) {
-  server = await startServer(defaultConfig({ ...FAST, ...overrides, databaseUrl: `file:${join(dir, 'e2e.db')}`, port: 0 }), { log: () => {} });
+  server = await startServer(defaultConfig({ ...FAST, ...overrides, databaseUrl: `file:${join(dir, 'e2e.db')}`, port: 0 }), { log: silentLogger });
 }
 
 beforeEach(() => {

@@ -3,6 +3,7 @@
  * outcomes, heartbeats apart from the handler, AbortSignal on lease loss and
  * deadline, checkpoints, once(), graceful shutdown, blocked event loop.
  */
+import { silentLogger } from '../src/core/log.ts';
 import { afterEach, describe, expect, test } from 'vitest';
 import { databaseClock } from '../src/core/clock.ts';
 import { defaultConfig, type Config } from '../src/core/config.ts';
@@ -42,7 +43,7 @@ async function bed(kind: 'in-process' | 'http', overrides: Partial<Config> = {})
   if (kind === 'in-process') {
     b = { t, transport: dbTransport({ db: t.db, config: t.config, clock: databaseClock }) };
   } else {
-    const server = await startServer(defaultConfig({ ...FAST, ...overrides, databaseUrl: t.url, port: 0 }), { reaper: false, log: () => {} });
+    const server = await startServer(defaultConfig({ ...FAST, ...overrides, databaseUrl: t.url, port: 0 }), { reaper: false, log: silentLogger });
     b = { t, transport: httpTransport({ url: server.url }), server };
   }
   beds.push(b);

@@ -40,12 +40,12 @@ export const alertThresholdsBody = obj(
 export function adminRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
 
-  r.add({ method: 'get', path: '/queues', role: 'admin', summary: 'Counts, health and settings of every queue' }, async (c) => {
+  r.add({ method: 'get', path: '/queues', role: 'admin', operationId: 'listQueues', tag: 'queues', summary: 'Counts, health and settings of every queue', answers: { schema: 'queues' } }, async (c) => {
     const queues = await queuesHealth(db, { now: clock.now(), defaults: config });
     return c.json({ queues: queues.map(queueView) });
   });
 
-  r.add({ method: 'get', path: '/queues/:queue', role: 'admin', summary: 'Counts, health and settings of one queue' }, async (c) => {
+  r.add({ method: 'get', path: '/queues/:queue', role: 'admin', operationId: 'getQueue', tag: 'queues', summary: 'Counts, health and settings of one queue', answers: { schema: 'queue' }, errors: ['not_found'] }, async (c) => {
     const name = parseQueue(c.req.param('queue'));
     const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
     if (!queue) throw new LeaseholdError('not_found', `no queue is named ${name}`, 'queue');
@@ -58,6 +58,9 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       method: 'patch',
       path: '/queues/:queue/settings',
       role: 'admin',
+      operationId: 'updateQueueSettings',
+      tag: 'queues',
+      answers: { schema: 'queue' },
       summary: "Override the server's lease, heartbeat, grace, attempts, backoff or retention for one queue (null: back to the default)",
       body: obj({
         leaseMs: duration(1_000, config.maxLeaseMs),
@@ -95,6 +98,9 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       method: 'put',
       path: '/queues/:queue/alerts',
       role: 'admin',
+      operationId: 'setQueueAlertThresholds',
+      tag: 'queues',
+      answers: { schema: 'queue' },
       summary: "Set this queue's alert thresholds (fields left out use the server's; {} clears every override)",
       body: alertThresholdsBody,
     },
@@ -108,7 +114,15 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
 
   for (const [action, paused] of [['pause', true], ['resume', false]] as const) {
     r.add(
-      { method: 'post', path: `/queues/:queue/${action}`, role: 'admin', summary: paused ? 'Stop claims from this queue (running jobs go on)' : 'Let claims take jobs again' },
+      {
+        method: 'post',
+        path: `/queues/:queue/${action}`,
+        role: 'admin',
+        operationId: paused ? 'pauseQueue' : 'resumeQueue',
+        tag: 'queues',
+        summary: paused ? 'Stop claims from this queue (running jobs go on)' : 'Let claims take jobs again',
+        answers: { schema: 'paused' },
+      },
       async (c) => {
         const name = parseQueue(c.req.param('queue'));
         await queueUpsertSettings(db, { queue: name, patch: { paused }, now: clock.now() });
@@ -117,7 +131,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     );
   }
 
-  r.add({ method: 'post', path: '/reaper/run', role: 'admin', summary: 'Run one reaper pass now and say what it did' }, async (c) => {
+  r.add({ method: 'post', path: '/reaper/run', role: 'admin', operationId: 'runReaper', tag: 'queues', summary: 'Run one reaper pass now and say what it did', answers: { schema: 'reaperReport' } }, async (c) => {
     const report = await reapOnce(db, clock.now(), config);
     return c.json({ ...report, at: iso(report.at) });
   });

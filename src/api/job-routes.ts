@@ -13,6 +13,7 @@ import { iso, toJob } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
+import { logField } from './request-log.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
 
@@ -62,7 +63,21 @@ const listQuery = obj({
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   r.add(
-    { method: 'post', path: '/queues/:queue/jobs', role: 'worker', summary: 'Enqueue a job, or {jobs: [...]} in one batch', body: enqueueBody },
+    {
+      method: 'post',
+      path: '/queues/:queue/jobs',
+      role: 'worker',
+      operationId: 'enqueueJobs',
+      tag: 'jobs',
+      summary: 'Enqueue a job, or {jobs: [...]} in one batch',
+      body: enqueueBody,
+      answers: {
+        status: 201,
+        schema: 'enqueued',
+        description: 'Enqueued: the job, or (a bulk) one summary per job; a bulk entry whose idempotency key matched says deduplicated: true',
+        also: { status: 200, schema: 'deduplicated', description: 'The idempotency key matched an existing job, which is returned; nothing was added' },
+      },
+    },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
       const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
@@ -70,6 +85,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       // was most of the response time and of the server's memory.
       const columns = body.bulk ? SUMMARY_COLUMNS : undefined;
       const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns });
+      logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       if (body.bulk) {
         return c.json(
           {
@@ -93,7 +109,18 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
 
   // The worker token may read a job too: producers (leasehold/client) read back
   // what they enqueued without holding the admin token.
-  r.add({ method: 'get', path: '/jobs/:id', role: 'worker', summary: 'One job and its event history (the newest 1,000 events; olderEventsNotShown counts the rest); the worker token may read it' }, async (c) => {
+  r.add(
+    {
+      method: 'get',
+      path: '/jobs/:id',
+      role: 'worker',
+      operationId: 'getJob',
+      tag: 'jobs',
+      summary: 'One job and its event history (the newest 1,000 events; olderEventsNotShown counts the rest); the worker token may read it',
+      answers: { schema: 'jobWithEvents' },
+      errors: ['not_found'],
+    },
+    async (c) => {
     const id = parseJobId(c.req.param('id')!);
     const job = await jobGet(db, id);
     if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
@@ -115,13 +142,17 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         attempt: e.attempt,
       })),
     });
-  });
+  },
+  );
 
   r.add<undefined, Infer<typeof listQuery>>(
     {
       method: 'get',
       path: '/jobs',
       role: 'admin',
+      operationId: 'listJobs',
+      tag: 'jobs',
+      answers: { schema: 'jobPage' },
       summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after',
       query: listQuery,
     },
@@ -143,13 +174,13 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     return c.json({ job: toJob(outcome.job) });
   };
 
-  r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', summary: 'Cancel a pending job', body: actionBody }, async (c, body) => {
+  r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
     const outcome = await jobCancelIfPending(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
     return act(c, outcome, id, 'only a pending job can be cancelled');
   });
 
-  r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody }, async (c, body) => {
+  r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', operationId: 'retryJob', tag: 'jobs', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
     const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
     return act(c, outcome, id, 'only a failed or cancelled job can be retried');
@@ -160,6 +191,10 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/requeue',
       role: 'admin',
+      operationId: 'requeueJob',
+      tag: 'jobs',
+      answers: { schema: 'job' },
+      errors: ['not_found', 'conflict'],
       summary:
         "Put a running job back in the queue, only when the reaper itself would take it now (else 409 conflict saying why, and nothing changes); force: true (with a reason) takes any running job (its worker's writes are refused from then on, and it may run twice)",
       body: obj({ ...actionShape, force: optional(bool('take a live lease too; needs a reason')) }),

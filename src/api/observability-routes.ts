@@ -13,19 +13,19 @@ export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   const snapshot = () => metricsSnapshot(db, { now: clock.now(), config });
 
-  r.add({ method: 'get', path: '/metrics', role: 'reader', summary: 'Metrics as JSON: per-queue counts, all-time totals, leases, heartbeat lag, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, attempts, runtimes' }, async (c) => {
+  r.add({ method: 'get', path: '/metrics', role: 'reader', operationId: 'getMetrics', tag: 'observability', answers: { schema: 'metrics' }, summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, all-time totals, attempts, runtimes' }, async (c) => {
     const m = await snapshot();
     return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, queues: m.queues });
   });
 
-  r.add({ method: 'get', path: '/alerts', role: 'reader', summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
+  r.add({ method: 'get', path: '/alerts', role: 'reader', operationId: 'listAlerts', tag: 'observability', answers: { schema: 'alerts' }, summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
     const m = await snapshot();
     const alerts = evaluateAlerts(m);
     // `thresholds`: the server's; each alert says which of them its queue overrides.
     return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds: DEFAULT_ALERT_THRESHOLDS, alerts });
   });
 
-  r.add({ method: 'get', path: '/tuning', role: 'reader', summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
+  r.add({ method: 'get', path: '/tuning', role: 'reader', operationId: 'getTuning', tag: 'observability', answers: { schema: 'tuning' }, summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
     const m = await snapshot();
     return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) });
   });

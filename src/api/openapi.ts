@@ -1,60 +1,147 @@
 /**
- * The OpenAPI document, generated from the route specs (their validators
- * describe themselves as JSON Schema), so it cannot drift from what the
- * server accepts.
+ * The OpenAPI 3.0 document (GET /api/v1/openapi.json), generated from the
+ * route specs: request schemas are the validators that check requests
+ * (src/api/validate.ts), response schemas come from src/api/schemas.ts
+ * (compile-checked against the wire types the SDK and client decode), and
+ * each route's error statuses from what can refuse it (errorStatuses). So it
+ * cannot drift from what the server accepts and answers; test/openapi.test.ts
+ * validates it with an OpenAPI validator, test/openapi-answers.test.ts checks
+ * real answers against it.
  */
+import { JOB_ID_PATTERN, QUEUE_PATTERN } from './http.ts';
 import type { RouteSpec } from './router.ts';
+import { ErrorSchema, RESPONSES } from './schemas.ts';
 
-const ERROR = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { code: { type: 'string' }, message: { type: 'string' }, field: { type: 'string' } },
-      required: ['code', 'message'],
-    },
-  },
+/** What each error status means, as the document says it. */
+const ERROR_STATUS = {
+  400: 'invalid_request: the field named in error.field is wrong (or the Host header); nothing changed',
+  401: 'unauthorized: no bearer token, or not a valid one',
+  403: 'forbidden: the worker token on an admin call, or a cross-site browser request to a route without a token',
+  404: 'not_found: no such job (or queue, or effect); error.field names what',
+  409: 'lease_lost (the lock token is no longer the current claim; error.status says what the job is now) or conflict (the job is not in a state this action applies to); nothing changed',
+  413: 'payload_too_large: the body is over LEASEHOLD_MAX_PAYLOAD_BYTES',
+  415: 'unsupported_media_type: every call that is not a GET sends Content-Type: application/json',
+  421: 'misdirected_request: without tokens only loopback Host names are answered',
+  429: 'too_many_requests: too many wrong tokens from this client; Retry-After says when to try again',
+  500: 'internal: an unexpected error (logged with the request id; never detailed here)',
+  503: 'unavailable (the disk is full, the database is locked past the busy timeout, read-only or damaged: error.message says which), starting (migrations are running) or, on Workers, misconfigured / not_migrated: retry later; Retry-After says when',
+} as const;
+
+type ErrorStatus = keyof typeof ERROR_STATUS;
+
+/**
+ * Which error statuses a route can answer. Every route: 400 (a bad Host),
+ * 421 (open mode), 500, 503. A role: 401, 429 (wrong tokens back off); admin (the worker token is
+ * refused) or any write (the cross-site guard): 403. A write: 413 and 415.
+ * A body or a query: 400 for it. Its own `errors`: 404, 409.
+ */
+export function errorStatuses(spec: Pick<RouteSpec, 'method' | 'role' | 'errors' | 'path'>): ErrorStatus[] {
+  const write = spec.method !== 'get';
+  const statuses = new Set<ErrorStatus>([400, 421, 500, 503]);
+  if (spec.role) {
+    statuses.add(401);
+    statuses.add(429);
+  }
+  if (spec.role === 'admin' || write) statuses.add(403);
+  if (write) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  // A job id that is not one is answered 404 (ids are opaque), like an unknown one.
+  if (spec.errors?.includes('not_found') || spec.path.includes(':id')) statuses.add(404);
+  if (spec.errors?.some((e) => e === 'lease_lost' || e === 'conflict')) statuses.add(409);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
+const errorResponses = (statuses: ErrorStatus[]) => Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }]));
+
+const PATH_PARAMS: Record<string, { pattern: RegExp; maxLength: number; description: string }> = {
+  id: { pattern: JOB_ID_PATTERN, maxLength: 15, description: 'a job id as the API returned it' },
+  queue: { pattern: QUEUE_PATTERN, maxLength: 128, description: 'queue name: letters, digits, _ . : -' },
 };
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+function pathParameters(path: string) {
+  return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => {
+    const p = PATH_PARAMS[m[1]!];
+    if (!p) throw new Error(`no pattern for the path parameter :${m[1]}`);
+    return { name: m[1], in: 'path', required: true, description: p.description, schema: { type: 'string', pattern: p.pattern.source, maxLength: p.maxLength } };
+  });
+}
+
+const SECURITY = { admin: [{ adminToken: [] }], worker: [{ workerToken: [] }, { adminToken: [] }], reader: [{ readonlyToken: [] }, { adminToken: [] }] } as const;
 
 export function openApiDocument(specs: readonly RouteSpec[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const spec of specs) {
     const path = `/api/v1${spec.path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
-    const params: Record<string, unknown>[] = [...spec.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const params: Record<string, unknown>[] = pathParameters(spec.path);
     // Query parameters from the route's query validator (an obj() of string fields).
     const query = spec.query?.schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
     for (const [name, schema] of Object.entries(query?.properties ?? {})) {
       params.push({ name, in: 'query', required: query?.required?.includes(name) ?? false, schema });
     }
+    const ok = spec.answers;
     paths[path] ??= {};
     paths[path][spec.method] = {
+      operationId: spec.operationId,
+      tags: [spec.tag],
       summary: spec.summary,
-      ...(spec.role ? { security: spec.role === 'reader' ? [{ readonlyToken: [] }, { adminToken: [] }] : [{ [spec.role === 'admin' ? 'adminToken' : 'workerToken']: [] }] } : {}),
+      ...(spec.role ? { security: SECURITY[spec.role] } : { security: [] }),
       ...(params.length ? { parameters: params } : {}),
       ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body.schema } } } } : {}),
       responses: {
-        '200': { description: 'OK' },
-        '400': errorResponse('invalid_request: the field named in error.field is wrong; nothing changed'),
-        '401': errorResponse('unauthorized'),
-        '404': errorResponse('not_found'),
-        '409': errorResponse('lease_lost (the lock token is no longer the current claim) or conflict'),
-        '413': errorResponse('payload_too_large'),
+        [String(ok.status ?? 200)]: json(ok.description ?? 'OK', RESPONSES[ok.schema]),
+        ...(ok.also ? { [String(ok.also.status)]: json(ok.also.description, RESPONSES[ok.also.schema]) } : {}),
+        ...errorResponses(errorStatuses(spec)),
       },
     };
   }
+  paths['/api/v1/openapi.json'] = {
+    get: { operationId: 'getOpenApiDocument', tags: ['meta'], summary: 'This document (open, like /healthz: it holds no data)', security: [], responses: { '200': json('The OpenAPI document', { type: 'object' }) } },
+  };
+  paths['/healthz'] = {
+    get: {
+      operationId: 'getHealth',
+      tags: ['meta'],
+      summary: 'Liveness and database reachability, for load balancers and HEALTHCHECK (open)',
+      security: [],
+      responses: { '200': json('Serving, and the database answers', RESPONSES.health), ...errorResponses([400, 421, 500, 503]) },
+    },
+  };
+  paths['/metrics'] = {
+    get: {
+      operationId: 'getPrometheusMetrics',
+      tags: ['meta'],
+      summary: 'Prometheus metrics (text exposition format 0.0.4), admin token',
+      security: SECURITY.admin,
+      responses: {
+        '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } },
+        ...errorResponses([400, 401, 403, 421, 500, 503]),
+      },
+    },
+  };
   return {
     openapi: '3.0.3',
     info: {
       title: 'leasehold',
       version,
       description:
-        'A job queue without zombie jobs. Claim jobs, keep their leases alive with heartbeats, and finish them with the lockToken of the claim. Every write to a running job is fenced by that token: a stale one gets 409 lease_lost and changes nothing.',
+        'A job queue without zombie jobs. Claim jobs, keep their leases alive with heartbeats, and finish them with the lockToken of the claim. Every write to a running job is fenced by that token: a stale one gets 409 lease_lost and changes nothing. Every answer carries x-request-id (yours, if you sent a sane one), which the server logs with the request.',
     },
+    servers: [{ url: '/' }],
+    tags: [
+      { name: 'jobs', description: 'Enqueue, read and manage jobs (producers and operators)' },
+      { name: 'worker', description: 'Claim, heartbeat and finish jobs: every write is fenced by the lock token' },
+      { name: 'queues', description: 'Queue health, settings, pause and the reaper (admin)' },
+      { name: 'observability', description: 'Metrics, alerts and tuning as JSON (admin)' },
+      { name: 'meta', description: 'Health, Prometheus metrics and this document' },
+    ],
     paths,
     components: {
-      schemas: { Error: ERROR },
+      schemas: { Error: ErrorSchema },
+      responses: Object.fromEntries(Object.entries(ERROR_STATUS).map(([status, description]) => [`Error${status}`, json(description, ref('Error'))])),
       securitySchemes: {
         workerToken: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_WORKER_TOKEN (the admin token is accepted too)' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'LEASEHOLD_ADMIN_TOKEN' },

@@ -7,20 +7,23 @@ import type { Context, Hono } from 'hono';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
+import type { Logger } from '../core/log.ts';
 import { requireRole, roleToken, type Role } from './auth.ts';
 import type { AuthThrottle } from './throttle.ts';
 import { readBody } from './http.ts';
 import { refuseSimpleCrossSite } from './web-guards.ts';
 import type { Validator } from './validate.ts';
+import type { ResponseName } from './schemas.ts';
 
 export interface AppDeps {
   db: Db;
   config: Config;
   clock: Clock;
-  /** Where unexpected errors are reported; never to clients. */
-  logError?: (err: unknown) => void;
-  /** One-line warnings about refused requests (a Host header that does not parse). Default console.warn. */
-  logWarn?: (line: string) => void;
+  /**
+   * Where the app's log records go: one per request (src/api/request-log.ts),
+   * unexpected errors with their stack (never sent to clients), refusals.
+   */
+  log: Logger;
   /**
    * Static files from public/ (the dashboard's CSS and htmx), for runtimes
    * that do not serve them themselves: the response for a request path, or
@@ -31,13 +34,28 @@ export interface AppDeps {
   authThrottle?: AuthThrottle;
 }
 
+/** The refusals a route can answer besides the ones every route can (see errorStatuses in openapi.ts). */
+export type RouteError = 'not_found' | 'lease_lost' | 'conflict';
+
 export interface RouteSpec<B = unknown, Q = unknown> {
   method: 'get' | 'post' | 'put' | 'patch';
   /** Hono path, relative to /api/v1. */
   path: string;
   /** null: open (health checks). */
   role: Role | null;
+  /** Unique, stable: what generated clients name the call. */
+  operationId: string;
+  /** The document's grouping: jobs, worker, queues, observability. */
+  tag: 'jobs' | 'worker' | 'queues' | 'observability';
   summary: string;
+  /** The success answer: its schema in src/api/schemas.ts and its status (200 unless said). */
+  answers: { schema: ResponseName; status?: 200 | 201; description?: string; also?: { status: 200; schema: ResponseName; description: string } };
+  /**
+   * Refusals particular to this route: not_found (404), lease_lost or
+   * conflict (409). 409 is for owned writes and state conflicts only: a
+   * GET never answers it (Routes.add refuses such a spec).
+   */
+  errors?: RouteError[];
   body?: Validator<B>;
   /** The query string, as an obj() of string fields: checked before the handler, and listed in the OpenAPI document. */
   query?: Validator<Q>;
@@ -52,6 +70,8 @@ export class Routes {
   ) {}
 
   add<B, Q = undefined>(spec: RouteSpec<B, Q>, handler: (c: Context, body: B, query: Q) => Response | Promise<Response>): void {
+    if (spec.method === 'get' && spec.errors?.some((e) => e !== 'not_found')) throw new Error(`${spec.operationId}: a read cannot answer 409`);
+    if (this.specs.some((s) => s.operationId === spec.operationId)) throw new Error(`${spec.operationId}: operationId used twice`);
     this.specs.push(spec as RouteSpec);
     const guards = spec.role ? [requireRole(spec.role, this.config, this.throttle)] : [];
     const isOpen = !spec.role || !roleToken(spec.role, this.config);

@@ -20,6 +20,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { logField } from './request-log.ts';
 
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -42,12 +43,13 @@ function requestHost(c: Context): { hostname: string; port: string; host: string
  * The first middleware: refuses an unparseable Host (400) everywhere and, in
  * open mode, a Host that is not a loopback name on our port (421).
  */
-export function hostGuard(config: Config, warn: (line: string) => void): MiddlewareHandler {
+export function hostGuard(config: Config): MiddlewareHandler {
   const open = isOpenMode(config);
   return async function checkHost(c, next) {
     const host = requestHost(c);
     if (!host) {
-      warn(`leasehold: refused a request with an unparseable Host header ${JSON.stringify((c.req.header('host') ?? '').slice(0, 100))}`);
+      // The request's one log line (src/api/request-log.ts) says which Host it was.
+      logField(c, { host: (c.req.header('host') ?? '').slice(0, 100) });
       throw new LeaseholdError('invalid_request', 'the Host header is not a valid host name', 'host');
     }
     if (open) {

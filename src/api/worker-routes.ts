@@ -14,6 +14,7 @@ import { jsonOrNull } from '../db/sql.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
+import { logField } from './request-log.ts';
 import type { AppDeps, Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
 
@@ -45,6 +46,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/queues/:queue/claim',
       role: 'worker',
+      operationId: 'claimJobs',
+      tag: 'worker',
+      answers: { schema: 'claimed' },
       summary: 'Claim up to `limit` ready jobs; an empty list means nothing is ready',
       body: obj({ workerId: workerIdField, instanceId: optional(instanceIdField), limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
     },
@@ -58,6 +62,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         now: clock.now(),
         defaults: config,
       });
+      if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: String(claimed[0]!.id) } : { jobIds: claimed.map((j) => String(j.id)) });
       return c.json({ jobs: claimed.map(toClaimedJob) });
     },
   );
@@ -69,6 +74,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         method: 'post',
         path,
         role: 'worker',
+        operationId: path.endsWith('extend') ? 'extendLease' : 'heartbeatJob',
+        tag: 'worker',
+        answers: { schema: 'lease' },
+        errors: ['not_found', 'lease_lost'],
         summary: path.endsWith('extend') ? 'Extend the lease to leaseMs from now (before a long blocking step)' : 'Renew the lease, optionally reporting progress',
         body: heartbeatBody,
       },
@@ -91,6 +100,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/heartbeats',
       role: 'worker',
+      operationId: 'heartbeatMany',
+      tag: 'worker',
+      answers: { schema: 'heartbeats' },
       summary: "Renew many of one worker's leases in one call; one result per lease",
       body: obj({
         workerId: workerIdField,
@@ -114,6 +126,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/checkpoint',
       role: 'worker',
+      operationId: 'checkpointJob',
+      tag: 'worker',
+      answers: { schema: 'lease' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'Save state for the next attempt (also renews the lease)',
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, checkpoint: json('any JSON') }),
     },
@@ -136,6 +152,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/complete',
       role: 'worker',
+      operationId: 'completeJob',
+      tag: 'worker',
+      answers: { schema: 'job' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'Complete the job with an optional result',
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, result: optional(json()) }),
     },
@@ -157,6 +177,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/completions',
       role: 'worker',
+      operationId: 'completeMany',
+      tag: 'worker',
+      answers: { schema: 'completions' },
       summary:
         'Complete many jobs in one statement, each fenced by its own token; one outcome per job. With `claim`, also claim the next jobs in the same transaction (answered as `jobs`, like a claim)',
       body: obj({
@@ -184,6 +207,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/fail',
       role: 'worker',
+      operationId: 'failJob',
+      tag: 'worker',
+      answers: { schema: 'job' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'Fail the attempt: retried with backoff while attempts remain, unless retryable is false',
       body: obj({
         workerId: workerIdField,
@@ -215,6 +242,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/release',
       role: 'worker',
+      operationId: 'releaseJob',
+      tag: 'worker',
+      answers: { schema: 'job' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'Give the lease back (shutdown): the job is ready again at once and the attempt does not count',
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, reason: optional(str({ min: 1, max: 200 })) }),
     },
@@ -237,6 +268,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/workers/beat',
       role: 'worker',
+      operationId: 'workerBeat',
+      tag: 'worker',
+      answers: { schema: 'beat' },
       summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job",
       body: obj({
         workerId: workerIdField,
@@ -260,6 +294,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/effects/start',
       role: 'worker',
+      operationId: 'startEffect',
+      tag: 'worker',
+      answers: { schema: 'effectStart' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'once(): start a side effect under the lease, or get the result an earlier attempt recorded',
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey }),
     },
@@ -278,6 +316,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       method: 'post',
       path: '/jobs/:id/effects/finish',
       role: 'worker',
+      operationId: 'finishEffect',
+      tag: 'worker',
+      answers: { schema: 'effectFinish' },
+      errors: ['not_found', 'lease_lost'],
       summary: 'once(): record, under the lease, that a side effect this claim started ran; answers the result on record (the first one wins)',
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey, result: optional(json()) }),
     },

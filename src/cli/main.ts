@@ -36,10 +36,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'Run the server, API and in-process reaper (default command)',
     flags: [],
     async run(config) {
-      const { startServer } = await import('../runtime/node.ts');
-      const server = await startServer(config);
+      const { startServer, serverLogger } = await import('../runtime/node.ts');
+      const log = serverLogger(config);
+      const server = await startServer(config, { log });
       const stop = async (signal: string) => {
-        console.log(`leasehold: ${signal}, shutting down`);
+        log.info(`leasehold: ${signal}, shutting down`, { event: 'shutdown', signal });
         await server.close();
         process.exit(0);
       };

@@ -362,11 +362,10 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   // Loaded only when needed, so `leasehold --help` and `work --url` skip the database code.
   const opened = url === undefined ? await (await import('../runtime/node.ts')).openDatabase(config) : undefined;
   const transport = opened ? (await import('../embedded/db-transport.ts')).dbTransport({ db: opened.db, config }) : httpTransport({ url: url!, token });
-  const logger: Logger = {
-    info: (m) => console.error(`leasehold work: ${m}`),
-    warn: (m) => console.error(`leasehold work: ${m}`),
-    error: (m) => console.error(`leasehold work: ${m}`),
-  };
+  // stderr: stdout belongs to nobody here, but the commands' own output is what people read.
+  const line = (m: string, fields?: Record<string, unknown>) =>
+    console.error([`leasehold work: ${m}`, ...Object.entries(fields ?? {}).filter(([k]) => k !== 'workerId').map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)].join(' '));
+  const logger: Logger = { info: line, warn: line, error: line };
   const worker = createShellWorker({ transport, queue, command, args, concurrency, leaseMs, outputBytes, logger });
   worker.start();
   console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : redactUrl(config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);

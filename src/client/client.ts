@@ -7,7 +7,7 @@
  * each caller still gets its own job, or its own error: a bulk refused because
  * of one item rejects that item's caller and is sent again without it.
  */
-import type { Job, JobStatus } from '../core/wire.ts';
+import type { Enqueued, Job, JobStatus } from '../core/wire.ts';
 import { LeaseholdApiError, LeaseholdNetworkError, LeaseholdTimeoutError } from './errors.ts';
 
 export interface ClientOptions {
@@ -45,16 +45,7 @@ export interface EnqueueItem extends EnqueueOptions {
 }
 
 /** What an enqueue answers: the new job (or the existing one, for a duplicate idempotency key). */
-export interface Enqueued {
-  id: string;
-  queue: string;
-  status: JobStatus;
-  priority: number;
-  availableAt: string;
-  idempotencyKey: string | null;
-  /** True when the idempotency key matched an existing job, which is the one returned. */
-  deduplicated: boolean;
-}
+export type { Enqueued };
 
 export interface WaitOptions {
   /** Give up (LeaseholdTimeoutError) after this long. Default: wait as long as it takes. */

@@ -87,6 +87,10 @@ export interface Config extends QueueDefaults {
    * this much (or one reaper interval / cron period, if longer) after it happens.
    */
   alertEveryMs: number;
+  /** Log records below this level are dropped: debug, info, warn or error. */
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** json (one object per line), text (readable), or auto: text when stdout is a terminal, else json. */
+  logFormat: 'auto' | 'json' | 'text';
 }
 
 type Kind = 'string' | 'secret' | 'int' | 'duration';
@@ -140,6 +144,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'alertWebhookUrl', env: 'LEASEHOLD_ALERT_WEBHOOK_URL', flag: '--alert-webhook-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper POSTs to when an alert starts firing and when it clears' },
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST (x-leasehold-signature: sha256=HMAC of the body)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },
+  { key: 'logLevel', env: 'LEASEHOLD_LOG_LEVEL', flag: '--log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error: lower levels are not logged' },
+  { key: 'logFormat', env: 'LEASEHOLD_LOG_FORMAT', flag: '--log-format', kind: 'string', default: 'auto', help: 'json, text, or auto (text on a terminal, JSON lines otherwise)' },
 ];
 
 export interface ConfigProblem {
@@ -255,6 +261,8 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
     err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
   }
   if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
+  if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);
+  if (!['auto', 'json', 'text'].includes(c.logFormat)) err('logFormat', `must be auto, json or text, got ${JSON.stringify(c.logFormat)}`);
   if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
   if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
     err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);

@@ -61,3 +61,56 @@ export interface ClaimedJobWire {
   /** This attempt's time limit in ms (the job's, else its queue's, else the server's): deadlineAt - claim time. */
   timeoutMs: number | null;
 }
+
+/** What an enqueue answers per job in a bulk (and the producer client per call): the job's summary. */
+export interface Enqueued {
+  id: string;
+  queue: string;
+  status: JobStatus;
+  priority: number;
+  availableAt: string;
+  idempotencyKey: string | null;
+  /** True when the idempotency key matched an existing job, which is the one returned. */
+  deduplicated: boolean;
+}
+
+/** One entry of a job's history (GET /jobs/:id). */
+export interface JobEvent {
+  id: string;
+  type: string;
+  at: string;
+  from: string | null;
+  to: string | null;
+  reason: string | null;
+  message: string | null;
+  actor: string | null;
+  workerId: string | null;
+  attempt: number | null;
+}
+
+/** GET /jobs/:id: the job and its newest events. */
+export interface JobWithEvents {
+  job: Job;
+  olderEventsNotShown: number;
+  events: JobEvent[];
+}
+
+/** The lease after a heartbeat, extend or checkpoint. */
+export interface LeaseState {
+  id: string;
+  leaseExpiresAt: string | null;
+  deadlineAt: string | null;
+  fencingToken: number;
+}
+
+/** A refused entry of a batched write: the error this job would have got alone. */
+export interface BatchRefusal {
+  id: string;
+  ok: false;
+  error: { code: string; message: string; status?: string };
+}
+
+/** Every error answer: a stable code, a message for people, and the field at fault where there is one. */
+export interface ErrorBody {
+  error: { code: string; message: string; field?: string };
+}

@@ -22,7 +22,7 @@
  * secret nor the URL (which may carry a token) is ever put in an error.
  */
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
-import { ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
+import { type AlertTransition, ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
 import { batchList, type Db } from './db.ts';
 import {
@@ -63,6 +63,8 @@ export async function alertPass(
   at: number,
   config: Config,
   fetchFn: Fetch = fetch,
+  /** Told of each alert that started firing or cleared in this evaluation (for the log). */
+  onTransition?: (t: AlertTransition) => void,
 ): Promise<AlertPassReport> {
   const report: AlertPassReport = { evaluated: false, started: 0, cleared: 0, delivered: 0, failed: 0 };
   const evaluate = async () => evaluateAlerts(await metricsSnapshot(db, { now: at, config }));
@@ -72,6 +74,7 @@ export async function alertPass(
     alerts = await evaluate();
     const changes = await alertStatesRecord(db, { now: at, alerts });
     Object.assign(report, { evaluated: true, started: changes.started.length, cleared: changes.cleared.length });
+    if (onTransition) for (const t of [...changes.started, ...changes.cleared]) onTransition(t);
   }
 
   const url = config.alertWebhookUrl;

@@ -14,6 +14,7 @@
 import type { Now } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapReason } from '../core/reaper.ts';
+import type { AlertTransition } from '../core/alert-webhook.ts';
 import { alertPass, type AlertPassReport } from './alert-pass.ts';
 import { batchList, type Db } from './db.ts';
 import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
@@ -34,9 +35,19 @@ export interface ReapReport {
   alerts: AlertPassReport;
 }
 
+/**
+ * Told of each decision as the pass makes it, with what the report leaves
+ * out (the job's queue and the worker that held it): the servers log one
+ * line per job taken back and per alert that flips.
+ */
+export interface ReapObserver {
+  job?(e: { id: string; queue: string; workerId: string; action: 'requeue' | 'fail' | 'defer'; reason: string; overdueMs?: number }): void;
+  alert?(t: AlertTransition): void;
+}
+
 const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
 
-export interface ReapOptions {
+export interface ReapOptions extends ReapObserver {
   /**
    * The server was not running its reaper for a while (src/runtime/gap-watch.ts):
    * take nothing for an expired lease, only say why; deadlines still apply.
@@ -72,6 +83,10 @@ export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOp
     else if (!taken.has(candidate.id)) report.raced++;
     else if (decision.action === 'requeue') report.requeued.push({ id, reason: decision.reason });
     else report.failed.push({ id, reason: decision.reason });
+    if (decision.action === 'defer' || taken.has(candidate.id)) {
+      const overdue = decision.action === 'defer' ? { overdueMs: decision.overdueMs } : {};
+      options.job?.({ id, queue: candidate.queueName, workerId: candidate.lockedBy, action: decision.action, reason: decision.reason, ...overdue });
+    }
   }
   // Housekeeping, one batch (one request): retention pruning, forgotten
   // workers, and the overview's heartbeat lag history (one sample per pass,
@@ -84,7 +99,7 @@ export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOp
   ]);
   report.pruned = (prunedJobs as { id: number }[]).length;
   try {
-    report.alerts = await alertPass(db, at, config);
+    report.alerts = await alertPass(db, at, config, fetch, options.alert);
   } catch (err) {
     // The jobs are already taken back: a broken alert pass (a database
     // error, a bug) is reported with the pass, and the next pass tries again.

@@ -25,6 +25,8 @@ import { jobGet } from '../db/store/read.ts';
 import { toJob } from '../db/store/record.ts';
 import { openDatabase } from '../runtime/node.ts';
 import { startReaperTimer } from '../runtime/reaper-timer.ts';
+import { streamLogger } from '../runtime/log.ts';
+import { createLogger, type Logger } from '../core/log.ts';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/worker.ts';
 import type { Transport } from '../worker/transport.ts';
 import { dbTransport } from './db-transport.ts';
@@ -62,8 +64,12 @@ export interface Leasehold {
   createWorker<P = unknown>(options: Omit<WorkerOptions<P>, 'transport'>): Worker;
   /** One reaper pass now. */
   reap(): Promise<ReapReport>;
-  /** The reaper every config.reaperIntervalMs; returns its stop function. */
-  startReaper(log?: (line: string) => void): () => void;
+  /**
+   * The reaper every config.reaperIntervalMs; returns its stop function. It
+   * logs each job it takes back and each pass that did something: to `log`
+   * (a Logger, or a function given each message), default stdout.
+   */
+  startReaper(log?: Logger | ((line: string) => void)): () => void;
   /** Closes the database (stop workers and the reaper first). */
   close(): void;
 }
@@ -99,7 +105,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     },
     createWorker: (workerOptions) => createWorker({ ...workerOptions, transport }),
     reap: () => reapOnce(db, clock.now(), config),
-    startReaper: (log = (line) => console.log(`leasehold: ${line}`)) => startReaperTimer(db, config, clock, log),
+    startReaper: (log) => startReaperTimer(db, config, clock, typeof log === 'function' ? createLogger({ level: config.logLevel, sink: (r) => log(r.msg) }) : (log ?? streamLogger({ level: config.logLevel, format: config.logFormat }))),
     close: () => opened.close(),
   };
 }

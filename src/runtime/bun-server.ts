@@ -23,9 +23,10 @@ import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.t
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
 import { assetsFromFiles } from './public-assets.ts';
+import { serverLogger } from './log.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
 
-export { summarize };
+export { summarize, serverLogger };
 export type { RunningServer, ServeOptions };
 
 /** The slice of Bun's API used here (no bun-types dependency). */
@@ -74,10 +75,10 @@ async function migrateEmbedded(opened: OpenedDb): Promise<void> {
 }
 
 export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? ((line: string) => console.log(line));
+  const log = options.log ?? serverLogger(config);
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
-  const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), logError: (err) => console.error('leasehold: unexpected error', err) });
+  const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), log });
 
   let server: BunServer;
   try {

@@ -9,7 +9,7 @@
  * scripts/build-binary.ts for the binary. Imported, it has the exports of
  * src/runtime/node.ts.
  */
-export { openDatabase, startServer, summarize, type RunningServer, type ServeOptions } from './bun-server.ts';
+export { openDatabase, serverLogger, startServer, summarize, type RunningServer, type ServeOptions } from './bun-server.ts';
 
 interface BunPluginBuilder {
   onResolve(options: { filter: RegExp }, callback: (args: { path: string; importer: string }) => { path: string } | undefined): void;

@@ -28,7 +28,9 @@ import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce } from '../db/reap-once.ts';
 import * as schema from '../db/schema.ts';
-import { summarize, worthLogging } from './reaper-timer.ts';
+import { logReapSummary, reapLogger } from './reaper-timer.ts';
+import { consoleLogger } from './log.ts';
+import type { Logger } from '../core/log.ts';
 
 /** The parts of D1's `D1Database` this file touches (see @cloudflare/workers-types). */
 export interface D1DatabaseLike {
@@ -61,6 +63,7 @@ export interface Env {
 interface Runtime {
   db: Db;
   config: Config;
+  log: Logger;
   app: ReturnType<typeof createApp>;
 }
 
@@ -117,7 +120,7 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
     let warnings: { setting: string; rule: string }[];
     ({ config, warnings } = loadConfig(strings));
     // Once per isolate (the runtime is cached): risky settings reach the Worker's log.
-    for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
+    for (const w of warnings) workerLogger(config).warn(`leasehold: warning: ${w.setting} ${w.rule}`, { event: 'config_warning', setting: w.setting });
   } catch (err) {
     if (err instanceof ConfigError) {
       return new Refusal('misconfigured', 'leasehold is misconfigured: fix these settings (wrangler.toml [vars] or secrets)', err.problems);
@@ -158,9 +161,14 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
     );
   }
 
-  const app = createApp({ db, config, clock: databaseClock, logError: (err) => console.error('leasehold: unexpected error', err) });
-  return { db, config, app };
+  const log = workerLogger(config);
+  const app = createApp({ db, config, clock: databaseClock, log });
+  return { db, config, log, app };
 }
+
+/** JSON lines through console (Workers Logs indexes their fields); LEASEHOLD_LOG_FORMAT=text for wrangler dev by eye. */
+const workerLogger = (config?: Pick<Config, 'logLevel' | 'logFormat'>): Logger =>
+  consoleLogger({ level: config?.logLevel ?? 'info', format: config?.logFormat === 'text' ? 'text' : 'json' });
 
 /**
  * Drizzle over a D1 binding.
@@ -211,7 +219,11 @@ function refusalResponse(r: Refusal): Response {
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContextLike): Promise<Response> {
     const runtime = await runtimeFor(env);
-    if (runtime instanceof Refusal) return refusalResponse(runtime);
+    if (runtime instanceof Refusal) {
+      // The app (and its request log) is not running: the refusal is this request's line.
+      workerLogger().error(`${request.method} ${new URL(request.url).pathname} 503: ${runtime.message}`, { event: 'refused', method: request.method, status: 503, error: runtime.code });
+      return refusalResponse(runtime);
+    }
     return runtime.app.fetch(request, env, ctx as never);
   },
 
@@ -219,11 +231,10 @@ export default {
     const pass = (async () => {
       const runtime = await runtimeFor(env, 'reap');
       if (runtime instanceof Refusal) {
-        console.error(`leasehold: reaper (cron ${controller.cron}) cannot run: ${runtime.message}`);
+        workerLogger().error(`leasehold: reaper (cron ${controller.cron}) cannot run: ${runtime.message}`, { event: 'refused', code: runtime.code });
         return;
       }
-      const r = await reapOnce(runtime.db, databaseClock.now(), runtime.config);
-      if (worthLogging(r)) console.log(`leasehold reaper: ${summarize(r)}`);
+      logReapSummary(runtime.log, await reapOnce(runtime.db, databaseClock.now(), runtime.config, reapLogger(runtime.log, 'cron')), 'cron');
     })();
     ctx.waitUntil(pass);
     // Awaited too, so a failed pass shows as a failed cron invocation (the next cron retries).

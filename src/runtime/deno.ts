@@ -22,7 +22,9 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { makeReaperPass, serverUrl, startLines } from './reaper-timer.ts';
+import { logStart, makeReaperPass, serverUrl } from './reaper-timer.ts';
+import { consoleLogger } from './log.ts';
+import type { Logger } from '../core/log.ts';
 
 /** The slice of the Deno namespace used here (tsc runs with Node's types, not Deno's). */
 interface DenoNetAddr {
@@ -35,6 +37,7 @@ interface DenoHttpServer {
 }
 declare const Deno: {
   env: { toObject(): Record<string, string> };
+  stdout: { isTerminal(): boolean };
   args: string[];
   serve(options: {
     hostname?: string;
@@ -61,10 +64,16 @@ export interface DenoServer {
   close(): Promise<void>;
 }
 
-export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: (line: string) => void = console.log): Promise<DenoServer> {
+/** JSON lines, or text when stdout is a terminal (LEASEHOLD_LOG_FORMAT decides when set). */
+export function denoLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Logger {
+  const format = config.logFormat !== 'auto' ? config.logFormat : Deno.stdout.isTerminal() ? 'text' : 'json';
+  return consoleLogger({ level: config.logLevel, format });
+}
+
+export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: Logger = denoLogger(config)): Promise<DenoServer> {
   const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   await migrateLibsql(opened, MIGRATIONS_DIR);
-  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
+  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
 
   const reaperPass = makeReaperPass(opened.db, config, clock, log);
 
@@ -87,10 +96,10 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
   if (typeof Deno.cron === 'function') {
     Deno.cron(CRON_NAME, CRON_SCHEDULE, { signal: cronAbort.signal }, function leaseholdReaperCron() {
       return reaperPass('cron');
-    }).catch((err) => console.error('leasehold: Deno.cron stopped', err));
+    }).catch((err) => log.error('leasehold: Deno.cron stopped', { error: err }));
     cron = `Deno.cron '${CRON_NAME}' (${CRON_SCHEDULE})`;
   }
-  for (const line of startLines(url, config, `every ${config.reaperIntervalMs} ms + ${cron}`)) log(line);
+  logStart(log, url, config, `every ${config.reaperIntervalMs} ms + ${cron}`);
 
   let closing: Promise<void> | undefined;
   return {
@@ -112,10 +121,12 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
 
 async function main(): Promise<void> {
   let config: Config;
+  let log: Logger;
   try {
     const loaded = loadConfig(Deno.env.toObject(), Deno.args);
-    for (const w of loaded.warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
     config = loaded.config;
+    log = denoLogger(config);
+    for (const w of loaded.warnings) log.warn(`leasehold: warning: ${w.setting} ${w.rule}`, { event: 'config_warning', setting: w.setting });
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.startupMessage());
@@ -123,13 +134,13 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const server = await startDenoServer(config);
+  const server = await startDenoServer(config, databaseClock, log);
   const stop = (signal: string) => {
-    console.log(`leasehold: ${signal}, shutting down`);
+    log.info(`leasehold: ${signal}, shutting down`, { event: 'shutdown', signal });
     void server.close().then(
       () => Deno.exit(0),
       (err) => {
-        console.error('leasehold: shutdown failed', err);
+        log.error('leasehold: shutdown failed', { error: err });
         Deno.exit(1);
       },
     );

@@ -14,8 +14,10 @@ import { listening, serverUrl, summarize } from './reaper-timer.ts';
 import { redactUrl } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
 import { storageFault } from '../db/storage-fault.ts';
+import type { Logger } from '../core/log.ts';
+import { serverLogger } from './log.ts';
 
-export { summarize };
+export { summarize, serverLogger };
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
@@ -48,7 +50,8 @@ export interface RunningServer {
 
 export interface ServeOptions {
   clock?: Clock;
-  log?: (line: string) => void;
+  /** Where log records go. Default: stdout (serverLogger), at LEASEHOLD_LOG_LEVEL. */
+  log?: Logger;
   /** Run the reaper in-process (default true). */
   reaper?: boolean;
 }
@@ -59,7 +62,7 @@ export interface ServeOptions {
  * Requests that arrive in between are answered 503.
  */
 export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? ((line: string) => console.log(line));
+  const log = options.log ?? serverLogger(config);
   const clock = options.clock ?? databaseClock;
   let app: { fetch(request: Request): Response | Promise<Response> } | undefined;
   const starting = () => Response.json({ error: { code: 'starting', message: 'leasehold is starting (applying migrations); try again in a moment' } }, { status: 503, headers: { 'retry-after': '1' } });
@@ -83,7 +86,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
     await stopServer();
     throw err;
   }
-  app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), logError: (err) => console.error('leasehold: unexpected error', err) });
+  app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   return listening({ url: serverUrl(config.host, port), opened, config, clock, log, reaper: options.reaper !== false, stopServer });

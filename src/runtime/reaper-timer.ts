@@ -7,17 +7,18 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { reapOnce, type ReapObserver, type ReapReport } from '../db/reap-once.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch, type Hold } from './gap-watch.ts';
+import type { Logger } from '../core/log.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
  * previous one is still running, logged when it did something, and a failure
  * logged and left for the next pass. `source` names who asked (interval, cron).
  */
-export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line: string) => void, watch: GapWatch = gapWatch(config)): (source?: string) => Promise<void> {
+export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch = gapWatch(config)): (source?: string) => Promise<void> {
   let running = false;
   return async (source) => {
     // Every tick counts as a sign of life, even one skipped behind a slow pass.
@@ -27,20 +28,64 @@ export function makeReaperPass(db: Db, config: Config, clock: Clock, log: (line:
     const who = source ? `reaper (${source})` : 'reaper';
     try {
       const holdLostLeases = hold ? { why: holdReason(hold) } : undefined;
-      const report = await reapOnce(db, clock.now(), config, { holdLostLeases });
-      if (worthLogging(report)) log(`${who}: ${summarize(report)}${holdLostLeases && report.held.length > 0 ? ` (${holdLostLeases.why})` : ''}`);
+      const report = await reapOnce(db, clock.now(), config, { ...reapLogger(log, source), holdLostLeases });
+      logReapSummary(log, report, source, holdLostLeases?.why);
     } catch (err) {
       // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
       const fault = storageFault(err);
-      if (fault) console.error(`leasehold: ${who} pass failed (will retry on the next one): ${fault.message} (${fault.sqliteCode})`);
-      else console.error(`leasehold: ${who} pass failed (will retry on the next one)`, err);
+      const fields = { event: 'reaper_failed', ...(source ? { source } : {}) };
+      if (fault) log.error(`${who} pass failed (will retry on the next one): ${fault.message}`, { ...fields, sqliteCode: fault.sqliteCode });
+      else log.error(`${who} pass failed (will retry on the next one)`, { ...fields, error: err });
     } finally {
       running = false;
     }
   };
 }
 
-export function startReaperTimer(db: Db, config: Config, clock: Clock, log: (line: string) => void): () => void {
+/**
+ * What a reaper pass does, for operators, as it happens: one line per job
+ * taken back or deferred (job id, queue, the worker that held it, why) and
+ * one per alert that started firing or cleared.
+ */
+export function reapLogger(log: Logger, source?: string): ReapObserver {
+  const who = source ? `reaper (${source})` : 'reaper';
+  const by = source ? { source } : {};
+  return {
+    job(e) {
+      const fields = { event: 'reap', action: e.action, jobId: e.id, queue: e.queue, workerId: e.workerId, reason: e.reason, ...(e.overdueMs !== undefined ? { overdueMs: e.overdueMs } : {}), ...by };
+      if (e.action === 'requeue') log.warn(`${who}: took job ${e.id} back from ${e.workerId} (${e.reason}); it will run again`, fields);
+      else if (e.action === 'fail') log.warn(`${who}: failed job ${e.id} (${e.reason})`, fields);
+      else log.info(`${who}: left job ${e.id} with its live worker ${e.workerId} for now (${e.overdueMs} ms overdue)`, fields);
+    },
+    alert(t) {
+      const fields = { event: 'alert', alert: t.name, queue: t.queue, state: t.state, value: t.value };
+      if (t.state === 'firing') log.warn(`alert ${t.name} firing on queue ${t.queue}: ${t.message}`, fields);
+      else log.info(`alert ${t.name} cleared on queue ${t.queue}`, fields);
+    },
+  };
+}
+
+/** The pass's summary line, when it did anything (a quiet pass logs nothing). */
+export function logReapSummary(log: Logger, report: ReapReport, source?: string, held?: string): void {
+  const who = source ? `reaper (${source})` : 'reaper';
+  const by = source ? { source } : {};
+  if (report.alerts.error) log.error(`${who}: alert pass failed (reaping was not affected): ${report.alerts.error}`, { event: 'alert_pass_failed', ...by });
+  if (!worthLogging(report)) return;
+  // After a gap the line says why expired leases were left alone.
+  const why = held && report.held.length > 0 ? ` (${held})` : '';
+  log.info(`${who}: ${summarize(report)}${why}`, {
+    event: 'reaper_pass',
+    requeued: report.requeued.length,
+    failed: report.failed.length,
+    deferred: report.deferred.length,
+    held: report.held.length,
+    raced: report.raced,
+    pruned: report.pruned,
+    ...by,
+  });
+}
+
+export function startReaperTimer(db: Db, config: Config, clock: Clock, log: Logger): () => void {
   const pass = makeReaperPass(db, config, clock, log);
   const timer = setInterval(() => void pass(), config.reaperIntervalMs);
   // Deno's timers have no unref; Node's and Bun's do.
@@ -86,6 +131,13 @@ export function startLines(url: string, config: Pick<Config, 'databaseUrl' | 'wo
   return lines;
 }
 
+/** The start line at info (with url, database and auth as fields) and the open-mode warning at warn. */
+export function logStart(log: Logger, url: string, config: Pick<Config, 'databaseUrl' | 'workerToken' | 'adminToken'>, reaper: string): void {
+  const [start, ...warnings] = startLines(url, config, reaper);
+  log.info(start!, { event: 'listening', url, dashboard: `${url}/`, database: redactUrl(config.databaseUrl) });
+  for (const line of warnings) log.warn(line, { event: 'open_mode' });
+}
+
 /** The server's URL from the host it listens on (an IPv6 address goes in brackets) and its port. */
 export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
@@ -99,12 +151,12 @@ export function listening(p: {
   opened: { db: Db; close(): void };
   config: Config;
   clock: Clock;
-  log: (line: string) => void;
+  log: Logger;
   reaper: boolean;
   stopServer: () => Promise<void>;
 }): { url: string; close(): Promise<void> } {
   const stopReaper = p.reaper ? startReaperTimer(p.opened.db, p.config, p.clock, p.log) : () => {};
-  for (const line of startLines(p.url, p.config, `every ${p.config.reaperIntervalMs} ms`)) p.log(line);
+  logStart(p.log, p.url, p.config, `every ${p.config.reaperIntervalMs} ms`);
   return {
     url: p.url,
     async close() {

@@ -70,10 +70,23 @@ export interface WorkerEvents {
   stopped: { released: string[]; error?: unknown };
 }
 
+/** What a log call carries besides its message: workerId, jobId / jobIds, error, ... */
+export type LogFields = Record<string, unknown>;
+
+/**
+ * Where the worker reports what it cannot throw (a failed claim it retries,
+ * a late heartbeat, a lease lost). Each call gets a message and structured
+ * fields (always `workerId`; `jobId`/`jobIds`, `error`, durations where they
+ * apply), so a JSON logger can index them. `console` fits as is (it prints
+ * the fields after the message), and so does leasehold's own Logger
+ * (createLogger in the `leasehold` entry). A logger written for the old
+ * one-argument form keeps working: it just ignores the fields.
+ */
 export interface Logger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+  debug?(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
 }
 
 export interface WorkerOptions<P = unknown> {
@@ -159,7 +172,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     const problem = textProblem(value);
     if (problem) throw new TypeError(`createWorker: ${what} ${JSON.stringify(value)} ${problem}`);
   }
-  const logger = options.logger ?? consoleLogger(workerId);
+  const logger = withFields(options.logger ?? consoleLogger(workerId), { workerId });
 
   const active = new Map<string, Running>();
   const listeners = new Map<keyof WorkerEvents, Set<(e: never) => void>>();
@@ -185,7 +198,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       try {
         (fn as (e: WorkerEvents[K]) => void)(payload);
       } catch (err) {
-        logger.error(`listener for ${event} threw: ${String(err)}`);
+        logger.error(`listener for ${event} threw: ${String(err)}`, { event, error: describe(err) });
       }
     }
   }
@@ -235,7 +248,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       } catch (err) {
         if (err instanceof TokenRefusedError) {
           // A refused token stays refused: stop instead of retrying forever.
-          logger.error(`${err.message}: stopping`);
+          logger.error(`${err.message}: stopping`, { error: err.message });
           emit('error', { error: err, during: 'claim' });
           stoppedBy = err;
           void close();
@@ -243,7 +256,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         }
         failures++;
         const delay = Math.min(maxPollMs, pollMs * 2 ** Math.min(failures, 8));
-        logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`);
+        logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`, { error: describe(err), retryInMs: Math.round(delay), failures });
         emit('error', { error: err, during: 'claim' });
         await sleep(jitter(delay), stopping.signal);
         continue;
@@ -526,7 +539,10 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // what "could not renew lock" usually means in other queues.
       stats.eventLoopBlocked++;
       const ids = jobs.map((r) => r.job.id);
-      logger.warn(`event loop was blocked for ${Math.round(lateBy)} ms; heartbeat late for job(s) ${ids.join(', ') || '(none)'}: move CPU-bound work off the event loop or raise the lease`);
+      logger.warn(`event loop was blocked for ${Math.round(lateBy)} ms; heartbeat late for job(s) ${ids.join(', ') || '(none)'}: move CPU-bound work off the event loop or raise the lease`, {
+        blockedMs: Math.round(lateBy),
+        jobIds: ids,
+      });
       emit('event_loop_blocked', { delayMs: lateBy, jobs: ids });
     }
     const live = jobs.filter((r) => !r.controller.signal.aborted);
@@ -553,7 +569,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       applyLeaseAnswers(answers, sentAt);
     } catch (err) {
       stats.heartbeatFailures++;
-      logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${renew.map((r) => r.job.id).join(', ') || '(none)'}`);
+      logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${renew.map((r) => r.job.id).join(', ') || '(none)'}`, { error: describe(err), jobIds: renew.map((r) => r.job.id) });
       emit('heartbeat_failed', { error: err, jobs: renew.map((r) => r.job.id) });
     }
   }
@@ -566,7 +582,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     void transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 }).catch((err) => emit('error', { error: err, during: 'beat' }));
     scheduleHeartbeat();
     claimLoopDone = claimLoop().catch((err) => {
-      logger.error(`claim loop stopped: ${describe(err)}`);
+      logger.error(`claim loop stopped: ${describe(err)}`, { error: describe(err) });
       emit('error', { error: err, during: 'claim' });
     });
     return worker;
@@ -640,12 +656,26 @@ function describe(err: unknown) {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** One readable line per call: the message, then the fields as key=value (the worker id is in the prefix). */
 function consoleLogger(workerId: string): Logger {
-  return {
-    info: (m) => console.log(`leasehold worker ${workerId}: ${m}`),
-    warn: (m) => console.warn(`leasehold worker ${workerId}: ${m}`),
-    error: (m) => console.error(`leasehold worker ${workerId}: ${m}`),
+  const line = (m: string, fields?: LogFields) => {
+    const pairs = Object.entries(fields ?? {})
+      .filter(([key, value]) => key !== 'workerId' && value !== undefined)
+      .map(([key, value]) => `${key}=${typeof value === 'string' && /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value)}`);
+    return [`leasehold worker ${workerId}: ${m}`, ...pairs].join(' ');
   };
+  return {
+    debug: () => {},
+    info: (m, f) => console.log(line(m, f)),
+    warn: (m, f) => console.warn(line(m, f)),
+    error: (m, f) => console.error(line(m, f)),
+  };
+}
+
+/** The same logger with `base` added to every call's fields. */
+function withFields(logger: Logger, base: LogFields): Required<Logger> {
+  const call = (level: keyof Logger) => (message: string, fields?: LogFields) => logger[level]?.call(logger, message, { ...base, ...fields });
+  return { debug: call('debug'), info: call('info'), warn: call('warn'), error: call('error') };
 }
 
 type ProcessLike = {

@@ -1,0 +1,175 @@
+/**
+ * Response schemas for the OpenAPI document, written against the wire types
+ * of src/core/wire.ts (which the worker SDK and the producer client decode):
+ * `fields<T>()` only compiles when it lists exactly T's keys, so a field added
+ * to or removed from a wire type breaks the build until its schema follows.
+ * test/openapi-answers.test.ts checks real answers against these schemas.
+ *
+ * The admin views (queues, metrics, alerts, tuning, reaper report) are
+ * described by their top-level fields only: they are for people and
+ * dashboards, and their inner shapes grow.
+ */
+import { JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import type { JsonSchema } from './validate.ts';
+
+const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
+const time: JsonSchema = { type: 'string', format: 'date-time' };
+const integer = (description?: string): JsonSchema => ({ type: 'integer', ...(description ? { description } : {}) });
+const boolean: JsonSchema = { type: 'boolean' };
+const nullable = (s: JsonSchema): JsonSchema => ({ ...s, nullable: true });
+/** Any JSON value (null included). */
+const anyJson = (description: string): JsonSchema => ({ description });
+const array = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
+const constant = (value: string | boolean): JsonSchema => ({ type: typeof value, enum: [value] });
+const oneOf = (...schemas: JsonSchema[]): JsonSchema => ({ oneOf: schemas });
+
+/**
+ * An object schema with exactly T's keys (a missing or extra key does not
+ * compile). Keys in `optional` may be left out of an answer; the rest are
+ * always there (null where the type allows it).
+ */
+export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { optional?: readonly (keyof T & string)[]; description?: string; open?: boolean } = {}): JsonSchema {
+  const required = Object.keys(properties).filter((k) => !o.optional?.includes(k as keyof T & string));
+  return {
+    type: 'object',
+    properties,
+    required,
+    additionalProperties: o.open ?? false,
+    ...(o.description ? { description: o.description } : {}),
+  };
+}
+
+/** An object described by its top-level fields only (admin views). */
+const loose = (required: string[], description: string): JsonSchema => ({ type: 'object', required, additionalProperties: true, description });
+
+const jobStatus: JsonSchema = { type: 'string', enum: [...JOB_STATUSES] };
+
+export const JobSchema = fields<Job>(
+  {
+    id: string('opaque job id'),
+    queue: string(),
+    status: jobStatus,
+    payload: anyJson('the payload, as enqueued'),
+    priority: integer('higher runs first'),
+    attempt: integer('attempts started so far'),
+    maxAttempts: integer(),
+    erroredAttempts: integer('attempts that failed or passed their deadline'),
+    lostAttempts: integer('attempts whose worker vanished (taken back by the reaper)'),
+    fencingToken: integer('grows by one per claim'),
+    idempotencyKey: nullable(string()),
+    availableAt: time,
+    createdAt: time,
+    updatedAt: time,
+    startedAt: nullable(time),
+    completedAt: nullable(time),
+    failedAt: nullable(time),
+    cancelledAt: nullable(time),
+    lastHeartbeatAt: nullable(time),
+    leaseExpiresAt: nullable(time),
+    leaseMs: nullable(integer()),
+    lockedBy: nullable(string('the worker holding the lease')),
+    timeoutMs: nullable(integer()),
+    deadlineAt: nullable(time),
+    lastError: nullable(string()),
+    progress: anyJson('the last progress reported'),
+    checkpoint: anyJson('state saved for the next attempt'),
+    result: anyJson('what complete() recorded'),
+  },
+  { description: 'A job. The lock token is never part of it: only the claimer gets it.' },
+);
+
+export const ClaimedJobSchema = fields<ClaimedJobWire>(
+  {
+    id: string(),
+    queue: string(),
+    payload: anyJson('the payload'),
+    attempt: integer(),
+    maxAttempts: integer(),
+    priority: integer(),
+    lockToken: string('send it with every write to this job; a stale one gets 409 lease_lost'),
+    fencingToken: integer(),
+    leaseMs: integer(),
+    leaseExpiresAt: time,
+    deadlineAt: nullable(time),
+    heartbeatIntervalMs: integer('heartbeat at least this often'),
+    idempotencyKey: nullable(string()),
+    checkpoint: anyJson('what an earlier attempt saved'),
+    progress: anyJson('the last progress reported'),
+    timeoutMs: nullable(integer()),
+  },
+  { description: 'A claimed job, as the claimer sees it' },
+);
+
+export const EnqueuedSchema = fields<Enqueued>({
+  id: string(),
+  queue: string(),
+  status: jobStatus,
+  priority: integer(),
+  availableAt: time,
+  idempotencyKey: nullable(string()),
+  deduplicated: boolean,
+});
+
+const JobEventSchema = fields<JobEvent>({
+  id: string(),
+  type: string('enqueued, claimed, completed, reaped, ...'),
+  at: time,
+  from: nullable(string()),
+  to: nullable(string()),
+  reason: nullable(string()),
+  message: nullable(string()),
+  actor: nullable(string()),
+  workerId: nullable(string()),
+  attempt: nullable(integer()),
+});
+
+const leaseProps: { [K in keyof LeaseState]-?: JsonSchema } = { id: string(), leaseExpiresAt: nullable(time), deadlineAt: nullable(time), fencingToken: integer() };
+const LeaseStateSchema = fields<LeaseState>(leaseProps);
+
+const BatchRefusalSchema = fields<BatchRefusal>({
+  id: string(),
+  ok: constant(false),
+  error: fields<BatchRefusal['error']>({ code: string('lease_lost or not_found'), message: string(), status: string('the job\'s status now') }, { optional: ['status'] }),
+});
+
+export const ErrorSchema = fields<ErrorBody>({
+  error: fields<ErrorBody['error']>(
+    { code: string('stable: invalid_request, unauthorized, forbidden, not_found, lease_lost, conflict, payload_too_large, unsupported_media_type, misdirected_request, unavailable, internal'), message: string('for people'), field: string('the field at fault') },
+    // Some errors carry more (a lease_lost its job's status).
+    { optional: ['field'], open: true },
+  ),
+});
+
+/** Wraps one job: {job}. */
+const jobAnswer = fields<{ job: Job }>({ job: JobSchema });
+
+export const RESPONSES = {
+  enqueued: oneOf(fields<{ job: Job }>({ job: JobSchema }, { description: 'one job' }), fields<{ jobs: Enqueued[] }>({ jobs: array(EnqueuedSchema) }, { description: 'a bulk: one summary per job, in order' })),
+  deduplicated: fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job' }),
+  job: jobAnswer,
+  jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
+  jobPage: fields<{ jobs: Job[]; next: string | null }>({ jobs: array(JobSchema), next: nullable(string('pass as `after` for the next page')) }),
+  claimed: fields<{ jobs: ClaimedJobWire[] }>({ jobs: array(ClaimedJobSchema) }),
+  lease: LeaseStateSchema,
+  heartbeats: fields<{ results: unknown[] }>({ results: array(oneOf(fields<LeaseState & { ok: true }>({ ...leaseProps, ok: constant(true) }), BatchRefusalSchema)) }),
+  completions: fields<{ results: unknown[]; jobs: ClaimedJobWire[] }>(
+    {
+      results: array(oneOf(fields<{ id: string; ok: true; status: string; completedAt: string | null }>({ id: string(), ok: constant(true), status: jobStatus, completedAt: nullable(time) }), BatchRefusalSchema)),
+      jobs: array(ClaimedJobSchema),
+    },
+    { optional: ['jobs'] },
+  ),
+  beat: fields<{ ok: true }>({ ok: constant(true) }),
+  effectStart: oneOf(fields<{ state: 'run' }>({ state: constant('run') }), fields<{ state: 'done'; result: unknown }>({ state: constant('done'), result: anyJson('the result an earlier attempt recorded') })),
+  effectFinish: fields<{ result: unknown }>({ result: anyJson('the result on record (the first one wins)') }),
+  queues: fields<{ queues: unknown[] }>({ queues: array(loose(['name', 'paused', 'counts', 'settings'], 'a queue: counts, health, settings and alert thresholds')) }),
+  queue: fields<{ queue: unknown }>({ queue: loose(['name', 'paused', 'counts', 'settings'], 'a queue: counts, health, settings and alert thresholds') }),
+  paused: fields<{ queue: string; paused: boolean }>({ queue: string(), paused: boolean }),
+  reaperReport: loose(['at', 'requeued', 'failed', 'deferred', 'raced', 'pruned', 'alerts'], 'what the pass did'),
+  metrics: loose(['at', 'now', 'windows', 'workers', 'queues'], 'metrics per queue'),
+  alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
+  tuning: loose(['at', 'queues'], 'recommended settings per queue'),
+  health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
+} satisfies Record<string, JsonSchema>;
+
+export type ResponseName = keyof typeof RESPONSES;
