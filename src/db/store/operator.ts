@@ -74,7 +74,8 @@ export function jobRequeueIfLeaseExpired(db: Db, p: OperatorParams & { force: bo
  * and actor, so the audit trigger records each job with who and why.
  * - retry: status failed or cancelled;
  * - cancel: status pending;
- * - requeue: status running with an expired lease only (never a live lease).
+ * - requeue: status running with an expired lease only (never a live lease),
+ *   unless `force` (admin API only).
  */
 export type BulkKind = 'retry' | 'cancel' | 'requeue';
 
@@ -83,6 +84,12 @@ export interface BulkFilter {
   queue: string | undefined;
   /** retry: 'failed' or 'cancelled'; cancel: 'pending'; requeue: 'running'. */
   status: JobStatus;
+  /**
+   * requeue only: also take live leases (the admin API's `force`, which needs
+   * a reason). The dashboard never sets it. Their workers' writes are refused
+   * from then on, and the jobs may run twice.
+   */
+  force?: boolean;
 }
 
 export interface BulkParams extends BulkFilter {
@@ -104,7 +111,7 @@ export function bulkKindFor(status: JobStatus): BulkKind | undefined {
 function bulkWhere(f: BulkFilter, now: SQL): SQL {
   if (bulkKindFor(f.status) !== f.kind) throw new Error(`bulk ${f.kind} does not act on ${f.status} jobs`);
   const queue = f.queue === undefined ? sql`` : sql`queue_name = ${f.queue} AND `;
-  const lease = f.kind === 'requeue' ? sql` AND lease_expires_at < ${now}` : sql``;
+  const lease = f.kind === 'requeue' && !f.force ? sql` AND lease_expires_at < ${now}` : sql``;
   return sql`${queue}status = ${f.status}${lease}`;
 }
 
@@ -114,6 +121,26 @@ export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: 
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f, nowSql(f.now))} LIMIT ${f.max})`,
   );
   return Number(row?.n ?? 0);
+}
+
+/** What a bulk action would act on now, lowest id first, at most `limit` (the admin API's dry run). */
+export interface BulkPreviewRow {
+  id: number;
+  queue_name: string;
+  status: JobStatus;
+  attempt_count: number;
+  max_attempts: number;
+  locked_by: string | null;
+  lease_expires_at: number | null;
+  updated_at: number;
+  last_error: string | null;
+}
+
+export async function jobsBulkPreview(db: Db, f: BulkFilter & { now: Now; limit: number }): Promise<BulkPreviewRow[]> {
+  if (!Number.isSafeInteger(f.limit) || f.limit <= 0) return [];
+  return db.all<BulkPreviewRow>(sql`SELECT id, queue_name, status, attempt_count, max_attempts, locked_by, lease_expires_at, updated_at,
+      substr(last_error, 1, 200) AS last_error
+    FROM jobs WHERE ${bulkWhere(f, nowSql(f.now))} ORDER BY id LIMIT ${f.limit}`);
 }
 
 /** Runs a bulk action; the ids it changed, ascending. */
@@ -134,7 +161,7 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
       WHERE ${pick} RETURNING id`;
   } else {
     update = sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
-        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit('requeued_by_operator')}
+        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
       WHERE ${pick} RETURNING id`;
   }
   const rows = await db.all<{ id: number }>(update);
