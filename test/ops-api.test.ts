@@ -191,3 +191,12 @@ test('the worker token cannot list workers or act in bulk (403); no token is 401
   expect((await t.get(`/api/v1/jobs/${ids[0]}`, admin)).json.job.status).toBe('pending');
   expect((await t.get('/api/v1/workers', admin)).status).toBe(200);
 });
+
+test('the zombies, workers and alerts pages point to the playbook', async () => {
+  t = await setup();
+  for (const page of ['/dashboard/zombies', '/dashboard/workers', '/dashboard/alerts']) {
+    const res = await t.app.request(page);
+    expect(res.status, page).toBe(200);
+    expect(await res.text(), page).toMatch(/class="hint playbook"[^]*docs\/playbook\.md[^]*this page is step/);
+  }
+});

@@ -32,6 +32,7 @@ import {
   LoginPage,
   Notice,
   OverviewFragment,
+  PlaybookHint,
   STATUSES,
   isJobStatus,
   WorkersFragment,
@@ -281,6 +282,7 @@ export function dashboardRoutes(deps: AppDeps) {
           Running jobs whose lease has expired or whose heartbeat is more than two intervals late. The reaper takes a job back after its lease plus grace
           (longer while its owner still looks alive); requeue here to act before it.
         </p>
+        <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
       </>,
     ),
@@ -292,7 +294,17 @@ export function dashboardRoutes(deps: AppDeps) {
     const t = await now();
     return <WorkersFragment workers={await workersList(db, { sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
   };
-  app.get('/dashboard/workers', async (c) => shell(c, 'Workers', 'workers', <Live src="/dashboard/live/workers">{await workers()}</Live>));
+  app.get('/dashboard/workers', async (c) =>
+    shell(
+      c,
+      'Workers',
+      'workers',
+      <>
+        <PlaybookHint step="step 1 (is the worker dead, hung, or is storage slow)" />
+        <Live src="/dashboard/live/workers">{await workers()}</Live>
+      </>,
+    ),
+  );
   app.get('/dashboard/live/workers', async (c) => c.html(await workers()));
 
   // ---- actions ----
