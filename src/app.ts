@@ -10,6 +10,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
+import { opsRoutes } from './api/ops-routes.ts';
 import { requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
@@ -56,6 +57,7 @@ export function createApp(appDeps: AppDeps) {
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
   observabilityRoutes(routes, deps);
+  opsRoutes(routes, deps);
   // Open like /healthz: it describes the API, it holds no data.
   api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);

@@ -442,6 +442,7 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/jobs/:id/effects/finish': { ...w, key: 'e-started' },
       '/workers/beat': { workerId: 'w1' },
       '/queues/:queue/settings': { leaseMs: 30_000 },
+      '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },
     };
     if (byPath[spec.path]) return byPath[spec.path]!;
     return /lockToken/.test(JSON.stringify(spec.body?.schema ?? {})) ? w : {};

@@ -170,6 +170,8 @@ export const RESPONSES = {
   alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
   tuning: loose(['at', 'queues'], 'recommended settings per queue'),
   health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
+  workers: loose(['at', 'workerAliveMs', 'alive', 'workers'], 'the worker registry: each worker with liveness, queues, host, pid, version, restarts and the jobs it holds'),
+  bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
 } satisfies Record<string, JsonSchema>;
 
 export type ResponseName = keyof typeof RESPONSES;

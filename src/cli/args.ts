@@ -6,11 +6,26 @@ export interface CommandFlag {
   boolean?: boolean;
 }
 
-export function splitFlags(args: readonly string[], own: readonly CommandFlag[]) {
+/**
+ * `positionals`: the command takes words (`jobs show 12`): an argument that
+ * is not a flag, nor the value of one (`valueFlags`: the settings flags, which
+ * all take a value), is one of them, in order. Without it such an argument is
+ * left in `rest`, where the settings check refuses it.
+ */
+export function splitFlags(args: readonly string[], own: readonly CommandFlag[], opts: { positionals?: boolean; valueFlags?: ReadonlySet<string> } = {}) {
   const values = new Map<string, string | true>();
   const rest: string[] = [];
+  const positionals: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
+    if (opts.positionals && !arg.startsWith('-')) {
+      positionals.push(arg);
+      continue;
+    }
+    if (opts.positionals && opts.valueFlags?.has(arg) && args[i + 1] !== undefined) {
+      rest.push(arg, args[++i]!);
+      continue;
+    }
     const name = arg.includes('=') ? arg.slice(0, arg.indexOf('=')) : arg;
     const spec = own.find((f) => f.flag === name);
     if (!spec) {
@@ -22,7 +37,7 @@ export function splitFlags(args: readonly string[], own: readonly CommandFlag[])
     else if (args[i + 1] !== undefined) values.set(name, args[++i]!);
     else throw new UsageError(`${name} needs a value`);
   }
-  return { values, rest };
+  return { values, rest, positionals };
 }
 
 export class UsageError extends Error {

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 /**
- * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work, chaos.
+ * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work, chaos,
+ * and the operator's jobs, queues and workers (against a running server).
  * Every server setting is also a flag (see `leasehold serve --help`).
  *
  * The server, the database client and Drizzle are imported by the commands
- * that use them, not here: `--help` and `--version` load none of them.
+ * that use them, not here: `--help`, `--version` and every command that talks
+ * to a server load none of them.
+ *
+ * A command that touches data (enqueue, stats, reap) uses the server when a
+ * URL is given (--url or LEASEHOLD_URL), otherwise the configured database,
+ * and says which on stderr.
  */
 import { ConfigError, loadConfig, SETTINGS, type Config } from '../core/config.ts';
 import { databaseClock } from '../core/clock.ts';
@@ -16,6 +22,9 @@ import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
 import { BACKUP_DETAILS, BACKUP_FLAGS, backupCommand } from './backup.ts';
 import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';
 import { CHAOS_FLAGS } from '../chaos/flags.ts';
+import { redactUrl } from '../core/redact.ts';
+import { JOBS_DETAILS, JOBS_FLAGS, jobsCommand, queueTable, QUEUES_DETAILS, QUEUES_FLAGS, queuesCommand, WORKERS_FLAGS, workersCommand } from './ops.ts';
+import { errorLine, LeaseholdApiError, LeaseholdNetworkError, serverApi, URL_FLAG, urlGiven } from './server-api.ts';
 
 interface Command {
   summary: string;
@@ -24,9 +33,22 @@ interface Command {
   trailing?: string;
   /** More help, after the summary. */
   details?: string;
-  /** Name of the one argument that comes first, before the flags (`backup FILE`). */
-  positional?: string;
-  run(config: Config, flags: Map<string, string | true>, trailing: string[], positional?: string): Promise<number | 'keep-running'>;
+  /** Usage of the words the command takes (`jobs show ID`); without it, it takes none. */
+  words?: string;
+  run(config: Config, flags: Map<string, string | true>, trailing: string[], words: string[]): Promise<number | 'keep-running'>;
+}
+
+/** Says on stderr which database a command works on, and how to use a server instead. */
+function usingDatabase(command: string, config: Config) {
+  console.error(`leasehold ${command}: database ${redactUrl(config.databaseUrl)} (no --url or LEASEHOLD_URL given)`);
+}
+
+/** The server a data command was pointed at (--url or LEASEHOLD_URL), said on stderr; undefined: use the database. */
+function givenServer(command: string, config: Config, flags: Map<string, string | true>, token = config.adminToken) {
+  const url = urlGiven(flags);
+  if (url === undefined) return undefined;
+  console.error(`leasehold ${command}: server ${url}`);
+  return serverApi(url, token);
 }
 
 const SETTINGS_HELP = SETTINGS.map((s) => `  ${s.flag.padEnd(26)} ${s.env.padEnd(32)} ${s.help}${s.default !== undefined && s.kind !== 'secret' ? ` (default ${s.default})` : ''}`).join('\n');
@@ -62,8 +84,16 @@ const COMMANDS: Record<string, Command> = {
   },
   reap: {
     summary: 'Run one reaper pass (for an external cron) and print what it did',
-    flags: [{ flag: '--json', help: 'print the full report as JSON', boolean: true }],
+    flags: [{ flag: '--json', help: 'print the full report as JSON', boolean: true }, URL_FLAG],
     async run(config, flags) {
+      const server = givenServer('reap', config, flags);
+      if (server) {
+        const report = await server.post('/reaper/run');
+        const { summarize } = await import('../runtime/reaper-timer.ts');
+        console.log(flags.has('--json') ? JSON.stringify(report, null, 2) : `reaper: ${summarize(report)}`);
+        return 0;
+      }
+      usingDatabase('reap', config);
       const [{ openDatabase, summarize }, { reapOnce }] = await Promise.all([import('../runtime/node.ts'), import('../db/reap-once.ts')]);
       const opened = await openDatabase(config);
       try {
@@ -76,7 +106,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   enqueue: {
-    summary: 'Add a job to a queue, straight into the database',
+    summary: 'Add a job to a queue: through the server with --url, else straight into the database',
     flags: [
       { flag: '--queue', help: 'queue name (required)' },
       { flag: '--payload', help: 'JSON payload (default {})' },
@@ -85,6 +115,7 @@ const COMMANDS: Record<string, Command> = {
       { flag: '--delay-ms', help: 'run no earlier than this many ms from now' },
       { flag: '--max-attempts', help: 'attempts before the job fails for good' },
       { flag: '--timeout-ms', help: 'hard deadline per attempt' },
+      URL_FLAG,
     ],
     async run(config, flags) {
       const queue = flags.get('--queue');
@@ -105,12 +136,20 @@ const COMMANDS: Record<string, Command> = {
         return Number(v);
       };
       const key = flags.get('--idempotency-key');
+      const job = { payload, idempotencyKey: typeof key === 'string' ? key : undefined, priority: num('--priority'), delayMs: num('--delay-ms'), maxAttempts: num('--max-attempts'), timeoutMs: num('--timeout-ms') };
+      const server = givenServer('enqueue', config, flags, config.adminToken ?? config.workerToken);
+      if (server) {
+        const answer = await server.post(`/queues/${encodeURIComponent(queue)}/jobs`, job);
+        console.log(JSON.stringify({ job: answer.job, deduplicated: answer.deduplicated === true }, null, 2));
+        return 0;
+      }
+      usingDatabase('enqueue', config);
       const [{ openDatabase }, { jobsInsert }, { toJob }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/enqueue.ts'), import('../db/store/record.ts')]);
       const opened = await openDatabase(config);
       try {
         const [result] = await jobsInsert(opened.db, {
           queue,
-          jobs: [{ payload, idempotencyKey: typeof key === 'string' ? key : undefined, priority: num('--priority'), delayMs: num('--delay-ms'), maxAttempts: num('--max-attempts'), timeoutMs: num('--timeout-ms') }],
+          jobs: [job],
           actor: 'cli',
           now: databaseClock.now(),
           defaults: config,
@@ -124,8 +163,15 @@ const COMMANDS: Record<string, Command> = {
   },
   stats: {
     summary: 'Print counts and health per queue',
-    flags: [{ flag: '--json', help: 'print JSON', boolean: true }],
+    flags: [{ flag: '--json', help: 'print JSON', boolean: true }, URL_FLAG],
     async run(config, flags) {
+      const server = givenServer('stats', config, flags);
+      if (server) {
+        const { queues } = await server.get<{ queues: any[] }>('/queues');
+        console.log(flags.has('--json') ? JSON.stringify(queues, null, 2) : queues.length === 0 ? '(no queues yet)' : queueTable(queues));
+        return 0;
+      }
+      usingDatabase('stats', config);
       const [{ openDatabase }, { queuesHealth }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/read.ts')]);
       const opened = await openDatabase(config);
       try {
@@ -147,15 +193,35 @@ const COMMANDS: Record<string, Command> = {
   },
   backup: {
     summary: 'Copy the live database into FILE as one consistent snapshot',
-    positional: 'FILE',
+    words: 'FILE',
     flags: BACKUP_FLAGS,
     details: BACKUP_DETAILS,
-    run: (config, flags, _trailing, file) => backupCommand(config, flags, file),
+    run: (config, flags, _trailing, words) => backupCommand(config, flags, words[0]),
   },
   doctor: {
     summary: 'Check the database and settings: integrity, migrations, lease rules, stuck leases, size',
     flags: DOCTOR_FLAGS,
     run: (config, flags) => doctorCommand(config, flags),
+  },
+  jobs: {
+    summary: 'List, show, retry, cancel or requeue jobs, one or in bulk, on a running server',
+    flags: JOBS_FLAGS,
+    words: 'list | show ID | retry|cancel|requeue [ID]',
+    details: JOBS_DETAILS,
+    run: (config, flags, _trailing, words) => jobsCommand(config, flags, words),
+  },
+  queues: {
+    summary: 'List queues, show one, pause, resume, or change its settings, on a running server',
+    flags: QUEUES_FLAGS,
+    words: '[list | show Q | pause Q | resume Q | settings Q [key=value ...]]',
+    details: QUEUES_DETAILS,
+    run: (config, flags, _trailing, words) => queuesCommand(config, flags, words),
+  },
+  workers: {
+    summary: 'The worker registry of a running server: alive or not, last seen, jobs held',
+    flags: WORKERS_FLAGS,
+    words: '',
+    run: (config, flags, _trailing, words) => workersCommand(config, flags, words),
   },
   work: {
     summary: 'Run a command per job (payload as JSON on stdin), heartbeating while it runs',
@@ -179,7 +245,7 @@ function usage(): string {
 
 function commandHelp(name: string, c: Command): string {
   const own = c.flags.map((f) => `  ${f.flag.padEnd(26)} ${f.help}`).join('\n');
-  return `usage: leasehold ${name}${c.positional ? ` ${c.positional}` : ''} [flags]${c.trailing ? ` ${c.trailing}` : ''}\n\n${c.summary}.\n${c.details ? `\n${c.details}\n` : ''}${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
+  return `usage: leasehold ${name}${c.words ? ` ${c.words}` : ''} [flags]${c.trailing ? ` ${c.trailing}` : ''}\n\n${c.summary}.\n${c.details ? `\n${c.details}\n` : ''}${own ? `\nflags:\n${own}\n` : ''}\nsettings (flag, environment variable, meaning):\n${SETTINGS_HELP}`;
 }
 
 async function main(argv: string[]): Promise<number | 'keep-running'> {
@@ -209,7 +275,6 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     return 2;
   }
   // Everything after `--` belongs to the command (`work`), not to leasehold.
-  const positional = command.positional && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   const dash = rest.indexOf('--');
   const own = dash === -1 ? rest : rest.slice(0, dash);
   const trailing = dash === -1 ? [] : rest.slice(dash + 1);
@@ -219,10 +284,13 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
   }
   try {
     if (dash !== -1 && !command.trailing) throw new UsageError('takes no arguments after --');
-    const { values, rest: settingFlags } = splitFlags(own, command.flags);
+    const { values, rest: settingFlags, positionals } = splitFlags(own, command.flags, {
+      positionals: command.words !== undefined,
+      valueFlags: new Set(SETTINGS.map((s) => s.flag)),
+    });
     const { config, warnings } = loadConfig(process.env, settingFlags);
     for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
-    return await command.run(config, values, trailing, positional);
+    return await command.run(config, values, trailing, positionals);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.startupMessage());
@@ -230,6 +298,11 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
     }
     if (err instanceof StartupError) {
       console.error(err.message);
+      return 1;
+    }
+    // What the server said, as one line with its code: the server decided, nothing more to show.
+    if (err instanceof LeaseholdApiError || err instanceof LeaseholdNetworkError) {
+      console.error(`leasehold ${first}: ${errorLine(err)}`);
       return 1;
     }
     if (err instanceof UsageError || err instanceof LeaseholdError) {

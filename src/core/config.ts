@@ -70,7 +70,7 @@ export interface Config extends QueueDefaults {
   maxConnections: number;
   maxClaimBatch: number;
   maxLeaseMs: number;
-  /** Most jobs one dashboard bulk action (retry, cancel, requeue) may change. */
+  /** Most jobs one bulk action (retry, cancel, requeue; dashboard, admin API, CLI) may change. */
   bulkActionCap: number;
   /**
    * Where alert transitions are POSTed (http: or https:), by the reaper pass:
@@ -140,7 +140,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped (Node server)' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
-  { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one dashboard bulk action may change' },
+  { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one bulk action (dashboard, API, CLI) may change' },
   { key: 'alertWebhookUrl', env: 'LEASEHOLD_ALERT_WEBHOOK_URL', flag: '--alert-webhook-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper POSTs to when an alert starts firing and when it clears' },
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST (x-leasehold-signature: sha256=HMAC of the body)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },

@@ -19,7 +19,7 @@ import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCo
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration } from './format.ts';
 import { sharedRead } from './shared-read.ts';
-import { Live, type NavKey, type QueueActivitySummary } from './views.tsx';
+import { Live, PlaybookHint, type NavKey, type QueueActivitySummary } from './views.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
@@ -59,7 +59,17 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
     const queues = m.queues.map((q) => ({ name: q.queue, overrides: Object.keys(q.alertOverrides).length }));
     return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} queues={queues} />;
   };
-  app.get('/dashboard/alerts', async (c) => shell(c, 'Alerts', 'alerts', <Live src="/dashboard/live/alerts">{await alerts()}</Live>));
+  app.get('/dashboard/alerts', async (c) =>
+    shell(
+      c,
+      'Alerts',
+      'alerts',
+      <>
+        <PlaybookHint step="steps 2 and 5 (how wide is it; watch the alerts clear)" />
+        <Live src="/dashboard/live/alerts">{await alerts()}</Live>
+      </>,
+    ),
+  );
   app.get('/dashboard/live/alerts', async (c) => c.html(await alerts()));
 
   const tuning = async () => <TuningFragment rows={recommendTuning(await snapshot())} />;

@@ -36,6 +36,7 @@ import {
   LoginPage,
   Notice,
   OverviewFragment,
+  PlaybookHint,
   STATUSES,
   isJobStatus,
   WorkersFragment,
@@ -304,6 +305,7 @@ export function dashboardRoutes(deps: AppDeps) {
           their queue's stall setting). The reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its
           deadline; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
         </p>
+        <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
       </>,
     ),
@@ -315,7 +317,17 @@ export function dashboardRoutes(deps: AppDeps) {
     const t = await now();
     return <WorkersFragment workers={await workersList(db, { sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
   };
-  app.get('/dashboard/workers', async (c) => shell(c, 'Workers', 'workers', <Live src="/dashboard/live/workers">{await workers()}</Live>));
+  app.get('/dashboard/workers', async (c) =>
+    shell(
+      c,
+      'Workers',
+      'workers',
+      <>
+        <PlaybookHint step="step 1 (is the worker dead, hung, or is storage slow)" />
+        <Live src="/dashboard/live/workers">{await workers()}</Live>
+      </>,
+    ),
+  );
   app.get('/dashboard/live/workers', async (c) => c.html(await workers()));
 
   // ---- actions ----

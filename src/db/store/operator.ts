@@ -13,7 +13,8 @@ import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import { jobsBulkRequeue, jobsBulkRequeueMatching, type RequeueRefusal, type RequeueRules } from './requeue.ts';
+import { CLEAR_LEASE } from './owned.ts';
+import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRefusal, type RequeueRules } from './requeue.ts';
 import type { JobRecord } from './record.ts';
 
 export type OperatorOutcome =
@@ -64,7 +65,8 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
  * - retry: status failed or cancelled;
  * - cancel: status pending;
  * - requeue: status running, only the jobs the reaper itself would take now
- *   (src/db/store/requeue.ts), each guarded by "unchanged since read".
+ *   (src/db/store/requeue.ts), each guarded by "unchanged since read"; with
+ *   `force` (admin API only, with a reason) any running job.
  */
 export type BulkKind = 'retry' | 'cancel' | 'requeue';
 
@@ -73,6 +75,12 @@ export interface BulkFilter {
   queue: string | undefined;
   /** retry: 'failed' or 'cancelled'; cancel: 'pending'; requeue: 'running'. */
   status: JobStatus;
+  /**
+   * requeue only: also take live leases (the admin API's `force`, which needs
+   * a reason). The dashboard never sets it. Their workers' writes are refused
+   * from then on, and the jobs may run twice.
+   */
+  force?: boolean;
 }
 
 export interface BulkParams extends BulkFilter {
@@ -101,17 +109,43 @@ function bulkWhere(f: BulkFilter): SQL {
 
 /** How many jobs a bulk action would match, counted up to `max` (so a huge table costs at most `max` index steps). */
 export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: number; rules: RequeueRules }): Promise<number> {
-  if (f.kind === 'requeue' && bulkKindFor(f.status) === 'requeue') return jobsBulkRequeueMatching(db, { queue: f.queue, now: f.now, rules: f.rules, max: f.max });
+  // Without force, a requeue follows the reaper's decision for each job; with it, every running job matches.
+  if (f.kind === 'requeue' && !f.force && bulkKindFor(f.status) === 'requeue') return jobsBulkRequeueMatching(db, { queue: f.queue, now: f.now, rules: f.rules, max: f.max });
   const [row] = await db.all<{ n: number }>(
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f)} LIMIT ${f.max})`,
   );
   return Number(row?.n ?? 0);
 }
 
+/** What a bulk action would act on now, lowest id first, at most `limit` (the admin API's dry run). */
+export interface BulkPreviewRow {
+  id: number;
+  queue_name: string;
+  status: JobStatus;
+  attempt_count: number;
+  max_attempts: number;
+  locked_by: string | null;
+  lease_expires_at: number | null;
+  updated_at: number;
+  last_error: string | null;
+}
+
+export async function jobsBulkPreview(db: Db, f: BulkFilter & { now: Now; limit: number; rules: RequeueRules }): Promise<BulkPreviewRow[]> {
+  if (!Number.isSafeInteger(f.limit) || f.limit <= 0) return [];
+  const columns = sql`id, queue_name, status, attempt_count, max_attempts, locked_by, lease_expires_at, updated_at, substr(last_error, 1, 200) AS last_error`;
+  if (f.kind === 'requeue' && !f.force && bulkKindFor(f.status) === 'requeue') {
+    // The jobs the reaper would take now, as the requeue itself picks them.
+    const ids = await jobsBulkRequeueIds(db, { queue: f.queue, now: f.now, rules: f.rules, limit: f.limit });
+    if (ids.length === 0) return [];
+    return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) ORDER BY id`);
+  }
+  return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE ${bulkWhere(f)} ORDER BY id LIMIT ${f.limit}`);
+}
+
 /** Runs a bulk action; the ids it changed, ascending. */
 export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
   if (!Number.isSafeInteger(p.limit) || p.limit <= 0) return [];
-  if (p.kind === 'requeue' && bulkKindFor(p.status) === 'requeue') return jobsBulkRequeue(db, p);
+  if (p.kind === 'requeue' && !p.force && bulkKindFor(p.status) === 'requeue') return jobsBulkRequeue(db, p);
   const now = nowSql(p.now);
   const where = bulkWhere(p);
   const pick = sql`id IN (SELECT id FROM jobs WHERE ${where} ORDER BY id LIMIT ${p.limit}) AND ${where}`;
@@ -126,7 +160,9 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
     update = sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now}, ${audit('cancelled')}
       WHERE ${pick} RETURNING id`;
   } else {
-    throw new Error(`bulk ${p.kind} does not act on ${p.status} jobs`);
+    update = sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
+        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
+      WHERE ${pick} RETURNING id`;
   }
   const rows = await db.all<{ id: number }>(update);
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b);

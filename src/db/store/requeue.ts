@@ -111,6 +111,11 @@ export async function jobsBulkRequeueMatching(db: Db, p: { queue: string | undef
 }
 
 /** Requeues up to `limit` jobs the reaper would take now, each guarded like the single requeue; the ids changed, ascending. */
+/** The ids a bulk requeue would take now (its dry run), lowest first, at most `limit`. */
+export async function jobsBulkRequeueIds(db: Db, p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number }): Promise<number[]> {
+  return (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit).map((r) => Number(r.id));
+}
+
 export async function jobsBulkRequeue(
   db: Db,
   p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null },

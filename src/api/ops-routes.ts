@@ -1,0 +1,183 @@
+/**
+ * The operator's API (admin), what `leasehold workers` and the bulk forms of
+ * `leasehold jobs` call:
+ *
+ * - GET /workers (operationId listWorkers, tag operators): the registry, each
+ *   worker's liveness, what it reports and what the database says it holds.
+ * - POST /queues/:queue/bulk (operationId bulkQueueAction, tag operators):
+ *   retry, cancel or requeue the jobs of one queue and status, lowest id
+ *   first, at most `limit` and never more than LEASEHOLD_BULK_ACTION_CAP.
+ *   `dryRun` lists what it would touch and changes nothing. The same guarded
+ *   statements as the dashboard's bulk actions (src/db/store/operator.ts):
+ *   requeue takes expired leases only, unless `force` (which needs a reason);
+ *   every changed job is in the audit trail with who and why.
+ */
+import { invalid } from '../core/errors.ts';
+import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { bulkKindFor, jobsBulkAct, jobsBulkMatching, jobsBulkPreview, type BulkKind } from '../db/store/operator.ts';
+import { iso } from '../db/store/record.ts';
+import { workersHeldJobs } from '../db/store/worker-jobs.ts';
+import { workersList, type WorkerRecord } from '../db/store/workers.ts';
+import { readNow } from '../db/store/read.ts';
+import { parseQueue, queueName } from './http.ts';
+import type { AppDeps, Routes } from './router.ts';
+import { bool, int, obj, optional, str, type Infer } from './validate.ts';
+
+const DAY = 24 * 3600 * 1000;
+/** Workers not seen for a day are left out, as on the dashboard's workers page. */
+const WORKERS_SINCE_MS = DAY;
+const WORKERS_LIMIT = 500;
+/** Matching jobs are counted up to this many (a dry run stays cheap on a huge table), as on the dashboard. */
+const BULK_COUNT_LIMIT = 100_000;
+
+/** The status each action takes when none is given. */
+const DEFAULT_STATUS: Record<BulkKind, JobStatus> = { retry: 'failed', cancel: 'pending', requeue: 'running' };
+
+const workersQuery = obj({
+  queue: optional(queueName),
+  alive: optional(str({ min: 4, max: 5, pattern: /^(true|false)$/, patternHelp: 'must be true or false' })),
+});
+
+export function opsRoutes(r: Routes, deps: AppDeps) {
+  const { db, config, clock } = deps;
+  const cap = () => config.bulkActionCap ?? 100;
+
+  const bulkBody = obj({
+    action: str({ min: 1, max: 10, pattern: /^(retry|cancel|requeue)$/, patternHelp: 'must be retry, cancel or requeue' }),
+    status: optional(
+      str({
+        min: 1,
+        max: 20,
+        pattern: new RegExp(`^(${JOB_STATUSES.join('|')})$`),
+        patternHelp: `must be one of ${JOB_STATUSES.join(', ')}`,
+        description: 'retry: failed (default) or cancelled; cancel: pending; requeue: running',
+      }),
+    ),
+    dryRun: optional(bool('list the jobs it would touch (up to limit) and change nothing')),
+    limit: optional(int({ min: 1, max: cap(), description: `act on at most this many jobs, lowest id first (default and most: the cap, ${cap()})` })),
+    reason: optional(str({ min: 1, max: 500, description: 'why: kept in the audit trail; required unless dryRun' })),
+    actor: optional(str({ min: 1, max: 200, description: 'who: kept in the audit trail; default "admin"' })),
+    force: optional(bool('requeue only: also take live leases (their jobs may run twice); needs a reason')),
+  });
+
+  r.add<undefined, Infer<typeof workersQuery>>(
+    {
+      method: 'get',
+      path: '/workers',
+      role: 'admin',
+      operationId: 'listWorkers',
+      tag: 'observability',
+      answers: { schema: 'workers' },
+      summary: 'The worker registry (seen in the last 24 hours): liveness, queues, host, pid, version, started, last seen, running jobs reported and held',
+      query: workersQuery,
+    },
+    async (c, _body, q) => {
+      // One "now" for the whole answer: alive and lease expiry are judged at the same instant.
+      const n = clock.now();
+      const now = typeof n === 'number' ? n : await readNow(db);
+      const listed = await workersList(db, { sinceMs: now - WORKERS_SINCE_MS, limit: WORKERS_LIMIT });
+      const held = await workersHeldJobs(db, { workerIds: listed.map((w) => w.id), now });
+      const views = listed.map((w) => workerView(w, now, config.workerAliveMs, held.get(w.id)));
+      const filtered = views.filter(
+        (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === (q.alive === 'true')),
+      );
+      return c.json({
+        at: new Date(now).toISOString(),
+        workerAliveMs: config.workerAliveMs,
+        alive: views.filter((w) => w.alive).length,
+        workers: filtered,
+      });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/queues/:queue/bulk',
+      role: 'admin',
+      operationId: 'bulkQueueAction',
+      tag: 'queues',
+      answers: { schema: 'bulk' },
+      summary: `Retry, cancel or requeue this queue's jobs of one status, at most limit (never more than the cap, ${cap()}); dryRun lists what it would touch`,
+      body: bulkBody,
+    },
+    async (c, body) => {
+      const queue = parseQueue(c.req.param('queue'));
+      const kind = body.action as BulkKind;
+      const status = (body.status ?? DEFAULT_STATUS[kind]) as JobStatus;
+      // Every check before anything is read or written: a refused request changes nothing.
+      if (bulkKindFor(status) !== kind) {
+        throw invalid('status', `status ${status} does not fit ${kind}: retry takes failed or cancelled jobs, cancel pending ones, requeue running ones`);
+      }
+      if (body.force && kind !== 'requeue') throw invalid('force', 'force is only for requeue');
+      if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
+      if (!body.dryRun && !body.reason) throw invalid('reason', 'a bulk action needs a reason (kept in the audit trail); or send dryRun: true to see what it would touch');
+      const limit = body.limit ?? cap();
+      const filter = { kind, queue, status, force: body.force ?? false, rules: config };
+      const now = clock.now();
+      const matching = await jobsBulkMatching(db, { ...filter, now, max: BULK_COUNT_LIMIT });
+      const answer = {
+        queue,
+        action: kind,
+        status,
+        force: filter.force,
+        // At least this many when matchingCapped: counting stops there.
+        matching,
+        matchingCapped: matching >= BULK_COUNT_LIMIT,
+        cap: cap(),
+        limit,
+      };
+      if (body.dryRun) {
+        const jobs = await jobsBulkPreview(db, { ...filter, now, limit });
+        return c.json({
+          ...answer,
+          dryRun: true,
+          wouldChange: jobs.length,
+          jobs: jobs.map((j) => ({
+            id: String(j.id),
+            queue: j.queue_name,
+            status: j.status,
+            attempt: j.attempt_count,
+            maxAttempts: j.max_attempts,
+            lockedBy: j.locked_by,
+            leaseExpiresAt: iso(j.lease_expires_at),
+            updatedAt: iso(j.updated_at),
+            lastError: j.last_error,
+          })),
+        });
+      }
+      const ids = await jobsBulkAct(db, { ...filter, actor: body.actor ?? 'admin', reason: body.reason!, now, limit });
+      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
+    },
+  );
+}
+
+type WorkerRow = WorkerRecord & { restarts?: number | null };
+
+function workerView(w: WorkerRow, now: number, aliveMs: number, held: { held: number; expired: number } | undefined) {
+  let queues: string[] | null = null;
+  try {
+    const parsed: unknown = w.queues === null ? null : JSON.parse(w.queues);
+    if (Array.isArray(parsed)) queues = parsed.filter((x): x is string => typeof x === 'string');
+  } catch {
+    queues = null;
+  }
+  return {
+    id: w.id,
+    alive: w.last_seen_at >= now - aliveMs,
+    lastSeenAt: iso(w.last_seen_at),
+    lastSeenAgoMs: Math.max(0, now - w.last_seen_at),
+    startedAt: iso(w.started_at),
+    queues,
+    host: w.host,
+    pid: w.pid,
+    version: w.version,
+    // Restarts under the same id, once the registry counts them (null until then).
+    restarts: typeof w.restarts === 'number' ? w.restarts : null,
+    /** What the worker last reported running. */
+    runningCount: w.running_count,
+    /** Running jobs the database says it holds, and how many of those leases have expired. */
+    heldJobs: held?.held ?? 0,
+    expiredLeases: held?.expired ?? 0,
+  };
+}

@@ -1,0 +1,310 @@
+/**
+ * The operator's commands, against a running server (src/cli/server-api.ts):
+ *
+ *   leasehold jobs list [--queue Q] [--status S] [--limit N] [--after ID] [--order asc]
+ *   leasehold jobs show ID
+ *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force]
+ *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
+ *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...]
+ *   leasehold workers [--queue Q] [--alive | --dead]
+ *
+ * Readable tables by default, the API's answer with --json. The server
+ * decides every action (guards, cap, 409s); an error it gives is printed as
+ * one line with its code and message, and the exit code is 1.
+ */
+import { userInfo } from 'node:os';
+import type { Config } from '../core/config.ts';
+import { UsageError, type CommandFlag } from './args.ts';
+import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
+import { facts, plural, relative, table } from './table.ts';
+
+type Flags = Map<string, string | true>;
+
+const JSON_FLAG: CommandFlag = { flag: '--json', help: "print the API's answer as JSON", boolean: true };
+
+export const JOBS_FLAGS: CommandFlag[] = [
+  URL_FLAG,
+  JSON_FLAG,
+  { flag: '--queue', help: 'list: only this queue; retry/cancel/requeue without an id: the queue to act on in bulk' },
+  { flag: '--status', help: 'list: only this status; bulk: failed or cancelled (retry, default failed), pending (cancel), running (requeue)' },
+  { flag: '--limit', help: 'list: jobs per page (1-500, default 50); bulk: act on at most N jobs (never more than the server cap)' },
+  { flag: '--after', help: 'list: the next page, after this job id' },
+  { flag: '--order', help: 'list: asc for oldest first (default newest first)' },
+  { flag: '--reason', help: 'why, kept in the audit trail (a bulk action and a forced requeue need one)' },
+  { flag: '--dry-run', help: 'bulk: list the jobs it would touch and change nothing', boolean: true },
+  { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
+];
+
+export const JOBS_DETAILS = `subcommands:
+  list                       jobs newest first, filtered by --queue and --status
+  show ID                    one job: status, lease, owner, attempts, and its latest events
+  retry ID | cancel ID | requeue ID [--force]
+                             one job; requeue takes only an expired lease unless --force
+  retry | cancel | requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R
+                             in bulk: the queue's jobs of that status, lowest id first,
+                             at most --limit and never more than the server's cap
+                             (LEASEHOLD_BULK_ACTION_CAP); --dry-run lists them first`;
+
+export const QUEUES_FLAGS: CommandFlag[] = [URL_FLAG, JSON_FLAG];
+export const QUEUES_DETAILS = `subcommands:
+  list (default)             every queue: counts, ready, expired leases, paused
+  show Q                     one queue: counts, oldest jobs, settings and overrides
+  pause Q | resume Q         stop / restart claims from the queue (running jobs go on)
+  settings Q [key=value ...] show, or override, leaseMs heartbeatMs graceMs maxAttempts
+                             maxLostAttempts backoffBaseMs backoffMaxMs retentionMs
+                             (key=null goes back to the server default)`;
+
+export const WORKERS_FLAGS: CommandFlag[] = [
+  URL_FLAG,
+  JSON_FLAG,
+  { flag: '--queue', help: 'only workers that serve this queue' },
+  { flag: '--alive', help: 'only workers seen within LEASEHOLD_WORKER_ALIVE_MS', boolean: true },
+  { flag: '--dead', help: 'only workers not seen within LEASEHOLD_WORKER_ALIVE_MS', boolean: true },
+];
+
+const ACTIONS = ['retry', 'cancel', 'requeue'] as const;
+type Action = (typeof ACTIONS)[number];
+const DONE: Record<Action, string> = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued' };
+
+/** Who did it, for the audit trail: cli and the local user name. */
+function actor(): string {
+  try {
+    return `cli:${userInfo().username}`.slice(0, 200);
+  } catch {
+    return 'cli';
+  }
+}
+
+const str = (flags: Flags, name: string): string | undefined => {
+  const v = flags.get(name);
+  return typeof v === 'string' ? v : undefined;
+};
+
+function wholeNumber(flags: Flags, name: string): number | undefined {
+  const v = str(flags, name);
+  if (v === undefined) return undefined;
+  if (!/^[0-9]{1,9}$/.test(v)) throw new UsageError(`${name} must be a whole number`);
+  return Number(v);
+}
+
+function onlyPositionals(args: string[], n: number, usage: string) {
+  if (args.length > n) throw new UsageError(`unexpected ${JSON.stringify(args[n])}: ${usage}`);
+}
+
+const print = (value: unknown) => console.log(typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+
+export async function jobsCommand(config: Config, flags: Flags, args: string[]): Promise<number> {
+  const [sub = 'list', id] = args;
+  const api = operatorServer('jobs', config, flags);
+  const json = flags.has('--json');
+  if (sub === 'list') {
+    onlyPositionals(args, 1, 'jobs list takes flags only');
+    const q = new URLSearchParams();
+    for (const f of ['queue', 'status', 'after', 'order'] as const) if (str(flags, `--${f}`) !== undefined) q.set(f, str(flags, `--${f}`)!);
+    if (str(flags, '--limit') !== undefined) q.set('limit', str(flags, '--limit')!);
+    const page = await api.get<{ jobs: any[]; next: string | null }>(`/jobs${q.size ? `?${q}` : ''}`);
+    if (json) return print(page), 0;
+    const now = Date.now();
+    print(
+      page.jobs.length === 0
+        ? '(no jobs match)'
+        : table(
+            ['id', 'queue', 'status', 'attempt', 'owner', 'lease', 'heartbeat', 'updated', 'last error'],
+            page.jobs.map((j) => [j.id, j.queue, j.status, `${j.attempt}/${j.maxAttempts}`, j.lockedBy, leaseText(j, now), relative(j.lastHeartbeatAt, now), relative(j.updatedAt, now), j.lastError]),
+          ),
+    );
+    if (page.next) console.error(`leasehold jobs: more: --after ${page.next}`);
+    return 0;
+  }
+  if (sub === 'show') {
+    if (!id) throw new UsageError('jobs show needs a job id');
+    onlyPositionals(args, 2, 'jobs show ID');
+    const answer = await api.get<{ job: any; events: any[]; olderEventsNotShown: number }>(`/jobs/${encodeURIComponent(id)}`);
+    if (json) return print(answer), 0;
+    const j = answer.job;
+    const now = Date.now();
+    print(
+      facts([
+        ['job', j.id],
+        ['queue', j.queue],
+        ['status', j.status],
+        ['attempt', `${j.attempt} of ${j.maxAttempts} (errored ${j.erroredAttempts}, lost ${j.lostAttempts})`],
+        ['owner', j.lockedBy],
+        ['lease', leaseText(j, now)],
+        ['lease length', j.leaseMs === null ? null : `${j.leaseMs} ms`],
+        ['last heartbeat', relative(j.lastHeartbeatAt, now)],
+        ['deadline', j.deadlineAt],
+        ['fencing token', j.fencingToken],
+        ['idempotency key', j.idempotencyKey],
+        ['available', j.availableAt],
+        ['created', j.createdAt],
+        ['started', j.startedAt],
+        ['last error', j.lastError],
+        ['payload', JSON.stringify(j.payload)],
+        ['result', j.result === null ? null : JSON.stringify(j.result)],
+      ]),
+    );
+    const latest = answer.events.slice(-15);
+    print(`\nevents (latest ${latest.length} of ${answer.events.length + answer.olderEventsNotShown}):`);
+    print(table(['at', 'event', 'from -> to', 'attempt', 'actor', 'worker', 'reason'], latest.map((e) => [e.at, e.type, `${e.from ?? '-'} -> ${e.to ?? '-'}`, e.attempt, e.actor, e.workerId, e.reason ?? e.message])));
+    return 0;
+  }
+  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel or requeue`);
+  const action = sub as Action;
+  const reason = str(flags, '--reason');
+  const force = flags.has('--force');
+  if (force && action !== 'requeue') throw new UsageError('--force is only for requeue');
+  if (id === undefined) return bulk(api, flags, action, reason, force, json);
+  onlyPositionals(args, 2, `jobs ${action} ID`);
+  for (const f of ['--dry-run', '--limit', '--status', '--queue']) if (flags.has(f)) throw new UsageError(`${f} is for the bulk form (without a job id)`);
+  const body = { ...(reason ? { reason } : {}), actor: actor(), ...(force ? { force: true } : {}) };
+  const answer = await api.post<{ job: any }>(`/jobs/${encodeURIComponent(id)}/${action}`, body);
+  if (json) return print(answer), 0;
+  print(`job ${answer.job.id} ${force ? 'force-requeued' : DONE[action]}: now ${answer.job.status}`);
+  return 0;
+}
+
+async function bulk(api: ServerApi, flags: Flags, action: Action, reason: string | undefined, force: boolean, json: boolean): Promise<number> {
+  const queue = str(flags, '--queue');
+  if (!queue) throw new UsageError(`jobs ${action} needs a job id, or --queue for a bulk ${action}`);
+  const dryRun = flags.has('--dry-run');
+  const limit = wholeNumber(flags, '--limit');
+  const status = str(flags, '--status');
+  const body = {
+    action,
+    ...(status ? { status } : {}),
+    ...(dryRun ? { dryRun: true } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    ...(reason ? { reason } : {}),
+    ...(force ? { force: true } : {}),
+    actor: actor(),
+  };
+  const answer = await api.post<any>(`/queues/${encodeURIComponent(queue)}/bulk`, body);
+  if (json) return print(answer), 0;
+  const what = `${answer.status} ${answer.matching === 1 ? 'job' : 'jobs'}${answer.action === 'requeue' && !answer.force ? ' whose lease has expired' : ''}`;
+  const matching = `${answer.matchingCapped ? 'at least ' : ''}${answer.matching} matching ${what} in queue ${answer.queue}`;
+  if (answer.dryRun) {
+    const now = Date.now();
+    if (answer.jobs.length > 0) {
+      print(
+        table(
+          ['id', 'status', 'attempt', 'owner', 'lease', 'updated', 'last error'],
+          answer.jobs.map((j: any) => [j.id, j.status, `${j.attempt}/${j.maxAttempts}`, j.lockedBy, j.leaseExpiresAt ? relative(j.leaseExpiresAt, now) : null, relative(j.updatedAt, now), j.lastError]),
+        ),
+      );
+    }
+    print(`dry run: ${matching}; ${answer.wouldChange} would be ${force ? 'force-requeued' : DONE[action]} (limit ${answer.limit}, server cap ${answer.cap}). Nothing changed.`);
+    return 0;
+  }
+  print(`${plural(answer.changed, 'job')} ${force ? 'force-requeued' : DONE[action]} of ${matching} (limit ${answer.limit}, server cap ${answer.cap})${answer.ids.length ? `: ${answer.ids.join(' ')}` : ''}`);
+  return 0;
+}
+
+function leaseText(j: { status: string; leaseExpiresAt: string | null }, now: number): string | null {
+  if (j.status !== 'running' || !j.leaseExpiresAt) return null;
+  const at = Date.parse(j.leaseExpiresAt);
+  return at >= now ? `${relative(j.leaseExpiresAt, now).replace(/^in /, '')} left` : `expired ${relative(j.leaseExpiresAt, now)}`;
+}
+
+const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs'] as const;
+
+export async function queuesCommand(config: Config, flags: Flags, args: string[]): Promise<number> {
+  const [sub = 'list', name, ...rest] = args;
+  const api = operatorServer('queues', config, flags);
+  const json = flags.has('--json');
+  if (sub === 'list') {
+    onlyPositionals(args, 1, 'queues list');
+    const { queues } = await api.get<{ queues: any[] }>('/queues');
+    if (json) return print({ queues }), 0;
+    print(queues.length === 0 ? '(no queues yet)' : queueTable(queues));
+    return 0;
+  }
+  if (!['show', 'pause', 'resume', 'settings'].includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, pause, resume or settings`);
+  if (!name) throw new UsageError(`queues ${sub} needs a queue name`);
+  const path = `/queues/${encodeURIComponent(name)}`;
+  if (sub === 'pause' || sub === 'resume') {
+    onlyPositionals(args, 2, `queues ${sub} Q`);
+    const answer = await api.post<{ queue: string; paused: boolean }>(`${path}/${sub}`);
+    if (json) return print(answer), 0;
+    print(`queue ${answer.queue} ${answer.paused ? 'paused: no new claims (running jobs go on)' : 'resumed: claims take its jobs again'}`);
+    return 0;
+  }
+  if (sub === 'settings' && rest.length > 0) {
+    const patch: Record<string, number | null> = {};
+    for (const assignment of rest) {
+      const m = /^([A-Za-z]+)=(null|[0-9]{1,15})$/.exec(assignment);
+      if (!m || !(SETTING_KEYS as readonly string[]).includes(m[1]!)) {
+        throw new UsageError(`${JSON.stringify(assignment)}: give key=milliseconds or key=null, key one of ${SETTING_KEYS.join(', ')}`);
+      }
+      patch[m[1]!] = m[2] === 'null' ? null : Number(m[2]);
+    }
+    const { queue } = await api.patch<{ queue: any }>(`${path}/settings`, patch);
+    if (json) return print({ queue }), 0;
+    print(settingsText(queue));
+    return 0;
+  }
+  onlyPositionals(args, 2, `queues ${sub} Q`);
+  const { queue } = await api.get<{ queue: any }>(path);
+  if (json) return print({ queue }), 0;
+  if (sub === 'settings') return print(settingsText(queue)), 0;
+  print(queueTable([queue]));
+  print(
+    '\n' +
+      facts([
+        ['oldest running started', queue.oldestRunningStartedAt],
+        ['oldest ready since', queue.oldestReadyAvailableAt],
+      ]),
+  );
+  print('\n' + settingsText(queue));
+  return 0;
+}
+
+export function queueTable(queues: any[]): string {
+  return table(
+    ['queue', 'pending', 'ready', 'running', 'expired', 'completed', 'failed', 'cancelled', 'paused'],
+    queues.map((q) => [q.name, q.counts.pending, q.ready, q.counts.running, q.expiredLeases, q.counts.completed, q.counts.failed, q.counts.cancelled, q.paused ? 'yes' : 'no']),
+  );
+}
+
+function settingsText(queue: any): string {
+  return table(
+    ['setting', 'value', 'source'],
+    SETTING_KEYS.map((k) => [k, queue.settings[k], queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null ? 'this queue' : 'server default']),
+  );
+}
+
+export async function workersCommand(config: Config, flags: Flags, args: string[]): Promise<number> {
+  onlyPositionals(args, 0, 'workers takes flags only');
+  if (flags.has('--alive') && flags.has('--dead')) throw new UsageError('give --alive or --dead, not both');
+  const api = operatorServer('workers', config, flags);
+  const q = new URLSearchParams();
+  if (str(flags, '--queue')) q.set('queue', str(flags, '--queue')!);
+  if (flags.has('--alive')) q.set('alive', 'true');
+  if (flags.has('--dead')) q.set('alive', 'false');
+  const answer = await api.get<{ alive: number; workerAliveMs: number; workers: any[] }>(`/workers${q.size ? `?${q}` : ''}`);
+  if (flags.has('--json')) return print(answer), 0;
+  const now = Date.now();
+  print(
+    answer.workers.length === 0
+      ? '(no worker seen in the last 24 hours)'
+      : table(
+          ['id', 'alive', 'last seen', 'running (reported)', 'held (expired)', 'queues', 'host', 'pid', 'version', 'restarts', 'started'],
+          answer.workers.map((w) => [
+            w.id,
+            w.alive ? 'alive' : 'NOT SEEN',
+            relative(w.lastSeenAt, now),
+            w.runningCount,
+            `${w.heldJobs} (${w.expiredLeases})`,
+            w.queues?.join(','),
+            w.host,
+            w.pid,
+            w.version,
+            w.restarts,
+            w.startedAt,
+          ]),
+        ),
+  );
+  console.error(`leasehold workers: ${answer.alive} alive (seen within ${answer.workerAliveMs} ms)`);
+  return 0;
+}
+
