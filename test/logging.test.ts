@@ -136,7 +136,7 @@ test('a reap is one warn record naming the job, queue, worker and reason, then t
   await t.claim('mail', 'w-gone');
   t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
   // No gap watch: a fresh pass would otherwise hold expired leases for heartbeat + grace (src/runtime/gap-watch.ts).
-  const noGap = () => undefined;
+  const noGap = false;
   await makeReaperPass(t.db, t.config, t.clock, recordingLogger(records), noGap)();
   const reap = records.find((r) => r.event === 'reap')!;
   expect(reap).toMatchObject({ level: 'warn', action: 'requeue', jobId: job.id, queue: 'mail', workerId: 'w-gone', reason: 'reaped_due_to_expired_lease' });

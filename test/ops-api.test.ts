@@ -149,12 +149,13 @@ test('a bad queue name in the path is a 400 naming queue', async () => {
   expect(res.json.error.field).toBe('queue');
 });
 
-test('bulk requeue takes expired leases only; force (with a reason) takes live ones too', async () => {
+test('bulk requeue takes what the reaper would take now; force (with a reason) takes live leases too', async () => {
   t = await setup();
   await pendingJobs(2);
   const [short] = await t.claim('mail', 'w1', { limit: 1, leaseMs: 1_000 });
   const [long] = await t.claim('mail', 'w2', { limit: 1, leaseMs: 60_000 });
-  t.clock.advance(2_000);
+  // Past lease + grace, and w1 not seen for longer than workerAliveMs: the reaper would take it now.
+  t.clock.advance(1_000 + t.config.graceMs + t.config.workerAliveMs + 1_000);
 
   const dry = await t.post('/api/v1/queues/mail/bulk', { action: 'requeue', dryRun: true });
   expect(dry.json).toMatchObject({ status: 'running', matching: 1, force: false });

@@ -5,6 +5,11 @@
  * delay that doubles per failure (up to a minute), even if its token is right,
  * so guessing costs time. A right token before the lockout clears the count.
  * In memory, per server process: several servers each keep their own count.
+ *
+ * Loopback clients are not backed off: they are on the server's own machine
+ * (and one misconfigured local worker must not lock out the others). Behind a
+ * reverse proxy on the same machine every client looks like loopback, so set
+ * LEASEHOLD_TRUST_PROXY=true there to back off per real client.
  */
 import type { Context } from 'hono';
 import { LeaseholdError } from '../core/errors.ts';
@@ -28,6 +33,7 @@ export class AuthThrottle {
 
   /** Throws 429 while `client` is backed off. */
   check(client: string): void {
+    if (isLoopback(client)) return;
     const r = this.current(client);
     const wait = r ? r.blockedUntil - this.now() : 0;
     if (wait > 0) {
@@ -38,6 +44,7 @@ export class AuthThrottle {
   }
 
   failed(client: string): void {
+    if (isLoopback(client)) return;
     const t = this.now();
     const r = this.current(client) ?? { failures: 0, firstAt: t, blockedUntil: 0 };
     r.failures++;
@@ -74,4 +81,8 @@ export function clientAddress(c: Context, trustProxy: boolean): string {
   const socket = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket;
   if (socket?.remoteAddress) return socket.remoteAddress;
   return c.req.header('cf-connecting-ip') ?? 'unknown';
+}
+
+function isLoopback(address: string): boolean {
+  return /^(127\.|::1$|::ffff:127\.)/.test(address);
 }

@@ -19,19 +19,31 @@ export interface Hold {
   remainingMs: number;
 }
 
-export type GapWatch = () => Hold | undefined;
+export interface GapWatch {
+  /** A tick of the interval timer: notices a gap since the previous one; the hold in force, if any. */
+  tick(): Hold | undefined;
+  /** The hold in force, without counting as a tick (a cron pass has its own cadence). */
+  current(): Hold | undefined;
+}
 
 export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs' | 'graceMs'>, monotonic: () => number = () => performance.now()): GapWatch {
   let lastTick: number | undefined;
   let hold: { gapMs: number | null; until: number } | undefined;
   // A late tick within one heartbeat is ordinary jitter: no beat was missed.
   const allowedMs = config.reaperIntervalMs + config.heartbeatMs;
-  return () => {
+  const current = () => {
     const t = monotonic();
-    const gapMs = lastTick === undefined ? null : t - lastTick;
-    lastTick = t;
-    if (gapMs === null || gapMs > allowedMs) hold = { gapMs, until: t + config.heartbeatMs + config.graceMs };
     if (!hold || t >= hold.until) return undefined;
     return { gapMs: hold.gapMs, remainingMs: hold.until - t };
+  };
+  return {
+    tick() {
+      const t = monotonic();
+      const gapMs = lastTick === undefined ? null : t - lastTick;
+      lastTick = t;
+      if (gapMs === null || gapMs > allowedMs) hold = { gapMs, until: t + config.heartbeatMs + config.graceMs };
+      return current();
+    },
+    current,
   };
 }

@@ -18,11 +18,16 @@ import type { Logger } from '../core/log.ts';
  * previous one is still running, logged when it did something, and a failure
  * logged and left for the next pass. `source` names who asked (interval, cron).
  */
-export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch = gapWatch(config)): (source?: string) => Promise<void> {
+/**
+ * `watch`: the gap watch (src/runtime/gap-watch.ts); false for none (tests
+ * that want every pass to act). Interval ticks feed it; a cron pass only
+ * respects a hold already in force.
+ */
+export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch | false = gapWatch(config)): (source?: string) => Promise<void> {
   let running = false;
   return async (source) => {
-    // Every tick counts as a sign of life, even one skipped behind a slow pass.
-    const hold = watch();
+    // Every interval tick counts as a sign of life, even one skipped behind a slow pass.
+    const hold = !watch ? undefined : source === undefined || source === 'interval' ? watch.tick() : watch.current();
     if (running) return;
     running = true;
     const who = source ? `reaper (${source})` : 'reaper';
