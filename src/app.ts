@@ -51,6 +51,12 @@ export function createApp(appDeps: AppDeps) {
     }),
   );
 
+  // Job payloads and results are not for shared caches or the browser's disk
+  // (refusals included: set after the error handler has answered).
+  app.use('/api/*', async (c, next) => {
+    await next();
+    c.res.headers.set('cache-control', 'no-store');
+  });
   const api = new Hono();
   const routes = new Routes(api, config, deps.authThrottle);
   jobRoutes(routes, deps);

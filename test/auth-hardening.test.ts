@@ -132,3 +132,14 @@ test('wrong bearer tokens back the client off with 429 and Retry-After; the dela
   for (let i = 0; i < 10; i++) expect((await call(WORKER)).status).toBe(403);
   expect((await call(ADMIN)).status).toBe(200);
 });
+
+test('API answers are never cached: cache-control no-store, on success and on refusal', async () => {
+  t = await setup({ adminToken: ADMIN, workerToken: WORKER });
+  const job = (await t.post('/api/v1/queues/q/jobs', { payload: 1 }, { authorization: `Bearer ${WORKER}` })).json.job;
+  const ok = await t.app.request(`/api/v1/jobs/${job.id}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  expect(ok.status).toBe(200);
+  expect(ok.headers.get('cache-control')).toBe('no-store');
+  const refused = await t.app.request(`/api/v1/jobs/${job.id}`);
+  expect(refused.status).toBe(401);
+  expect(refused.headers.get('cache-control')).toBe('no-store');
+});

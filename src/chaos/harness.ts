@@ -278,6 +278,18 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     out(`  [${fmt(elapsed())}] fault #${rec.n} ${what}`);
   };
 
+  /** Waits (bounded) for the server to be up and marks the fault's start; undefined (fault skipped) if it never came up. */
+  async function serverForFault(s: (typeof servers)[number], rec: FaultRecord) {
+    for (let i = 0; i < 100 && !s.up; i++) await sleep(100);
+    if (!s.up || !s.child) {
+      rec.skipped = `server ${s.index} not up`;
+      return undefined;
+    }
+    rec.wallAt = Date.now();
+    rec.atMs = elapsed();
+    return { child: s.child, from: rec.wallAt };
+  }
+
   async function inject(f: Fault, rec: FaultRecord) {
     switch (f.kind) {
       case 'kill_worker': {
@@ -334,15 +346,10 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       }
       case 'kill_server': {
         const s = servers[f.target]!;
-        for (let i = 0; i < 100 && !s.up; i++) await sleep(100);
-        if (!s.up || !s.child) {
-          rec.skipped = `server ${s.index} not up`;
-          break;
-        }
-        rec.wallAt = Date.now();
-        rec.atMs = elapsed();
+        const started = await serverForFault(s, rec);
+        if (!started) break;
+        const { child, from } = started;
         s.up = false;
-        const child = s.child;
         const gone = new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
         child.kill('SIGKILL');
         await gone;
@@ -350,28 +357,23 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         await sleep(f.durationMs);
         await startServer(s);
         rec.wallEnd = Date.now();
-        outages.push({ server: s.index, from: rec.wallAt, to: rec.wallEnd });
-        out(`  [${fmt(elapsed())}] server ${s.index} back on port ${s.port} after ${rec.wallEnd - rec.wallAt} ms`);
+        outages.push({ server: s.index, from, to: rec.wallEnd });
+        out(`  [${fmt(elapsed())}] server ${s.index} back on port ${s.port} after ${rec.wallEnd - from} ms`);
         break;
       }
       case 'stop_server': {
         const s = servers[f.target]!;
-        for (let i = 0; i < 100 && !s.up; i++) await sleep(100);
-        if (!s.up || !s.child) {
-          rec.skipped = `server ${s.index} not up`;
-          break;
-        }
-        rec.wallAt = Date.now();
-        rec.atMs = elapsed();
-        const child = s.child;
+        const started = await serverForFault(s, rec);
+        if (!started) break;
+        const { child, from } = started;
         child.kill('SIGSTOP');
         note(rec, `SIGSTOP server ${s.index} (port ${s.port}) for ${f.durationMs} ms`);
         await sleep(f.durationMs);
         child.kill('SIGCONT');
         rec.wallEnd = Date.now();
         // Unreachable while paused, like an outage; its workers' leases all expired meanwhile.
-        outages.push({ server: s.index, from: rec.wallAt, to: rec.wallEnd });
-        out(`  [${fmt(elapsed())}] server ${s.index} resumed after ${rec.wallEnd - rec.wallAt} ms`);
+        outages.push({ server: s.index, from, to: rec.wallEnd });
+        out(`  [${fmt(elapsed())}] server ${s.index} resumed after ${rec.wallEnd - from} ms`);
         break;
       }
     }
