@@ -143,3 +143,18 @@ test('API answers are never cached: cache-control no-store, on success and on re
   expect(refused.status).toBe(401);
   expect(refused.headers.get('cache-control')).toBe('no-store');
 });
+
+test('the back-off keys on the runtime\'s peer address; loopback and unnamed clients are never backed off', async () => {
+  t = await setup({ adminToken: ADMIN, workerToken: WORKER });
+  const peer = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
+  const call = (token: string, env?: object) => t.app.request('/api/v1/jobs', { headers: { authorization: `Bearer ${token}` } }, env);
+  for (let i = 0; i < 6; i++) expect((await call('wrong-token-xxxxxxxxxxxxx', peer('10.1.1.1'))).status).toBe(401);
+  expect((await call(ADMIN, peer('10.1.1.1'))).status).toBe(429);
+  expect((await call(ADMIN, peer('10.1.1.2'))).status).toBe(200);
+  // Deno's info and Bun's server name the peer too.
+  expect((await call(ADMIN, { remoteAddr: { hostname: '10.1.1.1' } })).status).toBe(429);
+  for (const env of [peer('127.0.0.1'), peer('::1'), undefined]) {
+    for (let i = 0; i < 8; i++) expect((await call('wrong-token-xxxxxxxxxxxxx', env)).status).toBe(401);
+    expect((await call(ADMIN, env)).status).toBe(200);
+  }
+});

@@ -33,7 +33,7 @@ export class AuthThrottle {
 
   /** Throws 429 while `client` is backed off. */
   check(client: string): void {
-    if (isLoopback(client)) return;
+    if (exempt(client)) return;
     const r = this.current(client);
     const wait = r ? r.blockedUntil - this.now() : 0;
     if (wait > 0) {
@@ -44,7 +44,7 @@ export class AuthThrottle {
   }
 
   failed(client: string): void {
-    if (isLoopback(client)) return;
+    if (exempt(client)) return;
     const t = this.now();
     const r = this.current(client) ?? { failures: 0, firstAt: t, blockedUntil: 0 };
     r.failures++;
@@ -78,11 +78,22 @@ export function clientAddress(c: Context, trustProxy: boolean): string {
     const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
     if (forwarded) return forwarded;
   }
-  const socket = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket;
-  if (socket?.remoteAddress) return socket.remoteAddress;
-  return c.req.header('cf-connecting-ip') ?? 'unknown';
+  const env = c.env as RuntimeEnv | undefined;
+  // Node (@hono/node-server), Deno.serve's info, Bun's server.
+  const peer = env?.incoming?.socket?.remoteAddress ?? env?.remoteAddr?.hostname ?? env?.requestIP?.(c.req.raw)?.address;
+  if (peer) return peer;
+  return c.req.header('cf-connecting-ip') ?? UNKNOWN_CLIENT;
 }
 
-function isLoopback(address: string): boolean {
-  return /^(127\.|::1$|::ffff:127\.)/.test(address);
+interface RuntimeEnv {
+  incoming?: { socket?: { remoteAddress?: string } };
+  remoteAddr?: { hostname?: string };
+  requestIP?: (request: Request) => { address: string } | null;
+}
+
+/** A client the runtime cannot name is not backed off: one shared count would let anyone lock everyone out. */
+const UNKNOWN_CLIENT = 'unknown';
+
+function exempt(address: string): boolean {
+  return address === UNKNOWN_CLIENT || /^(127\.|::1$|::ffff:127\.)/.test(address);
 }

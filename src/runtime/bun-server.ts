@@ -35,7 +35,8 @@ interface BunServer {
   stop(closeActiveConnections?: boolean): Promise<void> | void;
 }
 declare const Bun: {
-  serve(options: { hostname: string; port: number; fetch(request: Request): Response | Promise<Response> }): BunServer;
+  /** `server.requestIP` names the client (the auth back-off keys on it). */
+  serve(options: { hostname: string; port: number; fetch(request: Request, server: unknown): Response | Promise<Response> }): BunServer;
 };
 
 /** Inlined when Bun bundles or loads this file. */
@@ -82,7 +83,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
 
   let server: BunServer;
   try {
-    server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request) => app.fetch(request) });
+    server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request, bunServer) => app.fetch(request, bunServer) });
   } catch (err) {
     opened.close();
     throw err;

@@ -43,7 +43,8 @@ declare const Deno: {
     hostname?: string;
     port?: number;
     onListen?: (addr: DenoNetAddr) => void;
-    handler: (request: Request) => Response | Promise<Response>;
+    /** `info.remoteAddr` names the client (the auth back-off keys on it). */
+    handler: (request: Request, info: { remoteAddr?: { hostname?: string } }) => Response | Promise<Response>;
   }): DenoHttpServer;
   /** Undefined unless Deno runs with --unstable-cron. */
   cron?: (name: string, schedule: string, options: { signal?: AbortSignal }, handler: () => Promise<void>) => Promise<void>;
@@ -80,7 +81,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
   let server!: DenoHttpServer;
   const addr = await new Promise<DenoNetAddr>((resolve, reject) => {
     try {
-      server = Deno.serve({ hostname: config.host, port: config.port, onListen: resolve, handler: (request) => app.fetch(request) });
+      server = Deno.serve({ hostname: config.host, port: config.port, onListen: resolve, handler: (request, info) => app.fetch(request, info) });
     } catch (err) {
       reject(err);
     }

@@ -64,12 +64,12 @@ export interface ServeOptions {
 export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
   const log = options.log ?? serverLogger(config);
   const clock = options.clock ?? databaseClock;
-  let app: { fetch(request: Request): Response | Promise<Response> } | undefined;
+  let app: { fetch(request: Request, env?: unknown): Response | Promise<Response> } | undefined;
   const starting = () => Response.json({ error: { code: 'starting', message: 'leasehold is starting (applying migrations); try again in a moment' } }, { status: 503, headers: { 'retry-after': '1' } });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve(
-      { fetch: (request: Request) => (app ? app.fetch(request) : starting()), hostname: config.host, port: config.port, createServer: limitedCreateServer(config) },
+      { fetch: (request: Request, env: unknown) => (app ? app.fetch(request, env) : starting()), hostname: config.host, port: config.port, createServer: limitedCreateServer(config) },
       () => resolve(s),
     );
     s.once('error', (err: NodeJS.ErrnoException) => {
