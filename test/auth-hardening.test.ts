@@ -158,3 +158,19 @@ test('the back-off keys on the runtime\'s peer address; loopback and unnamed cli
     expect((await call(ADMIN, env)).status).toBe(200);
   }
 });
+
+test('a cookie replayed after logout is refused, on every server sharing the database; other sessions stay', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const { cookie } = await login(t.app, ADMIN);
+  const other = await login(t.app, ADMIN);
+  const out = await request(t.app, '/dashboard/logout', { cookie, form: { _csrf: await csrfOf(t.app, cookie) } });
+  expect(out.status).toBe(303);
+
+  const replayed = await request(t.app, '/dashboard', { cookie });
+  expect(replayed.status).toBe(303);
+  expect(replayed.headers.get('location')).toMatch(/^\/dashboard\/login/);
+  // A second server on the same database (same admin token, same cookie key) refuses it too.
+  const second = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger });
+  expect((await request(second, '/dashboard', { cookie })).status).toBe(303);
+  expect((await request(t.app, '/dashboard', { cookie: other.cookie })).status).toBe(200);
+});

@@ -21,6 +21,7 @@ import { registerBulkRoutes } from './bulk.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
+import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
 import { sameSecret } from '../api/auth.ts';
 import { AuthThrottle, clientAddress } from '../api/throttle.ts';
 import { LeaseholdError } from '../core/errors.ts';
@@ -144,6 +145,8 @@ export function dashboardRoutes(deps: AppDeps) {
   const guard = async (c: Context<Env>, next: () => Promise<void>) => {
     if (c.req.path === '/dashboard/login') return next();
     let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());
+    // Logged out: the cookie may still be signed and unexpired, but it is over.
+    if (session && (await sessionIsRevoked(db, session.sid))) session = undefined;
     if (!session) {
       if (open) {
         // Loopback development without an admin token: the dashboard is open,
@@ -179,7 +182,9 @@ export function dashboardRoutes(deps: AppDeps) {
   app.use('/dashboard', guard);
   app.use('/dashboard/*', guard);
 
-  app.post('/dashboard/logout', (c) => {
+  app.post('/dashboard/logout', async (c) => {
+    const session = c.get('session');
+    await sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now() });
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
   });

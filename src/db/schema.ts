@@ -288,3 +288,17 @@ export const alertStates = sqliteTable(
   ],
 );
 
+/**
+ * Dashboard sessions ended by a logout before their cookie expires. Sessions
+ * are signed cookies (no server state); this list is what makes a logout
+ * final on every server sharing the database. A row can go once its session
+ * would have expired anyway.
+ */
+export const revokedSessions = sqliteTable(
+  'revoked_sessions',
+  {
+    sid: text('sid').primaryKey(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('revoked_sessions_expires_idx').on(t.expiresAt)],
+);

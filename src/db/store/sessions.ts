@@ -1,0 +1,23 @@
+/**
+ * Logged-out dashboard sessions (drizzle/0008). The session itself is a
+ * signed cookie; a logout records its id here until the cookie would have
+ * expired, so a copied cookie replayed after logout is refused on every
+ * server sharing the database.
+ */
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db.ts';
+import { batchList } from '../db.ts';
+
+/** Ends a session for good, and forgets sessions that have expired by themselves (an index range). */
+export async function sessionRevoke(db: Db, p: { sid: string; expiresAt: number; now: number }): Promise<void> {
+  await batchList(db, [
+    db.run(sql`INSERT INTO revoked_sessions (sid, expires_at) VALUES (${p.sid}, ${p.expiresAt}) ON CONFLICT (sid) DO NOTHING`),
+    db.run(sql`DELETE FROM revoked_sessions WHERE expires_at < ${p.now}`),
+  ]);
+}
+
+/** One primary-key lookup per dashboard request. */
+export async function sessionIsRevoked(db: Db, sid: string): Promise<boolean> {
+  const rows = await db.all<{ one: number }>(sql`SELECT 1 AS one FROM revoked_sessions WHERE sid = ${sid}`);
+  return rows.length > 0;
+}
