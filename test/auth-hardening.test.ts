@@ -174,3 +174,19 @@ test('a cookie replayed after logout is refused, on every server sharing the dat
   expect((await request(second, '/dashboard', { cookie })).status).toBe(303);
   expect((await request(t.app, '/dashboard', { cookie: other.cookie })).status).toBe(200);
 });
+
+test('queues are bounded: an enqueue that would create one past LEASEHOLD_MAX_QUEUES is a 409 naming the limit, and stores nothing', async () => {
+  t = await setup({ maxQueues: 3 });
+  for (const q of ['a', 'b', 'c']) expect((await t.post(`/api/v1/queues/${q}/jobs`, { payload: 1 })).status).toBe(201);
+  for (const body of [{ payload: 1 }, { jobs: [{ payload: 1 }, { payload: 2 }] }]) {
+    const refused = await t.post('/api/v1/queues/d/jobs', body);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'conflict', field: 'queue' });
+    expect(refused.json.error.message).toMatch(/already has 3 queues \(LEASEHOLD_MAX_QUEUES\)/);
+  }
+  // Existing queues still take jobs; nothing was stored for d.
+  expect((await t.post('/api/v1/queues/a/jobs', { payload: 2 })).status).toBe(201);
+  const queues = (await t.get('/api/v1/queues')).json.queues as { name: string }[];
+  expect(queues.map((q) => q.name)).toEqual(['a', 'b', 'c']);
+  expect((await t.get('/api/v1/jobs?queue=d')).json.jobs).toEqual([]);
+});

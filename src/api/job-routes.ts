@@ -77,6 +77,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         description: 'Enqueued: the job, or (a bulk) one summary per job; a bulk entry whose idempotency key matched says deduplicated: true',
         also: { status: 200, schema: 'deduplicated', description: 'The idempotency key matched an existing job, which is returned; nothing was added' },
       },
+      // A new queue past LEASEHOLD_MAX_QUEUES.
+      errors: ['conflict'],
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
@@ -84,7 +86,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
       const columns = body.bulk ? SUMMARY_COLUMNS : undefined;
-      const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns });
+      const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns, maxQueues: config.maxQueues });
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       if (body.bulk) {
         return c.json(

@@ -153,6 +153,7 @@ const COMMANDS: Record<string, Command> = {
           actor: 'cli',
           now: databaseClock.now(),
           defaults: config,
+          maxQueues: config.maxQueues,
         });
         console.log(JSON.stringify({ job: toJob(result!.job), deduplicated: result!.deduplicated }, null, 2));
       } finally {

@@ -66,6 +66,8 @@ export interface Config extends QueueDefaults {
   reaperBatchSize: number;
   pruneBatchSize: number;
   maxPayloadBytes: number;
+  /** Most queues there may be; enqueue to a new queue past it is refused. */
+  maxQueues: number;
   requestTimeoutMs: number;
   maxConnections: number;
   maxClaimBatch: number;
@@ -138,6 +140,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted' },
   { key: 'requestTimeoutMs', env: 'LEASEHOLD_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', kind: 'duration', default: 30_000, help: 'longest a client may take to send one request, headers and body (Node server)' },
   { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped (Node server)' },
+  { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues there may be; an enqueue that would create one more is refused (409)' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one bulk action (dashboard, API, CLI) may change' },

@@ -95,7 +95,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     async enqueue(queue, payload, opts = {}) {
       const { runAt, ...rest } = opts;
       const input = { ...rest, payload, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
-      const [result] = await jobsInsert(db, { queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config });
+      const [result] = await jobsInsert(db, { queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
       return { job: toJob(result!.job), deduplicated: result!.deduplicated };
     },
     async getJob(id) {

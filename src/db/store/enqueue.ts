@@ -9,7 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
-import { requireStorableText } from '../../core/errors.ts';
+import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
@@ -34,6 +34,8 @@ export interface EnqueueParams {
   defaults: QueueDefaults;
   /** Columns to return (must include dedup_count); every column by default. */
   columns?: SQL;
+  /** Most queues there may be: a new queue past it is refused (409), nothing stored. */
+  maxQueues?: number;
 }
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
@@ -62,7 +64,11 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
-    db.run(sql`INSERT INTO queues (name, created_at, updated_at) VALUES (${p.queue}, ${now}, ${now}) ON CONFLICT (name) DO NOTHING`),
+    // A new queue only while there are fewer than maxQueues (counted only when
+    // the queue is new: CASE evaluates lazily); jobs only into a queue that exists.
+    db.run(sql`INSERT INTO queues (name, created_at, updated_at) SELECT ${p.queue}, ${now}, ${now}
+      WHERE CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) THEN 0 ELSE ${p.maxQueues === undefined ? sql`1` : sql`(SELECT count(*) FROM queues) < ${p.maxQueues}`} END
+      ON CONFLICT (name) DO NOTHING`),
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
@@ -71,12 +77,19 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
         j.value ->> '$.k', j.value ->> '$.t', ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
-      FROM json_each(${rows}) AS j WHERE true ORDER BY j.key
+      FROM json_each(${rows}) AS j WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL
       DO UPDATE SET dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
         last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at
       RETURNING ${p.columns ?? sql`*`}`),
   ]);
+  if ((inserted as JobRecord[]).length === 0 && p.jobs.length > 0) {
+    throw new LeaseholdError(
+      'conflict',
+      `there is no queue named ${JSON.stringify(p.queue)} and leasehold already has ${p.maxQueues} queues (LEASEHOLD_MAX_QUEUES): enqueue to an existing queue, or raise the limit; nothing was stored`,
+      'queue',
+    );
+  }
   // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
   return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0 }));
 }
