@@ -190,3 +190,21 @@ test('queues are bounded: an enqueue that would create one past LEASEHOLD_MAX_QU
   expect(queues.map((q) => q.name)).toEqual(['a', 'b', 'c']);
   expect((await t.get('/api/v1/jobs?queue=d')).json.jobs).toEqual([]);
 });
+
+test('a flood of refused writes does not push a job\'s lifecycle out of its trail', async () => {
+  t = await setup();
+  const job = await t.enqueue('q');
+  const [claimed] = await t.claim('q', 'w1');
+  expect((await t.post(`/api/v1/jobs/${job.id}/complete`, { workerId: 'w1', lockToken: claimed!.lockToken })).status).toBe(200);
+  // 1,010 heartbeats with a bogus token, as a hostile client holding the id would send.
+  const bogus = { workerId: 'admin (operator)', lockToken: 'f'.repeat(32) };
+  for (let i = 0; i < 1_010; i++) expect((await t.post(`/api/v1/jobs/${job.id}/heartbeat`, bogus)).status).toBe(409);
+  const trail = (await t.get(`/api/v1/jobs/${job.id}`)).json as { events: { type: string }[]; olderEventsNotShown: number };
+  const types = trail.events.map((e) => e.type);
+  expect(types.filter((x) => x !== 'stale_write_rejected')).toEqual(['enqueued', 'claimed', 'completed']);
+  expect(types.filter((x) => x === 'stale_write_rejected')).toHaveLength(50);
+  expect(trail.olderEventsNotShown).toBe(1_010 - 50);
+  // The job page shows its history too.
+  const page = await t.app.request(`/dashboard/jobs/${job.id}`);
+  expect(await page.text()).toContain('completed');
+});

@@ -38,13 +38,26 @@ export interface EventRecord {
  * A job's events, oldest first: the newest `limit` of them (the latest reaps
  * and operator actions matter most), and how many older ones were left out.
  */
+/**
+ * A job's trail, newest `limit` events, oldest first. Refused writes (stale
+ * lock tokens: anyone who knows the id can send them) are capped at the
+ * newest REFUSALS_SHOWN and the rest of the window goes to the lifecycle, so
+ * a flood of refusals cannot push the job's real history out of view.
+ */
 export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<{ events: EventRecord[]; olderNotShown: number }> {
-  const [newest, total] = await db.batch([
-    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} ORDER BY id DESC LIMIT ${p.limit}`),
+  const refusals = Math.min(REFUSALS_SHOWN, p.limit);
+  const [lifecycle, refused, total] = await db.batch([
+    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type <> 'stale_write_rejected' ORDER BY id DESC LIMIT ${p.limit}`),
+    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type = 'stale_write_rejected' ORDER BY id DESC LIMIT ${refusals}`),
     db.all<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE job_id = ${p.jobId}`),
   ]);
-  return { events: newest.reverse(), olderNotShown: Math.max(0, Number(total[0]?.n ?? 0) - newest.length) };
+  // Refusals take at most their share; the newest lifecycle events fill the rest.
+  const shown = [...lifecycle.slice(0, p.limit - refused.length), ...refused].sort((a, b) => Number(a.id) - Number(b.id));
+  return { events: shown, olderNotShown: Math.max(0, Number(total[0]?.n ?? 0) - shown.length) };
 }
+
+/** The newest refused writes a job's trail shows (the count of the rest is in olderNotShown). */
+const REFUSALS_SHOWN = 50;
 
 export interface ListParams {
   queue?: string | undefined;
