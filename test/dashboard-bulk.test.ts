@@ -91,6 +91,9 @@ describe('bulk actions, admin', () => {
     // Every queue, under the cap.
     const all = await dryRun(cookie, 'status=pending');
     expect(all.html).toMatch(/6 matching pending jobs in every queue; at most 3 will be acted on/);
+    // One is one job, not "jobs".
+    const one = await dryRun(cookie, 'queue=other&status=pending');
+    expect(one.html).toMatch(/1 matching pending job in queue other; at most 3 will be acted on, this time 1/);
     // No bulk action for completed jobs; nothing to do for an empty filter.
     expect((await dryRun(cookie, 'queue=q&status=completed')).status).toBe(400);
     const none = await dryRun(cookie, 'queue=q&status=failed');

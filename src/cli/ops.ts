@@ -181,7 +181,7 @@ async function bulk(api: ServerApi, flags: Flags, action: Action, reason: string
   };
   const answer = await api.post<any>(`/queues/${encodeURIComponent(queue)}/bulk`, body);
   if (json) return print(answer), 0;
-  const what = `${answer.status} ${answer.matching === 1 ? 'job' : 'jobs'}${answer.action === 'requeue' && !answer.force ? ' whose lease has expired' : ''}`;
+  const what = `${answer.status} ${answer.matching === 1 ? 'job' : 'jobs'}${answer.action === 'requeue' && !answer.force ? ' the reaper would take back now' : ''}`;
   const matching = `${answer.matchingCapped ? 'at least ' : ''}${answer.matching} matching ${what} in queue ${answer.queue}`;
   if (answer.dryRun) {
     const now = Date.now();

@@ -27,10 +27,13 @@ type Env = DashboardEnv;
 /** Matching jobs are counted up to this many (a dry run stays cheap on a huge table). */
 const BULK_COUNT_LIMIT = 100_000;
 
-const VERB: Record<BulkKind, { button: string; done: string; what: (status: string) => string }> = {
-  retry: { button: 'Retry', done: 'retried (back to pending with a fresh attempt budget)', what: (s) => `${s} jobs` },
-  cancel: { button: 'Cancel', done: 'cancelled', what: () => 'pending jobs' },
-  requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: () => 'running jobs the reaper would take back now' },
+/** "job" for one, "jobs" otherwise: "1 matching running job". */
+const jobs = (n: number) => (n === 1 ? 'job' : 'jobs');
+
+const VERB: Record<BulkKind, { button: string; done: string; what: (status: string, n: number) => string }> = {
+  retry: { button: 'Retry', done: 'retried (back to pending with a fresh attempt budget)', what: (s, n) => `${s} ${jobs(n)}` },
+  cancel: { button: 'Cancel', done: 'cancelled', what: (_s, n) => `pending ${jobs(n)}` },
+  requeue: { button: 'Requeue', done: 'requeued (their expired leases are void)', what: (_s, n) => `running ${jobs(n)} the reaper would take back now` },
 };
 
 const doc = htmlDocument;
@@ -81,7 +84,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
       `Bulk ${f.kind}: dry run`,
       <>
         <p id="bulk-count" class="notice" role="status">
-          {matching >= BULK_COUNT_LIMIT ? `At least ${matching}` : matching} matching {verb.what(f.status)} in {where}; at most {cap()} will be acted on
+          {matching >= BULK_COUNT_LIMIT ? `At least ${matching}` : matching} matching {verb.what(f.status, matching)} in {where}; at most {cap()} will be acted on
           {matching > 0 ? `, this time ${limit}` : ''}. Nothing has changed yet.
         </p>
         {f.kind === 'requeue' ? (
@@ -105,7 +108,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
               Reason <input type="text" name="reason" maxlength={500} required />
             </label>
             <button type="submit">
-              {verb.button} {String(limit)} {verb.what(f.status)}
+              {verb.button} {String(limit)} {verb.what(f.status, limit)}
             </button>
           </form>
         )}
