@@ -9,7 +9,7 @@
  *   first, at most `limit` and never more than LEASEHOLD_BULK_ACTION_CAP.
  *   `dryRun` lists what it would touch and changes nothing. The same guarded
  *   statements as the dashboard's bulk actions (src/db/store/operator.ts):
- *   requeue takes expired leases only, unless `force` (which needs a reason);
+ *   requeue takes only what the reaper would take now, unless `force` (which needs a reason);
  *   every changed job is in the audit trail with who and why.
  */
 import { invalid } from '../core/errors.ts';
@@ -152,9 +152,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
   );
 }
 
-type WorkerRow = WorkerRecord & { restarts?: number | null };
-
-function workerView(w: WorkerRow, now: number, aliveMs: number, held: { held: number; expired: number } | undefined) {
+function workerView(w: WorkerRecord, now: number, aliveMs: number, held: { held: number; expired: number } | undefined) {
   let queues: string[] | null = null;
   try {
     const parsed: unknown = w.queues === null ? null : JSON.parse(w.queues);
@@ -173,7 +171,7 @@ function workerView(w: WorkerRow, now: number, aliveMs: number, held: { held: nu
     pid: w.pid,
     version: w.version,
     // Restarts under the same id, once the registry counts them (null until then).
-    restarts: typeof w.restarts === 'number' ? w.restarts : null,
+    restarts: w.restarts,
     /** What the worker last reported running. */
     runningCount: w.running_count,
     /** Running jobs the database says it holds, and how many of those leases have expired. */
