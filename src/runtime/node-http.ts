@@ -13,7 +13,9 @@
  * - At most `maxConnections` sockets at once; past that new ones are dropped.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { errorBody } from '../api/http.ts';
 import type { Config } from '../core/config.ts';
+import { LeaseholdError } from '../core/errors.ts';
 
 export type HttpLimits = Pick<Config, 'maxPayloadBytes' | 'requestTimeoutMs' | 'maxConnections'>;
 
@@ -50,9 +52,8 @@ function declaredLength(req: IncomingMessage): number {
 }
 
 function refuseOversized(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
-  const body = JSON.stringify({
-    error: { code: 'payload_too_large', message: `the request body is over the limit of ${maxBytes} bytes`, field: 'body' },
-  });
+  // The same error and words as the app's own 413 (src/app.ts), answered before the app.
+  const body = JSON.stringify(errorBody(new LeaseholdError('payload_too_large', `the request body is over the limit of ${maxBytes} bytes`, 'body')));
   res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
   res.end(body);
   // Read and drop what the client is still sending, so the close is a clean
