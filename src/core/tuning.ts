@@ -16,7 +16,7 @@
  * @example
  *   const rows = recommendTuning(await metricsSnapshot(db, { now, config }));
  */
-import type { MetricsSnapshot, QueueMetrics } from '../db/store/metrics.ts';
+import type { MetricsSnapshot, QueueMetrics } from './metrics-snapshot.ts';
 import { checkQueueSettings, type QueueDefaults } from './config.ts';
 
 export interface TuningOptions {

@@ -14,14 +14,11 @@ import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRefusal, type RequeueRules } from './requeue.ts';
+import type { OperatorOutcome } from './operator-outcome.ts';
+import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRules } from './requeue.ts';
 import type { JobRecord } from './record.ts';
 
-export type OperatorOutcome =
-  | { ok: true; job: JobRecord }
-  | RequeueRefusal
-  | { ok: false; reason: 'conflict'; status: JobStatus }
-  | { ok: false; reason: 'not_found' };
+export type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
 
 export interface OperatorParams {
   id: number;

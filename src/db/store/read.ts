@@ -6,7 +6,10 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
+import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import type { JobRecord } from './record.ts';
+
+export type { QueueHealth } from '../../core/metrics-snapshot.ts';
 
 /** The database's clock, in epoch ms. */
 export async function readNow(db: Db): Promise<number> {
@@ -94,24 +97,6 @@ export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord
   return { jobs: page, next: rows.length > p.limit ? page[page.length - 1]!.id : null };
 }
 
-export interface QueueHealth {
-  name: string;
-  paused: boolean;
-  counts: Record<JobStatus, number>;
-  /** Pending jobs due now. */
-  ready: number;
-  /** Running jobs whose lease has expired (zombie candidates). */
-  expiredLeases: number;
-  oldestRunningStartedAt: number | null;
-  oldestReadyAvailableAt: number | null;
-  /** The queue's own settings; absent ones fall back to the server defaults. */
-  overrides: Partial<QueueDefaults>;
-  settings: QueueDefaults;
-  /** The queue's own alert thresholds (queues.alert_thresholds); absent ones use the server's. */
-  alertOverrides: Partial<AlertThresholds>;
-  /** Running jobs without a progress or checkpoint change for this long are stalled; null: not watched. */
-  stallMs: number | null;
-}
 
 const SETTING_COLUMNS = {
   leaseMs: 'lease_ms',

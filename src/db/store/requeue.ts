@@ -23,21 +23,12 @@ import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import type { OperatorOutcome } from './operator.ts';
+import type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import type { JobRecord } from './record.ts';
 import { ownerLastSeenSql } from './workers.ts';
 
 export type RequeueRules = QueueDefaults & ReapRules;
-
-/** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
-export interface RequeueRefusal {
-  ok: false;
-  reason: 'reaper_would_wait';
-  status: 'running';
-  why: string;
-  takesAt: number;
-}
 
 type Row = ReapCandidateRow & { status: JobStatus; now: number };
 

@@ -1,0 +1,143 @@
+/**
+ * The shape of one metrics pass: what the metrics, alerts and tuning views
+ * read. The store computes it (src/db/store/metrics.ts); the rules in core
+ * (alerts, tuning) judge it without knowing where it came from.
+ */
+import type { AlertThresholds } from './alert-thresholds.ts';
+import type { QueueDefaults } from './config.ts';
+import type { JobStatus } from './wire.ts';
+
+const MINUTE = 60_000;
+/** The two rate windows: "now" and the baseline it is compared with. */
+export const METRIC_WINDOWS = { shortMs: 5 * MINUTE, longMs: 60 * MINUTE } as const;
+
+/** The per-queue health a snapshot is built from (the dashboard's overview table). */
+export interface QueueHealth {
+  name: string;
+  paused: boolean;
+  counts: Record<JobStatus, number>;
+  /** Pending jobs due now. */
+  ready: number;
+  /** Running jobs whose lease has expired (zombie candidates). */
+  expiredLeases: number;
+  oldestRunningStartedAt: number | null;
+  oldestReadyAvailableAt: number | null;
+  /** The queue's own settings; absent ones fall back to the server defaults. */
+  overrides: Partial<QueueDefaults>;
+  settings: QueueDefaults;
+  /** The queue's own alert thresholds (queues.alert_thresholds); absent ones use the server's. */
+  alertOverrides: Partial<AlertThresholds>;
+  /** Running jobs without a progress or checkpoint change for this long are stalled; null: not watched. */
+  stallMs: number | null;
+}
+
+/** A count all-time (the durable counter), in the last hour and in the last 5 minutes (retained events). */
+export interface WindowCount {
+  total: number;
+  lastHour: number;
+  last5m: number;
+}
+
+export interface QueueMetrics {
+  queue: string;
+  paused: boolean;
+  /** The queue's effective lease settings (its overrides over the server defaults). */
+  settings: QueueDefaults;
+  /** The queue's own alert thresholds; absent ones use the server's. */
+  alertOverrides: Partial<AlertThresholds>;
+  /** Running jobs without progress for this long are stalled (null: not watched). */
+  stallMs: number | null;
+  counts: Record<JobStatus, number>;
+  /** Pending jobs due now, and the oldest of them. */
+  ready: number;
+  oldestReadyAvailableAt: number | null;
+  oldestReadyAgeMs: number | null;
+  running: {
+    count: number;
+    expiredLeases: number;
+    oldestStartedAt: number | null;
+    oldestAgeMs: number | null;
+    /** now - last heartbeat (or claim), the worst running job. */
+    maxHeartbeatLagMs: number | null;
+    /** Cumulative: running jobs whose heartbeat lag is <= leMs (null: +Inf). */
+    heartbeatLagBuckets: { leMs: number | null; count: number }[];
+    heartbeatLagSumMs: number;
+    /** Distinct workers holding a job of this queue. */
+    busyWorkers: number;
+    /** Running jobs whose owner looks alive: seen within workerAliveMs, and the same process that claimed them. */
+    ownerAliveJobs: number;
+    /** Running jobs whose owner looks dead, is unknown, or restarted since the claim: the reaper's business. */
+    ownerGoneJobs: number;
+    /** The worst heartbeat lag among jobs whose owner looks alive (what tuning learns from). */
+    maxOwnerAliveLagMs: number | null;
+    /**
+     * Late jobs of live owners: not heartbeated for over the queue's
+     * heartbeat interval x its heartbeatLagFactor threshold. `lateJobIds`:
+     * up to 10 of them, worst first.
+     */
+    lateJobs: number;
+    lateJobIds: string[];
+    /** Running jobs heartbeating without progress past the queue's stallMs (src/core/stall.ts), and their ids (at most 20). */
+    stalled: { count: number; ids: string[] };
+  };
+  /** Jobs through each transition, all-time (durable counters; never decrease). */
+  jobsTotal: {
+    enqueued: number;
+    claimed: number;
+    completed: number;
+    /** Failed for good (by the owner, the reaper or a deadline). */
+    failed: number;
+    cancelled: number;
+    /** Put back to run again after an errored attempt, or by an operator's retry. */
+    retried: number;
+    /** Running jobs an operator requeued: after the lease expired, or forced. */
+    requeuedExpired: number;
+    requeuedForced: number;
+  };
+  /**
+   * Live workers that serve this queue: they report it in their beats, or
+   * hold one of its running jobs (a worker that never beats still claims).
+   */
+  servingWorkers: number;
+  /** Reaper take-backs by reason (every known reason, 0 when none). */
+  reaped: Record<string, WindowCount>;
+  reapedTotal: WindowCount;
+  reapDeferred: WindowCount;
+  staleWritesRejected: WindowCount;
+  /** Enqueues answered with the existing job of the same idempotency key. */
+  enqueueDeduplicated: WindowCount;
+  /** Claims of a job whose previous claim was taken back while it may still have been running. */
+  duplicateExecutions: WindowCount;
+  /** once() effects not run because an earlier attempt recorded them done. */
+  effectsSkipped: WindowCount;
+  /** once() effects run again because an earlier start was never recorded done. */
+  effectsRerun: WindowCount;
+  /**
+   * Claims in the window, approximated without reading the 'claimed' events
+   * (which no index covers): running jobs started in the window + finished
+   * jobs that were claimed and finished in the window + reaps in the window.
+   * Errored attempts retried within the window are not counted.
+   */
+  claimsApprox: { lastHour: number; last5m: number };
+  /** Jobs finished in the last hour: how many attempts they took. */
+  attempts: {
+    finished: number;
+    /** attempt_count -> jobs. */
+    histogram: { attempts: number; count: number }[];
+    erroredAttempts: number;
+    lostAttempts: number;
+    jobsWithErrors: number;
+    jobsWithLost: number;
+  };
+  /** completed_at - started_at of jobs completed in the last hour (nearest-rank percentiles). */
+  runtime: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number } | null;
+}
+
+export interface MetricsSnapshot {
+  now: number;
+  windows: typeof METRIC_WINDOWS;
+  workers: { total: number; active: number; aliveMs: number };
+  queues: QueueMetrics[];
+  /** The per-queue health the snapshot was built from (the dashboard's overview table). */
+  health: QueueHealth[];
+}
