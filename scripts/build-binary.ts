@@ -1,5 +1,5 @@
 /**
- * `npm run build:binary`: one executable, dist/leasehold, from src/runtime/bun.ts
+ * `npm run build:binary`: one executable, dist/leasehold, from src/cli/bun.ts
  * via `bun build --compile` (Bun.build with `compile`). It carries the Bun
  * runtime, the code, the migrations and public/ (Bun macros in
  * src/runtime/embedded-migrations.ts) and libSQL's native addon.
@@ -65,7 +65,7 @@ const plugin: import('bun').BunPlugin = {
 const started = performance.now();
 mkdirSync(dirname(OUTFILE), { recursive: true });
 const result = await Bun.build({
-  entrypoints: [join(ROOT, 'src', 'runtime', 'bun.ts')],
+  entrypoints: [join(ROOT, 'src', 'cli', 'bun.ts')],
   compile: { target: target.bun as 'bun-linux-x64', outfile: OUTFILE },
   plugins: [plugin],
   minify: { whitespace: true, syntax: true },

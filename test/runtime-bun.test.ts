@@ -1,5 +1,5 @@
 /**
- * The single binary (`npm run build:binary`, src/runtime/bun.ts): built here,
+ * The single binary (`npm run build:binary`, src/cli/bun.ts): built here,
  * copied alone into an empty directory and run there with no node_modules and
  * an environment of PATH only: server, reaper, stale-write fencing, shutdown,
  * and the reap / stats / migrate / enqueue / work commands.

@@ -1,4 +1,4 @@
-import type { CommandFlag } from '../cli/args.ts';
+import type { CommandFlag } from '../core/args.ts';
 
 /** The chaos command's flags (shared by `npm run chaos` and `leasehold chaos`). */
 export const CHAOS_FLAGS: CommandFlag[] = [

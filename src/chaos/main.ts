@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { splitFlags } from '../cli/args.ts';
+import { splitFlags } from '../core/args.ts';
 import { CHAOS_FLAGS } from './flags.ts';
 import { runChaos } from './harness.ts';
 import { LONG_TIMINGS, SHORT_TIMINGS, type ChaosOptions } from './plan.ts';

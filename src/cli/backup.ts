@@ -7,7 +7,7 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../core/config.ts';
 import { redactUrl } from '../core/redact.ts';
-import { UsageError, type CommandFlag } from './args.ts';
+import { UsageError, type CommandFlag } from '../core/args.ts';
 import { existingDatabaseFile, formatBytes } from './database-files.ts';
 
 export const BACKUP_FLAGS: CommandFlag[] = [{ flag: '--force', help: 'replace FILE if it exists', boolean: true }];

@@ -1,7 +1,7 @@
 /** The embedded database's files on disk, for the commands that look at them (backup, doctor). */
 import { existsSync, statSync } from 'node:fs';
 import { filePath } from '../runtime/file-url.ts';
-import { UsageError } from './args.ts';
+import { UsageError } from '../core/args.ts';
 
 /**
  * The path of an embedded database that already exists. These commands must

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { checkConfig, checkQueueSettings, type Config } from '../core/config.ts';
 import { databaseClock } from '../core/clock.ts';
 import { redactUrl } from '../core/redact.ts';
-import type { CommandFlag } from './args.ts';
+import type { CommandFlag } from '../core/args.ts';
 import { existingDatabaseFile, fileSize, formatBytes } from './database-files.ts';
 
 export const DOCTOR_FLAGS: CommandFlag[] = [

@@ -17,7 +17,7 @@ import { databaseClock } from '../core/clock.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { StartupError } from '../core/startup-error.ts';
 import { VERSION } from '../version.ts';
-import { splitFlags, UsageError, type CommandFlag } from './args.ts';
+import { splitFlags, UsageError, type CommandFlag } from '../core/args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
 import { BACKUP_DETAILS, BACKUP_FLAGS, backupCommand } from './backup.ts';
 import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';

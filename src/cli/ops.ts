@@ -14,7 +14,7 @@
  */
 import { userInfo } from 'node:os';
 import type { Config } from '../core/config.ts';
-import { UsageError, type CommandFlag } from './args.ts';
+import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
 

@@ -32,7 +32,7 @@ import { JobAbortedError, NonRetryableError } from '../worker/errors.ts';
 import { httpTransport } from '../worker/http-transport.ts';
 import type { Transport } from '../worker/transport.ts';
 import { createWorker, type JobContext, type Logger, type Worker } from '../worker/worker.ts';
-import { UsageError, type CommandFlag } from './args.ts';
+import { UsageError, type CommandFlag } from '../core/args.ts';
 
 /** sysexits.h: the input data was wrong; retrying cannot help. */
 const EX_DATAERR = 65;

@@ -2,9 +2,9 @@
  * The files the single binary carries inside itself: the migrations
  * (drizzle/*.sql and drizzle/meta/_journal.json) and public/.
  *
- * src/runtime/bun.ts imports these functions as Bun macros
+ * src/runtime/bun-server.ts imports these functions as Bun macros
  * (`with { type: 'macro' }`): Bun runs them when it bundles (or transpiles)
- * bun.ts and inlines the returned values, so the compiled binary needs no
+ * bun-server.ts and inlines the returned values, so the compiled binary needs no
  * drizzle/ or public/ folder on disk. Run directly (not as a macro) they read
  * the same files, which is what the tests compare against.
  */
