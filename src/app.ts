@@ -16,7 +16,8 @@ import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
 import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
-import { Routes, type AppDeps } from './api/router.ts';
+import type { AppDeps } from './api/deps.ts';
+import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
 import { requestLog } from './api/request-log.ts';
@@ -28,7 +29,7 @@ import { metricsSnapshot } from './db/store/metrics.ts';
 import { storageFault } from './db/storage-fault.ts';
 import { AuthThrottle } from './api/throttle.ts';
 
-export type { AppDeps } from './api/router.ts';
+export type { AppDeps } from './api/deps.ts';
 export { VERSION } from './version.ts';
 
 export function createApp(appDeps: AppDeps) {

@@ -6,7 +6,8 @@ import { reapOnce } from '../db/reap-once.ts';
 import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
 import { iso } from '../db/store/record.ts';
 import { parseQueue } from './http.ts';
-import type { AppDeps, Routes } from './router.ts';
+import type { AppDeps } from './deps.ts';
+import type { Routes } from './router.ts';
 import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;

@@ -14,7 +14,8 @@ import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
 import { logField } from './request-log.ts';
-import type { AppDeps, Routes } from './router.ts';
+import type { AppDeps } from './deps.ts';
+import type { Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
 
 const MAX_BULK = 10_000;

@@ -7,7 +7,8 @@
 import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
 import { recommendTuning } from '../core/tuning.ts';
 import { metricsSnapshot } from '../db/store/metrics.ts';
-import type { AppDeps, Routes } from './router.ts';
+import type { AppDeps } from './deps.ts';
+import type { Routes } from './router.ts';
 
 export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;

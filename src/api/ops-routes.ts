@@ -20,7 +20,8 @@ import { workersHeldJobs } from '../db/store/worker-jobs.ts';
 import { workersList, type WorkerRecord } from '../db/store/workers.ts';
 import { readNow } from '../db/store/read.ts';
 import { parseQueue, queueName } from './http.ts';
-import type { AppDeps, Routes } from './router.ts';
+import type { AppDeps } from './deps.ts';
+import type { Routes } from './router.ts';
 import { bool, int, obj, optional, str, type Infer } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;

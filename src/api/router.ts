@@ -4,35 +4,13 @@
  * body validation, before any write) and is kept in a list for the API docs.
  */
 import type { Context, Hono } from 'hono';
-import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import type { Db } from '../db/db.ts';
-import type { Logger } from '../core/log.ts';
-import { requireRole, roleToken, type Role } from './auth.ts';
 import type { AuthThrottle } from './throttle.ts';
+import { requireRole, roleToken, type Role } from './auth.ts';
 import { readBody } from './http.ts';
 import { refuseSimpleCrossSite } from './web-guards.ts';
 import type { Validator } from './validate.ts';
 import type { ResponseName } from './schemas.ts';
-
-export interface AppDeps {
-  db: Db;
-  config: Config;
-  clock: Clock;
-  /**
-   * Where the app's log records go: one per request (src/api/request-log.ts),
-   * unexpected errors with their stack (never sent to clients), refusals.
-   */
-  log: Logger;
-  /**
-   * Static files from public/ (the dashboard's CSS and htmx), for runtimes
-   * that do not serve them themselves: the response for a request path, or
-   * undefined when there is no such file. The Node entry provides it.
-   */
-  assets?: (path: string) => Promise<Response | undefined>;
-  /** Backs off clients that present wrong tokens; createApp makes one per app. */
-  authThrottle?: AuthThrottle;
-}
 
 /** The refusals a route can answer besides the ones every route can (see errorStatuses in openapi.ts). */
 export type RouteError = 'not_found' | 'lease_lost' | 'conflict';

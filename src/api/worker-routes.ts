@@ -15,7 +15,8 @@ import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
 import { logField } from './request-log.ts';
-import type { AppDeps, Routes } from './router.ts';
+import type { AppDeps } from './deps.ts';
+import type { Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
 
 const MAX_BATCH = 1_000;

@@ -16,7 +16,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import type { AppDeps } from '../api/router.ts';
+import type { AppDeps } from '../api/deps.ts';
 import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
 import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';

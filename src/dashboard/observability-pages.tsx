@@ -10,7 +10,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import type { AppDeps } from '../api/router.ts';
+import type { AppDeps } from '../api/deps.ts';
 import { DB_CLOCK } from '../core/clock.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';

@@ -10,7 +10,7 @@ import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
-import type { AppDeps } from '../api/router.ts';
+import type { AppDeps } from '../api/deps.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
 import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
 import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';

@@ -1,0 +1,29 @@
+/**
+ * What the app is built from: every route, dashboard page and maintenance
+ * call takes these, so a runtime (Node, Deno, Bun, Workers) or a test
+ * decides the database, settings, clock and log in one place: createApp(deps).
+ */
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Logger } from '../core/log.ts';
+import type { Db } from '../db/db.ts';
+import type { AuthThrottle } from './throttle.ts';
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  /**
+   * Where the app's log records go: one per request (src/api/request-log.ts),
+   * unexpected errors with their stack (never sent to clients), refusals.
+   */
+  log: Logger;
+  /**
+   * Static files from public/ (the dashboard's CSS and htmx), for runtimes
+   * that do not serve them themselves: the response for a request path, or
+   * undefined when there is no such file. The Node entry provides it.
+   */
+  assets?: (path: string) => Promise<Response | undefined>;
+  /** Backs off clients that present wrong tokens; createApp makes one per app. */
+  authThrottle?: AuthThrottle;
+}
