@@ -5,7 +5,7 @@
  */
 import { DB_CLOCK } from '../src/core/clock.ts';
 import { defaultConfig } from '../src/core/config.ts';
-import { reapOnce } from '../src/db/reap-once.ts';
+import { reapOnce } from '../src/maintenance/pass.ts';
 import { check, enqueuedTriggerSql, median, now, openTempDb } from './lib.ts';
 
 export interface ReaperSizes {

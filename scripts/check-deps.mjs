@@ -18,7 +18,8 @@ import path from 'node:path';
 
 /**
  * What each folder (or top-level file) of src/ may import besides itself.
- * Read it bottom-up: core is pure rules; db stores them; api serves them;
+ * Read it bottom-up: core is pure rules; db stores them; maintenance runs
+ * the reaper's services over the store; api serves them;
  * the dashboard renders them; app wires both; runtimes and the CLI sit on top.
  * The worker SDK and the client are what users install next to their code,
  * so they see only core (the wire contract), never the server.
@@ -29,14 +30,15 @@ export const LAYERS = {
   client: ['core', 'version'],
   worker: ['core', 'version'],
   db: ['core', 'version'],
-  api: ['core', 'db', 'version'],
-  dashboard: ['core', 'db', 'api', 'version'],
-  app: ['core', 'db', 'api', 'dashboard', 'version'],
-  runtime: ['core', 'db', 'api', 'dashboard', 'app', 'version'],
-  embedded: ['core', 'db', 'api', 'worker', 'runtime', 'app', 'version'],
+  maintenance: ['core', 'db', 'version'],
+  api: ['core', 'db', 'maintenance', 'version'],
+  dashboard: ['core', 'db', 'maintenance', 'api', 'version'],
+  app: ['core', 'db', 'maintenance', 'api', 'dashboard', 'version'],
+  runtime: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'version'],
+  embedded: ['core', 'db', 'maintenance', 'api', 'worker', 'runtime', 'app', 'version'],
   chaos: ['core', 'db', 'worker', 'client', 'version'],
-  cli: ['core', 'db', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'chaos', 'version'],
-  index: ['core', 'db', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
+  cli: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'chaos', 'version'],
+  index: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
 };
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;

@@ -1,5 +1,5 @@
 /**
- * The alert webhook (src/db/alert-pass.ts), driven through reapOnce on a real
+ * The alert webhook (src/maintenance/alerts.ts), driven through reapOnce on a real
  * database with the manual clock, POSTing to a real HTTP receiver on
  * 127.0.0.1: one POST when an alert starts firing and one when it clears,
  * evaluation rate-limited across reapers, failed deliveries retried until
@@ -16,7 +16,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, type Config } from '../src/core/config.ts';
-import { reapOnce } from '../src/db/reap-once.ts';
+import { reapOnce } from '../src/maintenance/pass.ts';
 import { alertStatesList } from '../src/db/store/alert-states.ts';
 import { openLibsql, type OpenedDb } from '../src/runtime/libsql.ts';
 import { setup, type TestBed } from './helpers.ts';

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Config } from '../src/core/config.ts';
-import { reapOnce } from '../src/db/reap-once.ts';
+import { reapOnce } from '../src/maintenance/pass.ts';
 import { createWorker, httpTransport } from '../src/worker/index.ts';
 import { setup, type TestBed } from './helpers.ts';
 import { until } from './until.ts';

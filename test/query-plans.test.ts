@@ -14,7 +14,7 @@ import type { SQL } from 'drizzle-orm';
 import { afterEach, expect, test } from 'vitest';
 import { metricsSnapshot } from '../src/db/store/metrics.ts';
 import { queuesHealth } from '../src/db/store/read.ts';
-import { reapOnce } from '../src/db/reap-once.ts';
+import { reapOnce } from '../src/maintenance/pass.ts';
 import { activityLastHour } from '../src/dashboard/charts.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../src/db/store/lease.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../src/db/store/finish.ts';

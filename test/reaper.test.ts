@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { Config } from '../src/core/config.ts';
 import { backoffRangeMs } from '../src/core/backoff.ts';
 import { decideReap } from '../src/core/reaper.ts';
-import { reapOnce } from '../src/db/reap-once.ts';
+import { reapOnce } from '../src/maintenance/pass.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, type ReapWrite } from '../src/db/store/reaper.ts';
 import { setup, type TestBed } from './helpers.ts';
 

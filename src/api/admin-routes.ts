@@ -2,7 +2,7 @@
 import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { reapOnce } from '../db/reap-once.ts';
+import { reapOnce } from '../maintenance/pass.ts';
 import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
 import { iso } from '../db/store/record.ts';
 import { parseQueue } from './http.ts';

@@ -94,7 +94,7 @@ const COMMANDS: Record<string, Command> = {
         return 0;
       }
       usingDatabase('reap', config);
-      const [{ openDatabase, summarize }, { reapOnce }] = await Promise.all([import('../runtime/node.ts'), import('../db/reap-once.ts')]);
+      const [{ openDatabase, summarize }, { reapOnce }] = await Promise.all([import('../runtime/node.ts'), import('../maintenance/pass.ts')]);
       const opened = await openDatabase(config);
       try {
         const report = await reapOnce(opened.db, databaseClock.now(), config);

@@ -1,7 +1,7 @@
 /**
  * The alert webhook's wire format: the JSON body POSTed when an alert starts
  * firing or clears, its signature, and the retry schedule. Pure (WebCrypto is
- * on every runtime); the sending is src/db/alert-pass.ts.
+ * on every runtime); the sending is src/maintenance/alerts.ts.
  *
  * Body (`AlertWebhookBody`), one alert per POST, `content-type: application/json`:
  *

@@ -1,7 +1,7 @@
 /**
  * Alerts (DESIGN section 7): a pure evaluation of one metrics snapshot
  * against thresholds. No state is kept here, so every call says which alerts
- * fire now; the reaper's alert pass (src/db/alert-pass.ts) remembers them in
+ * fire now; the reaper's alert pass (src/maintenance/alerts.ts) remembers them in
  * alert_states to tell "started firing" and "cleared" to the webhook.
  *
  * Thresholds: DEFAULT_ALERT_THRESHOLDS (the server's), then the queue's own

@@ -19,7 +19,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce, type ReapReport } from '../db/reap-once.ts';
+import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
 import { jobsInsert } from '../db/store/enqueue.ts';
 import { jobGet } from '../db/store/read.ts';
 import { toJob } from '../db/store/record.ts';

@@ -26,7 +26,7 @@ import { createApp } from '../app.ts';
 import { databaseClock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce } from '../db/reap-once.ts';
+import { reapOnce } from '../maintenance/pass.ts';
 import * as schema from '../db/schema.ts';
 import { logReapSummary, reapLogger } from './reaper-timer.ts';
 import { consoleLogger } from './log.ts';

@@ -7,7 +7,7 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce, type ReapObserver, type ReapReport } from '../db/reap-once.ts';
+import { reapOnce, type ReapObserver, type ReapReport } from '../maintenance/pass.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch, type Hold } from './gap-watch.ts';

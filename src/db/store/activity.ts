@@ -32,18 +32,20 @@ export async function queueMinutesSince(db: Db, p: { sinceMinuteAt: number }): P
 /**
  * Records, in the minute holding `now`, the worst heartbeat lag of each
  * queue's running jobs (keeping the larger of this sample and earlier ones in
- * the same minute). Queues with nothing running record nothing.
+ * the same minute). Queues with nothing running record nothing. Returns the
+ * queues sampled.
  */
 export function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }) {
   const minuteAt = p.now - (p.now % MINUTE_MS);
   // INDEXED BY the partial index of running jobs: grouped by queue, SQLite
   // otherwise walked jobs_queue_status_id_idx end to end, ~300 ms per reaper
   // pass at 1M jobs (test/query-plans.test.ts guards this).
-  return db.run(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
+  return db.all<{ queue_name: string }>(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
     SELECT queue_name, ${minuteAt}, max(${p.now} - coalesce(last_heartbeat_at, started_at))
     FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name
     ON CONFLICT (queue_name, minute_at) DO UPDATE SET
-      max_heartbeat_lag_ms = max(coalesce(max_heartbeat_lag_ms, 0), excluded.max_heartbeat_lag_ms)`);
+      max_heartbeat_lag_ms = max(coalesce(max_heartbeat_lag_ms, 0), excluded.max_heartbeat_lag_ms)
+    RETURNING queue_name`);
 }
 
 /** Deletes minutes older than ACTIVITY_KEEP_MS. */

@@ -1,5 +1,5 @@
 /**
- * alertPass: the alert part of a reaper pass, so alerts are remembered and
+ * alertsOnce: the alert part of a maintenance pass, so alerts are remembered and
  * sent on every runtime that runs the reaper (in-process timer, Deno.cron,
  * a Workers cron, `leasehold reap`).
  *
@@ -18,13 +18,13 @@
  * sent for a flip that flipped back before it could be delivered.
  *
  * Never throws for a receiver's failure; a database error does throw, and
- * reapOnce catches it so reaping is never held up by alerts. Neither the
+ * reapOnce (pass.ts) catches it so reaping is never held up by alerts. Neither the
  * secret nor the URL (which may carry a token) is ever put in an error.
  */
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { type AlertTransition, ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
-import { batchList, type Db } from './db.ts';
+import { batchList, type Db } from '../db/db.ts';
 import {
   alertEvaluationClaimIfDue,
   alertNotificationMarkDeliveredIfHeld,
@@ -32,8 +32,8 @@ import {
   alertNotificationsClaimDue,
   alertStatesRecord,
   type ClaimedNotification,
-} from './store/alert-states.ts';
-import { metricsSnapshot } from './store/metrics.ts';
+} from '../db/store/alert-states.ts';
+import { metricsSnapshot } from '../db/store/metrics.ts';
 
 export interface AlertPassReport {
   /** Whether this pass evaluated the alerts (false: another pass did so within alertEveryMs). */
@@ -56,9 +56,12 @@ const NOTIFY_LEASE_MS = 30_000;
 const NOTIFY_BATCH = 20;
 const MAX_ERROR_CHARS = 500;
 
-type Fetch = (input: string, init: RequestInit) => Promise<Response>;
+export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 
-export async function alertPass(
+/** The report of a pass that did not get to alerts. */
+export const NO_ALERTS_PASS: AlertPassReport = { evaluated: false, started: 0, cleared: 0, delivered: 0, failed: 0 };
+
+export async function alertsOnce(
   db: Db,
   at: number,
   config: Config,

@@ -1,0 +1,18 @@
+/**
+ * sampleActivityOnce: the overview's heartbeat lag history. One sample per
+ * pass of each queue's worst heartbeat lag, folded into its minute (the worst
+ * per minute is kept), so the dashboard can draw the last hour without
+ * reading events.
+ */
+import type { Db } from '../db/db.ts';
+import { queueMinutesSampleHeartbeatLag } from '../db/store/activity.ts';
+
+export interface ActivityReport {
+  /** Queues with running jobs sampled in this pass. */
+  queuesSampled: number;
+}
+
+export async function sampleActivityOnce(db: Db, at: number): Promise<ActivityReport> {
+  const sampled = await queueMinutesSampleHeartbeatLag(db, { now: at });
+  return { queuesSampled: sampled.length };
+}

@@ -1,0 +1,64 @@
+/**
+ * reapOnce: one maintenance pass, the only thing the Node server's interval,
+ * Deno.cron, a Workers `scheduled` handler, `leasehold reap` and
+ * `POST /api/v1/reaper/run` call. It runs the services in order, each with
+ * its own report:
+ *
+ * 1. rescueOnce (rescue.ts): take back what the reaper's rules say;
+ * 2. pruneOnce (prune.ts): retention;
+ * 3. sampleActivityOnce (activity.ts): the heartbeat lag history;
+ * 4. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
+ *    failure is reported in `alerts.error` and never fails the pass: the
+ *    jobs are already taken back, and the next pass tries again.
+ *
+ * The time and `fetch` are the caller's, so tests run a pass at any instant
+ * against any receiver.
+ */
+import type { AlertTransition } from '../core/alert-webhook.ts';
+import type { Now } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Db } from '../db/db.ts';
+import { readNow } from '../db/store/read.ts';
+import { sampleActivityOnce } from './activity.ts';
+import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
+import { pruneOnce } from './prune.ts';
+import { rescueOnce, type RescueObserver, type RescueReport } from './rescue.ts';
+
+export interface ReapReport extends RescueReport {
+  /** The time the pass ran at (epoch ms). */
+  at: number;
+  /** Finished jobs pruned past their retention. */
+  pruned: number;
+  alerts: AlertPassReport;
+}
+
+/**
+ * Told of each decision as the pass makes it, with what the report leaves
+ * out (the job's queue and the worker that held it): the servers log one
+ * line per job taken back and per alert that flips.
+ */
+export interface ReapObserver {
+  job?: RescueObserver;
+  alert?(t: AlertTransition): void;
+}
+
+export interface ReapOptions extends ReapObserver {
+  /** See rescueOnce: after a gap in this server's passes, expired leases wait for their owners. */
+  holdLostLeases?: { why: string };
+  /** Where webhook POSTs go through (default: the global fetch). */
+  fetch?: Fetch;
+}
+
+export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
+  const at = typeof now === 'number' ? now : await readNow(db);
+  const rescued = await rescueOnce(db, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job });
+  const [pruned] = await Promise.all([pruneOnce(db, at, config), sampleActivityOnce(db, at)]);
+  let alerts: AlertPassReport;
+  try {
+    alerts = await alertsOnce(db, at, config, options.fetch ?? fetch, options.alert);
+  } catch (err) {
+    // A broken alert pass (a database error, a bug) is reported with the pass.
+    alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+  }
+  return { at, ...rescued, pruned: pruned.jobs, alerts };
+}
