@@ -317,3 +317,37 @@ describe('worker timing edges (in-process)', () => {
     expect(await jobState(b, id)).toMatchObject({ status: 'completed', attempt_count: 1 });
   });
 });
+
+/** An HTTP transport into the app itself (no port), counting the requests it makes per path. */
+function countedHttp(t: TestBed) {
+  const requests: string[] = [];
+  const transport = httpTransport({
+    url: 'http://127.0.0.1',
+    fetch: (async (input: string, init?: RequestInit) => {
+      requests.push(new URL(input).pathname.replace('/api/v1', ''));
+      return t.app.request(input, init);
+    }) as typeof fetch,
+  });
+  return { transport, requests };
+}
+
+describe('requests a worker makes (HTTP, counted)', () => {
+  test('a worker holding 5 jobs gives them all back at close() in one release request', async () => {
+    const b = await bed('in-process');
+    const ids = await Promise.all(Array.from({ length: 5 }, () => enqueue(b)));
+    const { transport, requests } = countedHttp(b.t);
+    let started = 0;
+    const w = createWorker({ transport, queue: 'q', concurrency: 5, pollMs: 20, maxPollMs: 50, handleSignals: false, logger: quiet, handler: (ctx) => {
+      started++;
+      return new Promise((r) => ctx.signal.addEventListener('abort', () => r(null)));
+    } });
+    workers.push(w);
+    const stopped = new Promise<{ released: string[] }>((r) => w.on('stopped', r));
+    w.start();
+    await until('5 handlers running', () => started === 5);
+    await w.close({ drainTimeoutMs: 0 });
+    expect((await stopped).released.sort()).toEqual([...ids].sort());
+    expect(requests.filter((p) => p.includes('release'))).toEqual(['/releases']);
+    for (const id of ids) expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0 });
+  });
+});

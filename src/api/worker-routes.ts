@@ -1,6 +1,6 @@
 /**
  * The worker API: claim, heartbeat (one or many), extend, checkpoint, complete
- * (one or many), fail, release, and the worker's liveness beat. Every write to
+ * (one or many), fail, release (one or many), and the worker's liveness beat. Every write to
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
 import { jobsClaimPending } from '../db/store/claim.ts';
@@ -261,6 +261,32 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         }),
       );
       return c.json({ job: toJob(job) });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/releases',
+      role: 'worker',
+      operationId: 'releaseMany',
+      tag: 'worker',
+      answers: { schema: 'releases' },
+      summary: "Give many of one worker's leases back in one statement (shutdown), each fenced by its own token; one result per lease, as /jobs/{id}/release would answer it alone",
+      body: obj({
+        workerId: workerIdField,
+        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField }), { min: 1, max: MAX_BATCH }),
+        reason: optional(str({ min: 1, max: 200 })),
+      }),
+    },
+    async (c, body) => {
+      const outcomes = await jobsReleaseIfOwned(db, {
+        workerId: body.workerId,
+        leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken })),
+        reason: body.reason ?? 'released_by_worker',
+        now: clock.now(),
+      });
+      return c.json({ results: outcomes.map((o) => batchEntry(o, (job) => ({ status: job.status }))) });
     },
   );
 

@@ -101,9 +101,15 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       );
     },
     async release(p) {
-      return Promise.all(
-        p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
-      );
+      const r = await post<{ results: BatchResult[] }>('/releases', { workerId: p.workerId, leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })), reason: p.reason });
+      if (r.status === 200) return batch(r.json.results);
+      // A server older than POST /releases has no such route: one call per lease, as before.
+      if (r.status === 404 && r.json.error?.message?.startsWith('no route')) {
+        return Promise.all(
+          p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
+        );
+      }
+      throw new TransportError(`releases: ${r.status} ${r.json.error?.message ?? ''}`);
     },
     async beat(p) {
       await post('/workers/beat', p);

@@ -42,6 +42,7 @@ export interface Transport {
     claim?: { queue: string; limit: number; leaseMs?: number | undefined } | undefined;
   }): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
+  /** Gives many leases back in one call (shutdown), each fenced by its own token. */
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
   /** The worker's own liveness row. */
   beat(p: { workerId: string; instanceId?: string | undefined; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
