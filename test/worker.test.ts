@@ -246,19 +246,18 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
   });
 });
 
-/** A transport whose chosen calls take longer, which counts heartbeat and release calls, and can say when a liveness beat starts. */
-function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', number>>, onBeat: () => void = () => {}) {
+/** A transport whose chosen calls take longer, which counts heartbeat and release calls, and can say when a tick (a heartbeat carrying the beat) starts. */
+function slowed(inner: Transport, delays: Partial<Record<'tick' | 'complete', number>>, onTick: () => void = () => {}) {
   const calls = { heartbeat: 0, release: 0 };
   const wait = (ms: number | undefined) => (ms ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
   const transport: Transport = {
     ...inner,
-    beat: async (p) => {
-      onBeat();
-      await wait(delays.beat);
-      return inner.beat(p);
-    },
-    heartbeat: (p) => {
+    heartbeat: async (p) => {
       calls.heartbeat++;
+      if (p.beat) {
+        onTick();
+        await wait(delays.tick);
+      }
       return inner.heartbeat(p);
     },
     complete: async (p) => {
@@ -278,24 +277,24 @@ describe('worker timing edges (in-process)', () => {
     const b = await bed('in-process', { leaseMs: 5_000, heartbeatMs: 1_000, graceMs: 1_000, maxReapDeferMs: 1_000, workerAliveMs: 3_000 });
     // Queue "fast" asks its workers for 100 ms heartbeats; "q" for the server's 1 s.
     expect((await b.t.app.request('/api/v1/queues/fast/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ heartbeatMs: 100 }) })).status).toBe(200);
-    let beatStarted: () => void = () => {};
-    // The liveness beat is slow, so a tick is in flight for most of each second.
-    const { transport, calls } = slowed(b.transport, { beat: 700 }, () => beatStarted());
+    let tickStarted: () => void = () => {};
+    // The tick is slow, so it is in flight for most of each second.
+    const { transport, calls } = slowed(b.transport, { tick: 700 }, () => tickStarted());
     const held: (() => void)[] = [];
     const w = createWorker({ transport, queue: ['q', 'fast'], concurrency: 2, pollMs: 10, maxPollMs: 20, handleSignals: false, logger: quiet, handler: () => new Promise<void>((r) => held.push(r)) });
     workers.push(w);
     w.start();
     await enqueue(b); // into "q": the timer goes to 1 s
     await until('first job running', () => w.stats.claimed === 1);
-    // The next tick's liveness beat starts: while it is in flight, a "fast" job arrives.
-    await new Promise<void>((r) => (beatStarted = r));
+    // The next tick starts: while it is in flight, a "fast" job arrives.
+    await new Promise<void>((r) => (tickStarted = r));
     await b.t.app.request('/api/v1/queues/fast/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: {} }) });
     await until('fast job running', () => w.stats.claimed === 2);
     const before = calls.heartbeat;
     await new Promise((r) => setTimeout(r, 2_000));
     const perTwoSeconds = calls.heartbeat - before;
     for (const r of held) r();
-    // One loop: every ~100 ms plus the 700 ms beat it awaits: about 2-3 in 2 s. Two loops made about twice that.
+    // One loop: every ~100 ms plus the 700 ms tick it awaits: about 2-3 in 2 s. Two loops made about twice that.
     expect(perTwoSeconds).toBeGreaterThan(0);
     expect(perTwoSeconds).toBeLessThanOrEqual(4);
   }, 15_000);

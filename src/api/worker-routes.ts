@@ -38,6 +38,20 @@ function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
   return o.job;
 }
 
+/**
+ * What a worker says about itself: the body of /workers/beat, and the
+ * `worker` field of /heartbeats that carries the same beat. New liveness
+ * fields (the SDK's counters) go here, and both routes take them.
+ */
+const beatFields = {
+  instanceId: optional(instanceIdField),
+  host: optional(str({ max: 255 })),
+  pid: optional(int({ min: 0, max: 2 ** 31 })),
+  version: optional(str({ max: 100 })),
+  queues: optional(arr(queueName, { min: 0, max: 100 })),
+  runningCount: optional(int({ min: 0, max: 1_000_000 })),
+};
+
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
@@ -104,18 +118,22 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'heartbeatMany',
       tag: 'worker',
       answers: { schema: 'heartbeats' },
-      summary: "Renew many of one worker's leases in one call; one result per lease",
+      summary:
+        "Renew many of one worker's leases in one call; one result per lease. With `worker` (the fields of /workers/beat), the worker's liveness beat is recorded in the same transaction: one request per tick. `leases` may be empty only when `worker` is given (an idle worker's beat)",
       body: obj({
         workerId: workerIdField,
-        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField, progress: optional(json()) }), { min: 1, max: MAX_BATCH }),
+        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField, progress: optional(json()) }), { min: 0, max: MAX_BATCH }),
         leaseMs: optional(leaseMs),
+        worker: optional(obj(beatFields)),
       }),
     },
     async (c, body) => {
+      if (body.leases.length === 0 && !body.worker) throw invalid('leases', 'leases is empty: name at least one lease, or send `worker` (the liveness beat) with it');
       const outcomes = await jobsHeartbeatIfOwned(db, {
         workerId: body.workerId,
         leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: body.leaseMs,
+        beat: body.worker,
         now: clock.now(),
       });
       return c.json({ results: outcomes.map((o) => batchEntry(o, leaseFields)) });
@@ -298,16 +316,8 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'workerBeat',
       tag: 'worker',
       answers: { schema: 'beat' },
-      summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job",
-      body: obj({
-        workerId: workerIdField,
-        instanceId: optional(instanceIdField),
-        host: optional(str({ max: 255 })),
-        pid: optional(int({ min: 0, max: 2 ** 31 })),
-        version: optional(str({ max: 100 })),
-        queues: optional(arr(queueName, { min: 0, max: 100 })),
-        runningCount: optional(int({ min: 0, max: 1_000_000 })),
-      }),
+      summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job (the SDK sends it with its heartbeats instead; this call stays for other clients)",
+      body: obj({ workerId: workerIdField, ...beatFields }),
     },
     async (c, body) => {
       await workerBeat(db, { id: body.workerId, ...body, now: clock.now() });

@@ -38,6 +38,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
         workerId: p.workerId,
         leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: p.leaseMs,
+        beat: p.beat,
         now: clock.now(),
       });
       return outcomes.map(answer);

@@ -15,7 +15,7 @@ export interface HttpTransportOptions {
 }
 
 interface WireError {
-  error?: { code?: string; message?: string; cause?: string };
+  error?: { code?: string; message?: string; cause?: string; field?: string };
 }
 
 type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string; cause?: string } };
@@ -29,7 +29,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const timeout = options.requestTimeoutMs ?? 10_000;
 
   /** POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise. */
-  async function post<T>(path: string, body: unknown): Promise<{ status: number; json: T & WireError }> {
+  async function post<T>(path: string, body: unknown, pass: readonly number[] = []): Promise<{ status: number; json: T & WireError }> {
     let res: Response;
     try {
       res = await doFetch(base + path, {
@@ -47,7 +47,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     } catch {
       throw new TransportError(`leasehold answered ${res.status} without JSON on ${path}`);
     }
-    if (res.status === 409 || res.status === 404 || res.ok) return { status: res.status, json };
+    if (res.status === 409 || res.status === 404 || res.ok || pass.includes(res.status)) return { status: res.status, json };
     const message = `${path}: ${res.status} ${json.error?.code ?? ''} ${json.error?.message ?? ''}`.trim();
     if (res.status === 401 || res.status === 403) {
       throw new TokenRefusedError(res.status, `leasehold at ${options.url} refused the worker token (${res.status} ${json.error?.code ?? ''}: ${json.error?.message ?? ''}); check LEASEHOLD_WORKER_TOKEN`);
@@ -56,6 +56,15 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     // 4xx is a request that will never succeed as sent.
     if (res.status >= 500 || res.status === 429) throw new TransportError(message);
     throw new Error(`leasehold refused ${message}`);
+  }
+
+  /** Set once a server refuses the beat inside /heartbeats (it predates it): beats then go to /workers/beat. */
+  let beatsApart = false;
+
+  async function heartbeats(body: { workerId: string; leases: unknown[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]> {
+    const r = await post<{ results: BatchResult[] }>('/heartbeats', body);
+    if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
+    return batch(r.json.results);
   }
 
   const verdict = (id: string, r: { status: number; json: WireError }): LeaseAnswer =>
@@ -73,13 +82,20 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       return r.json.jobs;
     },
     async heartbeat(p) {
-      const r = await post<{ results: BatchResult[] }>('/heartbeats', {
-        workerId: p.workerId,
-        leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress })),
-        leaseMs: p.leaseMs,
-      });
-      if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
-      return batch(r.json.results);
+      const leases = p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress }));
+      if (p.beat && !beatsApart) {
+        const r = await post<{ results: BatchResult[] }>('/heartbeats', { workerId: p.workerId, leases, leaseMs: p.leaseMs, worker: p.beat }, [400]);
+        if (r.status === 200) return batch(r.json.results);
+        // A server older than the beat in the heartbeats call refuses `worker`
+        // (or an empty `leases`): beat apart from then on, as before.
+        if (r.json.error?.field !== 'worker' && r.json.error?.field !== 'leases') throw new Error(`leasehold refused /heartbeats: 400 ${r.json.error?.message ?? ''}`);
+        beatsApart = true;
+      }
+      const [, answers] = await Promise.all([
+        p.beat ? post('/workers/beat', { workerId: p.workerId, ...p.beat }) : undefined,
+        leases.length > 0 ? heartbeats({ workerId: p.workerId, leases, leaseMs: p.leaseMs }) : [],
+      ]);
+      return answers;
     },
     async checkpoint(p) {
       return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }));

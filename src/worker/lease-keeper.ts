@@ -2,8 +2,9 @@
  * The lease keeper: one heartbeat timer for all of a worker's leases, apart
  * from the handlers.
  *
- * - Each tick renews every held lease in one call and beats the worker's
- *   liveness row.
+ * - Each tick is one call (POST /heartbeats): it renews every held lease and
+ *   carries the worker's liveness beat, recorded in the same transaction. An
+ *   idle worker's tick is the same call with no leases.
  * - Self-fencing: a lease not renewed within its length (by the local,
  *   conservative copy: a renewal sent at local time t is good until at least
  *   t + lease) aborts its handler with `lease_expired_locally`, before the
@@ -15,7 +16,7 @@
  */
 import { abortJob, abortRefused, type Held, type Running } from './held.ts';
 import { describe } from './log.ts';
-import type { ClaimedJob, LeaseAnswer } from './transport.ts';
+import type { ClaimedJob, LeaseAnswer, WorkerLiveness } from './transport.ts';
 
 export interface LeaseKeeperOptions {
   /** Fixed interval; default: 5 s, lowered to what the server asks for in each claim. */
@@ -31,6 +32,16 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   let timer: unknown;
   let ticking = false;
   let interval = options.heartbeatMs ?? 5_000;
+
+  /** What the worker says about itself with each beat. */
+  function liveness(runningCount: number): WorkerLiveness {
+    return { instanceId: w.instanceId, ...options.identity, queues: w.queues, runningCount };
+  }
+
+  /** A beat outside the ticks (start, end of close): the heartbeats call with no leases. */
+  function beat(runningCount: number): Promise<unknown> {
+    return w.transport.heartbeat({ workerId: w.workerId, leases: [], beat: liveness(runningCount) });
+  }
 
   /** Starts keeping a lease claimed at local time `sentAt` (and its deadline, if it has one). */
   function track(job: ClaimedJob, sentAt: number): Running {
@@ -109,18 +120,13 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     const renew = live.filter((r) => !r.controller.signal.aborted);
     const sentAt = timers.now();
     try {
-      // Both calls in flight at once, and both awaited: a failed liveness beat
-      // must not become an unhandled rejection (found by the chaos run: it
-      // killed every worker whose server went away).
-      const [, answers] = await Promise.all([
-        w.transport.beat({ workerId: w.workerId, instanceId: w.instanceId, ...options.identity, queues: w.queues, runningCount: w.active.size }),
-        renew.length > 0
-          ? w.transport.heartbeat({
-              workerId: w.workerId,
-              leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
-            })
-          : [],
-      ]);
+      // One request, one transaction: the renewals and the liveness beat
+      // together. An idle worker sends the beat with no leases.
+      const answers = await w.transport.heartbeat({
+        workerId: w.workerId,
+        leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
+        beat: liveness(w.active.size),
+      });
       applyAnswers(answers, sentAt);
     } catch (err) {
       w.stats.heartbeatFailures++;
@@ -131,6 +137,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   }
 
   return {
+    beat,
     track,
     untrack,
     applyAnswers,

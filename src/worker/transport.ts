@@ -25,11 +25,27 @@ export interface LeaseRef {
   lockToken: string;
 }
 
+/** What a worker says about itself in its liveness beat. */
+export interface WorkerLiveness {
+  instanceId?: string | undefined;
+  host?: string;
+  pid?: number;
+  version?: string;
+  queues: string[];
+  runningCount: number;
+  // The SDK's counters (event-loop blocks, heartbeat failures, leases lost) join here once the server stores them.
+}
+
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
   claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
-  /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
-  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
+  /**
+   * Renews many leases in one call; `leaseMs` also changes their length
+   * (extend). With `beat`, the worker's liveness beat goes in the same call
+   * (and the same transaction): `leases` may then be empty. The SDK beats
+   * only this way; a transport must record `beat` when it is given.
+   */
+  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: WorkerLiveness | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
   /**
    * Completes many jobs in one call, each fenced by its own token; with
@@ -44,8 +60,8 @@ export interface Transport {
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
   /** Gives many leases back in one call (shutdown), each fenced by its own token. */
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
-  /** The worker's own liveness row. */
-  beat(p: { workerId: string; instanceId?: string | undefined; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
+  /** The worker's own liveness row, on its own (POST /workers/beat). The SDK now sends its beat with heartbeat(); this stays for other callers. */
+  beat(p: { workerId: string } & WorkerLiveness): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */

@@ -4,7 +4,7 @@
  * - claim-loop.ts: claims in batches up to its free slots, polls with backoff
  *   when idle; never holds more jobs than slots.
  * - lease-keeper.ts: one heartbeat timer, apart from the handlers, renews all
- *   of the worker's leases in one call and beats the worker's liveness row;
+ *   of the worker's leases and beats the worker's liveness row in one call;
  *   it aborts a job's signal when a renewal is refused (`lease_lost`), when
  *   the lease runs out locally without a successful renewal (self-fencing:
  *   before the reaper could hand the job to someone else), and at the job's
@@ -72,8 +72,6 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   };
   const { timers, active, emit } = w;
   const stopping = new AbortController();
-  /** The liveness beat outside the ticks: at start and at the end of close(), holding nothing. */
-  const beat = () => w.transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 });
 
   const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
   const claims = createClaimLoop(w, {
@@ -119,7 +117,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   function start() {
     if (state !== 'new') return worker;
     state = 'running';
-    void beat().catch((err) => emit('error', { error: err, during: 'beat' }));
+    void keeper.beat(0).catch((err) => emit('error', { error: err, during: 'beat' }));
     keeper.start();
     claimLoopDone = claims.run().catch((err) => {
       logger.error(`claim loop stopped: ${describe(err)}`, { error: describe(err) });
@@ -152,7 +150,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // Results in flight get their answer (bounded: their own retries stop when the lease ends).
       const settled = after(timers, RELEASE_RETRY_MS);
       while ([...active.values()].some((r) => r.finishing) && !settled()) await sleep(timers, 20);
-      await beat().catch(() => {});
+      await keeper.beat(0).catch(() => {});
       removeSignalHandlers();
       emit('stopped', stoppedBy === undefined ? { released } : { released, error: stoppedBy });
     })();

@@ -68,8 +68,8 @@ export function workerTouchIfKnown(db: Db, workerId: string, now: Now) {
     ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
 }
 
-export interface WorkerBeat {
-  id: string;
+/** What a worker says about itself in a liveness beat (on its own, or carried by its heartbeats). */
+export interface WorkerLiveness {
   /** This process of the worker (random per start); absent from older SDKs. */
   instanceId?: string | undefined;
   host?: string | undefined;
@@ -77,14 +77,24 @@ export interface WorkerBeat {
   version?: string | undefined;
   queues?: readonly string[] | undefined;
   runningCount?: number | undefined;
+  // SDK counters (event-loop blocks, heartbeat failures, leases lost) join here when the workers table stores them.
+}
+
+export interface WorkerBeat extends WorkerLiveness {
+  id: string;
   now: Now;
 }
 
 /** A worker's own liveness beat: who it is, and how many jobs it holds. */
 export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
+  await workerBeatStatement(db, w);
+}
+
+/** workerBeat as a statement, for a batch (the heartbeats that carry the beat: one transaction). */
+export function workerBeatStatement(db: Db, w: WorkerBeat) {
   const t = nowSql(w.now);
   const queues = w.queues ? JSON.stringify(w.queues) : null;
-  await db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count, started_at, last_seen_at)
+  return db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count, started_at, last_seen_at)
     VALUES (${w.id}, ${w.instanceId ?? null}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0}, ${t}, ${t})
     ON CONFLICT (id) DO UPDATE SET host = coalesce(excluded.host, host), pid = coalesce(excluded.pid, pid),
       version = coalesce(excluded.version, version), queues = coalesce(excluded.queues, queues),
