@@ -449,3 +449,37 @@ describe('requests a worker makes per heartbeat tick (HTTP, counted, fake clock)
     expect((await b.t.client.execute({ sql: 'SELECT running_count FROM workers WHERE id = ?', args: ['w1'] })).rows[0]).toMatchObject({ running_count: 0 });
   });
 });
+
+describe('a new SDK against a server that predates the folded beat and POST /releases', () => {
+  test('the HTTP transport beats through /workers/beat and releases one lease per call, as before', async () => {
+    const b = await fakeBed('http');
+    const ids = [await enqueue(b), await enqueue(b)];
+    const sent: string[] = [];
+    // What the older server answered: `worker` is not a field of /heartbeats, and /releases is no route.
+    const older = (async (input: string, init?: RequestInit) => {
+      const path = new URL(input).pathname.replace('/api/v1', '');
+      const body = JSON.parse(String(init?.body ?? '{}'));
+      sent.push(path + (path === '/heartbeats' && body.worker ? ' +worker' : ''));
+      const refuse = (status: number, error: Record<string, string>) => new Response(JSON.stringify({ error }), { status, headers: { 'content-type': 'application/json' } });
+      if (path === '/heartbeats' && body.worker) return refuse(400, { code: 'invalid_request', message: 'worker is not a known field', field: 'worker' });
+      if (path === '/releases') return refuse(404, { code: 'not_found', message: `no route for POST ${new URL(input).pathname}` });
+      return b.t.app.request(input, init);
+    }) as typeof fetch;
+    b.transport = httpTransport({ url: 'http://127.0.0.1', fetch: older });
+    const { seen, handler } = waitsForAbort(b);
+    let running = 0;
+    const w = fakeWorker(b, { workerId: 'old-server', concurrency: 2, handler: (ctx) => (running++, handler(ctx)) });
+    await b.timers.advanceUntil('both running', () => running === 2 && seen.started);
+    sent.length = 0;
+    await b.timers.advance(FAST.heartbeatMs! * 3);
+    // Told once, the transport beats apart from then on: each tick renews and beats, and no lease is lost.
+    expect(sent.filter((p) => p.startsWith('/heartbeats') || p === '/workers/beat').sort()).toEqual(['/heartbeats', '/heartbeats', '/heartbeats', '/workers/beat', '/workers/beat', '/workers/beat']);
+    expect(w.stats).toMatchObject({ leaseLost: 0, heartbeatFailures: 0 });
+    expect((await b.t.client.execute({ sql: 'SELECT running_count FROM workers WHERE id = ?', args: ['old-server'] })).rows[0]).toMatchObject({ running_count: 2 });
+    let closed = false;
+    void w.close({ drainTimeoutMs: 0 }).then(() => (closed = true));
+    await b.timers.advanceUntil('closed', () => closed);
+    expect(sent.filter((p) => p.includes('release')).sort()).toEqual(['/releases', ...ids.map((id) => `/jobs/${id}/release`)].sort());
+    for (const id of ids) expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0 });
+  });
+});
