@@ -170,3 +170,69 @@ describe('the alerts page', () => {
     expect(text(row)).toMatch(/1 m 5 s since 2030-01-01 00:00:16Z$/);
   });
 });
+
+describe('the bulk dry run', () => {
+  async function failed(queue: string, n: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const e = await t.enqueue(queue, { payload: { i }, maxAttempts: 1 });
+      const [c] = await t.claim(queue, 'W');
+      expect((await t.post(`${api}/jobs/${e.id}/fail`, { workerId: 'W', lockToken: c!.lockToken, error: `boom ${i}`, retryable: false }, admin)).status).toBe(200);
+      ids.push(e.id);
+    }
+    return ids;
+  }
+  const rowsOf = (html: string) => [...html.matchAll(/<tr id="bulk-job-(\d+)">(.*?)<\/tr>/g)].map((m) => ({ id: m[1]!, text: text(m[2]!) }));
+  const statuses = async (ids: string[]) => Promise.all(ids.map(async (id) => (await t.get(`${api}/jobs/${id}`, admin)).json.job.status as string));
+
+  test('lists the jobs it will touch with why; a smaller batch is shown, confirmed and applied', async () => {
+    const ids = await failed('q', 4);
+    const all = await page('/dashboard/bulk?queue=q&status=failed');
+    expect(text(element(all, 'bulk-count', 'p'))).toBe('4 matching failed jobs in queue q; at most 100 will be acted on, this time 4. Nothing has changed yet. All 4 are listed below.');
+    expect(rowsOf(all)).toEqual(ids.map((id, i) => ({ id, text: expect.stringMatching(new RegExp(`^${id} q failed — .* failed after 1 of 1 attempts: boom ${i}$`)) })));
+    expect(all).toContain('name="batch" min="1" max="100" step="1" value="100"');
+
+    const two = await page('/dashboard/bulk?queue=q&status=failed&batch=2');
+    expect(text(element(two, 'bulk-count', 'p'))).toContain('4 matching failed jobs in queue q; at most 100 will be acted on, this time 2.');
+    expect(rowsOf(two).map((r) => r.id)).toEqual(ids.slice(0, 2));
+    expect(two).toContain('name="batch" min="1" max="100" step="1" value="2"');
+    expect(two).toContain('<input type="hidden" name="expected" value="2"/>');
+    expect(two).toContain('Type 2 to confirm');
+
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(two)![1]!;
+    const res = await t.app.request('/dashboard/bulk', {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrf, queue: 'q', status: 'failed', expected: '2', confirm: '2', reason: 'small batch first' }).toString(),
+    });
+    expect(res.status).toBe(200);
+    expect(text(element(await res.text(), 'bulk-done', 'p'))).toBe('2 jobs retried (back to pending with a fresh attempt budget).');
+    expect(await statuses(ids)).toEqual(['pending', 'pending', 'failed', 'failed']);
+  });
+
+  test('a batch size that is not a whole number from 1 to the cap is a 400 naming it', async () => {
+    const ids = await failed('q', 1);
+    for (const batch of ['0', '101', 'abc', '1.5', '-1', '9999999999']) {
+      const res = await t.app.request(`/dashboard/bulk?queue=q&status=failed&batch=${encodeURIComponent(batch)}`, { headers: { cookie } });
+      expect(res.status, batch).toBe(400);
+      expect(await res.text(), batch).toContain('batch: a whole number from 1 to the cap (100)');
+    }
+    expect(await statuses(ids)).toEqual(['failed']);
+  });
+
+  test('a requeue lists the job the reaper would take with its why, and the expired lease it leaves alone ("1 matching running job")', async () => {
+    const taken = await t.enqueue('rq');
+    await t.claim('rq', 'dead-worker');
+    t.clock.advance(PAST_LEASE_OWNER_DEAD - 35_000);
+    const waiting = await t.enqueue('rq');
+    await t.claim('rq', 'dead-worker');
+    t.clock.advance(35_000); // taken: 25 s past its lease, owner not seen for 35 s; waiting: 5 s past its lease, inside the grace
+    const html = await page('/dashboard/bulk?queue=rq&status=running');
+    expect(text(element(html, 'bulk-count', 'p'))).toMatch(/^1 matching running job the reaper would take back now in queue rq; at most 100 will be acted on, this time 1\./);
+    const rows = rowsOf(html);
+    expect(rows.map((r) => r.id)).toEqual([taken.id]);
+    expect(rows[0]!.text).toMatch(/running dead-worker .* the reaper would take it back now: lease expired 25\.0 s ago \(grace 10 s\) and owner dead-worker was last seen 35\.0 s ago$/);
+    const alone = element(html, `left-alone-${waiting.id}`, 'tr');
+    expect(text(alone)).toBe(`${waiting.id} rq dead-worker lease expired 5.0 s ago, inside the 10 s grace`);
+  });
+});
