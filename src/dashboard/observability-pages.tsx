@@ -511,6 +511,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
   return (
     <>
       <h2>The last hour</h2>
+      <div class="table-scroll">
       <table class="charts">
         <thead>
           <tr>
@@ -549,6 +550,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
           })}
         </tbody>
       </table>
+      </div>
     </>
   );
 }
