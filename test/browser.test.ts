@@ -309,6 +309,106 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   }, 30_000);
 
+  test(`bulk dry run: lists the jobs it will touch; a batch below the cap (${CAP}) is shown, confirmed and applied; one above it is refused`, async () => {
+    const ids = await failedJobs('batchq', 5);
+    const tab = await newTab();
+    const { page } = tab;
+    await logIn(tab, ADMIN);
+
+    await page.goto(`${server.url}/dashboard/bulk?queue=batchq&status=failed`);
+    // The cap's worth of jobs, lowest ids first, each with its queue, status and why.
+    expect(await page.locator('#bulk-preview tbody tr td:first-child').allTextContents()).toEqual(ids.slice(0, CAP));
+    expect(await page.locator('#bulk-preview tbody tr td:nth-child(2)').allTextContents()).toEqual(Array(CAP).fill('batchq'));
+    expect(await page.locator('#bulk-preview tbody tr td:nth-child(3)').allTextContents()).toEqual(Array(CAP).fill('failed'));
+    expect(await page.locator('#bulk-preview tbody tr td.why').allTextContents()).toEqual(Array(CAP).fill('failed after 1 of 1 attempts: boom'));
+    expect(await page.inputValue('input[name="batch"]')).toBe(String(CAP));
+
+    // A smaller batch: the dry run again, for that many.
+    await page.fill('input[name="batch"]', '2');
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/bulk?queue=batchq&status=failed&batch=2`), page.click('button:has-text("Dry run this batch")')]);
+    expect((await page.textContent('#bulk-count'))!.replace(/\s+/g, ' ')).toContain(`5 matching failed jobs in queue batchq; at most ${CAP} will be acted on, this time 2.`);
+    expect(await page.locator('#bulk-preview tbody tr td:first-child').allTextContents()).toEqual(ids.slice(0, 2));
+    expect(await page.textContent('form.action button')).toMatch(/Retry 2 failed jobs/);
+    await shot(page, 'bulk-batch');
+    await page.fill('input[name="confirm"]', '2');
+    await page.fill('input[name="reason"]', 'two first, then watch');
+    const done = await submit(page, 'form.action button[type="submit"]', `${server.url}/dashboard/bulk`);
+    expect(done.status()).toBe(200);
+    expect(await page.locator('ul.bulk-ids a').allTextContents()).toEqual(ids.slice(0, 2));
+    expect(await Promise.all(ids.map(statusOf))).toEqual(['pending', 'pending', 'failed', 'failed', 'failed']);
+
+    // The number field stops a batch above the cap; typed into the URL it is a 400 that changes nothing.
+    const over = await page.goto(`${server.url}/dashboard/bulk?queue=batchq&status=failed&batch=${CAP + 1}`);
+    expect(over?.status()).toBe(400);
+    expect(await page.textContent('main')).toContain(`batch: a whole number from 1 to the cap (${CAP})`);
+    expect(takeErrors(tab)).toEqual([httpError(400)]);
+    expect(await Promise.all(ids.map(statusOf))).toEqual(['pending', 'pending', 'failed', 'failed', 'failed']);
+
+    expect(tab.dialogs).toEqual([]);
+    expect(tab.errors).toEqual([]);
+    await page.context().close();
+  }, 30_000);
+
+  test('at 375 px wide the nav wraps and the overview, jobs, zombies and job pages fit without scrolling the page sideways', async () => {
+    // Realistic and unkind: a 120-character queue name, a long worker id, a long idempotency key and an error without spaces.
+    const queue = `billing.invoices-reconciliation.eu-west-1.${'x'.repeat(78)}`;
+    expect(queue).toHaveLength(120);
+    const worker = `worker-${'host-'.repeat(20)}pid-123456`;
+    const key = `order-${'0123456789abcdef'.repeat(8)}`;
+    const error = `TypeError:${'Cannot_read_properties_of_undefined_reading_amount/'.repeat(30)}`;
+    const { job: failing } = await api('POST', `/queues/${queue}/jobs`, { payload: { order: key, note: 'y'.repeat(400) }, maxAttempts: 1, idempotencyKey: key }, WORKER);
+    const first = await api('POST', `/queues/${queue}/claim`, { workerId: worker }, WORKER);
+    await api('POST', `/jobs/${failing.id}/fail`, { workerId: worker, lockToken: first.jobs[0].lockToken, error, retryable: false }, WORKER);
+    const { job: zombie } = await api('POST', `/queues/${queue}/jobs`, { payload: { kind: 'zombie' } }, WORKER);
+    await api('POST', `/queues/${queue}/claim`, { workerId: worker }, WORKER);
+    await api('POST', `/queues/${queue}/jobs`, { payload: { kind: 'waiting' } }, WORKER);
+    // Past the lease (1.5 s) and the grace (1 s): a zombie on every page.
+    await new Promise((r) => setTimeout(r, 2_700));
+
+    const tab = await newTab();
+    await logIn(tab, ADMIN);
+    const context = tab.page.context();
+    const pages = [
+      ['overview', '/dashboard', 'table.queues'],
+      ['jobs', `/dashboard/jobs?queue=${encodeURIComponent(queue)}`, 'table.jobs'],
+      ['zombies', '/dashboard/zombies', `#zombie-${zombie.id}`],
+      ['job-failed', `/dashboard/jobs/${failing.id}`, '#job-summary'],
+      ['job-zombie', `/dashboard/jobs/${zombie.id}`, '#job-summary'],
+    ] as const;
+    const tabs = await Promise.all(
+      pages.map(async ([name, path, selector]) => {
+        const t = watch(await context.newPage());
+        await t.page.setViewportSize({ width: 375, height: 800 });
+        expect((await t.page.goto(`${server.url}${path}`))?.status(), name).toBe(200);
+        await t.page.waitForSelector(selector);
+        const fits = () => t.page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+        expect(await fits(), name).toEqual({ scroll: 375, client: 375 });
+        // The nav wraps onto more lines instead of running off the side.
+        const nav = await t.page.evaluate(() => {
+          const links = Array.from(document.querySelectorAll('header nav a')).map((a) => a.getBoundingClientRect());
+          return { right: Math.max(...links.map((r) => r.right)), rows: new Set(links.map((r) => Math.round(r.top))).size };
+        });
+        expect(nav.right, name).toBeLessThanOrEqual(375);
+        expect(nav.rows, name).toBeGreaterThan(1);
+        // Still true once the live region has been polled and swapped.
+        await livePolls(t.page, 1);
+        expect(await fits(), `${name} after a poll`).toEqual({ scroll: 375, client: 375 });
+        await t.page.screenshot({ path: join(ARTIFACTS, `dashboard-narrow-${name}.png`), fullPage: true });
+        return [name, t] as const;
+      }),
+    );
+    // The jobs list marks the zombie, the job page leads with its lease.
+    const jobsTab = tabs.find(([name]) => name === 'jobs')![1];
+    expect(await jobsTab.page.textContent(`td.flagged.zombie`)).toContain('zombie: lease expired');
+    const zombieTab = tabs.find(([name]) => name === 'job-zombie')![1];
+    expect(await zombieTab.page.textContent('#job-lease')).toMatch(/^1\.5 s lease \(this claim's\) · expired/);
+    for (const [name, t] of tabs) {
+      expect(t.errors, name).toEqual([]);
+      expect(t.dialogs, name).toEqual([]);
+    }
+    await context.close();
+  }, 40_000);
+
   test('CSRF: a tampered token, no token, and a cross-site form are all refused; the job is unchanged', async () => {
     const { job } = await api('POST', '/queues/csrfq/jobs', { payload: { kind: 'csrf' } }, WORKER);
     const tab = await newTab();

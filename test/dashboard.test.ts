@@ -156,7 +156,7 @@ describe('with an admin token', () => {
     expect(await (await req('/dashboard', { cookie })).text()).toContain('emails');
     expect(await (await req('/dashboard/workers', { cookie })).text()).toContain('w-1');
     // The job page's live region asks for a full reload (new actions) once the status moved on.
-    expect(await (await req(`/dashboard/jobs/${a.id}`, { cookie })).text()).toContain(`hx-get="/dashboard/live/jobs/${a.id}?shown=running"`);
+    expect(await (await req(`/dashboard/jobs/${a.id}`, { cookie })).text()).toContain(`hx-get="/dashboard/live/jobs/${a.id}?shown=running&amp;part=summary"`);
     expect((await req(`/dashboard/live/jobs/${a.id}?shown=running`, { cookie })).headers.get('hx-redirect')).toBeNull();
     expect((await req(`/dashboard/live/jobs/${a.id}?shown=pending`, { cookie })).headers.get('hx-redirect')).toBe(`/dashboard/jobs/${a.id}`);
     expect((await req('/dashboard/jobs/999999', { cookie })).status).toBe(404);

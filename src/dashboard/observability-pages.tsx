@@ -17,7 +17,7 @@ import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { alertStatesList, type AlertStateRow } from '../db/store/alert-states.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
-import { fmtDuration } from './format.ts';
+import { fmtDuration, fmtTime } from './format.ts';
 import { sharedRead } from './shared-read.ts';
 import { Live, PlaybookHint, type NavKey, type QueueActivitySummary } from './views.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
@@ -57,7 +57,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
     // What the reaper's alert pass last recorded: since when, and what the webhook was told.
     const recorded = await alertStatesList(db);
     const queues = m.queues.map((q) => ({ name: q.queue, overrides: Object.keys(q.alertOverrides).length }));
-    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} queues={queues} />;
+    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} queues={queues} jobs={alertJobs(m)} />;
   };
   app.get('/dashboard/alerts', async (c) =>
     shell(
@@ -242,7 +242,38 @@ function fmtValue(v: number | null, unit: Alert['unit']): string {
 function Since(props: { alert: Alert; row: AlertStateRow | undefined; now: number }) {
   const r = props.row;
   if (!r || r.state !== props.alert.state) return <td class="since">—</td>;
-  return <td class="since" title={new Date(r.since).toISOString()}>{fmtDuration(Math.max(0, props.now - r.since))}</td>;
+  return (
+    <td class="since" title={new Date(r.since).toISOString()}>
+      {fmtDuration(Math.max(0, props.now - r.since))} <span class="hint">since {fmtTime(r.since)}</span>
+    </td>
+  );
+}
+
+/** The jobs an alert is about (the snapshot names the first few), by queue and alert name. */
+function alertJobs(m: MetricsSnapshot): Map<string, string[]> {
+  const jobs = new Map<string, string[]>();
+  for (const q of m.queues) {
+    jobs.set(`${q.queue}\u0000heartbeat_lag`, q.running.lateJobIds);
+    jobs.set(`${q.queue}\u0000stalled_jobs`, q.running.stalled.ids);
+  }
+  return jobs;
+}
+
+/** Links to the first jobs an alert names, so the operator goes from the alert to the job. */
+function AlertJobLinks(props: { ids: string[] | undefined }) {
+  if (!props.ids || props.ids.length === 0) return null;
+  return (
+    <span class="alert-jobs">
+      {' '}
+      Jobs:{' '}
+      {props.ids.map((id, i) => (
+        <>
+          {i > 0 ? ', ' : null}
+          <a href={`/dashboard/jobs/${id}`}>{id}</a>
+        </>
+      ))}
+    </span>
+  );
 }
 
 /** What the webhook was last told about this alert. */
@@ -257,7 +288,15 @@ function WebhookCell(props: { row: AlertStateRow | undefined }) {
   );
 }
 
-function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean; queues: { name: string; overrides: number }[] }) {
+function AlertsFragment(props: {
+  alerts: Alert[];
+  recorded: AlertStateRow[];
+  now: number;
+  webhook: boolean;
+  queues: { name: string; overrides: number }[];
+  /** The jobs each alert is about, by queue and name (alertJobs). */
+  jobs?: Map<string, string[]>;
+}) {
   if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
   const firing = props.alerts.filter((a) => a.state === 'firing');
   const ok = props.alerts.filter((a) => a.state !== 'firing');
@@ -282,7 +321,10 @@ function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now
           </span>
         ) : null}
       </td>
-      <td>{a.message}</td>
+      <td>
+        {a.message}
+        {a.state === 'firing' ? <AlertJobLinks ids={props.jobs?.get(`${a.queue}\u0000${a.name}`)} /> : null}
+      </td>
       <Since alert={a} row={row} now={props.now} />
       {props.webhook ? <WebhookCell row={row} /> : null}
     </tr>
@@ -313,7 +355,7 @@ function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now
             <th>Value</th>
             <th>Threshold</th>
             <th>Message</th>
-            <th>For</th>
+            <th>For (since)</th>
             {props.webhook ? <th>Webhook</th> : null}
           </tr>
         </thead>
@@ -469,6 +511,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
   return (
     <>
       <h2>The last hour</h2>
+      <div class="table-scroll">
       <table class="charts">
         <thead>
           <tr>
@@ -507,6 +550,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
           })}
         </tbody>
       </table>
+      </div>
     </>
   );
 }

@@ -18,7 +18,8 @@ import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
-import { jobWithSettings, zombieCandidates } from './queries.ts';
+import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
+import { jobFlag, type JobFlag } from './job-health.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
 import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
@@ -29,7 +30,8 @@ import { crossOriginFormProblem } from '../api/web-guards.ts';
 import {
   ErrorPage,
   JobActions,
-  JobFragment,
+  JobDetails,
+  JobSummary,
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
@@ -236,7 +238,14 @@ export function dashboardRoutes(deps: AppDeps) {
       limit: PAGE_SIZE,
       order: f.order ?? 'desc',
     });
-    return <JobsFragment jobs={list} next={next} filter={f} now={t} />;
+    // Running jobs the zombies page lists are marked, with what the reaper will do.
+    const running = list.filter((j) => j.status === 'running').map((j) => j.id);
+    const flags = new Map<number, JobFlag>();
+    for (const v of await runningJobViews(db, { ids: running, now: t, config })) {
+      const flag = jobFlag(v, t, config);
+      if (flag) flags.set(v.id, flag);
+    }
+    return <JobsFragment jobs={list} next={next} filter={f} now={t} flags={flags} />;
   };
   app.get('/dashboard/jobs', async (c) => {
     const f = parseFilter(c);
@@ -258,34 +267,46 @@ export function dashboardRoutes(deps: AppDeps) {
   });
 
   // ---- job detail ----
-  const jobFragment = async (id: number) => {
+  // The page leads with the summary (polled), then the actions (not polled:
+  // a reason being typed must survive), then the details and trail (polled).
+  type JobPart = 'summary' | 'details' | 'all';
+  const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
     const job = await jobWithSettings(db, { id, config });
-    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p> };
+    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
+    const summary = <JobSummary job={job} now={t} config={config} />;
+    if (part === 'summary') return { t, job, body: summary, summary, details: null };
     const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
-    return { t, job, body: <JobFragment job={job} events={events} olderEventsNotShown={olderNotShown} now={t} config={config} /> };
+    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} />;
+    return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
   };
   app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
-    const { t, job, body } = await jobFragment(id);
+    const { t, job, body, summary, details } = await jobFragment(id, 'all');
     if (!job) return shell(c, 'Job not found', 'jobs', body, 404);
     const was = c.req.query('was');
+    const live = `/dashboard/live/jobs/${id}?shown=${job.status}`;
     return shell(
       c,
       `Job ${id}`,
       'jobs',
       <>
         <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
+        <Live src={`${live}&part=summary`}>{summary}</Live>
         <h2>Actions</h2>
         {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} /> : <p class="empty">Read-only login: no actions.</p>}
-        <Live src={`/dashboard/live/jobs/${id}?shown=${job.status}`}>{body}</Live>
+        <Live src={`${live}&part=details`} id="live-details">
+          {details}
+        </Live>
       </>,
     );
   });
   app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
-    const { job, body } = await jobFragment(id);
-    // The actions above the live region fit the status the page was loaded
+    const partText = c.req.query('part');
+    const part: JobPart = partText === 'summary' || partText === 'details' ? partText : 'all';
+    const { job, body } = await jobFragment(id, part);
+    // The actions between the live regions fit the status the page was loaded
     // with; once the status moves on, htmx loads the page afresh.
     const shown = c.req.query('shown');
     if (job && shown && shown !== job.status) return c.body(null, 200, { 'hx-redirect': `/dashboard/jobs/${id}` });
