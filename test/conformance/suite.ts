@@ -6,6 +6,7 @@
  */
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
+import { defineGuards } from './guards.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
@@ -13,5 +14,6 @@ export type { StoreBackend } from './support.ts';
 export function defineStoreConformance(backend: StoreBackend): void {
   describe(`store conformance on ${backend.name}`, () => {
     defineTransitions(backend);
+    defineGuards(backend);
   });
 }
