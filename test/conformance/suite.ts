@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineReaper } from './reaper.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
@@ -15,5 +16,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
   describe(`store conformance on ${backend.name}`, () => {
     defineTransitions(backend);
     defineGuards(backend);
+    defineReaper(backend);
   });
 }
