@@ -216,7 +216,7 @@ export function defineReaper(backend: StoreBackend) {
     const DAY = 24 * 3_600_000;
 
     test('finished jobs past retention go with their events and effects; newer and unfinished jobs stay', async () => {
-      const { store, db, clock, runningJob, completedJob, failedJob, cancelledJob, pendingJob, count, events } = t();
+      const { store, clock, runningJob, completedJob, failedJob, cancelledJob, pendingJob, count, events } = t();
       // A completed job with an effect, finished two days ago.
       clock.set(T0 - 2 * DAY);
       const old = await runningJob();
@@ -236,7 +236,6 @@ export function defineReaper(backend: StoreBackend) {
       expect(await count('jobs')).toBe(2);
       expect((await store.jobGet({ id: fresh.id }))?.status).toBe('completed');
       expect((await store.jobGet({ id: oldPending.id }))?.status).toBe('pending');
-      void db;
     });
 
     test('a queue\'s own retention is honoured, and at most `limit` go, oldest first', async () => {

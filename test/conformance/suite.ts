@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineOperator } from './operator.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
@@ -17,5 +18,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineTransitions(backend);
     defineGuards(backend);
     defineReaper(backend);
+    defineOperator(backend);
   });
 }
