@@ -8,6 +8,7 @@ import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
+import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
@@ -19,5 +20,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineGuards(backend);
     defineReaper(backend);
     defineOperator(backend);
+    defineReads(backend);
   });
 }
