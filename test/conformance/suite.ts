@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineLimits } from './limits.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
@@ -21,5 +22,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReaper(backend);
     defineOperator(backend);
     defineReads(backend);
+    defineLimits(backend);
   });
 }
