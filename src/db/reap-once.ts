@@ -17,6 +17,7 @@ import { decideReap, type ReapReason } from '../core/reaper.ts';
 import type { AlertTransition } from '../core/alert-webhook.ts';
 import { alertPass, type AlertPassReport } from './alert-pass.ts';
 import { batchList, type Db } from './db.ts';
+import { auditPruneStatements } from './store/audit.ts';
 import { queueMinutesPrune, queueMinutesSampleHeartbeatLag } from './store/activity.ts';
 import { readNow } from './store/read.ts';
 import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale, type ReapCandidateRow, type ReapWrite } from './store/reaper.ts';
@@ -96,6 +97,7 @@ export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOp
     workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) }),
     queueMinutesSampleHeartbeatLag(db, { now: at }),
     queueMinutesPrune(db, { now: at }),
+    ...auditPruneStatements(db, { now: at, retentionMs: config.auditRetentionMs, limit: config.pruneBatchSize }),
   ]);
   report.pruned = (prunedJobs as { id: number }[]).length;
   try {
