@@ -98,6 +98,7 @@ function watch(page: Page): Tab {
 
 async function logIn(tab: Tab, token: string) {
   await tab.page.goto(`${server.url}/dashboard/login`);
+  await tab.page.fill('input[name="name"]', 'Ada Lovelace');
   await tab.page.fill('input[name="token"]', token);
   await Promise.all([tab.page.waitForURL(`${server.url}/dashboard`), tab.page.click('button[type="submit"]')]);
 }

@@ -11,6 +11,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
+import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 
@@ -58,7 +59,8 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
 export interface AuditEntry {
   by: AuditActor;
   action: AuditAction;
-  queue?: string | null;
+  /** The queue acted on; SQL to read it in the batch (a job's queue). */
+  queue?: string | SQL | null;
   jobId?: number | null;
   /** What was acted on, for people: "queue emails", "job 42", "dashboard". */
   target: string;
@@ -69,10 +71,11 @@ export interface AuditEntry {
   now: Now;
 }
 
+/** A value or SQL yielding it. */
 const json = (v: string | SQL | null | undefined) => (v === undefined || v === null ? sql`NULL` : typeof v === 'string' ? sql`${v}` : v);
 
 function selectEntry(e: AuditEntry): SQL {
-  return sql`SELECT ${nowSql(e.now)}, ${e.by.actor}, ${e.by.role}, ${e.by.credential}, ${e.by.source}, ${e.action}, ${e.queue ?? null}, ${e.jobId ?? null},
+  return sql`SELECT ${nowSql(e.now)}, ${e.by.actor}, ${e.by.role}, ${e.by.credential}, ${e.by.source}, ${e.action}, ${json(e.queue)}, ${e.jobId ?? null},
     ${e.target}, ${json(e.before)}, ${json(e.after)}, ${e.reason ?? null}, ${e.by.client}`;
 }
 
@@ -137,4 +140,13 @@ export function auditPruneStatements(db: Db, p: { now: number; retentionMs: numb
     db.run(sql`DELETE FROM operator_audit WHERE id IN (SELECT id FROM operator_audit WHERE at < ${p.now - p.retentionMs} ORDER BY at LIMIT ${p.limit})`),
     db.run(sql`DELETE FROM used_form_nonces WHERE expires_at < ${p.now}`),
   ] as const;
+}
+
+/**
+ * What commits with an operator's change: `first` leads the batch (a form
+ * token's claim, whose refusal undoes everything), `audit` follows the change.
+ */
+export interface Alongside {
+  first?: BatchItem<'sqlite'>[];
+  audit?: AuditEntry;
 }
