@@ -18,6 +18,7 @@ import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
+import { registerAuditPage } from './audit-page.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
@@ -393,6 +394,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
+  registerAuditPage(app, deps);
 
   return app;
 }
