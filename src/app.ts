@@ -11,6 +11,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
+import { auditRoutes } from './api/audit-routes.ts';
 import { requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
@@ -65,6 +66,7 @@ export function createApp(appDeps: AppDeps) {
   adminRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
+  auditRoutes(routes, deps);
   // Open like /healthz: it describes the API, it holds no data.
   api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);

@@ -98,6 +98,7 @@ function watch(page: Page): Tab {
 
 async function logIn(tab: Tab, token: string) {
   await tab.page.goto(`${server.url}/dashboard/login`);
+  await tab.page.fill('input[name="name"]', 'Ada Lovelace');
   await tab.page.fill('input[name="token"]', token);
   await Promise.all([tab.page.waitForURL(`${server.url}/dashboard`), tab.page.click('button[type="submit"]')]);
 }
@@ -191,6 +192,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.goto(`${server.url}/dashboard`);
     expect(new URL(page.url()).pathname).toBe('/dashboard/login');
     await shot(page, 'login');
+    await page.fill('input[name="name"]', 'Ada Lovelace');
     await page.fill('input[name="token"]', 'wrong');
     await page.click('button[type="submit"]');
     await page.waitForSelector('text=That token is not valid.');
@@ -234,7 +236,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.waitForSelector('text=No actions for a completed job.', { timeout: 10_000 });
     const timeline = (await page.textContent('table.events')) ?? '';
     expect(timeline).toContain('requeued_by_operator');
-    expect(timeline).toContain('dashboard:admin:');
+    expect(timeline).toContain('Ada Lovelace');
     expect(timeline).toContain('completed');
     await shot(page, 'job-completed');
 
@@ -296,7 +298,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await Promise.all(ids.map(statusOf))).toEqual([...Array(CAP).fill('pending'), ...Array(5 - CAP).fill('failed')]);
     for (const id of moved) {
       const retried = (await eventsOf(id)).filter((e) => e.type === 'retried_by_operator');
-      expect(retried, id).toEqual([expect.objectContaining({ reason: 'retry after the outage', actor: expect.stringMatching(/^dashboard:admin:/) })]);
+      expect(retried, id).toEqual([expect.objectContaining({ reason: 'retry after the outage', actor: 'Ada Lovelace' })]);
     }
     for (const id of ids.slice(CAP)) expect((await eventsOf(id)).map((e) => e.type)).not.toContain('retried_by_operator');
 
@@ -464,6 +466,58 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   }, 30_000);
 
+  test('the named operator: the login asks for a name, actions and the audit page carry it, a re-sent form is refused', async () => {
+    const { job } = await api('POST', '/queues/auditq/jobs', { payload: { kind: 'audit' } }, WORKER);
+    const tab = await newTab();
+    const { page } = tab;
+    // A name of spaces passes the browser's `required` but not the server: a clear 400, no session.
+    await page.goto(`${server.url}/dashboard/login`);
+    await page.fill('input[name="name"]', '   ');
+    await page.fill('input[name="token"]', ADMIN);
+    const blank = await submit(page, 'button[type="submit"]', `${server.url}/dashboard/login`);
+    expect(blank.status()).toBe(400);
+    expect(await page.textContent('#login-error')).toContain('Your name is required');
+    expect(takeErrors(tab)).toEqual([httpError(400)]);
+    await logIn(tab, ADMIN);
+    expect(await page.textContent('#operator')).toBe('Ada Lovelace');
+
+    const jobUrl = `${server.url}/dashboard/jobs/${job.id}`;
+    const cancelUrl = `${jobUrl}/cancel`;
+    await page.goto(jobUrl);
+    const form = `form[action="/dashboard/jobs/${job.id}/cancel"]`;
+    const token = await page.inputValue(`${form} input[name="_csrf"]`);
+    await page.fill(`${form} input[name="reason"]`, 'duplicate order');
+    await Promise.all([page.waitForURL(`${jobUrl}?notice=cancelled`), page.click(`${form} button`)]);
+    expect(await statusOf(job.id)).toBe('cancelled');
+    expect((await eventsOf(job.id)).find((e) => e.type === 'cancelled')).toMatchObject({ actor: 'Ada Lovelace', reason: 'duplicate order' });
+    // The same form sent again (its token already used), even after the job is pending again: refused, nothing changes.
+    await api('POST', `/jobs/${job.id}/retry`, { reason: 'back' });
+    const again = await page.request.post(cancelUrl, { form: { _csrf: token, reason: 'duplicate order' }, maxRedirects: 0, headers: { origin: server.url } });
+    expect(again.status()).toBe(409);
+    expect(await again.text()).toContain('already submitted');
+    expect(await statusOf(job.id)).toBe('pending');
+
+    // The audit page from the nav: newest first, the operator's name, a filter by action.
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/audit`), page.click('nav a[href="/dashboard/audit"]')]);
+    const first = page.locator('table.audit tbody tr').first();
+    expect(await first.textContent()).toContain('job.retry');
+    expect(await page.locator('table.audit').textContent()).toContain('Ada Lovelace');
+    await page.selectOption('select[name="action"]', 'job.cancel');
+    await Promise.all([page.waitForURL(/action=job\.cancel/), page.click('form.filters button')]);
+    const rows = page.locator('table.audit tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toMatch(/Ada Lovelace.*job\.cancel.*job \d+.*duplicate order/s);
+    await shot(page, 'audit');
+
+    // Logging out is recorded too.
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/login`), page.click('form.logout button')]);
+    const { entries } = await api('GET', '/audit?actor=Ada%20Lovelace&limit=1');
+    expect(entries[0]).toMatchObject({ action: 'logout', actor: 'Ada Lovelace', source: 'dashboard' });
+    expect(takeErrors(tab)).toEqual([]);
+    expect(tab.dialogs).toEqual([]);
+    await page.context().close();
+  }, 30_000);
+
   test('live polling keeps the scroll position and the filters', async () => {
     // More rows than one page of the list (50) and than the viewport shows.
     await api('POST', '/queues/scrollq/jobs', { jobs: Array.from({ length: 60 }, (_, i) => ({ payload: { i } })) }, WORKER);
@@ -570,6 +624,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
       ['tuning', '/dashboard/tuning'],
       ['bulk-dry-run', '/dashboard/bulk?queue=shotq&status=failed'],
       ['alert-thresholds', '/dashboard/alerts/thresholds/shotq'],
+      ['audit', '/dashboard/audit'],
     ] as const;
     // In parallel, one page each in the logged-in context: every poll takes 2 s.
     const tabs = await Promise.all(
@@ -580,7 +635,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
         expect(await t.page.textContent('h1'), name).not.toMatch(/Refused|not found|Bad filter/i);
         // A live page is shot after one poll, so an error in the swapped-in fragment shows up too.
         if ((await t.page.locator('#live').count()) > 0) await livePolls(t.page, 1);
-        else expect(['bulk-dry-run', 'alert-thresholds']).toContain(name);
+        else expect(['bulk-dry-run', 'alert-thresholds', 'audit']).toContain(name);
         await shot(t.page, name);
         return [name, t] as const;
       }),

@@ -2,6 +2,8 @@
  * Jobs: enqueue (one or a bulk), read one with its events, list, and the
  * operator's guarded actions (cancel, retry, requeue).
  */
+import { apiActor } from './audit-actor.ts';
+import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
@@ -172,6 +174,14 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
   );
 
+  /** Who, why and when for a job action, with its audit entry (written only if the job changed). */
+  const jobAudit = (c: Context, id: number, action: 'job.cancel' | 'job.retry' | 'job.requeue' | 'job.force_requeue', body: { actor?: string | undefined; reason?: string | undefined }) => {
+    const by = apiActor(c, config, body.actor);
+    const reason = body.reason ?? null;
+    const now = clock.now();
+    return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now } } };
+  };
+
   const act = async (c: Context, outcome: OperatorOutcome, id: number, wanted: string) => {
     if (!outcome.ok) throw operatorError(outcome, id, wanted);
     return c.json({ job: toJob(outcome.job) });
@@ -179,13 +189,13 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
 
   r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobCancelIfPending(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    const outcome = await jobCancelIfPending(db, { id, ...jobAudit(c, id, 'job.cancel', body) });
     return act(c, outcome, id, 'only a pending job can be cancelled');
   });
 
   r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', operationId: 'retryJob', tag: 'jobs', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, ...jobAudit(c, id, 'job.retry', body) });
     return act(c, outcome, id, 'only a failed or cancelled job can be retried');
   });
 
@@ -205,7 +215,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const id = parseJobId(c.req.param('id')!);
       if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
-      const outcome = await jobRequeueIfReaperWould(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, force: body.force ?? false, now: clock.now(), rules: config });
+      const outcome = await jobRequeueIfReaperWould(db, { id, ...jobAudit(c, id, body.force ? 'job.force_requeue' : 'job.requeue', body), force: body.force ?? false, rules: config });
       return act(c, outcome, id, 'only a running job can be requeued');
     },
   );

@@ -19,6 +19,7 @@ import { iso } from '../db/store/record.ts';
 import { workersHeldJobs } from '../db/store/worker-jobs.ts';
 import { workersList, type WorkerRecord } from '../db/store/workers.ts';
 import { readNow } from '../db/store/read.ts';
+import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -147,7 +148,17 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
           })),
         });
       }
-      const ids = await jobsBulkAct(db, { ...filter, actor: body.actor ?? 'admin', reason: body.reason!, now, limit });
+      const by = apiActor(c, config, body.actor);
+      const audit = {
+        by,
+        action: 'jobs.bulk' as const,
+        queue,
+        target: `${kind} ${status} jobs in queue ${queue}`,
+        after: JSON.stringify({ queue, status, action: kind, limit, force: filter.force }),
+        reason: body.reason!,
+        now,
+      };
+      const ids = await jobsBulkAct(db, { ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
     },
   );

@@ -11,6 +11,7 @@
  */
 import { JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
+import type { AuditEntryWire } from './audit-view.ts';
 
 const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
 const time: JsonSchema = { type: 'string', format: 'date-time' };
@@ -41,6 +42,23 @@ export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { opt
 
 /** An object described by its top-level fields only (admin views). */
 const loose = (required: string[], description: string): JsonSchema => ({ type: 'object', required, additionalProperties: true, description });
+
+const AuditEntrySchema = fields<AuditEntryWire>({
+  id: string('opaque entry id'),
+  at: time,
+  actor: string("the operator's name (dashboard), or the request's actor or its token's name (API)"),
+  role: string('admin, readonly, worker, or none (a failed login)'),
+  credential: nullable(string('the name of the token the request or session used')),
+  source: { type: 'string', enum: ['dashboard', 'api'] },
+  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue'),
+  queue: nullable(string()),
+  jobId: nullable(string()),
+  target: string('what was acted on, for people'),
+  before: anyJson('the fields the change set, as they were (null where not recorded)'),
+  after: anyJson('the fields the change set, as they became; a bulk run: its filter and how many jobs changed'),
+  reason: nullable(string()),
+  client: nullable(string('the client address, where known')),
+});
 
 const jobStatus: JsonSchema = { type: 'string', enum: [...JOB_STATUSES] };
 
@@ -172,6 +190,7 @@ export const RESPONSES = {
   health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
   workers: loose(['at', 'workerAliveMs', 'alive', 'workers'], 'the worker registry: each worker with liveness, queues, host, pid, version, restarts and the jobs it holds'),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
+  auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
 } satisfies Record<string, JsonSchema>;
 
 export type ResponseName = keyof typeof RESPONSES;

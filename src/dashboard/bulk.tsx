@@ -24,8 +24,10 @@ import { readNow } from '../db/store/read.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
 import { reaperView, runningJobViews, zombieCandidates, type RunningJobView } from './queries.ts';
 import { fmtRelative } from './format.ts';
-import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
+import { hasToken } from '../core/tokens.ts';
 
 type Env = DashboardEnv;
 
@@ -50,7 +52,7 @@ const doc = htmlDocument;
 
 export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
-  const open = !config.adminToken;
+  const open = !hasToken(config, 'admin');
   const cap = () => config.bulkActionCap ?? 100;
 
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 = 200) =>
@@ -201,8 +203,13 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     }
     const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     if (reasonText === '') return bad(c, 'Nothing changed: a bulk action needs a reason.', back);
-    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
-    const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()), rules: config });
+    const actor = session.name;
+    const limit = Math.min(expected, cap());
+    const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
+    const also = alongside(c, db, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
+    const ran = await once(() => jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
+    if (!ran) return alreadySubmitted(c);
+    const ids = ran.value;
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     return shell(
       c,

@@ -8,6 +8,7 @@
  * Registered by dashboardRoutes after its session/CSRF guard; read-only, so a
  * read-only login sees them too.
  */
+import { hasToken } from '../core/tokens.ts';
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
@@ -46,7 +47,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   const snapshotAndActivity = clock.now() === DB_CLOCK ? sharedRead(read, SHARED_READ_TTL_MS) : read;
   const snapshot = async () => (await snapshotAndActivity()).m;
 
-  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: !!config.adminToken }, children);
+  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: hasToken(config, 'admin') }, children);
 
   const metrics = async () => <MetricsFragment m={await snapshot()} />;
   app.get('/dashboard/metrics', async (c) => shell(c, 'Metrics', 'metrics', <Live src="/dashboard/live/metrics">{await metrics()}</Live>));

@@ -18,12 +18,17 @@ import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
+import { registerAuditPage } from './audit-page.tsx';
 import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { observabilityPages } from './observability-pages.tsx';
-import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
+import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
 import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
-import { sameSecret } from '../api/auth.ts';
+import { roleTokens } from '../core/tokens.ts';
+import { auditInsert } from '../db/store/audit.ts';
+import { formNonceUsed } from '../db/store/form-nonces.ts';
+import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
+import { alongside, once } from './acting.ts';
 import { AuthThrottle, clientAddress } from '../api/throttle.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { crossOriginFormProblem } from '../api/web-guards.ts';
@@ -47,13 +52,15 @@ import {
   type JobsFilter,
   type NavKey,
 } from './views.tsx';
-import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
 
 type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
+/** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
+const OPEN_OPERATOR = 'open dashboard (no login)';
 
 const page = htmlDocument;
 
@@ -64,10 +71,11 @@ function safeLocal(path: unknown, fallback: string): string {
 
 export function dashboardRoutes(deps: AppDeps) {
   const { db, config, clock } = deps;
-  const keys = new SessionKeys(config.adminToken, config.readonlyToken);
+  const tokens = roleTokens(config);
+  const keys = new SessionKeys(tokens);
   const throttle = deps.authThrottle ?? new AuthThrottle();
   const trustProxy = config.trustProxy === 'true';
-  const open = !config.adminToken;
+  const open = tokens.admin.length === 0;
   const app = new Hono<Env>();
 
   const now = async () => {
@@ -122,23 +130,28 @@ export function dashboardRoutes(deps: AppDeps) {
     const form = await c.req.parseBody();
     const next = safeLocal(form.next, '/dashboard');
     const client = clientAddress(c, trustProxy);
+    const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
     try {
       throttle.check(client);
     } catch (err) {
       if (!(err instanceof LeaseholdError)) throw err;
       c.header('retry-after', String(err.details?.retryAfterSeconds ?? 1));
-      return page(c, <LoginPage next={next} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
+      return page(c, <LoginPage next={next} name={typed} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
     }
+    const named = operatorName(form.name);
+    if ('problem' in named) return page(c, <LoginPage next={next} name={typed} error={named.problem} />, 400);
     const token = typeof form.token === 'string' ? form.token : '';
-    // Both compared every time, so timing does not tell which one matched.
-    const isAdmin = !!config.adminToken && sameSecret(config.adminToken, token);
-    const isReadonly = !!config.readonlyToken && sameSecret(config.readonlyToken, token);
-    if (!isAdmin && !isReadonly) {
+    // Every admin and read-only token compared every time, so timing does not tell which one matched.
+    const login = keys.login(token);
+    const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
+    if (!login) {
       throttle.failed(client);
-      return page(c, <LoginPage next={next} error="That token is not valid." />, 401);
+      await auditInsert(db, { by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
+      return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
     }
     throttle.succeeded(client);
-    const { cookie } = await keys.issue(isAdmin ? 'admin' : 'readonly', Date.now());
+    const { cookie } = await keys.issue(login.role, Date.now(), { tok: login.tok, name: named.name });
+    await auditInsert(db, { by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
     setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
     return c.redirect(next, 303);
   });
@@ -153,7 +166,7 @@ export function dashboardRoutes(deps: AppDeps) {
       if (open) {
         // Loopback development without an admin token: the dashboard is open,
         // but a session still exists so forms carry a CSRF token.
-        const issued = await keys.issue('admin', Date.now());
+        const issued = await keys.issue('admin', Date.now(), { name: OPEN_OPERATOR });
         setCookie(c, SESSION_COOKIE, issued.cookie, cookieOptions(c));
         session = issued.session;
       } else if (c.req.method === 'GET' && !c.req.path.startsWith('/dashboard/live/')) {
@@ -165,16 +178,21 @@ export function dashboardRoutes(deps: AppDeps) {
       }
     }
     c.set('session', session);
-    c.set('csrf', await keys.csrfToken(session));
+    // A fresh one-time token for every form this answer renders (htmx fragments too).
+    c.set('csrf', await keys.formToken(session, Date.now()));
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       // Before the CSRF token: a page elsewhere cannot act even with a leaked one.
       const crossOrigin = crossOriginFormProblem(c);
       if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: nothing was changed.`} />, 403);
       const type = c.req.header('content-type') ?? '';
       const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
-      if (!(await keys.csrfValid(session, form._csrf))) {
+      const nonce = await keys.formTokenValid(session, form._csrf, Date.now());
+      if (!nonce) {
         return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
       }
+      // Used already: refused here with a clear answer; two copies racing are settled by the action's own batch.
+      if (await formNonceUsed(db, nonce.nonce)) return alreadySubmitted(c);
+      c.set('formNonce', nonce);
       // Every state-changing route is refused to a read-only login here, once,
       // so a new POST route cannot forget it. Logging out changes nothing.
       if (session.role !== 'admin' && c.req.path !== '/dashboard/logout') return readOnlyRefusal(c);
@@ -186,7 +204,8 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
-    await sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now() });
+    const also = alongside(c, db, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
+    if (!(await once(() => sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
   });
@@ -362,7 +381,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const action = c.req.param('action');
     const session = c.get('session');
     const form = await c.req.parseBody();
-    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
+    // The operator's own name, as typed at login: the job's events and the audit say who.
+    const actor = session.name;
     const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     const reason = reasonText === '' ? null : reasonText;
     const jobPage = `/dashboard/jobs/${id}`;
@@ -371,24 +391,23 @@ export function dashboardRoutes(deps: AppDeps) {
       const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
       return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
     };
-    const p = { id, actor, reason, now: clock.now() };
-    let outcome: OperatorOutcome;
-    let done: string;
-    if (action === 'retry') {
-      outcome = await jobRetryIfFinishedUnsuccessfully(db, p);
-      done = 'retried';
-    } else if (action === 'cancel') {
-      outcome = await jobCancelIfPending(db, p);
-      done = 'cancelled';
-    } else if (action === 'requeue') {
-      outcome = await jobRequeueIfReaperWould(db, { ...p, force: false, rules: config });
-      done = 'requeued';
-    } else {
+    const auditAction = action === 'force-requeue' ? 'job.force_requeue' : (`job.${action}` as 'job.retry' | 'job.cancel' | 'job.requeue');
+    const also = alongside(c, db, { action: auditAction, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now: clock.now() }, trustProxy);
+    const p = { id, actor, reason, now: clock.now(), also };
+    if (action === 'force-requeue') {
       if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id)) return go('confirm_mismatch');
       if (reason === null) return go('reason_required');
-      outcome = await jobRequeueIfReaperWould(db, { ...p, force: true, rules: config });
-      done = 'force_requeued';
     }
+    const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
+    const ran = await once<OperatorOutcome>(() =>
+      action === 'retry'
+        ? jobRetryIfFinishedUnsuccessfully(db, p)
+        : action === 'cancel'
+          ? jobCancelIfPending(db, p)
+          : jobRequeueIfReaperWould(db, { ...p, force: action === 'force-requeue', rules: config }),
+    );
+    if (!ran) return alreadySubmitted(c);
+    const outcome = ran.value;
     if (outcome.ok) return go(done);
     if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
     return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
@@ -396,6 +415,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
+  registerAuditPage(app, deps);
 
   return app;
 }

@@ -12,7 +12,7 @@ import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './forma
 import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
 import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
 
 const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
@@ -27,7 +27,7 @@ const NOTICES: Record<string, string> = {
     'Nothing changed: the reaper would not take this job back now (see Reaper below for why). It acts by itself when it should; only a force requeue acts sooner.',
 };
 
-export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; children?: Child }) {
+export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; children?: Child }) {
   const link = (key: NavKey, href: string, label: string) => (
     <a href={href} class={props.nav === key ? 'active' : undefined} aria-current={props.nav === key ? 'page' : undefined}>
       {label}
@@ -53,10 +53,12 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('zombies', '/dashboard/zombies', 'Zombies')}
             {link('workers', '/dashboard/workers', 'Workers')}
             {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
+            {link('audit', '/dashboard/audit', 'Audit')}
           </nav>
           {props.loggedIn && props.csrf ? (
             <form method="post" action="/dashboard/logout" class="logout">
               <input type="hidden" name="_csrf" value={props.csrf} />
+              {props.operator ? <span class="operator" id="operator">{props.operator}</span> : null}
               <button type="submit">Log out</button>
             </form>
           ) : null}
@@ -92,15 +94,19 @@ export function Notice(props: { notice: string | undefined; was?: string | undef
   );
 }
 
-export function LoginPage(props: { error?: string | undefined; next: string }) {
+export function LoginPage(props: { error?: string | undefined; next: string; name?: string | undefined }) {
   return (
     <Layout title="Log in" nav="none">
-      {props.error ? <p class="notice error">{props.error}</p> : null}
+      {props.error ? <p class="notice error" role="alert" id="login-error">{props.error}</p> : null}
       <form method="post" action="/dashboard/login" class="login">
         <input type="hidden" name="next" value={props.next} />
         <label>
+          Your name <span class="hint">(every action you take is recorded with it)</span>
+          <input type="text" name="name" autocomplete="name" required maxlength={100} value={props.name ?? ''} autofocus={!props.name} />
+        </label>
+        <label>
           Admin or read-only token
-          <input type="password" name="token" autocomplete="current-password" required autofocus />
+          <input type="password" name="token" autocomplete="current-password" required autofocus={!!props.name} />
         </label>
         <button type="submit">Log in</button>
       </form>
