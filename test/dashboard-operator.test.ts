@@ -21,7 +21,7 @@ beforeEach(async () => {
   const res = await t.app.request('/dashboard/login', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ token: ADMIN, next: '/dashboard' }).toString(),
+    body: new URLSearchParams({ name: 'Ada', token: ADMIN, next: '/dashboard' }).toString(),
     redirect: 'manual',
   });
   expect(res.status).toBe(303);
