@@ -185,7 +185,10 @@ export const RESPONSES = {
   alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
   tuning: loose(['at', 'queues'], 'recommended settings per queue'),
   health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
-  workers: loose(['at', 'workerAliveMs', 'alive', 'workers'], 'the worker registry: each worker with liveness, queues, host, pid, version, restarts and the jobs it holds'),
+  workers: loose(
+    ['at', 'workerAliveMs', 'alive', 'workers'],
+    'the worker registry: each worker with liveness, queues, host, pid, version, restarts, the jobs it holds, and counters (eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: what its last beat reported since the process started; null from SDKs that do not send them)',
+  ),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
 } satisfies Record<string, JsonSchema>;
 
