@@ -186,11 +186,12 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   let nextQueue = 0;
   const stats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
   /** What every liveness beat reports about this process: the server keeps the latest for the operator. */
+  // Clamped to what the server accepts: a refused beat would fail the heartbeat round with it.
   const beatCounters = () => ({
-    eventLoopBlocks: stats.eventLoopBlocked,
-    longestEventLoopBlockMs: Math.round(stats.longestEventLoopBlockMs),
-    heartbeatFailures: stats.heartbeatFailures,
-    leasesLost: stats.leaseLost,
+    eventLoopBlocks: Math.min(stats.eventLoopBlocked, 1e9),
+    longestEventLoopBlockMs: Math.min(Math.round(stats.longestEventLoopBlockMs), 24 * 3600 * 1000),
+    heartbeatFailures: Math.min(stats.heartbeatFailures, 1e9),
+    leasesLost: Math.min(stats.leaseLost, 1e9),
   });
   let pendingCompletions: { running: Running; result: unknown }[] = [];
   /** Jobs a claim brought back after close() began: released without running. */
