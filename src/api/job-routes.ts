@@ -10,8 +10,8 @@ import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
 import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
-import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
-import { iso, toJob } from '../db/store/record.ts';
+import { eventsForJob, jobGet, jobSummariesList } from '../db/store/read.ts';
+import { iso, toJob, toJobSummary } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
@@ -158,11 +158,11 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       operationId: 'listJobs',
       tag: 'jobs',
       answers: { schema: 'jobPage' },
-      summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after',
+      summary: 'Job summaries by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after. Each job comes without its payload, result, progress and checkpoint (their sizes and a short preview instead): GET /jobs/{id} has them whole',
       query: listQuery,
     },
     async (c, _body, q) => {
-      const page = await jobsList(db, {
+      const page = await jobSummariesList(db, {
         queue: q.queue,
         status: q.status as JobStatus | undefined,
         idempotencyKey: q.idempotencyKey,
@@ -170,7 +170,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         limit: q.limit === undefined ? 50 : Number(q.limit),
         order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
       });
-      return c.json({ jobs: page.jobs.map(toJob), next: page.next === null ? null : String(page.next) });
+      return c.json({ jobs: page.jobs.map(toJobSummary), next: page.next === null ? null : String(page.next) });
     },
   );
 

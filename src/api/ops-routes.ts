@@ -70,7 +70,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       operationId: 'listWorkers',
       tag: 'observability',
       answers: { schema: 'workers' },
-      summary: 'The worker registry (seen in the last 24 hours): liveness, queues, host, pid, version, started, last seen, running jobs reported and held',
+      summary: 'The worker registry (seen in the last 24 hours): liveness, queues, host, pid, version, started, last seen, restarts, running jobs reported and held, and the counters the SDK reports with its beats (event-loop blocks and the longest, heartbeat failures, leases lost; null from SDKs that do not send them)',
       query: workersQuery,
     },
     async (c, _body, q) => {
@@ -189,5 +189,17 @@ function workerView(w: WorkerRecord, now: number, aliveMs: number, held: { held:
     /** Running jobs the database says it holds, and how many of those leases have expired. */
     heldJobs: held?.held ?? 0,
     expiredLeases: held?.expired ?? 0,
+    // What the process reported with its last beat, since it started; null:
+    // an SDK that does not report them. Event-loop blocks on a live worker
+    // mean it is hung (CPU-bound handler), not dead.
+    counters:
+      w.event_loop_blocks === null && w.longest_event_loop_block_ms === null && w.heartbeat_failures === null && w.leases_lost === null
+        ? null
+        : {
+            eventLoopBlocks: w.event_loop_blocks,
+            longestEventLoopBlockMs: w.longest_event_loop_block_ms,
+            heartbeatFailures: w.heartbeat_failures,
+            leasesLost: w.leases_lost,
+          },
   };
 }

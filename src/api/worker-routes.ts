@@ -38,6 +38,10 @@ function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
   return o.job;
 }
 
+/** Caps on what a beat may report: a counter past a billion, or a block past a day, is a bug, not a measurement. */
+const MAX_COUNTER = 1_000_000_000;
+const MAX_BLOCK_MS = 24 * 3600 * 1000;
+
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
@@ -281,10 +285,17 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         version: optional(str({ max: 100 })),
         queues: optional(arr(queueName, { min: 0, max: 100 })),
         runningCount: optional(int({ min: 0, max: 1_000_000 })),
+        // The process's own counters since it started; older SDKs send none.
+        eventLoopBlocks: optional(int({ min: 0, max: MAX_COUNTER, description: 'times a heartbeat timer fired late because the event loop was blocked, since the process started' })),
+        longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),
+        heartbeatFailures: optional(int({ min: 0, max: MAX_COUNTER, description: 'heartbeat rounds that failed (network, server), since the process started' })),
+        leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
       }),
     },
     async (c, body) => {
-      await workerBeat(db, { id: body.workerId, ...body, now: clock.now() });
+      const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost, ...beat } = body;
+      const counters = { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost };
+      await workerBeat(db, { id: body.workerId, ...beat, counters, now: clock.now() });
       return c.json({ ok: true });
     },
   );

@@ -21,7 +21,9 @@ import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
-import { observabilityPages } from './observability-pages.tsx';
+import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
+import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
+import { QueueTotals } from './queue-totals.tsx';
 import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
 import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
 import { roleTokens } from '../core/tokens.ts';
@@ -217,18 +219,36 @@ export function dashboardRoutes(deps: AppDeps) {
   const overviewExtras = observabilityPages(app, deps);
 
   // ---- overview ----
-  const overview = async () => {
-    const { summary, charts, health, at, perQueue } = await overviewExtras();
+  const overview = async (s: QueueSelection) => {
+    const { summary, charts, health, all, at, perQueue } = await overviewExtras(s);
     return (
       <>
         {summary}
-        <OverviewFragment queues={health} now={at} activity={perQueue} />
+        {all.length > 0 ? <QueueTotals queues={all} /> : null}
+        <QueuePager base="/dashboard" p={health} />
+        {health.matching === 0 && all.length > 0 ? <NoQueueMatches filter={s.filter} /> : <OverviewFragment queues={health.items} now={at} activity={perQueue} />}
         {charts}
       </>
     );
   };
-  app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
-  app.get('/dashboard/live/overview', async (c) => c.html(await overview()));
+  app.get('/dashboard', async (c) => {
+    const s = parseQueueSelection(c);
+    if (typeof s === 'string') return page(c, <ErrorPage title="Bad page" message={s} />, 400);
+    return shell(
+      c,
+      'Queues',
+      'overview',
+      <>
+        <QueueFilterForm action="/dashboard" filter={s.filter} />
+        <Live src={`/dashboard/live/overview${queueSelectionQuery(s)}`}>{await overview(s)}</Live>
+      </>,
+    );
+  });
+  app.get('/dashboard/live/overview', async (c) => {
+    const s = parseQueueSelection(c);
+    if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
+    return c.html(await overview(s));
+  });
 
   // ---- jobs list ----
   function parseFilter(c: Context): JobsFilter | string {

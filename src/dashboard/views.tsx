@@ -691,6 +691,22 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
   );
 }
 
+/** What the worker's last beat reported; — for an SDK that does not report them. */
+function WorkerCounterCells(props: { w: WorkerRecord }) {
+  const { w } = props;
+  const count = (n: number | null) => <td class={n !== null && n > 0 ? 'warn' : undefined}>{n ?? '—'}</td>;
+  return (
+    <>
+      <td class={w.event_loop_blocks ? 'warn loop-blocks' : 'loop-blocks'}>
+        {w.event_loop_blocks ?? '—'}
+        {w.event_loop_blocks && w.longest_event_loop_block_ms !== null ? ` (longest ${fmtDuration(w.longest_event_loop_block_ms)})` : ''}
+      </td>
+      {count(w.heartbeat_failures)}
+      {count(w.leases_lost)}
+    </>
+  );
+}
+
 export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; config: Config }) {
   if (props.workers.length === 0) return <p class="empty">No worker seen in the last 24 hours.</p>;
   return (
@@ -703,6 +719,11 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
           <th>Last seen</th>
           <th>Running</th>
           <th title="times a new process took over this worker id (a crash loop shows here)">Restarts</th>
+          <th title="times its heartbeat timer fired late because the event loop was blocked, and the longest block, since the process started: a worker alive with blocks is hung on CPU-bound work, not dead">
+            Event-loop blocks
+          </th>
+          <th title="heartbeat rounds that failed (network or server), since the process started">Heartbeat failures</th>
+          <th title="jobs whose lease this process lost (refused, or expired before it could renew), since it started">Leases lost</th>
           <th>Queues</th>
           <th>Host</th>
           <th>Pid</th>
@@ -720,6 +741,7 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
               <td>{fmtRelative(w.last_seen_at, props.now)}</td>
               <td>{w.running_count}</td>
               <td class={w.restarts > 0 ? 'warn' : undefined}>{w.restarts}</td>
+              <WorkerCounterCells w={w} />
               <td>{w.queues ?? '—'}</td>
               <td>{w.host ?? '—'}</td>
               <td>{w.pid ?? '—'}</td>

@@ -144,6 +144,13 @@ export const workers = sqliteTable(
     // new one took over the id: a crash-looping worker shows here.
     instanceId: text('instance_id'),
     restarts: integer('restarts').notNull().default(0),
+    // What the worker process reported with its latest beat, counted since it
+    // started (NULL: an SDK that does not report them). Event-loop blocks mean
+    // a hung process, not a dead one.
+    eventLoopBlocks: integer('event_loop_blocks'),
+    longestEventLoopBlockMs: integer('longest_event_loop_block_ms'),
+    heartbeatFailures: integer('heartbeat_failures'),
+    leasesLost: integer('leases_lost'),
     startedAt: integer('started_at').notNull(),
     lastSeenAt: integer('last_seen_at').notNull(),
   },

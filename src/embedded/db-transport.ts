@@ -79,7 +79,8 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
       return outcomes.map(answer);
     },
     async beat(p) {
-      await workerBeat(db, { id: p.workerId, instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, now: clock.now() });
+      const counters = { eventLoopBlocks: p.eventLoopBlocks, longestEventLoopBlockMs: p.longestEventLoopBlockMs, heartbeatFailures: p.heartbeatFailures, leasesLost: p.leasesLost };
+      await workerBeat(db, { id: p.workerId, instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, counters, now: clock.now() });
     },
     async effectStart(p) {
       const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });

@@ -44,7 +44,20 @@ export interface Transport {
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
   /** The worker's own liveness row. */
-  beat(p: { workerId: string; instanceId?: string | undefined; host?: string; pid?: number; version?: string; queues: string[]; runningCount: number }): Promise<void>;
+  beat(p: {
+    workerId: string;
+    instanceId?: string | undefined;
+    host?: string;
+    pid?: number;
+    version?: string;
+    queues: string[];
+    runningCount: number;
+    /** This process's counters since it started: the operator sees them in the worker registry. */
+    eventLoopBlocks?: number;
+    longestEventLoopBlockMs?: number;
+    heartbeatFailures?: number;
+    leasesLost?: number;
+  }): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */

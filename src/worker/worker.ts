@@ -184,7 +184,15 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   let heartbeatTicking = false;
   let heartbeatInterval = options.heartbeatMs ?? 5_000;
   let nextQueue = 0;
-  const stats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, heartbeatFailures: 0 };
+  const stats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
+  /** What every liveness beat reports about this process: the server keeps the latest for the operator. */
+  // Clamped to what the server accepts: a refused beat would fail the heartbeat round with it.
+  const beatCounters = () => ({
+    eventLoopBlocks: Math.min(stats.eventLoopBlocked, 1e9),
+    longestEventLoopBlockMs: Math.min(Math.round(stats.longestEventLoopBlockMs), 24 * 3600 * 1000),
+    heartbeatFailures: Math.min(stats.heartbeatFailures, 1e9),
+    leasesLost: Math.min(stats.leaseLost, 1e9),
+  });
   let pendingCompletions: { running: Running; result: unknown }[] = [];
   /** Jobs a claim brought back after close() began: released without running. */
   const releasedInFlight: string[] = [];
@@ -538,6 +546,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // The timer could not fire: something blocked the event loop. This is
       // what "could not renew lock" usually means in other queues.
       stats.eventLoopBlocked++;
+      stats.longestEventLoopBlockMs = Math.max(stats.longestEventLoopBlockMs, lateBy);
       const ids = jobs.map((r) => r.job.id);
       logger.warn(`event loop was blocked for ${Math.round(lateBy)} ms; heartbeat late for job(s) ${ids.join(', ') || '(none)'}: move CPU-bound work off the event loop or raise the lease`, {
         blockedMs: Math.round(lateBy),
@@ -558,7 +567,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // must not become an unhandled rejection (found by the chaos run: it
       // killed every worker whose server went away).
       const [, answers] = await Promise.all([
-        transport.beat({ workerId, instanceId, ...identity, queues, runningCount: active.size }),
+        transport.beat({ workerId, instanceId, ...identity, queues, runningCount: active.size, ...beatCounters() }),
         renew.length > 0
           ? transport.heartbeat({
               workerId,
@@ -579,7 +588,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   function startWorker() {
     if (state !== 'new') return worker;
     state = 'running';
-    void transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 }).catch((err) => emit('error', { error: err, during: 'beat' }));
+    void transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0, ...beatCounters() }).catch((err) => emit('error', { error: err, during: 'beat' }));
     scheduleHeartbeat();
     claimLoopDone = claimLoop().catch((err) => {
       logger.error(`claim loop stopped: ${describe(err)}`, { error: describe(err) });
@@ -618,7 +627,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       // Results in flight get their answer (bounded: their own retries stop when the lease ends).
       const settleBy = after(RELEASE_RETRY_MS);
       while ([...active.values()].some((r) => r.finishing) && !settleBy()) await sleep(20);
-      await transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0 }).catch(() => {});
+      await transport.beat({ workerId, instanceId, ...identity, queues, runningCount: 0, ...beatCounters() }).catch(() => {});
       removeSignalHandlers();
       emit('stopped', stoppedBy === undefined ? { released } : { released, error: stoppedBy });
     })();
@@ -633,7 +642,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     instanceId,
     start: startWorker,
     close,
-    /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked, heartbeatFailures. */
+    /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked (and the longest, in ms), heartbeatFailures. Beats report the last four to the server. */
     stats,
     get running() {
       return active.size;
