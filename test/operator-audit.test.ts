@@ -153,6 +153,7 @@ describe('the dashboard: named operators, every action audited, one-time forms',
       ['', 'Your name is required'],
       ['    ', 'Your name is required'],
       ['x'.repeat(101), 'at most 100 characters'],
+      ['Ada\u0007', 'control characters'],
     ] as const) {
       const res = await req('/dashboard/login', { form: { name, token: ADMIN } });
       expect(res.status, name).toBe(400);

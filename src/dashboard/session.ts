@@ -71,6 +71,7 @@ export function operatorName(raw: unknown): { name: string } | { problem: string
   if ([...name].length > OPERATOR_NAME_MAX) return { problem: `Your name must be at most ${OPERATOR_NAME_MAX} characters.` };
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) return { problem: 'Your name cannot contain control characters.' };
+  if (!name.isWellFormed()) return { problem: 'Your name contains half of a character (a lone UTF-16 surrogate): type it again.' };
   return { name };
 }
 
