@@ -11,6 +11,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
+import { auditRoutes } from './api/audit-routes.ts';
 import { requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
@@ -27,6 +28,7 @@ import { VERSION } from './version.ts';
 import { readNow } from './db/store/read.ts';
 import { metricsSnapshot } from './db/store/metrics.ts';
 import { storageFault } from './db/storage-fault.ts';
+import { EnqueuePartlyStored } from './db/store/enqueue.ts';
 import { AuthThrottle } from './api/throttle.ts';
 
 export type { AppDeps } from './api/deps.ts';
@@ -65,6 +67,7 @@ export function createApp(appDeps: AppDeps) {
   adminRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
+  auditRoutes(routes, deps);
   // Open like /healthz: it describes the API, it holds no data.
   api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);
@@ -104,7 +107,9 @@ export function createApp(appDeps: AppDeps) {
     if (fault) {
       c.set('errorCode', 'unavailable');
       log.warn(`${c.req.method} ${c.req.path}: 503, ${fault.message}`, { event: 'storage_fault', requestId: c.get('requestId'), sqliteCode: fault.sqliteCode });
-      return c.json({ error: { code: 'unavailable', message: fault.message } }, 503, { 'retry-after': String(fault.retryAfterSeconds) });
+      // A bulk enqueue that stored some chunks before the fault says how far it got.
+      const message = err instanceof EnqueuePartlyStored ? `${fault.message}; ${err.note}` : fault.message;
+      return c.json({ error: { code: 'unavailable', message } }, 503, { 'retry-after': String(fault.retryAfterSeconds) });
     }
     c.set('errorCode', 'internal');
     log.error('unexpected error', { requestId: c.get('requestId'), method: c.req.method, error: err });

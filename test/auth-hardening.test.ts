@@ -27,7 +27,7 @@ function request(app: App, path: string, init: { cookie?: string; form?: Record<
 }
 
 async function login(app: App, token: string, headers: Record<string, string> = {}): Promise<{ res: Response; cookie: string }> {
-  const res = await request(app, '/dashboard/login', { form: { token, next: '/dashboard' }, headers });
+  const res = await request(app, '/dashboard/login', { form: { name: 'Ada', token, next: '/dashboard' }, headers });
   const m = /leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '');
   return { res, cookie: m ? `leasehold_session=${m[1]}` : '' };
 }
@@ -87,7 +87,7 @@ test('the session cookie is Secure over HTTPS, and behind a trusted proxy that s
   const direct = await t.app.request('https://localhost/dashboard/login', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ token: ADMIN }).toString(),
+    body: new URLSearchParams({ name: 'Ada', token: ADMIN }).toString(),
     redirect: 'manual',
   });
   expect(direct.headers.get('set-cookie')).toMatch(/; Secure/);

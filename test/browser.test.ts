@@ -98,6 +98,7 @@ function watch(page: Page): Tab {
 
 async function logIn(tab: Tab, token: string) {
   await tab.page.goto(`${server.url}/dashboard/login`);
+  await tab.page.fill('input[name="name"]', 'Ada Lovelace');
   await tab.page.fill('input[name="token"]', token);
   await Promise.all([tab.page.waitForURL(`${server.url}/dashboard`), tab.page.click('button[type="submit"]')]);
 }
@@ -191,6 +192,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.goto(`${server.url}/dashboard`);
     expect(new URL(page.url()).pathname).toBe('/dashboard/login');
     await shot(page, 'login');
+    await page.fill('input[name="name"]', 'Ada Lovelace');
     await page.fill('input[name="token"]', 'wrong');
     await page.click('button[type="submit"]');
     await page.waitForSelector('text=That token is not valid.');
@@ -234,7 +236,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.waitForSelector('text=No actions for a completed job.', { timeout: 10_000 });
     const timeline = (await page.textContent('table.events')) ?? '';
     expect(timeline).toContain('requeued_by_operator');
-    expect(timeline).toContain('dashboard:admin:');
+    expect(timeline).toContain('Ada Lovelace');
     expect(timeline).toContain('completed');
     await shot(page, 'job-completed');
 
@@ -296,7 +298,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await Promise.all(ids.map(statusOf))).toEqual([...Array(CAP).fill('pending'), ...Array(5 - CAP).fill('failed')]);
     for (const id of moved) {
       const retried = (await eventsOf(id)).filter((e) => e.type === 'retried_by_operator');
-      expect(retried, id).toEqual([expect.objectContaining({ reason: 'retry after the outage', actor: expect.stringMatching(/^dashboard:admin:/) })]);
+      expect(retried, id).toEqual([expect.objectContaining({ reason: 'retry after the outage', actor: 'Ada Lovelace' })]);
     }
     for (const id of ids.slice(CAP)) expect((await eventsOf(id)).map((e) => e.type)).not.toContain('retried_by_operator');
 
@@ -308,6 +310,106 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(tab.errors).toEqual([]);
     await page.context().close();
   }, 30_000);
+
+  test(`bulk dry run: lists the jobs it will touch; a batch below the cap (${CAP}) is shown, confirmed and applied; one above it is refused`, async () => {
+    const ids = await failedJobs('batchq', 5);
+    const tab = await newTab();
+    const { page } = tab;
+    await logIn(tab, ADMIN);
+
+    await page.goto(`${server.url}/dashboard/bulk?queue=batchq&status=failed`);
+    // The cap's worth of jobs, lowest ids first, each with its queue, status and why.
+    expect(await page.locator('#bulk-preview tbody tr td:first-child').allTextContents()).toEqual(ids.slice(0, CAP));
+    expect(await page.locator('#bulk-preview tbody tr td:nth-child(2)').allTextContents()).toEqual(Array(CAP).fill('batchq'));
+    expect(await page.locator('#bulk-preview tbody tr td:nth-child(3)').allTextContents()).toEqual(Array(CAP).fill('failed'));
+    expect(await page.locator('#bulk-preview tbody tr td.why').allTextContents()).toEqual(Array(CAP).fill('failed after 1 of 1 attempts: boom'));
+    expect(await page.inputValue('input[name="batch"]')).toBe(String(CAP));
+
+    // A smaller batch: the dry run again, for that many.
+    await page.fill('input[name="batch"]', '2');
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/bulk?queue=batchq&status=failed&batch=2`), page.click('button:has-text("Dry run this batch")')]);
+    expect((await page.textContent('#bulk-count'))!.replace(/\s+/g, ' ')).toContain(`5 matching failed jobs in queue batchq; at most ${CAP} will be acted on, this time 2.`);
+    expect(await page.locator('#bulk-preview tbody tr td:first-child').allTextContents()).toEqual(ids.slice(0, 2));
+    expect(await page.textContent('form.action button')).toMatch(/Retry 2 failed jobs/);
+    await shot(page, 'bulk-batch');
+    await page.fill('input[name="confirm"]', '2');
+    await page.fill('input[name="reason"]', 'two first, then watch');
+    const done = await submit(page, 'form.action button[type="submit"]', `${server.url}/dashboard/bulk`);
+    expect(done.status()).toBe(200);
+    expect(await page.locator('ul.bulk-ids a').allTextContents()).toEqual(ids.slice(0, 2));
+    expect(await Promise.all(ids.map(statusOf))).toEqual(['pending', 'pending', 'failed', 'failed', 'failed']);
+
+    // The number field stops a batch above the cap; typed into the URL it is a 400 that changes nothing.
+    const over = await page.goto(`${server.url}/dashboard/bulk?queue=batchq&status=failed&batch=${CAP + 1}`);
+    expect(over?.status()).toBe(400);
+    expect(await page.textContent('main')).toContain(`batch: a whole number from 1 to the cap (${CAP})`);
+    expect(takeErrors(tab)).toEqual([httpError(400)]);
+    expect(await Promise.all(ids.map(statusOf))).toEqual(['pending', 'pending', 'failed', 'failed', 'failed']);
+
+    expect(tab.dialogs).toEqual([]);
+    expect(tab.errors).toEqual([]);
+    await page.context().close();
+  }, 30_000);
+
+  test('at 375 px wide the nav wraps and the overview, jobs, zombies and job pages fit without scrolling the page sideways', async () => {
+    // Realistic and unkind: a 120-character queue name, a long worker id, a long idempotency key and an error without spaces.
+    const queue = `billing.invoices-reconciliation.eu-west-1.${'x'.repeat(78)}`;
+    expect(queue).toHaveLength(120);
+    const worker = `worker-${'host-'.repeat(20)}pid-123456`;
+    const key = `order-${'0123456789abcdef'.repeat(8)}`;
+    const error = `TypeError:${'Cannot_read_properties_of_undefined_reading_amount/'.repeat(30)}`;
+    const { job: failing } = await api('POST', `/queues/${queue}/jobs`, { payload: { order: key, note: 'y'.repeat(400) }, maxAttempts: 1, idempotencyKey: key }, WORKER);
+    const first = await api('POST', `/queues/${queue}/claim`, { workerId: worker }, WORKER);
+    await api('POST', `/jobs/${failing.id}/fail`, { workerId: worker, lockToken: first.jobs[0].lockToken, error, retryable: false }, WORKER);
+    const { job: zombie } = await api('POST', `/queues/${queue}/jobs`, { payload: { kind: 'zombie' } }, WORKER);
+    await api('POST', `/queues/${queue}/claim`, { workerId: worker }, WORKER);
+    await api('POST', `/queues/${queue}/jobs`, { payload: { kind: 'waiting' } }, WORKER);
+    // Past the lease (1.5 s) and the grace (1 s): a zombie on every page.
+    await new Promise((r) => setTimeout(r, 2_700));
+
+    const tab = await newTab();
+    await logIn(tab, ADMIN);
+    const context = tab.page.context();
+    const pages = [
+      ['overview', '/dashboard', 'table.queues'],
+      ['jobs', `/dashboard/jobs?queue=${encodeURIComponent(queue)}`, 'table.jobs'],
+      ['zombies', '/dashboard/zombies', `#zombie-${zombie.id}`],
+      ['job-failed', `/dashboard/jobs/${failing.id}`, '#job-summary'],
+      ['job-zombie', `/dashboard/jobs/${zombie.id}`, '#job-summary'],
+    ] as const;
+    const tabs = await Promise.all(
+      pages.map(async ([name, path, selector]) => {
+        const t = watch(await context.newPage());
+        await t.page.setViewportSize({ width: 375, height: 800 });
+        expect((await t.page.goto(`${server.url}${path}`))?.status(), name).toBe(200);
+        await t.page.waitForSelector(selector);
+        const fits = () => t.page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+        expect(await fits(), name).toEqual({ scroll: 375, client: 375 });
+        // The nav wraps onto more lines instead of running off the side.
+        const nav = await t.page.evaluate(() => {
+          const links = Array.from(document.querySelectorAll('header nav a')).map((a) => a.getBoundingClientRect());
+          return { right: Math.max(...links.map((r) => r.right)), rows: new Set(links.map((r) => Math.round(r.top))).size };
+        });
+        expect(nav.right, name).toBeLessThanOrEqual(375);
+        expect(nav.rows, name).toBeGreaterThan(1);
+        // Still true once the live region has been polled and swapped.
+        await livePolls(t.page, 1);
+        expect(await fits(), `${name} after a poll`).toEqual({ scroll: 375, client: 375 });
+        await t.page.screenshot({ path: join(ARTIFACTS, `dashboard-narrow-${name}.png`), fullPage: true });
+        return [name, t] as const;
+      }),
+    );
+    // The jobs list marks the zombie, the job page leads with its lease.
+    const jobsTab = tabs.find(([name]) => name === 'jobs')![1];
+    expect(await jobsTab.page.textContent(`td.flagged.zombie`)).toContain('zombie: lease expired');
+    const zombieTab = tabs.find(([name]) => name === 'job-zombie')![1];
+    expect(await zombieTab.page.textContent('#job-lease')).toMatch(/^1\.5 s lease \(this claim's\) · expired/);
+    for (const [name, t] of tabs) {
+      expect(t.errors, name).toEqual([]);
+      expect(t.dialogs, name).toEqual([]);
+    }
+    await context.close();
+  }, 40_000);
 
   test('CSRF: a tampered token, no token, and a cross-site form are all refused; the job is unchanged', async () => {
     const { job } = await api('POST', '/queues/csrfq/jobs', { payload: { kind: 'csrf' } }, WORKER);
@@ -361,6 +463,58 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect((await eventsOf(job.id)).map((e) => e.type)).toEqual(['enqueued']);
     expect(tab.dialogs).toEqual([]);
     expect(tab.errors).toEqual([]);
+    await page.context().close();
+  }, 30_000);
+
+  test('the named operator: the login asks for a name, actions and the audit page carry it, a re-sent form is refused', async () => {
+    const { job } = await api('POST', '/queues/auditq/jobs', { payload: { kind: 'audit' } }, WORKER);
+    const tab = await newTab();
+    const { page } = tab;
+    // A name of spaces passes the browser's `required` but not the server: a clear 400, no session.
+    await page.goto(`${server.url}/dashboard/login`);
+    await page.fill('input[name="name"]', '   ');
+    await page.fill('input[name="token"]', ADMIN);
+    const blank = await submit(page, 'button[type="submit"]', `${server.url}/dashboard/login`);
+    expect(blank.status()).toBe(400);
+    expect(await page.textContent('#login-error')).toContain('Your name is required');
+    expect(takeErrors(tab)).toEqual([httpError(400)]);
+    await logIn(tab, ADMIN);
+    expect(await page.textContent('#operator')).toBe('Ada Lovelace');
+
+    const jobUrl = `${server.url}/dashboard/jobs/${job.id}`;
+    const cancelUrl = `${jobUrl}/cancel`;
+    await page.goto(jobUrl);
+    const form = `form[action="/dashboard/jobs/${job.id}/cancel"]`;
+    const token = await page.inputValue(`${form} input[name="_csrf"]`);
+    await page.fill(`${form} input[name="reason"]`, 'duplicate order');
+    await Promise.all([page.waitForURL(`${jobUrl}?notice=cancelled`), page.click(`${form} button`)]);
+    expect(await statusOf(job.id)).toBe('cancelled');
+    expect((await eventsOf(job.id)).find((e) => e.type === 'cancelled')).toMatchObject({ actor: 'Ada Lovelace', reason: 'duplicate order' });
+    // The same form sent again (its token already used), even after the job is pending again: refused, nothing changes.
+    await api('POST', `/jobs/${job.id}/retry`, { reason: 'back' });
+    const again = await page.request.post(cancelUrl, { form: { _csrf: token, reason: 'duplicate order' }, maxRedirects: 0, headers: { origin: server.url } });
+    expect(again.status()).toBe(409);
+    expect(await again.text()).toContain('already submitted');
+    expect(await statusOf(job.id)).toBe('pending');
+
+    // The audit page from the nav: newest first, the operator's name, a filter by action.
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/audit`), page.click('nav a[href="/dashboard/audit"]')]);
+    const first = page.locator('table.audit tbody tr').first();
+    expect(await first.textContent()).toContain('job.retry');
+    expect(await page.locator('table.audit').textContent()).toContain('Ada Lovelace');
+    await page.selectOption('select[name="action"]', 'job.cancel');
+    await Promise.all([page.waitForURL(/action=job\.cancel/), page.click('form.filters button')]);
+    const rows = page.locator('table.audit tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toMatch(/Ada Lovelace.*job\.cancel.*job \d+.*duplicate order/s);
+    await shot(page, 'audit');
+
+    // Logging out is recorded too.
+    await Promise.all([page.waitForURL(`${server.url}/dashboard/login`), page.click('form.logout button')]);
+    const { entries } = await api('GET', '/audit?actor=Ada%20Lovelace&limit=1');
+    expect(entries[0]).toMatchObject({ action: 'logout', actor: 'Ada Lovelace', source: 'dashboard' });
+    expect(takeErrors(tab)).toEqual([]);
+    expect(tab.dialogs).toEqual([]);
     await page.context().close();
   }, 30_000);
 
@@ -470,6 +624,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
       ['tuning', '/dashboard/tuning'],
       ['bulk-dry-run', '/dashboard/bulk?queue=shotq&status=failed'],
       ['alert-thresholds', '/dashboard/alerts/thresholds/shotq'],
+      ['audit', '/dashboard/audit'],
     ] as const;
     // In parallel, one page each in the logged-in context: every poll takes 2 s.
     const tabs = await Promise.all(
@@ -480,7 +635,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
         expect(await t.page.textContent('h1'), name).not.toMatch(/Refused|not found|Bad filter/i);
         // A live page is shot after one poll, so an error in the swapped-in fragment shows up too.
         if ((await t.page.locator('#live').count()) > 0) await livePolls(t.page, 1);
-        else expect(['bulk-dry-run', 'alert-thresholds']).toContain(name);
+        else expect(['bulk-dry-run', 'alert-thresholds', 'audit']).toContain(name);
         await shot(t.page, name);
         return [name, t] as const;
       }),
@@ -491,5 +646,6 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     }
     expect(tab.errors).toEqual([]);
     await tab.page.context().close();
-  }, 30_000);
+  // Each page waits for a live poll (2 s apart): a dozen pages need about 30 s on a quiet machine.
+  }, 90_000);
 });

@@ -170,7 +170,14 @@ test('workers: the registry as a table and as JSON', async () => {
   expect(res.stdout).toMatch(/^cli-w1\s+alive\s+.*\s+wq\s+box-7\s+77\s+9\.9\.9/m);
   expect(res.stderr).toMatch(/\d+ alive \(seen within 15000 ms\)/);
   const json = JSON.parse((await cli(['workers', '--json', '--queue', 'wq'])).stdout);
-  expect(json.workers).toEqual([expect.objectContaining({ id: 'cli-w1', alive: true, host: 'box-7', pid: 77, heldJobs: 0 })]);
+  expect(json.workers).toEqual([expect.objectContaining({ id: 'cli-w1', alive: true, host: 'box-7', pid: 77, heldJobs: 0, counters: null })]);
+
+  // A worker that reports its counters: event-loop blocks (longest), heartbeat failures, leases lost.
+  const counters = { eventLoopBlocks: 3, longestEventLoopBlockMs: 1200, heartbeatFailures: 4, leasesLost: 2 };
+  await postJson(api('/workers/beat'), { workerId: 'cli-w2', queues: ['wq2'], runningCount: 0, ...counters }, { authorization: `Bearer ${WORKER}` });
+  const hung = await cli(['workers', '--queue', 'wq2']);
+  expect(hung.stdout).toMatch(/loop blocks \(longest\)\s+hb failures\s+leases lost/);
+  expect(hung.stdout).toMatch(/^cli-w2\s+alive\s+.*\s+3 \(1200 ms\)\s+4\s+2\s+wq2/m);
 }, 180_000);
 
 test('errors: a refused token, an unreachable server and bad usage are one line each, with a non-zero exit', async () => {

@@ -18,7 +18,7 @@ beforeEach(async () => {
   const res = await t.app.request('/dashboard/login', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ token: ADMIN, next: '/dashboard' }).toString(),
+    body: new URLSearchParams({ name: 'Ada', token: ADMIN, next: '/dashboard' }).toString(),
     redirect: 'manual',
   });
   expect(res.status).toBe(303);
@@ -154,7 +154,7 @@ describe('dashboard observability pages', () => {
     t.clock.advance(10_000);
     const html = await page('/dashboard/alerts');
     const row = element(html, 'alert-q-heartbeat_lag', 'tr');
-    expect(row).toMatch(/<td class="since" title="[^"]+">10\.0 s<\/td>/);
+    expect(row).toMatch(/<td class="since" title="[^"]+">10\.0 s <span class="hint">since 2030-01-01 00:00:16Z<\/span><\/td>/);
     // An alert that changed since the last pass has no duration yet.
     const e = await t.enqueue('q');
     void e;

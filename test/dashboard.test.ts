@@ -35,7 +35,7 @@ function sessionCookie(res: Response): string {
 }
 
 async function login(): Promise<string> {
-  const res = await req('/dashboard/login', { form: { token: ADMIN, next: '/dashboard' } });
+  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
   expect(res.status).toBe(303);
   return sessionCookie(res);
 }
@@ -74,12 +74,12 @@ describe('with an admin token', () => {
   });
 
   test('a wrong token gets 401 and no cookie; the right one a signed, HttpOnly, SameSite=Strict session with expiry', async () => {
-    const bad = await req('/dashboard/login', { form: { token: 'nope' } });
+    const bad = await req('/dashboard/login', { form: { name: 'Ada', token: 'nope' } });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('set-cookie')).toBeNull();
     expect(await bad.text()).toContain('not valid');
 
-    const good = await req('/dashboard/login', { form: { token: ADMIN, next: '/dashboard/zombies' } });
+    const good = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard/zombies' } });
     expect(good.status).toBe(303);
     expect(good.headers.get('location')).toBe('/dashboard/zombies');
     const set = good.headers.get('set-cookie')!;
@@ -99,17 +99,17 @@ describe('with an admin token', () => {
     expect((await req('/dashboard', { cookie: `leasehold_session=${payload}.${sig!.slice(0, -2)}AA` })).status).toBe(303);
 
     // An open redirect target is not followed.
-    const evil = await req('/dashboard/login', { form: { token: ADMIN, next: '//evil.example/x' } });
+    const evil = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '//evil.example/x' } });
     expect(evil.headers.get('location')).toBe('/dashboard');
   });
 
   test('an expired session is refused', async () => {
     const { SessionKeys } = await import('../src/dashboard/session.ts');
-    const keys = new SessionKeys(ADMIN);
-    const { cookie } = await keys.issue('admin', Date.now() - 13 * 3600 * 1000);
+    const keys = new SessionKeys({ admin: [{ role: 'admin', name: 'default', token: ADMIN }], readonly: [] });
+    const { cookie } = await keys.issue('admin', Date.now() - 13 * 3600 * 1000, { tok: 'default', name: 'Ada' });
     expect(await keys.verify(cookie, Date.now())).toBeUndefined();
     expect((await req('/dashboard', { cookie: `leasehold_session=${cookie}` })).status).toBe(303);
-    const fresh = await keys.issue('admin', Date.now());
+    const fresh = await keys.issue('admin', Date.now(), { tok: 'default', name: 'Ada' });
     expect(await keys.verify(fresh.cookie, Date.now())).toMatchObject({ role: 'admin' });
   });
 
@@ -156,7 +156,7 @@ describe('with an admin token', () => {
     expect(await (await req('/dashboard', { cookie })).text()).toContain('emails');
     expect(await (await req('/dashboard/workers', { cookie })).text()).toContain('w-1');
     // The job page's live region asks for a full reload (new actions) once the status moved on.
-    expect(await (await req(`/dashboard/jobs/${a.id}`, { cookie })).text()).toContain(`hx-get="/dashboard/live/jobs/${a.id}?shown=running"`);
+    expect(await (await req(`/dashboard/jobs/${a.id}`, { cookie })).text()).toContain(`hx-get="/dashboard/live/jobs/${a.id}?shown=running&amp;part=summary"`);
     expect((await req(`/dashboard/live/jobs/${a.id}?shown=running`, { cookie })).headers.get('hx-redirect')).toBeNull();
     expect((await req(`/dashboard/live/jobs/${a.id}?shown=pending`, { cookie })).headers.get('hx-redirect')).toBe(`/dashboard/jobs/${a.id}`);
     expect((await req('/dashboard/jobs/999999', { cookie })).status).toBe(404);
@@ -292,20 +292,24 @@ describe('with an admin token', () => {
     expect(cancel.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=cancelled`);
     expect((await job(j.id)).job.status).toBe('cancelled');
 
-    const again = await req(`/dashboard/jobs/${j.id}/cancel`, { cookie, form: { _csrf: csrf } });
+    // The same form again: refused as already submitted, nothing changed.
+    const resent = await req(`/dashboard/jobs/${j.id}/cancel`, { cookie, form: { _csrf: csrf, reason: 'duplicate <b>order</b>' } });
+    expect(resent.status).toBe(409);
+    expect(await resent.text()).toContain('already submitted');
+    const again = await req(`/dashboard/jobs/${j.id}/cancel`, { cookie, form: { _csrf: await csrfOf(cookie, `/dashboard/jobs/${j.id}`) } });
     expect(again.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=conflict&was=cancelled`);
 
-    const retry = await req(`/dashboard/jobs/${j.id}/retry`, { cookie, form: { _csrf: csrf, reason: 'customer asked' } });
+    const retry = await req(`/dashboard/jobs/${j.id}/retry`, { cookie, form: { _csrf: await csrfOf(cookie, `/dashboard/jobs/${j.id}`), reason: 'customer asked' } });
     expect(retry.headers.get('location')).toBe(`/dashboard/jobs/${j.id}?notice=retried`);
     expect((await job(j.id)).job.status).toBe('pending');
 
     const events = (await job(j.id)).events as { type: string; actor: string | null; reason: string | null }[];
     const cancelled = events.find((e) => e.type === 'cancelled')!;
-    expect(cancelled.actor).toMatch(/^dashboard:admin:/);
+    expect(cancelled.actor).toBe('Ada');
     expect(cancelled.reason).toBe('duplicate <b>order</b>');
     const retried = events.find((e) => e.type === 'retried_by_operator')!;
     expect(retried).toMatchObject({ reason: 'customer asked' });
-    expect(retried.actor).toMatch(/^dashboard:admin:/);
+    expect(retried.actor).toBe('Ada');
 
     const page = await (await req(`/dashboard/jobs/${j.id}?notice=retried`, { cookie })).text();
     expect(page).toContain('duplicate &lt;b&gt;order&lt;/b&gt;');
@@ -339,7 +343,7 @@ describe('with an admin token', () => {
     const zombies = await (await req('/dashboard/zombies', { cookie })).text();
     expect(zombies).toContain(`id="zombie-${j.id}"`);
     expect(zombies).toContain('overdue by');
-    const requeue = await req(`/dashboard/jobs/${j.id}/requeue`, { cookie, form: { _csrf: csrf, return_to: '/dashboard/zombies', reason: 'stuck' } });
+    const requeue = await req(`/dashboard/jobs/${j.id}/requeue`, { cookie, form: { _csrf: await csrfOf(cookie, '/dashboard/zombies'), return_to: '/dashboard/zombies', reason: 'stuck' } });
     expect(requeue.headers.get('location')).toBe('/dashboard/zombies?notice=requeued');
     expect((await job(j.id)).job.status).toBe('pending');
     expect(await (await req('/dashboard/zombies', { cookie })).text()).not.toContain(`id="zombie-${j.id}"`);
@@ -347,7 +351,7 @@ describe('with an admin token', () => {
     const events = (await job(j.id)).events as { type: string; actor: string | null; reason: string | null }[];
     expect(events.find((e) => e.type === 'force_requeued_by_operator')).toMatchObject({ reason: 'worker host is being drained' });
     expect(events.find((e) => e.type === 'requeued_by_operator')).toMatchObject({ reason: 'stuck' });
-    expect(events.filter((e) => e.type.endsWith('by_operator')).every((e) => e.actor?.startsWith('dashboard:admin:'))).toBe(true);
+    expect(events.filter((e) => e.type.endsWith('by_operator')).every((e) => e.actor === 'Ada')).toBe(true);
   });
 
   test("a queue's alert thresholds: seen beside the server's, set from the form, bad values named and not saved", async () => {
@@ -365,13 +369,15 @@ describe('with an admin token', () => {
     expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300000 });
     expect(await (await req(`${path}?notice=saved`, { cookie })).text()).toMatch(/name="heartbeatLagFactor"[^>]*value="5"/);
     expect(await (await req('/dashboard/alerts', { cookie })).text()).toContain('mail</a> (2 set)');
-    // Out of limits, or not a number: 400 naming the field, the entered values kept, nothing saved.
+    // Out of limits, or not a number: 400 naming the field, the entered values kept, nothing saved
+    // (and the form's one-time token not used up: nothing was done).
+    const fresh = await csrfOf(cookie, path);
     for (const [field, value, message] of [
       ['reapClaimRatio', '2', 'reapClaimRatio must be between 0.001 and 1, got 2'],
       ['reapsPer5m', '2.5', 'reapsPer5m must be a whole number'],
       ['pendingAgeMs', 'soon', 'pendingAgeMs must be a whole number, got string'],
     ] as const) {
-      const bad = await req(path, { cookie, form: { _csrf: csrf, heartbeatLagFactor: '7', [field]: value } });
+      const bad = await req(path, { cookie, form: { _csrf: fresh, heartbeatLagFactor: '7', [field]: value } });
       expect(bad.status, field).toBe(400);
       const html = await bad.text();
       expect(html).toContain(message);
@@ -379,12 +385,12 @@ describe('with an admin token', () => {
     }
     expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({ heartbeatLagFactor: 5, pendingAgeMs: 300000 });
     // All empty: back to the server's. No CSRF token: refused.
-    expect((await req(path, { cookie, form: { _csrf: csrf } })).status).toBe(303);
+    expect((await req(path, { cookie, form: { _csrf: fresh } })).status).toBe(303);
     expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({});
     expect((await req(path, { cookie, form: { heartbeatLagFactor: '9' } })).status).toBe(403);
     expect((await t.get('/api/v1/queues/mail', admin)).json.queue.alertOverrides).toEqual({});
     // A queue that does not exist is not created.
-    expect((await req('/dashboard/alerts/thresholds/nope', { cookie, form: { _csrf: csrf, heartbeatLagFactor: '5' } })).status).toBe(404);
+    expect((await req('/dashboard/alerts/thresholds/nope', { cookie, form: { _csrf: await csrfOf(cookie, path), heartbeatLagFactor: '5' } })).status).toBe(404);
     expect((await t.get('/api/v1/queues/nope', admin)).status).toBe(404);
   });
 
@@ -416,7 +422,7 @@ describe('with a read-only token', () => {
     const running = await t.enqueue('q', { payload: 2 });
     await t.claim('q', 'w-1', { limit: 1 });
     t.clock.advance(t.config.leaseMs + 1);
-    const res = await req('/dashboard/login', { form: { token: READONLY } });
+    const res = await req('/dashboard/login', { form: { name: 'Ada', token: READONLY } });
     expect(res.status).toBe(303);
     const cookie = sessionCookie(res);
     for (const path of ['/dashboard', '/dashboard/jobs', `/dashboard/jobs/${pending.id}`, '/dashboard/zombies', '/dashboard/workers']) {

@@ -331,10 +331,10 @@ describe('tuning learns from healthy jobs only', () => {
 
 describe('the liveness beat rides on the heartbeats call', () => {
   const fullRow = async (id: string) =>
-    (await t.client.execute({ sql: 'SELECT instance_id, host, pid, version, queues, running_count, last_seen_at, restarts FROM workers WHERE id = ?', args: [id] })).rows[0] as unknown as
-      | { instance_id: string; host: string; pid: number; version: string; queues: string; running_count: number; last_seen_at: number; restarts: number }
+    (await t.client.execute({ sql: 'SELECT instance_id, host, pid, version, queues, running_count, last_seen_at, restarts, leases_lost, event_loop_blocks FROM workers WHERE id = ?', args: [id] })).rows[0] as unknown as
+      | { instance_id: string; host: string; pid: number; version: string; queues: string; running_count: number; last_seen_at: number; restarts: number; leases_lost: number | null; event_loop_blocks: number | null }
       | undefined;
-  const worker = { instanceId: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: ['q'], runningCount: 1 };
+  const worker = { instanceId: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: ['q'], runningCount: 1, leasesLost: 2, eventLoopBlocks: 3 };
 
   test('POST /heartbeats with `worker` renews the leases and records the beat in the same call', async () => {
     await bed();
@@ -344,7 +344,7 @@ describe('the liveness beat rides on the heartbeats call', () => {
     const res = await t.post(`${api}/heartbeats`, { workerId: 'w1', leases: [{ id: j.id, lockToken: c!.lockToken }], worker });
     expect(res.status, res.text).toBe(200);
     expect(res.json.results[0]).toMatchObject({ id: j.id, ok: true, leaseExpiresAt: new Date(t.clock.now() + 30_000).toISOString() });
-    expect(await fullRow('w1')).toMatchObject({ instance_id: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: '["q"]', running_count: 1, last_seen_at: t.clock.now(), restarts: 0 });
+    expect(await fullRow('w1')).toMatchObject({ instance_id: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: '["q"]', running_count: 1, last_seen_at: t.clock.now(), restarts: 0, leases_lost: 2, event_loop_blocks: 3 });
   });
 
   test('an idle worker beats through the same call with no leases; without `worker`, empty leases are refused', async () => {
@@ -359,6 +359,8 @@ describe('the liveness beat rides on the heartbeats call', () => {
     expect(empty.json.error.message).toContain('worker');
     const typo = await t.post(`${api}/heartbeats`, { workerId: 'w3', leases: [], worker: { runingCount: 1 } });
     expect(typo.status).toBe(400);
+    const negative = await t.post(`${api}/heartbeats`, { workerId: 'w3', leases: [], worker: { leasesLost: -1 } });
+    expect(negative.json.error).toMatchObject({ code: 'invalid_request', field: 'worker.leasesLost' });
     expect(await fullRow('w3')).toBeUndefined();
   });
 

@@ -144,7 +144,7 @@ describe('the dashboard refuses the same way', () => {
     return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
   }
   async function login() {
-    const res = await req('/dashboard/login', { form: { token: ADMIN, next: '/dashboard' } });
+    const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
     const cookie = `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await req('/dashboard', { cookie })).text())![1]!;
     return { cookie, csrf };

@@ -5,6 +5,7 @@ import { invalid, LeaseholdError } from '../core/errors.ts';
 import { reapOnce } from '../maintenance/pass.ts';
 import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
 import { iso } from '../db/store/record.ts';
+import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -88,7 +89,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       // The same lease rules as the server's own settings, named by field.
       const { errors } = checkQueueSettings(merged, (key) => key);
       if (errors.length) throw invalid(errors[0]!.setting, `${errors[0]!.setting} ${errors[0]!.rule}`);
-      await queueUpsertSettings(db, { queue: name, patch: body, now: clock.now() });
+      const audit = { by: apiActor(c, config), action: 'queue.settings' as const, queue: name, target: `queue ${name}`, now: clock.now() };
+      await queueUpsertSettings(db, { queue: name, patch: body, now: clock.now(), also: { audit } });
       const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
       return c.json({ queue: queueView(queue!) });
     },
@@ -107,7 +109,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const name = parseQueue(c.req.param('queue'));
-      await queueSetAlertThresholds(db, { queue: name, thresholds: body as Partial<AlertThresholds>, now: clock.now() });
+      const audit = { by: apiActor(c, config), action: 'queue.alert_thresholds' as const, queue: name, target: `queue ${name}`, now: clock.now() };
+      await queueSetAlertThresholds(db, { queue: name, thresholds: body as Partial<AlertThresholds>, now: clock.now(), also: { audit } });
       const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
       return c.json({ queue: queueView(queue!) });
     },
@@ -126,7 +129,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       },
       async (c) => {
         const name = parseQueue(c.req.param('queue'));
-        await queueUpsertSettings(db, { queue: name, patch: { paused }, now: clock.now() });
+        const audit = { by: apiActor(c, config), action: paused ? ('queue.pause' as const) : ('queue.resume' as const), queue: name, target: `queue ${name}`, now: clock.now() };
+        await queueUpsertSettings(db, { queue: name, patch: { paused }, now: clock.now(), also: { audit } });
         return c.json({ queue: name, paused });
       },
     );

@@ -12,39 +12,47 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { matchToken, roleTokens, sameSecret, type NamedToken, type TokenRole } from '../core/tokens.ts';
 import { clientAddress, type AuthThrottle } from './throttle.ts';
+
+export { sameSecret };
 
 export type Role = 'worker' | 'reader' | 'admin';
 
-type TokenConfig = Pick<Config, 'workerToken' | 'adminToken' | 'readonlyToken'>;
+type TokenConfig = Pick<Config, 'workerToken' | 'adminToken' | 'readonlyToken' | 'workerTokens' | 'adminTokens' | 'readonlyTokens'>;
 
-/** The token whose absence leaves a role open. */
+/** Who a request authenticated as: the token's role and name; undefined while the role is open. */
+export interface Principal {
+  role: TokenRole;
+  name: string;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    principal: Principal | undefined;
+  }
+}
+
+/** A token whose absence leaves a role open (any of the role's tokens). */
 export function roleToken(role: Role, config: TokenConfig): string | undefined {
-  return role === 'worker' ? config.workerToken : config.adminToken;
+  const tokens = roleTokens(config);
+  return (role === 'worker' ? tokens.worker : tokens.admin)[0]?.token;
 }
 
-/** Compares without an early exit, so response time does not leak a token prefix. */
-export function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
-}
-
-const ROLE_TOKENS: Record<Role, (keyof TokenConfig)[]> = {
-  worker: ['workerToken', 'adminToken'],
-  reader: ['readonlyToken', 'adminToken'],
-  admin: ['adminToken'],
+const ROLE_TOKENS: Record<Role, TokenRole[]> = {
+  worker: ['worker', 'admin'],
+  reader: ['readonly', 'admin'],
+  admin: ['admin'],
 };
-const TOKEN_NAMES: Record<keyof TokenConfig, string> = { workerToken: 'worker', adminToken: 'admin', readonlyToken: 'read-only' };
+const TOKEN_NAMES: Record<TokenRole, string> = { worker: 'worker', admin: 'admin', readonly: 'read-only' };
 
 /** `throttle`: wrong tokens back a client off (src/api/throttle.ts). */
 export function requireRole(role: Role, config: TokenConfig & Pick<Config, 'trustProxy'>, throttle?: AuthThrottle): MiddlewareHandler {
   const own = roleToken(role, config);
-  const accepted = ROLE_TOKENS[role].map((k) => config[k]).filter((t): t is string => !!t);
-  const others = (Object.keys(TOKEN_NAMES) as (keyof TokenConfig)[]).filter((k) => !ROLE_TOKENS[role].includes(k));
-  const needs = ROLE_TOKENS[role].filter((k) => config[k]).map((k) => TOKEN_NAMES[k]).join(' or ');
+  const tokens = roleTokens(config);
+  const accepted: NamedToken[] = ROLE_TOKENS[role].flatMap((r) => tokens[r]);
+  const others: NamedToken[] = (Object.keys(TOKEN_NAMES) as TokenRole[]).filter((r) => !ROLE_TOKENS[role].includes(r)).flatMap((r) => tokens[r]);
+  const needs = ROLE_TOKENS[role].filter((r) => tokens[r].length > 0).map((r) => TOKEN_NAMES[r]).join(' or ');
   return async function authorize(c, next) {
     if (own) {
       const client = throttle ? clientAddress(c, config.trustProxy === 'true') : '';
@@ -52,14 +60,17 @@ export function requireRole(role: Role, config: TokenConfig & Pick<Config, 'trus
       const header = c.req.header('authorization') ?? '';
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!match) throw new LeaseholdError('unauthorized', 'send Authorization: Bearer <token>', 'authorization');
-      if (!accepted.some((t) => sameSecret(t, match[1]!))) {
-        const other = others.find((k) => config[k] && sameSecret(config[k], match[1]!));
+      // Every configured token is compared, so timing says nothing about which one (if any) matched.
+      const found = matchToken(accepted, match[1]!).match;
+      const other = matchToken(others, match[1]!).match;
+      if (!found) {
         // A valid token of another role is not a guess: no back-off for it.
-        if (other) throw new LeaseholdError('forbidden', `this call needs the ${needs} token; the ${TOKEN_NAMES[other]} token cannot make it`, 'authorization');
+        if (other) throw new LeaseholdError('forbidden', `this call needs the ${needs} token; the ${TOKEN_NAMES[other.role]} token cannot make it`, 'authorization');
         throttle?.failed(client);
         throw new LeaseholdError('unauthorized', 'the bearer token is not valid', 'authorization');
       }
       throttle?.succeeded(client);
+      c.set('principal', { role: found.role, name: found.name });
     }
     await next();
   };

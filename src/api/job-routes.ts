@@ -2,14 +2,16 @@
  * Jobs: enqueue (one or a bulk), read one with its events, list, and the
  * operator's guarded actions (cancel, retry, requeue).
  */
+import { apiActor } from './audit-actor.ts';
+import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
 import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
-import { eventsForJob, jobGet, jobsList } from '../db/store/read.ts';
-import { iso, toJob } from '../db/store/record.ts';
+import { eventsForJob, jobGet, jobSummariesList } from '../db/store/read.ts';
+import { iso, toJob, toJobSummary } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
@@ -156,11 +158,11 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       operationId: 'listJobs',
       tag: 'jobs',
       answers: { schema: 'jobPage' },
-      summary: 'Jobs by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after',
+      summary: 'Job summaries by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after. Each job comes without its payload, result, progress and checkpoint (their sizes and a short preview instead): GET /jobs/{id} has them whole',
       query: listQuery,
     },
     async (c, _body, q) => {
-      const page = await jobsList(db, {
+      const page = await jobSummariesList(db, {
         queue: q.queue,
         status: q.status as JobStatus | undefined,
         idempotencyKey: q.idempotencyKey,
@@ -168,9 +170,17 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         limit: q.limit === undefined ? 50 : Number(q.limit),
         order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
       });
-      return c.json({ jobs: page.jobs.map(toJob), next: page.next === null ? null : String(page.next) });
+      return c.json({ jobs: page.jobs.map(toJobSummary), next: page.next === null ? null : String(page.next) });
     },
   );
+
+  /** Who, why and when for a job action, with its audit entry (written only if the job changed). */
+  const jobAudit = (c: Context, id: number, action: 'job.cancel' | 'job.retry' | 'job.requeue' | 'job.force_requeue', body: { actor?: string | undefined; reason?: string | undefined }) => {
+    const by = apiActor(c, config, body.actor);
+    const reason = body.reason ?? null;
+    const now = clock.now();
+    return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now } } };
+  };
 
   const act = async (c: Context, outcome: OperatorOutcome, id: number, wanted: string) => {
     if (!outcome.ok) throw operatorError(outcome, id, wanted);
@@ -179,13 +189,13 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
 
   r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobCancelIfPending(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    const outcome = await jobCancelIfPending(db, { id, ...jobAudit(c, id, 'job.cancel', body) });
     return act(c, outcome, id, 'only a pending job can be cancelled');
   });
 
   r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', operationId: 'retryJob', tag: 'jobs', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
     const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, now: clock.now() });
+    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, ...jobAudit(c, id, 'job.retry', body) });
     return act(c, outcome, id, 'only a failed or cancelled job can be retried');
   });
 
@@ -205,7 +215,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const id = parseJobId(c.req.param('id')!);
       if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
-      const outcome = await jobRequeueIfReaperWould(db, { id, actor: body.actor ?? 'admin', reason: body.reason ?? null, force: body.force ?? false, now: clock.now(), rules: config });
+      const outcome = await jobRequeueIfReaperWould(db, { id, ...jobAudit(c, id, body.force ? 'job.force_requeue' : 'job.requeue', body), force: body.force ?? false, rules: config });
       return act(c, outcome, id, 'only a running job can be requeued');
     },
   );

@@ -19,6 +19,7 @@ import { iso } from '../db/store/record.ts';
 import { workersHeldJobs } from '../db/store/worker-jobs.ts';
 import { workersList, type WorkerRecord } from '../db/store/workers.ts';
 import { readNow } from '../db/store/read.ts';
+import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -69,7 +70,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       operationId: 'listWorkers',
       tag: 'observability',
       answers: { schema: 'workers' },
-      summary: 'The worker registry (seen in the last 24 hours): liveness, queues, host, pid, version, started, last seen, running jobs reported and held',
+      summary: 'The worker registry (seen in the last 24 hours): liveness, queues, host, pid, version, started, last seen, restarts, running jobs reported and held, and the counters the SDK reports with its beats (event-loop blocks and the longest, heartbeat failures, leases lost; null from SDKs that do not send them)',
       query: workersQuery,
     },
     async (c, _body, q) => {
@@ -147,7 +148,17 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
           })),
         });
       }
-      const ids = await jobsBulkAct(db, { ...filter, actor: body.actor ?? 'admin', reason: body.reason!, now, limit });
+      const by = apiActor(c, config, body.actor);
+      const audit = {
+        by,
+        action: 'jobs.bulk' as const,
+        queue,
+        target: `${kind} ${status} jobs in queue ${queue}`,
+        after: JSON.stringify({ queue, status, action: kind, limit, force: filter.force }),
+        reason: body.reason!,
+        now,
+      };
+      const ids = await jobsBulkAct(db, { ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
     },
   );
@@ -178,5 +189,17 @@ function workerView(w: WorkerRecord, now: number, aliveMs: number, held: { held:
     /** Running jobs the database says it holds, and how many of those leases have expired. */
     heldJobs: held?.held ?? 0,
     expiredLeases: held?.expired ?? 0,
+    // What the process reported with its last beat, since it started; null:
+    // an SDK that does not report them. Event-loop blocks on a live worker
+    // mean it is hung (CPU-bound handler), not dead.
+    counters:
+      w.event_loop_blocks === null && w.longest_event_loop_block_ms === null && w.heartbeat_failures === null && w.leases_lost === null
+        ? null
+        : {
+            eventLoopBlocks: w.event_loop_blocks,
+            longestEventLoopBlockMs: w.longest_event_loop_block_ms,
+            heartbeatFailures: w.heartbeat_failures,
+            leasesLost: w.leases_lost,
+          },
   };
 }

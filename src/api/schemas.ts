@@ -9,8 +9,9 @@
  * described by their top-level fields only: they are for people and
  * dashboards, and their inner shapes grow.
  */
-import { JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { JOB_PREVIEW_CHARS, JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
+import type { AuditEntryWire } from './audit-view.ts';
 
 const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
 const time: JsonSchema = { type: 'string', format: 'date-time' };
@@ -41,6 +42,23 @@ export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { opt
 
 /** An object described by its top-level fields only (admin views). */
 const loose = (required: string[], description: string): JsonSchema => ({ type: 'object', required, additionalProperties: true, description });
+
+const AuditEntrySchema = fields<AuditEntryWire>({
+  id: string('opaque entry id'),
+  at: time,
+  actor: string("the operator's name (dashboard), or the request's actor or its token's name (API)"),
+  role: string('admin, readonly, worker, or none (a failed login)'),
+  credential: nullable(string('the name of the token the request or session used')),
+  source: { type: 'string', enum: ['dashboard', 'api'] },
+  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue'),
+  queue: nullable(string()),
+  jobId: nullable(string()),
+  target: string('what was acted on, for people'),
+  before: anyJson('the fields the change set, as they were (null where not recorded)'),
+  after: anyJson('the fields the change set, as they became; a bulk run: its filter and how many jobs changed'),
+  reason: nullable(string()),
+  client: nullable(string('the client address, where known')),
+});
 
 const jobStatus: JsonSchema = { type: 'string', enum: [...JOB_STATUSES] };
 
@@ -76,6 +94,21 @@ export const JobSchema = fields<Job>(
     result: anyJson('what complete() recorded'),
   },
   { description: 'A job. The lock token is never part of it: only the claimer gets it.' },
+);
+
+const { payload: _payload, result: _result, progress: _progress, checkpoint: _checkpoint, ...jobSummaryProps } = JobSchema.properties as Record<keyof Job, JsonSchema>;
+
+export const JobSummarySchema = fields<JobSummary>(
+  {
+    ...(jobSummaryProps as { [K in keyof Omit<Job, 'payload' | 'result' | 'progress' | 'checkpoint'>]-?: JsonSchema }),
+    payloadBytes: integer('the size of the payload\'s JSON text in bytes'),
+    payloadPreview: string(`the payload's JSON text, cut at ${JOB_PREVIEW_CHARS} characters`),
+    resultBytes: nullable(integer('the size of the result\'s JSON text in bytes; null: no result')),
+    resultPreview: nullable(string(`the result's JSON text, cut at ${JOB_PREVIEW_CHARS} characters`)),
+    progressBytes: nullable(integer('the size of the last progress in bytes; null: none')),
+    checkpointBytes: nullable(integer('the size of the checkpoint in bytes; null: none')),
+  },
+  { description: 'A job in a list: without its payload, result, progress and checkpoint (GET /jobs/{id} has them)' },
 );
 
 export const ClaimedJobSchema = fields<ClaimedJobWire>(
@@ -148,7 +181,7 @@ export const RESPONSES = {
   deduplicated: fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job' }),
   job: jobAnswer,
   jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
-  jobPage: fields<{ jobs: Job[]; next: string | null }>({ jobs: array(JobSchema), next: nullable(string('pass as `after` for the next page')) }),
+  jobPage: fields<{ jobs: JobSummary[]; next: string | null }>({ jobs: array(JobSummarySchema), next: nullable(string('pass as `after` for the next page')) }),
   claimed: fields<{ jobs: ClaimedJobWire[] }>({ jobs: array(ClaimedJobSchema) }),
   lease: LeaseStateSchema,
   heartbeats: fields<{ results: unknown[] }>({ results: array(oneOf(fields<LeaseState & { ok: true }>({ ...leaseProps, ok: constant(true) }), BatchRefusalSchema)) }),
@@ -171,8 +204,12 @@ export const RESPONSES = {
   alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
   tuning: loose(['at', 'queues'], 'recommended settings per queue'),
   health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
-  workers: loose(['at', 'workerAliveMs', 'alive', 'workers'], 'the worker registry: each worker with liveness, queues, host, pid, version, restarts and the jobs it holds'),
+  workers: loose(
+    ['at', 'workerAliveMs', 'alive', 'workers'],
+    'the worker registry: each worker with liveness, queues, host, pid, version, restarts, the jobs it holds, and counters (eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: what its last beat reported since the process started; null from SDKs that do not send them)',
+  ),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
+  auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
 } satisfies Record<string, JsonSchema>;
 
 export type ResponseName = keyof typeof RESPONSES;

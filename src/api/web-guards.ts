@@ -20,12 +20,13 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { hasToken } from '../core/tokens.ts';
 import { logField } from './request-log.ts';
 
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** Whether any role works without a token: then every request is open to any page the user visits. */
-export const isOpenMode = (config: Pick<Config, 'workerToken' | 'adminToken'>) => !config.workerToken || !config.adminToken;
+export const isOpenMode = (config: Parameters<typeof hasToken>[0]) => !hasToken(config, 'worker') || !hasToken(config, 'admin');
 
 /** The request's host (name and port), or undefined when it does not parse. */
 function requestHost(c: Context): { hostname: string; port: string; host: string } | undefined {

@@ -38,10 +38,14 @@ function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
   return o.job;
 }
 
+/** Caps on what a beat may report: a counter past a billion, or a block past a day, is a bug, not a measurement. */
+const MAX_COUNTER = 1_000_000_000;
+const MAX_BLOCK_MS = 24 * 3600 * 1000;
+
 /**
  * What a worker says about itself: the body of /workers/beat, and the
  * `worker` field of /heartbeats that carries the same beat. New liveness
- * fields (the SDK's counters) go here, and both routes take them.
+ * fields go here, and both routes take them.
  */
 const beatFields = {
   instanceId: optional(instanceIdField),
@@ -50,7 +54,18 @@ const beatFields = {
   version: optional(str({ max: 100 })),
   queues: optional(arr(queueName, { min: 0, max: 100 })),
   runningCount: optional(int({ min: 0, max: 1_000_000 })),
+  // The process's own counters since it started; older SDKs send none.
+  eventLoopBlocks: optional(int({ min: 0, max: MAX_COUNTER, description: 'times a heartbeat timer fired late because the event loop was blocked, since the process started' })),
+  longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),
+  heartbeatFailures: optional(int({ min: 0, max: MAX_COUNTER, description: 'heartbeat rounds that failed (network, server), since the process started' })),
+  leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
 };
+
+/** A beat's wire fields as the store takes them: the counters grouped. */
+function liveness<B extends { eventLoopBlocks?: number | undefined; longestEventLoopBlockMs?: number | undefined; heartbeatFailures?: number | undefined; leasesLost?: number | undefined }>(body: B) {
+  const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost, ...rest } = body;
+  return { ...rest, counters: { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost } };
+}
 
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -133,7 +148,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         workerId: body.workerId,
         leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: body.leaseMs,
-        beat: body.worker,
+        beat: body.worker && liveness(body.worker),
         now: clock.now(),
       });
       return c.json({ results: outcomes.map((o) => batchEntry(o, leaseFields)) });
@@ -320,7 +335,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, ...beatFields }),
     },
     async (c, body) => {
-      await workerBeat(db, { id: body.workerId, ...body, now: clock.now() });
+      await workerBeat(db, { ...liveness(body), id: body.workerId, now: clock.now() });
       return c.json({ ok: true });
     },
   );

@@ -23,6 +23,7 @@ import { BACKUP_DETAILS, BACKUP_FLAGS, backupCommand } from './backup.ts';
 import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';
 import { CHAOS_FLAGS } from '../chaos/flags.ts';
 import { redactUrl } from '../core/redact.ts';
+import { AUDIT_FLAGS, auditCommand } from './audit.ts';
 import { JOBS_DETAILS, JOBS_FLAGS, jobsCommand, queueTable, QUEUES_DETAILS, QUEUES_FLAGS, queuesCommand, WORKERS_FLAGS, workersCommand } from './ops.ts';
 import { errorLine, LeaseholdApiError, LeaseholdNetworkError, serverApi, URL_FLAG, urlGiven } from './server-api.ts';
 
@@ -223,6 +224,12 @@ const COMMANDS: Record<string, Command> = {
     flags: WORKERS_FLAGS,
     words: '',
     run: (config, flags, _trailing, words) => workersCommand(config, flags, words),
+  },
+  audit: {
+    summary: 'Who changed what on a running server, newest first: settings, pauses, thresholds, bulk and job actions, logins',
+    flags: AUDIT_FLAGS,
+    words: '',
+    run: (config, flags, _trailing, words) => auditCommand(config, flags, words),
   },
   work: {
     summary: 'Run a command per job (payload as JSON on stdin), heartbeating while it runs',

@@ -288,13 +288,17 @@ export async function workersCommand(config: Config, flags: Flags, args: string[
     answer.workers.length === 0
       ? '(no worker seen in the last 24 hours)'
       : table(
-          ['id', 'alive', 'last seen', 'running (reported)', 'held (expired)', 'queues', 'host', 'pid', 'version', 'restarts', 'started'],
+          ['id', 'alive', 'last seen', 'running (reported)', 'held (expired)', 'loop blocks (longest)', 'hb failures', 'leases lost', 'queues', 'host', 'pid', 'version', 'restarts', 'started'],
           answer.workers.map((w) => [
             w.id,
             w.alive ? 'alive' : 'NOT SEEN',
             relative(w.lastSeenAt, now),
             w.runningCount,
             `${w.heldJobs} (${w.expiredLeases})`,
+            // null: an SDK that does not report its counters.
+            w.counters ? `${w.counters.eventLoopBlocks ?? '-'} (${w.counters.longestEventLoopBlockMs ?? '-'} ms)` : '-',
+            w.counters?.heartbeatFailures ?? '-',
+            w.counters?.leasesLost ?? '-',
             w.queues?.join(','),
             w.host,
             w.pid,

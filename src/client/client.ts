@@ -3,7 +3,7 @@
  * HTTP API, with nothing but `fetch`.
  *
  * Enqueues made together (in the same tick, e.g. `Promise.all(items.map(...))`)
- * go out as one bulk request per queue, which the server writes in one batch;
+ * go out as one bulk request per queue, which the server writes 500 at a time;
  * each caller still gets its own job, or its own error: a bulk refused because
  * of one item rejects that item's caller and is sent again without it.
  */

@@ -11,4 +11,4 @@
  */
 export { createClient, type Client, type ClientOptions, type Enqueued, type EnqueueItem, type EnqueueOptions, type WaitOptions } from './client.ts';
 export { LeaseholdApiError, LeaseholdNetworkError, LeaseholdTimeoutError } from './errors.ts';
-export type { Job, JobStatus } from '../core/wire.ts';
+export type { Job, JobStatus, JobSummary } from '../core/wire.ts';

@@ -15,6 +15,7 @@
  * than lease + grace without a successful heartbeat) runs it twice; the old
  * worker's writes are then refused by its lock token.
  */
+import { checkTokens } from './tokens.ts';
 
 export interface QueueDefaults {
   /** How long a claim holds a job without a heartbeat. */
@@ -56,6 +57,16 @@ export interface Config extends QueueDefaults {
    * else of the API). Needs the admin token set.
    */
   readonlyToken: string | undefined;
+  /**
+   * More tokens per role, `name:token,name2:token2` (src/core/tokens.ts):
+   * several at once so one can be rotated without downtime, each named in the
+   * audit. The single-token settings above keep working, named "default".
+   */
+  adminTokens: string | undefined;
+  workerTokens: string | undefined;
+  readonlyTokens: string | undefined;
+  /** How long the operator audit (who changed what) is kept. */
+  auditRetentionMs: number;
   /** 'true': a proxy in front is trusted for X-Forwarded-For and X-Forwarded-Proto. */
   trustProxy: 'true' | 'false';
   reaperIntervalMs: number;
@@ -122,6 +133,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls (16+ characters)' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
   { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act, and the bearer token of role reader: /metrics and GET /api/v1/metrics, /alerts, /tuning (needs the admin token)' },
+  { key: 'adminTokens', env: 'LEASEHOLD_ADMIN_TOKENS', flag: '--admin-tokens', kind: 'secret', default: undefined, help: 'more admin tokens, name:token,name2:token2 (rotation; each name shows in the audit)' },
+  { key: 'workerTokens', env: 'LEASEHOLD_WORKER_TOKENS', flag: '--worker-tokens', kind: 'secret', default: undefined, help: 'more worker tokens, name:token,name2:token2' },
+  { key: 'readonlyTokens', env: 'LEASEHOLD_READONLY_TOKENS', flag: '--readonly-tokens', kind: 'secret', default: undefined, help: 'more read-only tokens, name:token,name2:token2' },
   { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: the client address (for login back-off) from X-Forwarded-For, HTTPS (Secure cookie) from X-Forwarded-Proto' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
@@ -132,6 +146,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },
   { key: 'pruneBatchSize', env: 'LEASEHOLD_PRUNE_BATCH', flag: '--prune-batch', kind: 'int', default: 1_000, help: 'finished jobs pruned per pass at most' },
   { key: 'retentionMs', env: 'LEASEHOLD_RETENTION_MS', flag: '--retention-ms', kind: 'duration', default: 7 * DAY, help: 'how long finished jobs and their events are kept' },
+  { key: 'auditRetentionMs', env: 'LEASEHOLD_AUDIT_RETENTION_MS', flag: '--audit-retention-ms', kind: 'duration', default: 90 * DAY, help: 'how long the operator audit (settings, pauses, thresholds, bulk actions, logins) is kept' },
   { key: 'timeoutMs', env: 'LEASEHOLD_JOB_TIMEOUT_MS', flag: '--job-timeout-ms', kind: 'duration', default: HOUR, help: 'hard time limit per attempt, enforced even while the job heartbeats (a queue\'s or job\'s own timeoutMs wins); at least the lease, at most 30 days' },
   { key: 'maxAttempts', env: 'LEASEHOLD_MAX_ATTEMPTS', flag: '--max-attempts', kind: 'int', default: 5, help: 'default attempts per job' },
   { key: 'maxLostAttempts', env: 'LEASEHOLD_MAX_LOST_ATTEMPTS', flag: '--max-lost-attempts', kind: 'int', default: 3, help: 'times a job may lose its worker before it fails' },
@@ -267,18 +282,16 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);
   if (!['auto', 'json', 'text'].includes(c.logFormat)) err('logFormat', `must be auto, json or text, got ${JSON.stringify(c.logFormat)}`);
   if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
-  if (!isLoopback(c.host) && (!c.workerToken || !c.adminToken)) {
-    err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN, or nothing would guard the API`);
-  }
-  for (const key of ['workerToken', 'adminToken', 'readonlyToken'] as const) {
-    const token = c[key];
-    if (token !== undefined && token.length < 16) err(key, 'must be at least 16 characters');
-  }
-  if (c.workerToken && c.workerToken === c.adminToken) err('adminToken', 'must differ from the worker token');
-  // Without an admin token the dashboard is open (as admin): a read-only login would restrict nothing.
-  if (c.readonlyToken && !c.adminToken) err('readonlyToken', 'needs LEASEHOLD_ADMIN_TOKEN (without it the dashboard is open to everyone)');
-  if (c.readonlyToken && (c.readonlyToken === c.adminToken || c.readonlyToken === c.workerToken)) {
-    err('readonlyToken', 'must differ from the admin and worker tokens');
+  const tokens = checkTokens(c);
+  for (const p of tokens.errors) errors.push({ setting: envOf(p.key), rule: p.rule });
+  if (tokens.errors.length === 0) {
+    if (!isLoopback(c.host) && (tokens.worker.length === 0 || tokens.admin.length === 0)) {
+      err('host', `is ${c.host}, off loopback: set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN (or their _TOKENS lists), or nothing would guard the API`);
+    }
+    // Without an admin token the dashboard is open (as admin): a read-only login would restrict nothing.
+    if (tokens.readonly.length > 0 && tokens.admin.length === 0) {
+      err(c.readonlyToken ? 'readonlyToken' : 'readonlyTokens', 'needs LEASEHOLD_ADMIN_TOKEN (without it the dashboard is open to everyone)');
+    }
   }
   if (c.alertWebhookUrl !== undefined && !isHttpUrl(c.alertWebhookUrl)) {
     // The URL itself is not echoed: webhook URLs often carry a token in their path.

@@ -40,6 +40,25 @@ export interface Job {
   result: unknown;
 }
 
+/**
+ * A job as lists show it (GET /jobs): everything but the JSON it carries.
+ * Payload, result, progress and checkpoint are each replaced by their size in
+ * bytes (null where there is none), and payload and result by a short preview
+ * too, so a page of large jobs stays small; GET /jobs/:id has them whole.
+ */
+export interface JobSummary extends Omit<Job, 'payload' | 'result' | 'progress' | 'checkpoint'> {
+  payloadBytes: number;
+  /** The payload's JSON text, cut at JOB_PREVIEW_CHARS characters. */
+  payloadPreview: string;
+  resultBytes: number | null;
+  resultPreview: string | null;
+  progressBytes: number | null;
+  checkpointBytes: number | null;
+}
+
+/** How much of a payload or result a job summary shows. */
+export const JOB_PREVIEW_CHARS = 200;
+
 /** A claimed job as the claimer sees it: what it needs to run, renew and finish it. */
 export interface ClaimedJobWire {
   id: string;

@@ -11,8 +11,10 @@ import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { hasToken } from '../core/tokens.ts';
 import { queueAlertThresholds, queueSetAlertThresholds } from '../db/store/read.ts';
-import { layoutPage, type DashboardEnv } from './page.tsx';
+import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
+import { alongside, once } from './acting.ts';
 
 type Env = DashboardEnv;
 type Key = keyof AlertThresholds;
@@ -22,7 +24,7 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
   const path = '/dashboard/alerts/thresholds/:queue';
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
-    layoutPage(c, { title, nav: 'alerts', loggedIn: !!config.adminToken }, children, status);
+    layoutPage(c, { title, nav: 'alerts', loggedIn: hasToken(config, 'admin') }, children, status);
 
   /** The queue, if the name is valid and the queue exists. */
   const queueOf = async (c: Context<Env>) => {
@@ -76,7 +78,8 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
         400,
       );
     }
-    await queueSetAlertThresholds(db, { queue: q.name, thresholds, now: clock.now() });
+    const also = alongside(c, db, { action: 'queue.alert_thresholds', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    if (!(await once(() => queueSetAlertThresholds(db, { queue: q.name, thresholds, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/alerts/thresholds/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });
 }

@@ -1,9 +1,11 @@
 /**
  * Dashboard bulk actions over the jobs list filter (queue + status), admin only:
  *
- * 1. GET /dashboard/bulk?queue=&status= is the dry run: how many jobs match,
- *    and how many at most will be acted on (the hard cap,
- *    LEASEHOLD_BULK_ACTION_CAP). Nothing changes.
+ * 1. GET /dashboard/bulk?queue=&status=[&batch=] is the dry run: how many
+ *    jobs match, how many at most will be acted on (the hard cap,
+ *    LEASEHOLD_BULK_ACTION_CAP, or a smaller batch the operator chose), and
+ *    the first of the jobs it will touch, each with why (for a requeue, the
+ *    reaper's own decision). Nothing changes.
  * 2. Its confirmation form POSTs /dashboard/bulk (CSRF-checked by the
  *    dashboard guard) with the number shown, typed again, and a reason. The
  *    action then changes at most that number of jobs, never more than the cap,
@@ -17,15 +19,25 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import { bulkKindFor, jobsBulkAct, jobsBulkMatching, type BulkKind } from '../db/store/operator.ts';
+import { bulkKindFor, jobsBulkAct, jobsBulkMatching, jobsBulkPreview, type BulkKind, type BulkPreviewRow } from '../db/store/operator.ts';
+import { readNow } from '../db/store/read.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
-import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { reaperView, runningJobViews, zombieCandidates, type RunningJobView } from './queries.ts';
+import { fmtRelative } from './format.ts';
+import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
+import { hasToken } from '../core/tokens.ts';
 
 type Env = DashboardEnv;
 
 /** Matching jobs are counted up to this many (a dry run stays cheap on a huge table). */
 const BULK_COUNT_LIMIT = 100_000;
+
+/** The dry run lists at most this many of the jobs it will touch. */
+const PREVIEW_ROWS = 50;
+/** ... and, for a requeue, at most this many expired leases it leaves alone, with the reaper's why. */
+const LEFT_ALONE_ROWS = 20;
 
 /** "job" for one, "jobs" otherwise: "1 matching running job". */
 const jobs = (n: number) => (n === 1 ? 'job' : 'jobs');
@@ -40,7 +52,7 @@ const doc = htmlDocument;
 
 export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
-  const open = !config.adminToken;
+  const open = !hasToken(config, 'admin');
   const cap = () => config.bulkActionCap ?? 100;
 
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 = 200) =>
@@ -73,9 +85,24 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     if (c.get('session').role !== 'admin') return readOnlyRefusal(c);
     const f = parse(c.req.query('queue'), c.req.query('status'));
     if (typeof f === 'string') return doc(c, <ErrorPage title="Bad filter" message={f} />, 400);
-    // The store takes the database clock itself: no separate read of "now".
-    const matching = await jobsBulkMatching(db, { ...f, now: clock.now(), max: BULK_COUNT_LIMIT, rules: config });
-    const limit = Math.min(matching, cap());
+    const batchText = c.req.query('batch')?.trim() || undefined;
+    const batch = batchText === undefined ? cap() : /^[0-9]{1,9}$/.test(batchText) ? Number(batchText) : 0;
+    if (batch < 1 || batch > cap()) {
+      return doc(c, <ErrorPage title="Bad batch size" message={`batch: a whole number from 1 to the cap (${cap()}), got ${JSON.stringify(batchText)}. Nothing changed.`} />, 400);
+    }
+    // One instant for the count, the list and the reaper's reasons.
+    const clocked = clock.now();
+    const t = typeof clocked === 'number' ? clocked : await readNow(db);
+    const matching = await jobsBulkMatching(db, { ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
+    const limit = Math.min(matching, batch);
+    const preview = await jobsBulkPreview(db, { ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
+    const views = f.kind === 'requeue' ? await runningJobViews(db, { ids: preview.map((r) => r.id), now: t, config }) : [];
+    const leftAlone =
+      f.kind === 'requeue'
+        ? (await zombieCandidates(db, { now: t, config, limit: 500 }))
+            .filter((j) => (f.queue === undefined || j.queue_name === f.queue) && j.lease_expires_at !== null && j.lease_expires_at < t && !reaperTakes(j, t, config))
+            .slice(0, LEFT_ALONE_ROWS)
+        : [];
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     const where = f.queue ? `queue ${f.queue}` : 'every queue';
     const verb = VERB[f.kind];
@@ -86,7 +113,19 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
         <p id="bulk-count" class="notice" role="status">
           {matching >= BULK_COUNT_LIMIT ? `At least ${matching}` : matching} matching {verb.what(f.status, matching)} in {where}; at most {cap()} will be acted on
           {matching > 0 ? `, this time ${limit}` : ''}. Nothing has changed yet.
+          {limit > 0 ? ` ${preview.length === limit ? (limit === 1 ? 'It is' : `All ${limit} are`) : `The first ${preview.length} are`} listed below.` : ''}
         </p>
+        {limit > 0 || batchText !== undefined ? (
+          <form method="get" action="/dashboard/bulk" class="filters bulk-batch">
+            {f.queue ? <input type="hidden" name="queue" value={f.queue} /> : null}
+            <input type="hidden" name="status" value={f.status} />
+            <label>
+              Batch size (1 to {String(cap())})
+              <input type="number" name="batch" min={1} max={cap()} step={1} value={String(batch)} required inputmode="numeric" />
+            </label>
+            <button type="submit">Dry run this batch</button>
+          </form>
+        ) : null}
         {f.kind === 'requeue' ? (
           <p class="hint">
             Only running jobs the reaper itself would take back now are requeued: lease plus grace passed and the owner no longer looks alive (or the reaper has
@@ -112,6 +151,37 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
             </button>
           </form>
         )}
+        {preview.length > 0 ? <PreviewTable rows={preview} kind={f.kind} views={views} now={t} config={config} /> : null}
+        {leftAlone.length > 0 ? (
+          <>
+            <h2>Expired leases left alone</h2>
+            <p class="hint">Running jobs whose lease expired that the reaper would not take back now, so neither does this action:</p>
+            <div class="table-scroll">
+              <table class="bulk-left-alone">
+                <thead>
+                  <tr>
+                    <th>Id</th>
+                    <th>Queue</th>
+                    <th>Owner</th>
+                    <th>Why the reaper waits</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {leftAlone.map((j) => (
+                    <tr id={`left-alone-${j.id}`}>
+                      <td>
+                        <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
+                      </td>
+                      <td>{j.queue_name}</td>
+                      <td>{j.locked_by ?? '—'}</td>
+                      <td class="why">{reaperView(j, t, config)?.why ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        ) : null}
         <p>
           <a href={list}>Back to the jobs list</a>
         </p>
@@ -133,8 +203,13 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     }
     const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     if (reasonText === '') return bad(c, 'Nothing changed: a bulk action needs a reason.', back);
-    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
-    const ids = await jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit: Math.min(expected, cap()), rules: config });
+    const actor = session.name;
+    const limit = Math.min(expected, cap());
+    const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
+    const also = alongside(c, db, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
+    const ran = await once(() => jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
+    if (!ran) return alreadySubmitted(c);
+    const ids = ran.value;
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     return shell(
       c,
@@ -159,4 +234,58 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
       </>,
     );
   });
+}
+
+/** Whether the reaper (decideReap, through reaperView) would take this running job back now. */
+function reaperTakes(j: RunningJobView, now: number, config: Parameters<typeof reaperView>[2]): boolean {
+  const d = reaperView(j, now, config);
+  return d !== null && (d.action === 'requeue' || d.action === 'fail');
+}
+
+/** Why this job is in the batch, in the words of the rule that picked it. */
+function whyText(r: BulkPreviewRow, kind: BulkKind, view: RunningJobView | undefined, now: number, config: Parameters<typeof reaperView>[2]): string {
+  if (kind === 'requeue') {
+    const d = view ? reaperView(view, now, config) : null;
+    if (!d) return 'the reaper would take it back now';
+    return `${d.action === 'fail' ? 'the reaper would fail it now' : 'the reaper would take it back now'}: ${d.why}`;
+  }
+  if (kind === 'cancel') return 'pending: not claimed yet';
+  return r.last_error ? `${r.status} after ${r.attempt_count} of ${r.max_attempts} attempts: ${r.last_error}` : `${r.status} after ${r.attempt_count} of ${r.max_attempts} attempts`;
+}
+
+/** The first jobs the action will touch: id, queue, status, owner and why. */
+function PreviewTable(props: { rows: BulkPreviewRow[]; kind: BulkKind; views: RunningJobView[]; now: number; config: Parameters<typeof reaperView>[2] }) {
+  const views = new Map(props.views.map((v) => [v.id, v]));
+  return (
+    <div class="table-scroll">
+      <table class="bulk-preview" id="bulk-preview">
+        <thead>
+          <tr>
+            <th>Id</th>
+            <th>Queue</th>
+            <th>Status</th>
+            <th>Owner</th>
+            <th>Updated</th>
+            <th>Why it is taken</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr id={`bulk-job-${r.id}`}>
+              <td>
+                <a href={`/dashboard/jobs/${r.id}`}>{r.id}</a>
+              </td>
+              <td>{r.queue_name}</td>
+              <td>
+                <span class={`status ${r.status}`}>{r.status}</span>
+              </td>
+              <td>{r.locked_by ?? '—'}</td>
+              <td>{fmtRelative(r.updated_at, props.now)}</td>
+              <td class="why">{whyText(r, props.kind, views.get(r.id), props.now, props.config)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
 }

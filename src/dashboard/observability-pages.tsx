@@ -8,6 +8,7 @@
  * Registered by dashboardRoutes after its session/CSRF guard; read-only, so a
  * read-only login sees them too.
  */
+import { hasToken } from '../core/tokens.ts';
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
@@ -17,10 +18,11 @@ import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import { alertStatesList, type AlertStateRow } from '../db/store/alert-states.ts';
 import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
-import { fmtDuration } from './format.ts';
+import { fmtDuration, fmtTime } from './format.ts';
 import { sharedRead } from './shared-read.ts';
-import { Live, PlaybookHint, type NavKey, type QueueActivitySummary } from './views.tsx';
-import { layoutPage, type DashboardEnv } from './page.tsx';
+import { ErrorPage, Live, PlaybookHint, type NavKey, type QueueActivitySummary } from './views.tsx';
+import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
+import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 
 type Env = DashboardEnv;
 
@@ -46,46 +48,100 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
   const snapshotAndActivity = clock.now() === DB_CLOCK ? sharedRead(read, SHARED_READ_TTL_MS) : read;
   const snapshot = async () => (await snapshotAndActivity()).m;
 
-  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: !!config.adminToken }, children);
+  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: hasToken(config, 'admin') }, children);
 
-  const metrics = async () => <MetricsFragment m={await snapshot()} />;
-  app.get('/dashboard/metrics', async (c) => shell(c, 'Metrics', 'metrics', <Live src="/dashboard/live/metrics">{await metrics()}</Live>));
-  app.get('/dashboard/live/metrics', async (c) => c.html(await metrics()));
-
-  const alerts = async () => {
-    const m = await snapshot();
-    // What the reaper's alert pass last recorded: since when, and what the webhook was told.
-    const recorded = await alertStatesList(db);
-    const queues = m.queues.map((q) => ({ name: q.queue, overrides: Object.keys(q.alertOverrides).length }));
-    return <AlertsFragment alerts={evaluateAlerts(m)} recorded={recorded} now={m.now} webhook={!!config.alertWebhookUrl} queues={queues} />;
+  /**
+   * A per-queue page and its polled fragment, both showing one page of queues
+   * (?page=, ?q=): `render` gets the snapshot and the selection.
+   */
+  const queuePage = (path: string, title: string, nav: NavKey, renderPage: (m: MetricsSnapshot, s: QueueSelection) => Promise<Child> | Child, intro: Child = null) => {
+    const render = async (m: MetricsSnapshot, s: QueueSelection): Promise<Child> =>
+      s.filter && !m.queues.some((q) => q.queue.toLowerCase().includes(s.filter.toLowerCase())) ? <NoQueueMatches filter={s.filter} /> : renderPage(m, s);
+    app.get(`/dashboard/${path}`, async (c) => {
+      const s = parseQueueSelection(c);
+      if (typeof s === 'string') return htmlDocument(c, <ErrorPage title="Bad page" message={s} />, 400);
+      return shell(
+        c,
+        title,
+        nav,
+        <>
+          {intro}
+          <QueueFilterForm action={`/dashboard/${path}`} filter={s.filter} />
+          <Live src={`/dashboard/live/${path}${queueSelectionQuery(s)}`}>{await render(await snapshot(), s)}</Live>
+        </>,
+      );
+    });
+    app.get(`/dashboard/live/${path}`, async (c) => {
+      const s = parseQueueSelection(c);
+      if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
+      return c.html(<>{await render(await snapshot(), s)}</>);
+    });
   };
-  app.get('/dashboard/alerts', async (c) =>
-    shell(
-      c,
-      'Alerts',
-      'alerts',
-      <>
-        <PlaybookHint step="steps 2 and 5 (how wide is it; watch the alerts clear)" />
-        <Live src="/dashboard/live/alerts">{await alerts()}</Live>
-      </>,
-    ),
-  );
-  app.get('/dashboard/live/alerts', async (c) => c.html(await alerts()));
 
-  const tuning = async () => <TuningFragment rows={recommendTuning(await snapshot())} />;
-  app.get('/dashboard/tuning', async (c) => shell(c, 'Tuning', 'tuning', <Live src="/dashboard/live/tuning">{await tuning()}</Live>));
-  app.get('/dashboard/live/tuning', async (c) => c.html(await tuning()));
+  queuePage('metrics', 'Metrics', 'metrics', (m, s) => {
+    const trouble = troubleOf(m);
+    const p = pageOfQueues(m.queues, s, (q) => q.queue, (q) => trouble(q.queue));
+    return <MetricsFragment m={m} queues={p.items} pager={<QueuePager base="/dashboard/metrics" p={p} />} />;
+  });
+
+  queuePage(
+    'alerts',
+    'Alerts',
+    'alerts',
+    async (m, s) => {
+      // What the reaper's alert pass last recorded: since when, and what the webhook was told.
+      const recorded = await alertStatesList(db);
+      const all = evaluateAlerts(m);
+      const trouble = troubleOf(m, all);
+      const p = pageOfQueues(m.queues, s, (q) => q.queue, (q) => trouble(q.queue));
+      const shown = new Set(p.items.map((q) => q.queue));
+      const queues = p.items.map((q) => ({ name: q.queue, overrides: Object.keys(q.alertOverrides).length }));
+      return (
+        <>
+          <QueuePager base="/dashboard/alerts" p={p} />
+          <AlertsFragment
+            alerts={all.filter((a) => shown.has(a.queue))}
+            firingTotal={all.filter((a) => a.state === 'firing').length}
+            recorded={recorded}
+            now={m.now}
+            webhook={!!config.alertWebhookUrl}
+            queues={queues}
+            jobs={alertJobs(m)}
+          />
+        </>
+      );
+    },
+    <PlaybookHint step="steps 2 and 5 (how wide is it; watch the alerts clear)" />,
+  );
+
+  queuePage('tuning', 'Tuning', 'tuning', (m, s) => {
+    const trouble = troubleOf(m);
+    // A broken rule counts as trouble too: those queues come first.
+    const p = pageOfQueues(recommendTuning(m), s, (r) => r.queue, (r) => trouble(r.queue) + r.flags.filter((f) => f.severity === 'error').length);
+    return (
+      <>
+        <QueuePager base="/dashboard/tuning" p={p} />
+        <TuningFragment rows={p.items} />
+      </>
+    );
+  });
 
   /**
    * The overview's parts (all inside its live region), and the queue health
    * the snapshot already read, so the overview table does not count every
    * queue's jobs a second time.
    */
-  return async (): Promise<{ summary: Child; charts: Child; health: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
+  return async (
+    s: QueueSelection,
+  ): Promise<{ summary: Child; charts: Child; health: QueuePage<MetricsSnapshot['health'][number]>; all: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
     const { m, activity } = await snapshotAndActivity();
-    const firing = evaluateAlerts(m).filter((a) => a.state === 'firing');
+    const alerts = evaluateAlerts(m);
+    const firing = alerts.filter((a) => a.state === 'firing');
+    const trouble = troubleOf(m, alerts);
+    const health = pageOfQueues(m.health, s, (h) => h.name, (h) => trouble(h.name));
+    const shown = new Set(health.items.map((h) => h.name));
     const perQueue = new Map(
-      m.queues.map((q) => {
+      m.queues.filter((q) => shown.has(q.queue)).map((q) => {
         const a = activity.find((x) => x.queue === q.queue);
         // The last 5 full minutes (the current one is still filling).
         const recent = a ? a.completed.slice(CHART_MINUTES - 6, CHART_MINUTES - 1) : [];
@@ -101,15 +157,31 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
         ];
       }),
     );
-    if (m.queues.length === 0) return { summary: null, charts: null, health: m.health, at: m.now, perQueue };
+    if (m.queues.length === 0) return { summary: null, charts: null, health, all: m.health, at: m.now, perQueue };
     return {
       summary: <OverviewSummary firing={firing.length} m={m} />,
-      charts: <OverviewCharts m={m} activity={activity} />,
-      health: m.health,
+      charts: <OverviewCharts m={m} activity={activity} shown={shown} />,
+      health,
+      all: m.health,
       at: m.now,
       perQueue,
     };
   };
+}
+
+export function NoQueueMatches(props: { filter: string }) {
+  return <p class="empty">No queue name contains “{props.filter}”.</p>;
+}
+
+/**
+ * How much trouble a queue is in, to list it first: firing alerts weigh most,
+ * then expired leases and stalled jobs.
+ */
+function troubleOf(m: MetricsSnapshot, alerts = evaluateAlerts(m)): (queue: string) => number {
+  const score = new Map<string, number>();
+  for (const a of alerts) if (a.state === 'firing') score.set(a.queue, (score.get(a.queue) ?? 0) + 1_000_000);
+  for (const q of m.queues) score.set(q.queue, (score.get(q.queue) ?? 0) + Math.min(999_999, q.running.expiredLeases + q.running.stalled.count));
+  return (queue) => score.get(queue) ?? 0;
 }
 
 // ---- metrics ----
@@ -214,7 +286,7 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
   );
 }
 
-function MetricsFragment(props: { m: MetricsSnapshot }) {
+function MetricsFragment(props: { m: MetricsSnapshot; queues: QueueMetrics[]; pager: Child }) {
   const { m } = props;
   if (m.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
   return (
@@ -222,7 +294,8 @@ function MetricsFragment(props: { m: MetricsSnapshot }) {
       <p class="hint">
         Workers: {m.workers.active} alive of {m.workers.total} registered. Windows: the last 5 minutes, the last hour, and all time (counted as it happens, kept through pruning).
       </p>
-      {m.queues.map((q) => (
+      {props.pager}
+      {props.queues.map((q) => (
         <QueueMetricsSection q={q} activeWorkers={m.workers.active} />
       ))}
     </>
@@ -242,7 +315,38 @@ function fmtValue(v: number | null, unit: Alert['unit']): string {
 function Since(props: { alert: Alert; row: AlertStateRow | undefined; now: number }) {
   const r = props.row;
   if (!r || r.state !== props.alert.state) return <td class="since">—</td>;
-  return <td class="since" title={new Date(r.since).toISOString()}>{fmtDuration(Math.max(0, props.now - r.since))}</td>;
+  return (
+    <td class="since" title={new Date(r.since).toISOString()}>
+      {fmtDuration(Math.max(0, props.now - r.since))} <span class="hint">since {fmtTime(r.since)}</span>
+    </td>
+  );
+}
+
+/** The jobs an alert is about (the snapshot names the first few), by queue and alert name. */
+function alertJobs(m: MetricsSnapshot): Map<string, string[]> {
+  const jobs = new Map<string, string[]>();
+  for (const q of m.queues) {
+    jobs.set(`${q.queue}\u0000heartbeat_lag`, q.running.lateJobIds);
+    jobs.set(`${q.queue}\u0000stalled_jobs`, q.running.stalled.ids);
+  }
+  return jobs;
+}
+
+/** Links to the first jobs an alert names, so the operator goes from the alert to the job. */
+function AlertJobLinks(props: { ids: string[] | undefined }) {
+  if (!props.ids || props.ids.length === 0) return null;
+  return (
+    <span class="alert-jobs">
+      {' '}
+      Jobs:{' '}
+      {props.ids.map((id, i) => (
+        <>
+          {i > 0 ? ', ' : null}
+          <a href={`/dashboard/jobs/${id}`}>{id}</a>
+        </>
+      ))}
+    </span>
+  );
 }
 
 /** What the webhook was last told about this alert. */
@@ -257,9 +361,21 @@ function WebhookCell(props: { row: AlertStateRow | undefined }) {
   );
 }
 
-function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now: number; webhook: boolean; queues: { name: string; overrides: number }[] }) {
+function AlertsFragment(props: {
+  alerts: Alert[];
+  /** Firing alerts over every queue, not only this page's. */
+  firingTotal?: number;
+  recorded: AlertStateRow[];
+  now: number;
+  webhook: boolean;
+  queues: { name: string; overrides: number }[];
+  /** The jobs each alert is about, by queue and name (alertJobs). */
+  jobs?: Map<string, string[]>;
+}) {
   if (props.alerts.length === 0) return <p class="empty">No queues yet: nothing to alert on.</p>;
   const firing = props.alerts.filter((a) => a.state === 'firing');
+  // Over every queue, not only this page's.
+  const firingTotal = props.firingTotal ?? firing.length;
   const ok = props.alerts.filter((a) => a.state !== 'firing');
   const recorded = new Map(props.recorded.map((r) => [`${r.queue}\u0000${r.name}`, r]));
   // One row per alert, with what the alert pass recorded for it.
@@ -282,7 +398,10 @@ function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now
           </span>
         ) : null}
       </td>
-      <td>{a.message}</td>
+      <td>
+        {a.message}
+        {a.state === 'firing' ? <AlertJobLinks ids={props.jobs?.get(`${a.queue}\u0000${a.name}`)} /> : null}
+      </td>
       <Since alert={a} row={row} now={props.now} />
       {props.webhook ? <WebhookCell row={row} /> : null}
     </tr>
@@ -291,8 +410,8 @@ function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now
     list.map((a) => rowOf(a, recorded.get(`${a.queue}\u0000${a.name}`)));
   return (
     <>
-      <p id="alerts-firing" class={firing.length > 0 ? 'notice error' : 'notice'}>
-        {firing.length === 0 ? 'No alert is firing.' : `${firing.length} firing`}
+      <p id="alerts-firing" class={firingTotal > 0 ? 'notice error' : 'notice'}>
+        {firingTotal === 0 ? 'No alert is firing.' : `${firingTotal} firing`}
       </p>
       <p class="hint" id="alert-thresholds">
         Thresholds are the server's unless a queue sets its own (here, or <code>PUT /api/v1/queues/:queue/alerts</code>):{' '}
@@ -313,7 +432,7 @@ function AlertsFragment(props: { alerts: Alert[]; recorded: AlertStateRow[]; now
             <th>Value</th>
             <th>Threshold</th>
             <th>Message</th>
-            <th>For</th>
+            <th>For (since)</th>
             {props.webhook ? <th>Webhook</th> : null}
           </tr>
         </thead>
@@ -463,12 +582,13 @@ function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
 }
 
 /** Below the overview's table: the last hour per minute, per queue. */
-function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }) {
+function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[]; shown: Set<string> }) {
   const none = new Array<number>(CHART_MINUTES).fill(0);
   const noLag = new Array<number | null>(CHART_MINUTES).fill(null);
   return (
     <>
       <h2>The last hour</h2>
+      <div class="table-scroll">
       <table class="charts">
         <thead>
           <tr>
@@ -481,7 +601,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
           </tr>
         </thead>
         <tbody>
-          {props.m.queues.map((q) => {
+          {props.m.queues.filter((q) => props.shown.has(q.queue)).map((q) => {
             const a = props.activity.find((x) => x.queue === q.queue);
             const lag = q.running.maxHeartbeatLagMs;
             return (
@@ -507,6 +627,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[] }
           })}
         </tbody>
       </table>
+      </div>
     </>
   );
 }

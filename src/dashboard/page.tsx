@@ -2,13 +2,17 @@
 import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
+import type { FormNonce } from '../db/store/form-nonces.ts';
 import type { Session } from './session.ts';
 import { ErrorPage, Layout, type NavKey } from './views.tsx';
 
-/** What the session middleware puts on every dashboard request. */
-export type DashboardEnv = { Variables: { session: Session; csrf: string } };
+/** What a re-sent form (its one-time token already used) is told. */
+export const ALREADY_SUBMITTED = 'This form was already submitted: nothing was changed this time. Reload the page for a fresh form, and check what the first submission did.';
 
-type PageStatus = 200 | 400 | 401 | 403 | 404 | 429;
+/** What the session middleware puts on every dashboard request. */
+export type DashboardEnv = { Variables: { session: Session; csrf: string; formNonce: FormNonce | undefined } };
+
+type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 429;
 
 /** Any page body as a full HTML document. */
 export function htmlDocument(c: Context, body: Child, status: PageStatus = 200) {
@@ -19,11 +23,16 @@ export function htmlDocument(c: Context, body: Child, status: PageStatus = 200) 
 export function layoutPage(c: Context<DashboardEnv>, p: { title: string; nav: NavKey; loggedIn: boolean }, children: Child, status: PageStatus = 200) {
   return htmlDocument(
     c,
-    <Layout title={p.title} nav={p.nav} csrf={c.get('csrf')} loggedIn={p.loggedIn}>
+    <Layout title={p.title} nav={p.nav} csrf={c.get('csrf')} loggedIn={p.loggedIn} operator={p.loggedIn ? c.get('session')?.name : undefined}>
       {children}
     </Layout>,
     status,
   );
+}
+
+/** What a form sent a second time gets: 409, nothing changed. */
+export function alreadySubmitted(c: Context) {
+  return htmlDocument(c, <ErrorPage title="Already submitted" message={ALREADY_SUBMITTED} />, 409);
 }
 
 /** What a read-only login gets for any action: 403, nothing changed. */

@@ -18,18 +18,27 @@ import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
-import { jobWithSettings, zombieCandidates } from './queries.ts';
-import { observabilityPages } from './observability-pages.tsx';
-import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
+import { registerAuditPage } from './audit-page.tsx';
+import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
+import { jobFlag, type JobFlag } from './job-health.ts';
+import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
+import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
+import { QueueTotals } from './queue-totals.tsx';
+import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
 import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
-import { sameSecret } from '../api/auth.ts';
+import { roleTokens } from '../core/tokens.ts';
+import { auditInsert } from '../db/store/audit.ts';
+import { formNonceUsed } from '../db/store/form-nonces.ts';
+import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
+import { alongside, once } from './acting.ts';
 import { AuthThrottle, clientAddress } from '../api/throttle.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { crossOriginFormProblem } from '../api/web-guards.ts';
 import {
   ErrorPage,
   JobActions,
-  JobFragment,
+  JobDetails,
+  JobSummary,
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
@@ -45,13 +54,15 @@ import {
   type JobsFilter,
   type NavKey,
 } from './views.tsx';
-import { htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
 
 type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
+/** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
+const OPEN_OPERATOR = 'open dashboard (no login)';
 
 const page = htmlDocument;
 
@@ -62,10 +73,11 @@ function safeLocal(path: unknown, fallback: string): string {
 
 export function dashboardRoutes(deps: AppDeps) {
   const { db, config, clock } = deps;
-  const keys = new SessionKeys(config.adminToken, config.readonlyToken);
+  const tokens = roleTokens(config);
+  const keys = new SessionKeys(tokens);
   const throttle = deps.authThrottle ?? new AuthThrottle();
   const trustProxy = config.trustProxy === 'true';
-  const open = !config.adminToken;
+  const open = tokens.admin.length === 0;
   const app = new Hono<Env>();
 
   const now = async () => {
@@ -120,23 +132,28 @@ export function dashboardRoutes(deps: AppDeps) {
     const form = await c.req.parseBody();
     const next = safeLocal(form.next, '/dashboard');
     const client = clientAddress(c, trustProxy);
+    const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
     try {
       throttle.check(client);
     } catch (err) {
       if (!(err instanceof LeaseholdError)) throw err;
       c.header('retry-after', String(err.details?.retryAfterSeconds ?? 1));
-      return page(c, <LoginPage next={next} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
+      return page(c, <LoginPage next={next} name={typed} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
     }
+    const named = operatorName(form.name);
+    if ('problem' in named) return page(c, <LoginPage next={next} name={typed} error={named.problem} />, 400);
     const token = typeof form.token === 'string' ? form.token : '';
-    // Both compared every time, so timing does not tell which one matched.
-    const isAdmin = !!config.adminToken && sameSecret(config.adminToken, token);
-    const isReadonly = !!config.readonlyToken && sameSecret(config.readonlyToken, token);
-    if (!isAdmin && !isReadonly) {
+    // Every admin and read-only token compared every time, so timing does not tell which one matched.
+    const login = keys.login(token);
+    const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
+    if (!login) {
       throttle.failed(client);
-      return page(c, <LoginPage next={next} error="That token is not valid." />, 401);
+      await auditInsert(db, { by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
+      return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
     }
     throttle.succeeded(client);
-    const { cookie } = await keys.issue(isAdmin ? 'admin' : 'readonly', Date.now());
+    const { cookie } = await keys.issue(login.role, Date.now(), { tok: login.tok, name: named.name });
+    await auditInsert(db, { by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
     setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
     return c.redirect(next, 303);
   });
@@ -151,7 +168,7 @@ export function dashboardRoutes(deps: AppDeps) {
       if (open) {
         // Loopback development without an admin token: the dashboard is open,
         // but a session still exists so forms carry a CSRF token.
-        const issued = await keys.issue('admin', Date.now());
+        const issued = await keys.issue('admin', Date.now(), { name: OPEN_OPERATOR });
         setCookie(c, SESSION_COOKIE, issued.cookie, cookieOptions(c));
         session = issued.session;
       } else if (c.req.method === 'GET' && !c.req.path.startsWith('/dashboard/live/')) {
@@ -163,16 +180,21 @@ export function dashboardRoutes(deps: AppDeps) {
       }
     }
     c.set('session', session);
-    c.set('csrf', await keys.csrfToken(session));
+    // A fresh one-time token for every form this answer renders (htmx fragments too).
+    c.set('csrf', await keys.formToken(session, Date.now()));
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       // Before the CSRF token: a page elsewhere cannot act even with a leaked one.
       const crossOrigin = crossOriginFormProblem(c);
       if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: nothing was changed.`} />, 403);
       const type = c.req.header('content-type') ?? '';
       const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
-      if (!(await keys.csrfValid(session, form._csrf))) {
+      const nonce = await keys.formTokenValid(session, form._csrf, Date.now());
+      if (!nonce) {
         return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
       }
+      // Used already: refused here with a clear answer; two copies racing are settled by the action's own batch.
+      if (await formNonceUsed(db, nonce.nonce)) return alreadySubmitted(c);
+      c.set('formNonce', nonce);
       // Every state-changing route is refused to a read-only login here, once,
       // so a new POST route cannot forget it. Logging out changes nothing.
       if (session.role !== 'admin' && c.req.path !== '/dashboard/logout') return readOnlyRefusal(c);
@@ -184,7 +206,8 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
-    await sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now() });
+    const also = alongside(c, db, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
+    if (!(await once(() => sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
   });
@@ -196,18 +219,36 @@ export function dashboardRoutes(deps: AppDeps) {
   const overviewExtras = observabilityPages(app, deps);
 
   // ---- overview ----
-  const overview = async () => {
-    const { summary, charts, health, at, perQueue } = await overviewExtras();
+  const overview = async (s: QueueSelection) => {
+    const { summary, charts, health, all, at, perQueue } = await overviewExtras(s);
     return (
       <>
         {summary}
-        <OverviewFragment queues={health} now={at} activity={perQueue} />
+        {all.length > 0 ? <QueueTotals queues={all} /> : null}
+        <QueuePager base="/dashboard" p={health} />
+        {health.matching === 0 && all.length > 0 ? <NoQueueMatches filter={s.filter} /> : <OverviewFragment queues={health.items} now={at} activity={perQueue} />}
         {charts}
       </>
     );
   };
-  app.get('/dashboard', async (c) => shell(c, 'Queues', 'overview', <Live src="/dashboard/live/overview">{await overview()}</Live>));
-  app.get('/dashboard/live/overview', async (c) => c.html(await overview()));
+  app.get('/dashboard', async (c) => {
+    const s = parseQueueSelection(c);
+    if (typeof s === 'string') return page(c, <ErrorPage title="Bad page" message={s} />, 400);
+    return shell(
+      c,
+      'Queues',
+      'overview',
+      <>
+        <QueueFilterForm action="/dashboard" filter={s.filter} />
+        <Live src={`/dashboard/live/overview${queueSelectionQuery(s)}`}>{await overview(s)}</Live>
+      </>,
+    );
+  });
+  app.get('/dashboard/live/overview', async (c) => {
+    const s = parseQueueSelection(c);
+    if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
+    return c.html(await overview(s));
+  });
 
   // ---- jobs list ----
   function parseFilter(c: Context): JobsFilter | string {
@@ -236,7 +277,14 @@ export function dashboardRoutes(deps: AppDeps) {
       limit: PAGE_SIZE,
       order: f.order ?? 'desc',
     });
-    return <JobsFragment jobs={list} next={next} filter={f} now={t} />;
+    // Running jobs the zombies page lists are marked, with what the reaper will do.
+    const running = list.filter((j) => j.status === 'running').map((j) => j.id);
+    const flags = new Map<number, JobFlag>();
+    for (const v of await runningJobViews(db, { ids: running, now: t, config })) {
+      const flag = jobFlag(v, t, config);
+      if (flag) flags.set(v.id, flag);
+    }
+    return <JobsFragment jobs={list} next={next} filter={f} now={t} flags={flags} />;
   };
   app.get('/dashboard/jobs', async (c) => {
     const f = parseFilter(c);
@@ -258,34 +306,46 @@ export function dashboardRoutes(deps: AppDeps) {
   });
 
   // ---- job detail ----
-  const jobFragment = async (id: number) => {
+  // The page leads with the summary (polled), then the actions (not polled:
+  // a reason being typed must survive), then the details and trail (polled).
+  type JobPart = 'summary' | 'details' | 'all';
+  const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
     const job = await jobWithSettings(db, { id, config });
-    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p> };
+    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
+    const summary = <JobSummary job={job} now={t} config={config} />;
+    if (part === 'summary') return { t, job, body: summary, summary, details: null };
     const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
-    return { t, job, body: <JobFragment job={job} events={events} olderEventsNotShown={olderNotShown} now={t} config={config} /> };
+    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} />;
+    return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
   };
   app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
-    const { t, job, body } = await jobFragment(id);
+    const { t, job, body, summary, details } = await jobFragment(id, 'all');
     if (!job) return shell(c, 'Job not found', 'jobs', body, 404);
     const was = c.req.query('was');
+    const live = `/dashboard/live/jobs/${id}?shown=${job.status}`;
     return shell(
       c,
       `Job ${id}`,
       'jobs',
       <>
         <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
+        <Live src={`${live}&part=summary`}>{summary}</Live>
         <h2>Actions</h2>
         {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} /> : <p class="empty">Read-only login: no actions.</p>}
-        <Live src={`/dashboard/live/jobs/${id}?shown=${job.status}`}>{body}</Live>
+        <Live src={`${live}&part=details`} id="live-details">
+          {details}
+        </Live>
       </>,
     );
   });
   app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
-    const { job, body } = await jobFragment(id);
-    // The actions above the live region fit the status the page was loaded
+    const partText = c.req.query('part');
+    const part: JobPart = partText === 'summary' || partText === 'details' ? partText : 'all';
+    const { job, body } = await jobFragment(id, part);
+    // The actions between the live regions fit the status the page was loaded
     // with; once the status moves on, htmx loads the page afresh.
     const shown = c.req.query('shown');
     if (job && shown && shown !== job.status) return c.body(null, 200, { 'hx-redirect': `/dashboard/jobs/${id}` });
@@ -341,7 +401,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const action = c.req.param('action');
     const session = c.get('session');
     const form = await c.req.parseBody();
-    const actor = `dashboard:${session.role}:${session.sid.slice(0, 8)}`;
+    // The operator's own name, as typed at login: the job's events and the audit say who.
+    const actor = session.name;
     const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
     const reason = reasonText === '' ? null : reasonText;
     const jobPage = `/dashboard/jobs/${id}`;
@@ -350,24 +411,23 @@ export function dashboardRoutes(deps: AppDeps) {
       const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
       return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
     };
-    const p = { id, actor, reason, now: clock.now() };
-    let outcome: OperatorOutcome;
-    let done: string;
-    if (action === 'retry') {
-      outcome = await jobRetryIfFinishedUnsuccessfully(db, p);
-      done = 'retried';
-    } else if (action === 'cancel') {
-      outcome = await jobCancelIfPending(db, p);
-      done = 'cancelled';
-    } else if (action === 'requeue') {
-      outcome = await jobRequeueIfReaperWould(db, { ...p, force: false, rules: config });
-      done = 'requeued';
-    } else {
+    const auditAction = action === 'force-requeue' ? 'job.force_requeue' : (`job.${action}` as 'job.retry' | 'job.cancel' | 'job.requeue');
+    const also = alongside(c, db, { action: auditAction, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now: clock.now() }, trustProxy);
+    const p = { id, actor, reason, now: clock.now(), also };
+    if (action === 'force-requeue') {
       if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id)) return go('confirm_mismatch');
       if (reason === null) return go('reason_required');
-      outcome = await jobRequeueIfReaperWould(db, { ...p, force: true, rules: config });
-      done = 'force_requeued';
     }
+    const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
+    const ran = await once<OperatorOutcome>(() =>
+      action === 'retry'
+        ? jobRetryIfFinishedUnsuccessfully(db, p)
+        : action === 'cancel'
+          ? jobCancelIfPending(db, p)
+          : jobRequeueIfReaperWould(db, { ...p, force: action === 'force-requeue', rules: config }),
+    );
+    if (!ran) return alreadySubmitted(c);
+    const outcome = ran.value;
     if (outcome.ok) return go(done);
     if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
     return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
@@ -375,6 +435,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
+  registerAuditPage(app, deps);
 
   return app;
 }

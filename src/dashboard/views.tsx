@@ -10,8 +10,9 @@ import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
+import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
 
 const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
@@ -26,7 +27,7 @@ const NOTICES: Record<string, string> = {
     'Nothing changed: the reaper would not take this job back now (see Reaper below for why). It acts by itself when it should; only a force requeue acts sooner.',
 };
 
-export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; children?: Child }) {
+export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; children?: Child }) {
   const link = (key: NavKey, href: string, label: string) => (
     <a href={href} class={props.nav === key ? 'active' : undefined} aria-current={props.nav === key ? 'page' : undefined}>
       {label}
@@ -52,10 +53,12 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('zombies', '/dashboard/zombies', 'Zombies')}
             {link('workers', '/dashboard/workers', 'Workers')}
             {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
+            {link('audit', '/dashboard/audit', 'Audit')}
           </nav>
           {props.loggedIn && props.csrf ? (
             <form method="post" action="/dashboard/logout" class="logout">
               <input type="hidden" name="_csrf" value={props.csrf} />
+              {props.operator ? <span class="operator" id="operator">{props.operator}</span> : null}
               <button type="submit">Log out</button>
             </form>
           ) : null}
@@ -69,10 +72,10 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
   );
 }
 
-/** The polled region: its content is re-fetched from `src` every 2 s and swapped in. */
-export function Live(props: { src: string; children?: Child }) {
+/** The polled region: its content is re-fetched from `src` every 2 s and swapped in. `id`: a second region on one page. */
+export function Live(props: { src: string; id?: string; children?: Child }) {
   return (
-    <div id="live" hx-get={props.src} hx-trigger="every 2s" hx-swap="innerHTML">
+    <div id={props.id ?? 'live'} hx-get={props.src} hx-trigger="every 2s" hx-swap="innerHTML">
       {props.children}
     </div>
   );
@@ -91,15 +94,19 @@ export function Notice(props: { notice: string | undefined; was?: string | undef
   );
 }
 
-export function LoginPage(props: { error?: string | undefined; next: string }) {
+export function LoginPage(props: { error?: string | undefined; next: string; name?: string | undefined }) {
   return (
     <Layout title="Log in" nav="none">
-      {props.error ? <p class="notice error">{props.error}</p> : null}
+      {props.error ? <p class="notice error" role="alert" id="login-error">{props.error}</p> : null}
       <form method="post" action="/dashboard/login" class="login">
         <input type="hidden" name="next" value={props.next} />
         <label>
+          Your name <span class="hint">(every action you take is recorded with it)</span>
+          <input type="text" name="name" autocomplete="name" required maxlength={100} value={props.name ?? ''} autofocus={!props.name} />
+        </label>
+        <label>
           Admin or read-only token
-          <input type="password" name="token" autocomplete="current-password" required autofocus />
+          <input type="password" name="token" autocomplete="current-password" required autofocus={!!props.name} />
         </label>
         <button type="submit">Log in</button>
       </form>
@@ -155,6 +162,7 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
   if (props.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
   const q = (name: string, status?: string) => `/dashboard/jobs?queue=${encodeURIComponent(name)}${status ? `&status=${status}` : ''}`;
   return (
+    <div class="table-scroll">
     <table class="queues">
       <thead>
         <tr>
@@ -207,6 +215,7 @@ export function OverviewFragment(props: { queues: QueueHealth[]; now: number; ac
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 
@@ -302,12 +311,14 @@ function BulkEntry(props: { filter: JobsFilter }) {
   );
 }
 
-export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; filter: JobsFilter; now: number }) {
+/** `flags`: running jobs the zombies page lists, by id (src/dashboard/job-health.ts). */
+export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; filter: JobsFilter; now: number; flags?: Map<number, JobFlag> }) {
   return (
     <>
       {props.jobs.length === 0 ? (
         <p class="empty">No jobs match.</p>
       ) : (
+        <div class="table-scroll">
         <table class="jobs">
           <thead>
             <tr>
@@ -327,9 +338,7 @@ export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; fi
                   <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
                 </td>
                 <td>{j.queue_name}</td>
-                <td>
-                  <span class={`status ${j.status}`}>{j.status}</span>
-                </td>
+                <JobStatusCell job={j} flag={props.flags?.get(j.id)} />
                 <td>
                   {j.attempt_count}/{j.max_attempts}
                 </td>
@@ -340,6 +349,7 @@ export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; fi
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <p class="pager">
         {props.filter.after !== undefined ? <a href={`/dashboard/jobs${jobsQuery({ ...props.filter, after: undefined })}`}>First page</a> : null}{' '}
@@ -353,15 +363,25 @@ export function JobsFragment(props: { jobs: JobRecord[]; next: number | null; fi
   );
 }
 
+/** The status, and for a running job the zombies page lists, what is wrong with it and what the reaper will do. */
+function JobStatusCell(props: { job: JobRecord; flag: JobFlag | undefined }) {
+  const f = props.flag;
+  return (
+    <td class={f ? `job-status flagged ${f.kind}` : 'job-status'}>
+      <span class={`status ${props.job.status}${f ? ` ${f.kind}` : ''}`}>{f ? `${props.job.status} · ${f.kind}` : props.job.status}</span>
+      {f ? (
+        <span class="flag-note" title={f.why}>
+          {' '}
+          {f.label}
+        </span>
+      ) : null}
+    </td>
+  );
+}
+
 function leaseText(j: JobRecord, now: number): string {
   if (j.status !== 'running' || j.lease_expires_at === null) return '—';
   return j.lease_expires_at >= now ? `${fmtDuration(j.lease_expires_at - now)} remaining` : `overdue by ${fmtDuration(now - j.lease_expires_at)}`;
-}
-
-function heartbeatLag(j: JobRecord, now: number): number | null {
-  if (j.status !== 'running') return null;
-  const last = j.last_heartbeat_at ?? j.started_at;
-  return last === null ? null : now - last;
 }
 
 /** The reaper's view of a running job, in the words of its decision. */
@@ -379,48 +399,87 @@ function ownerText(j: RunningJobView, now: number, config: Config): string {
   return `${j.locked_by} (${alive ? 'alive' : 'not seen'}, last seen ${fmtRelative(j.owner_last_seen_at, now)})`;
 }
 
-export function JobFragment(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; now: number; config: Config }) {
+/** The job's lease: its own length (what its claim granted) and when it runs out or ran out. */
+function LeaseFact(props: { job: RunningJobView; now: number }) {
+  const { job: j, now } = props;
+  if (j.status !== 'running' || j.lease_expires_at === null) return <dd id="job-lease">—</dd>;
+  const expired = j.lease_expires_at < now;
+  const length = j.lease_ms === null ? '' : `${fmtDuration(j.lease_ms)} lease (this claim's) · `;
+  return (
+    <dd id="job-lease" class={expired ? 'bad' : undefined} title={`expires at ${fmtTime(j.lease_expires_at)}`}>
+      {length}
+      {expired ? `expired ${fmtDuration(now - j.lease_expires_at)} ago` : `expires in ${fmtDuration(j.lease_expires_at - now)}`} ({fmtTime(j.lease_expires_at)})
+    </dd>
+  );
+}
+
+/**
+ * What the operator came for, first: status, lease, owner and its liveness,
+ * heartbeat, what the reaper will do and when. Polled; the actions follow it.
+ */
+export function JobSummary(props: { job: RunningJobView; now: number; config: Config }) {
   const { job: j, now } = props;
   const lag = heartbeatLag(j, now);
+  const interval = heartbeatInterval(j);
   const reap = reaperView(j, now, props.config);
   const stalled = jobStalledForMs(j, now);
   return (
+    <dl class="facts summary" id="job-summary">
+      <dt>Status</dt>
+      <dd>
+        <span class={`status ${j.status}`} id="job-status">
+          {j.status}
+        </span>{' '}
+        in <a href={`/dashboard/jobs?queue=${encodeURIComponent(j.queue_name)}`}>{j.queue_name}</a> · attempt {j.attempt_count} of {j.max_attempts}
+      </dd>
+      <dt>Lease</dt>
+      <LeaseFact job={j} now={now} />
+      <dt>Owner</dt>
+      <dd id="job-owner">{ownerText(j, now, props.config)}</dd>
+      <dt>Heartbeat</dt>
+      <dd id="job-heartbeat" class={lag !== null && lag > 2 * interval ? 'bad' : undefined}>
+        {lag === null
+          ? '—'
+          : `last ${fmtDuration(lag)} ago · interval ${fmtDuration(interval)}${
+              j.job_heartbeat_ms !== null && j.job_heartbeat_ms < j.q_heartbeat_ms ? ` (a third of this lease; the queue's is ${fmtDuration(j.q_heartbeat_ms)})` : ''
+            }`}
+      </dd>
+      <dt>Reaper</dt>
+      <dd id="job-reaper">
+        {reap === null ? '—' : reaperText(reap, now)}
+        {reap !== null && reap.takesAt > now ? <span class="hint"> (at {fmtTime(reap.takesAt)})</span> : null}
+      </dd>
+      <dt>Progress changed</dt>
+      <dd id="job-stall" class={stalled !== null ? 'bad' : undefined}>
+        {j.status !== 'running'
+          ? '—'
+          : `${fmtRelative(j.progressed_at ?? j.started_at, now)}${j.progressed_at === null ? ' (not since the claim)' : ''}${
+              stalled !== null ? ` · stalled: no progress for ${fmtDuration(stalled)}, over the queue's ${fmtDuration(j.q_stall_ms!)}` : ''
+            }`}
+      </dd>
+      {j.last_error !== null ? (
+        <>
+          <dt>Last error</dt>
+          <dd class="bad last-error">{j.last_error.length > 300 ? `${j.last_error.slice(0, 300)}…` : j.last_error}</dd>
+        </>
+      ) : null}
+    </dl>
+  );
+}
+
+/** Below the actions: the rest of the job's facts, its data and its trail. Polled. */
+export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number }) {
+  const { job: j } = props;
+  return (
     <>
+      <h2>Details</h2>
       <dl class="facts">
-        <dt>Status</dt>
-        <dd>
-          <span class={`status ${j.status}`} id="job-status">
-            {j.status}
-          </span>
-        </dd>
-        <dt>Queue</dt>
-        <dd>
-          <a href={`/dashboard/jobs?queue=${encodeURIComponent(j.queue_name)}`}>{j.queue_name}</a>
-        </dd>
-        <dt>Attempt</dt>
+        <dt>Attempts</dt>
         <dd>
           {j.attempt_count} of {j.max_attempts} · errored {j.errored_attempts} · lost {j.lost_attempts}
         </dd>
         <dt>Priority</dt>
         <dd>{j.priority}</dd>
-        <dt>Owner</dt>
-        <dd>{ownerText(j, now, props.config)}</dd>
-        <dt>Lease</dt>
-        <dd class={j.status === 'running' && j.lease_expires_at !== null && j.lease_expires_at < now ? 'bad' : undefined}>{leaseText(j, now)}</dd>
-        <dt>Heartbeat lag</dt>
-        <dd class={lag !== null && lag > 2 * j.q_heartbeat_ms ? 'bad' : undefined}>
-          {lag === null ? '—' : `${fmtDuration(lag)} (interval ${fmtDuration(j.q_heartbeat_ms)})`}
-        </dd>
-        <dt>Reaper</dt>
-        <dd id="job-reaper">{reap === null ? '—' : reaperText(reap, now)}</dd>
-        <dt>Progress changed</dt>
-        <dd id="job-stall" class={stalled !== null ? 'bad' : undefined}>
-          {j.status !== 'running'
-            ? '—'
-            : `${fmtRelative(j.progressed_at ?? j.started_at, now)}${j.progressed_at === null ? ' (not since the claim)' : ''}${
-                stalled !== null ? ` · stalled: no progress for ${fmtDuration(stalled)}, over the queue's ${fmtDuration(j.q_stall_ms!)}` : ''
-              }`}
-        </dd>
         <dt>Fencing token</dt>
         <dd>{j.lease_epoch}</dd>
         <dt>Idempotency key</dt>
@@ -452,6 +511,7 @@ export function JobFragment(props: { job: RunningJobView; events: EventRecord[];
           {fmtCount(props.olderEventsNotShown)} older events not shown (the newest {fmtCount(props.events.length)} are below).
         </p>
       ) : null}
+      <div class="table-scroll">
       <table class="events">
         <thead>
           <tr>
@@ -484,6 +544,7 @@ export function JobFragment(props: { job: RunningJobView; events: EventRecord[];
           ))}
         </tbody>
       </table>
+      </div>
     </>
   );
 }
@@ -574,6 +635,7 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
   const { now, config } = props;
   if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease, a late heartbeat or a stall.</p>;
   return (
+    <div class="table-scroll">
     <table class="zombies">
       <thead>
         <tr>
@@ -625,12 +687,30 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
         })}
       </tbody>
     </table>
+    </div>
+  );
+}
+
+/** What the worker's last beat reported; — for an SDK that does not report them. */
+function WorkerCounterCells(props: { w: WorkerRecord }) {
+  const { w } = props;
+  const count = (n: number | null) => <td class={n !== null && n > 0 ? 'warn' : undefined}>{n ?? '—'}</td>;
+  return (
+    <>
+      <td class={w.event_loop_blocks ? 'warn loop-blocks' : 'loop-blocks'}>
+        {w.event_loop_blocks ?? '—'}
+        {w.event_loop_blocks && w.longest_event_loop_block_ms !== null ? ` (longest ${fmtDuration(w.longest_event_loop_block_ms)})` : ''}
+      </td>
+      {count(w.heartbeat_failures)}
+      {count(w.leases_lost)}
+    </>
   );
 }
 
 export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; config: Config }) {
   if (props.workers.length === 0) return <p class="empty">No worker seen in the last 24 hours.</p>;
   return (
+    <div class="table-scroll">
     <table class="workers">
       <thead>
         <tr>
@@ -639,6 +719,11 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
           <th>Last seen</th>
           <th>Running</th>
           <th title="times a new process took over this worker id (a crash loop shows here)">Restarts</th>
+          <th title="times its heartbeat timer fired late because the event loop was blocked, and the longest block, since the process started: a worker alive with blocks is hung on CPU-bound work, not dead">
+            Event-loop blocks
+          </th>
+          <th title="heartbeat rounds that failed (network or server), since the process started">Heartbeat failures</th>
+          <th title="jobs whose lease this process lost (refused, or expired before it could renew), since it started">Leases lost</th>
           <th>Queues</th>
           <th>Host</th>
           <th>Pid</th>
@@ -656,6 +741,7 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
               <td>{fmtRelative(w.last_seen_at, props.now)}</td>
               <td>{w.running_count}</td>
               <td class={w.restarts > 0 ? 'warn' : undefined}>{w.restarts}</td>
+              <WorkerCounterCells w={w} />
               <td>{w.queues ?? '—'}</td>
               <td>{w.host ?? '—'}</td>
               <td>{w.pid ?? '—'}</td>
@@ -666,5 +752,6 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
         })}
       </tbody>
     </table>
+    </div>
   );
 }

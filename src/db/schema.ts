@@ -144,6 +144,13 @@ export const workers = sqliteTable(
     // new one took over the id: a crash-looping worker shows here.
     instanceId: text('instance_id'),
     restarts: integer('restarts').notNull().default(0),
+    // What the worker process reported with its latest beat, counted since it
+    // started (NULL: an SDK that does not report them). Event-loop blocks mean
+    // a hung process, not a dead one.
+    eventLoopBlocks: integer('event_loop_blocks'),
+    longestEventLoopBlockMs: integer('longest_event_loop_block_ms'),
+    heartbeatFailures: integer('heartbeat_failures'),
+    leasesLost: integer('leases_lost'),
     startedAt: integer('started_at').notNull(),
     lastSeenAt: integer('last_seen_at').notNull(),
   },
@@ -301,4 +308,55 @@ export const revokedSessions = sqliteTable(
     expiresAt: integer('expires_at').notNull(),
   },
   (t) => [index('revoked_sessions_expires_idx').on(t.expiresAt)],
+);
+
+/**
+ * Who changed what (drizzle/0009): every operator change that is not a job
+ * transition by itself (queue settings, pause and resume, alert thresholds,
+ * bulk actions, logins and logouts), and the single-job actions by reference
+ * (their events hold the detail). `before` and `after` are JSON of the fields
+ * the change set. Pruned past LEASEHOLD_AUDIT_RETENTION_MS.
+ */
+export const operatorAudit = sqliteTable(
+  'operator_audit',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    at: integer('at').notNull(),
+    /** The operator's name (dashboard), or the token's name or the request's `actor` (API). */
+    actor: text('actor').notNull(),
+    /** admin, readonly, worker, or none (a failed login). */
+    role: text('role').notNull(),
+    /** The name of the token the request or session authenticated with (null: open mode or a failed login). */
+    credential: text('credential'),
+    source: text('source', { enum: ['dashboard', 'api'] }).notNull(),
+    action: text('action').notNull(),
+    queueName: text('queue_name'),
+    jobId: integer('job_id'),
+    target: text('target').notNull(),
+    before: text('before'),
+    after: text('after'),
+    reason: text('reason'),
+    client: text('client'),
+  },
+  (t) => [
+    index('operator_audit_at_idx').on(t.at),
+    index('operator_audit_actor_idx').on(t.actor, t.id),
+    index('operator_audit_action_idx').on(t.action, t.id),
+    index('operator_audit_queue_idx').on(t.queueName, t.id),
+    check('operator_audit_source_known', sql`${t.source} IN ('dashboard', 'api')`),
+  ],
+);
+
+/**
+ * One-time dashboard form tokens already used (drizzle/0009): a form
+ * re-sent within its session is refused. A row can go once the form's
+ * session would have expired anyway.
+ */
+export const usedFormNonces = sqliteTable(
+  'used_form_nonces',
+  {
+    nonce: text('nonce').primaryKey(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('used_form_nonces_expires_idx').on(t.expiresAt)],
 );

@@ -23,6 +23,7 @@
 import { drizzle as drizzleD1 } from 'drizzle-orm/d1';
 import { sql } from 'drizzle-orm';
 import { createApp } from '../app.ts';
+import { hasToken } from '../core/tokens.ts';
 import { databaseClock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
@@ -130,8 +131,8 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
 
   // The reaper is not reachable from outside: it runs with or without tokens.
   const open = role === 'reap' || strings.LEASEHOLD_ALLOW_OPEN === 'true';
-  if (!open && (!config.workerToken || !config.adminToken)) {
-    const missing = [!config.workerToken && 'LEASEHOLD_WORKER_TOKEN', !config.adminToken && 'LEASEHOLD_ADMIN_TOKEN'].filter(Boolean);
+  if (!open && (!hasToken(config, 'worker') || !hasToken(config, 'admin'))) {
+    const missing = [!hasToken(config, 'worker') && 'LEASEHOLD_WORKER_TOKEN', !hasToken(config, 'admin') && 'LEASEHOLD_ADMIN_TOKEN'].filter(Boolean);
     return new Refusal(
       'unavailable',
       `leasehold refuses to serve on a public edge without tokens: set the secret(s) ${missing.join(' and ')} ` +

@@ -4,6 +4,7 @@
  * previous one, and a failed pass is logged and tried again at the next
  * tick), its log line, the start line and the close order.
  */
+import { roleTokens } from '../core/tokens.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
@@ -128,16 +129,19 @@ export { redactUrl };
  * and the dashboard are, which database, how callers authenticate) and a
  * warning line when anything is open without a token.
  */
-export function startLines(url: string, config: Pick<Config, 'databaseUrl' | 'workerToken' | 'adminToken'>, reaper: string): string[] {
-  const auth = config.workerToken && config.adminToken ? 'worker and admin tokens' : config.adminToken ? 'admin token (worker calls open)' : config.workerToken ? 'worker token (admin API and dashboard open)' : 'none (open)';
+export function startLines(url: string, config: Pick<Config, 'databaseUrl'> & Parameters<typeof roleTokens>[0], reaper: string): string[] {
+  const tokens = roleTokens(config);
+  const worker = tokens.worker.length > 0;
+  const admin = tokens.admin.length > 0;
+  const auth = worker && admin ? 'worker and admin tokens' : admin ? 'admin token (worker calls open)' : worker ? 'worker token (admin API and dashboard open)' : 'none (open)';
   const lines = [`leasehold listening on ${url} (dashboard ${url}/, database ${redactUrl(config.databaseUrl)}, auth: ${auth}, reaper ${reaper})`];
-  const open = [!config.workerToken && 'the worker API', !config.adminToken && 'the admin API and the dashboard'].filter(Boolean);
-  if (open.length > 0) lines.push(`leasehold: warning: ${open.join(' and ')} ${open.length > 1 || !config.adminToken ? 'are' : 'is'} open to anyone who can reach ${url}; set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN`);
+  const open = [!worker && 'the worker API', !admin && 'the admin API and the dashboard'].filter(Boolean);
+  if (open.length > 0) lines.push(`leasehold: warning: ${open.join(' and ')} ${open.length > 1 || !admin ? 'are' : 'is'} open to anyone who can reach ${url}; set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN`);
   return lines;
 }
 
 /** The start line at info (with url, database and auth as fields) and the open-mode warning at warn. */
-export function logStart(log: Logger, url: string, config: Pick<Config, 'databaseUrl' | 'workerToken' | 'adminToken'>, reaper: string): void {
+export function logStart(log: Logger, url: string, config: Parameters<typeof startLines>[1], reaper: string): void {
   const [start, ...warnings] = startLines(url, config, reaper);
   log.info(start!, { event: 'listening', url, dashboard: `${url}/`, database: redactUrl(config.databaseUrl) });
   for (const line of warnings) log.warn(line, { event: 'open_mode' });

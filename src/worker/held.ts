@@ -35,6 +35,8 @@ export interface WorkerStats {
   abandoned: number;
   leaseLost: number;
   eventLoopBlocked: number;
+  /** The longest of those blocks, in ms. */
+  longestEventLoopBlockMs: number;
   heartbeatFailures: number;
 }
 

@@ -33,9 +33,20 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   let ticking = false;
   let interval = options.heartbeatMs ?? 5_000;
 
-  /** What the worker says about itself with each beat. */
+  /** What the worker says about itself with each beat: who it is, what it holds, and its counters (the server keeps the latest). */
   function liveness(runningCount: number): WorkerLiveness {
-    return { instanceId: w.instanceId, ...options.identity, queues: w.queues, runningCount };
+    const { stats } = w;
+    return {
+      instanceId: w.instanceId,
+      ...options.identity,
+      queues: w.queues,
+      runningCount,
+      // Clamped to what the server accepts: a refused beat would fail the tick with it.
+      eventLoopBlocks: Math.min(stats.eventLoopBlocked, 1e9),
+      longestEventLoopBlockMs: Math.min(Math.round(stats.longestEventLoopBlockMs), 24 * 3600 * 1000),
+      heartbeatFailures: Math.min(stats.heartbeatFailures, 1e9),
+      leasesLost: Math.min(stats.leaseLost, 1e9),
+    };
   }
 
   /** A beat outside the ticks (start, end of close): the heartbeats call with no leases. */
@@ -104,6 +115,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       // The timer could not fire: something blocked the event loop. This is
       // what "could not renew lock" usually means in other queues.
       w.stats.eventLoopBlocked++;
+      w.stats.longestEventLoopBlockMs = Math.max(w.stats.longestEventLoopBlockMs, lateBy);
       const ids = jobs.map((r) => r.job.id);
       w.logger.warn(`event loop was blocked for ${Math.round(lateBy)} ms; heartbeat late for job(s) ${ids.join(', ') || '(none)'}: move CPU-bound work off the event loop or raise the lease`, {
         blockedMs: Math.round(lateBy),

@@ -33,7 +33,11 @@ export interface WorkerLiveness {
   version?: string;
   queues: string[];
   runningCount: number;
-  // The SDK's counters (event-loop blocks, heartbeat failures, leases lost) join here once the server stores them.
+  /** This process's counters since it started: the operator sees them in the worker registry. */
+  eventLoopBlocks?: number;
+  longestEventLoopBlockMs?: number;
+  heartbeatFailures?: number;
+  leasesLost?: number;
 }
 
 export interface Transport {

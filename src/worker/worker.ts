@@ -56,7 +56,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   }
   const logger = withFields(options.logger ?? consoleLogger(workerId), { workerId });
   const events = createEmitter(() => logger);
-  const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, heartbeatFailures: 0 };
+  const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
   let state: WorkerState = 'new';
   const w: Held = {
     transport: options.transport,
@@ -163,7 +163,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     instanceId,
     start,
     close,
-    /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked, heartbeatFailures. */
+    /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked (and the longest, in ms), heartbeatFailures. Beats report the last four to the server. */
     stats,
     get running() {
       return active.size;

@@ -11,7 +11,7 @@
  * No rows back means nothing was ready. One UPDATE ... WHERE id IN (SELECT ...
  * LIMIT n) RETURNING: two claimers can never take the same job.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
@@ -42,6 +42,13 @@ export interface Claimed
   heartbeat_ms: number;
 }
 
+/**
+ * The heartbeat interval a claim tells its claimer: the queue's interval, at
+ * most a third of the lease granted. The dashboard shows a running job's
+ * interval with the same expression, so it says what the worker was told.
+ */
+export const claimHeartbeatSql = (queueHeartbeatMs: SQL, leaseMs: SQL) => sql`min(${queueHeartbeatMs}, ${leaseMs} / 3)`;
+
 /** The claim UPDATE, for a batch of its own or one shared with completions. */
 export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { workerId: string }) {
   const now = nowSql(p.now);
@@ -63,7 +70,7 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       LIMIT ${p.limit})
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
       lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at,
-      min(${heartbeat}, lease_ms / 3) AS heartbeat_ms`);
+      ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
 }
 
 /** RETURNING order is unspecified: claim order for the caller. */

@@ -10,13 +10,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
-import type { Db } from '../db.ts';
+import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import type { OperatorOutcome } from './operator-outcome.ts';
+import { guardedWithAudit, type OperatorOutcome } from './operator-outcome.ts';
 import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRules } from './requeue.ts';
-import type { JobRecord } from './record.ts';
+import { auditInsert, type Alongside } from './audit.ts';
 
 export type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
 
@@ -25,29 +25,22 @@ export interface OperatorParams {
   actor: string;
   reason: string | null;
   now: Now;
+  /** A form token's claim and the operator audit entry, committed with the change (the entry only if it happened). */
+  also?: Alongside;
 }
 
-async function guarded(db: Db, id: number, update: SQL): Promise<OperatorOutcome> {
-  const [rows, current] = await db.batch([
-    db.all<JobRecord>(update),
-    db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${id}`),
-  ]);
-  const job = (rows as JobRecord[])[0];
-  if (job) return { ok: true, job };
-  const status = (current as { status: JobStatus }[])[0]?.status;
-  return status === undefined ? { ok: false, reason: 'not_found' } : { ok: false, reason: 'conflict', status };
-}
+const guarded = (db: Db, p: OperatorParams, update: SQL) => guardedWithAudit(db, p.id, update, p.also);
 
 export function jobCancelIfPending(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guarded(db, p.id, sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now},
+  return guarded(db, p, sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now},
       last_event = 'cancelled', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
     WHERE id = ${p.id} AND status = 'pending' RETURNING *`);
 }
 
 export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guarded(db, p.id, sql`UPDATE jobs SET status = 'pending', available_at = ${now},
+  return guarded(db, p, sql`UPDATE jobs SET status = 'pending', available_at = ${now},
       attempt_count = 0, errored_attempts = 0, lost_attempts = 0,
       failed_at = NULL, cancelled_at = NULL, finished_at = NULL, updated_at = ${now},
       last_event = 'retried_by_operator', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
@@ -88,6 +81,8 @@ export interface BulkParams extends BulkFilter {
   limit: number;
   /** The reaper's rules (requeue follows them). */
   rules: RequeueRules;
+  /** A form token's claim and the audit entry of the run (its `after` gets the count changed), in the same batch. */
+  also?: Alongside;
 }
 
 /** The status a bulk kind acts on, or undefined if it does not take that status. */
@@ -134,7 +129,8 @@ export async function jobsBulkPreview(db: Db, f: BulkFilter & { now: Now; limit:
     // The jobs the reaper would take now, as the requeue itself picks them.
     const ids = await jobsBulkRequeueIds(db, { queue: f.queue, now: f.now, rules: f.rules, limit: f.limit });
     if (ids.length === 0) return [];
-    return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) ORDER BY id`);
+    // One JSON parameter, not one per id: D1 binds at most 100 per statement.
+    return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY id`);
   }
   return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE ${bulkWhere(f)} ORDER BY id LIMIT ${f.limit}`);
 }
@@ -161,6 +157,14 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
         lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
       WHERE ${pick} RETURNING id`;
   }
-  const rows = await db.all<{ id: number }>(update);
+  const first = p.also?.first ?? [];
+  const entry = p.also?.audit;
+  const results = await batchList(db, [
+    ...first,
+    db.all<{ id: number }>(update),
+    // changes(): the rows the UPDATE just before it changed.
+    ...(entry ? [auditInsert(db, { ...entry, after: sql`json_set(${entry.after ?? '{}'}, '$.changed', changes())` })] : []),
+  ]);
+  const rows = results[first.length] as { id: number }[];
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 }

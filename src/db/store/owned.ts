@@ -115,10 +115,11 @@ export async function ownedWriteThen<T extends { id: number }, A>(
     // that recorded the refusal (a ref in neither answer has no job).
     // A refusal whose message starts with deadline_exceeded carries that cause
     // to the worker: its own attempt ran out of time (still held past the
-    // deadline, or already taken back for it).
+    // deadline, or already taken back for it). CAST: a fixed `now` is bound
+    // as REAL by libSQL and D1 alike, which would print "1000.0 ms".
     db.all<{ id: number; status: JobStatus; deadline: number }>(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
       SELECT j.id, j.queue_name, 'stale_write_rejected', j.status, j.status, ${p.write},
-        CASE WHEN ${owns} THEN 'deadline_exceeded: the attempt passed its deadline ' || (${now} - j.deadline_at) || ' ms ago'
+        CASE WHEN ${owns} THEN 'deadline_exceeded: the attempt passed its deadline ' || CAST(${now} - j.deadline_at AS INTEGER) || ' ms ago'
           WHEN j.status <> 'running' AND j.last_event_reason = 'deadline_exceeded' THEN 'deadline_exceeded: job is ' || j.status || ', taken back by the reaper at its deadline'
           WHEN j.status <> 'running' THEN 'job is ' || j.status
           WHEN j.lock_token = v.token THEN 'the claim belongs to worker ' || j.locked_by

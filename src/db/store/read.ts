@@ -3,11 +3,13 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
-import type { Db } from '../db.ts';
+import { batchList, type Db } from '../db.ts';
+import { auditInsert, type Alongside } from './audit.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
-import type { JobRecord } from './record.ts';
+import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
+import type { JobRecord, JobSummaryRecord } from './record.ts';
 
 export type { QueueHealth } from '../../core/metrics-snapshot.ts';
 
@@ -16,6 +18,10 @@ export async function readNow(db: Db): Promise<number> {
   const [row] = await db.all<{ now: number }>(sql`SELECT ${nowSql('db')} AS now`);
   return row!.now;
 }
+
+/** A job's queue and status, as SQL for an audit entry in the batch that changes the job. */
+export const jobQueueSql = (id: number): SQL => sql`(SELECT queue_name FROM jobs WHERE id = ${id})`;
+export const jobStatusSql = (id: number): SQL => sql`(SELECT json_object('status', status) FROM jobs WHERE id = ${id})`;
 
 export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined> {
   const [row] = await db.all<JobRecord>(sql`SELECT * FROM jobs WHERE id = ${id}`);
@@ -77,6 +83,36 @@ export interface ListParams {
 
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
+  return jobsPage<JobRecord>(db, p, sql`*`);
+}
+
+/**
+ * The same page as jobsList, each job without the JSON it carries: sizes and
+ * previews are computed in SQL, so a page of 1 MiB payloads never reaches
+ * this process whole (60 of them made a 61 MB answer and +225 MB RSS).
+ */
+export async function jobSummariesList(db: Db, p: ListParams): Promise<{ jobs: JobSummaryRecord[]; next: number | null }> {
+  const bytes = (column: string) => sql.raw(`length(CAST(${column} AS BLOB))`);
+  const preview = (column: string) => sql.raw(`substr(${column}, 1, ${JOB_PREVIEW_CHARS})`);
+  return jobsPage<JobSummaryRecord>(
+    db,
+    p,
+    sql`${sql.raw(SUMMARY_ROW_COLUMNS.join(', '))},
+      ${bytes('payload')} AS payload_bytes, ${preview('payload')} AS payload_preview,
+      ${bytes('result')} AS result_bytes, ${preview('result')} AS result_preview,
+      ${bytes('progress')} AS progress_bytes, ${bytes('checkpoint')} AS checkpoint_bytes`,
+  );
+}
+
+/** Every jobs column but the four JSON ones (payload, result, progress, checkpoint). */
+const SUMMARY_ROW_COLUMNS = [
+  'id', 'queue_name', 'status', 'priority', 'attempt_count', 'max_attempts', 'errored_attempts', 'lost_attempts', 'lease_epoch',
+  'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
+  'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
+  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at',
+] as const satisfies readonly (keyof JobRecord)[];
+
+async function jobsPage<Row extends { id: number }>(db: Db, p: ListParams, columns: SQL): Promise<{ jobs: Row[]; next: number | null }> {
   const where: SQL[] = [];
   if (p.queue !== undefined) where.push(sql`queue_name = ${p.queue}`);
   if (p.status !== undefined) where.push(sql`status = ${p.status}`);
@@ -90,8 +126,8 @@ export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord
   }
   if (p.after !== undefined) where.push(p.order === 'desc' ? sql`id < ${p.after}` : sql`id > ${p.after}`);
   const filter = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
-  const rows = await db.all<JobRecord>(
-    sql`SELECT * FROM jobs ${filter} ORDER BY id ${sql.raw(p.order === 'desc' ? 'DESC' : 'ASC')} LIMIT ${p.limit + 1}`,
+  const rows = await db.all<Row>(
+    sql`SELECT ${columns} FROM jobs ${filter} ORDER BY id ${sql.raw(p.order === 'desc' ? 'DESC' : 'ASC')} LIMIT ${p.limit + 1}`,
   );
   const page = rows.slice(0, p.limit);
   return { jobs: page, next: rows.length > p.limit ? page[page.length - 1]!.id : null };
@@ -204,26 +240,42 @@ export async function queueAlertThresholds(db: Db, p: { queue: string }): Promis
 }
 
 /** Creates the queue if needed and replaces its alert threshold overrides ({}: the server's for all). */
-export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void> {
+export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void> {
   const now = nowSql(p.now);
   const text = Object.keys(p.thresholds).length === 0 ? null : JSON.stringify(p.thresholds);
-  await db.run(sql`INSERT INTO queues (name, created_at, updated_at, alert_thresholds) VALUES (${p.queue}, ${now}, ${now}, ${text})
-    ON CONFLICT (name) DO UPDATE SET alert_thresholds = excluded.alert_thresholds, updated_at = excluded.updated_at`);
+  const audit = p.also?.audit;
+  await batchList(db, [
+    ...(p.also?.first ?? []),
+    // Before the change, so `before` is read in the transaction that replaces it.
+    ...(audit ? [auditInsert(db, { ...audit, before: sql`coalesce((SELECT alert_thresholds FROM queues WHERE name = ${p.queue}), '{}')`, after: text ?? '{}' })] : []),
+    db.run(sql`INSERT INTO queues (name, created_at, updated_at, alert_thresholds) VALUES (${p.queue}, ${now}, ${now}, ${text})
+      ON CONFLICT (name) DO UPDATE SET alert_thresholds = excluded.alert_thresholds, updated_at = excluded.updated_at`),
+  ]);
 }
 
 /** Creates the queue if needed and sets the given overrides (null: back to the default). */
-export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void> {
+export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void> {
   const now = nowSql(p.now);
   const entries = Object.entries(p.patch).map(([key, value]) => ({
+    key,
     column: sql.raw(key === 'paused' ? 'paused' : key === 'stallMs' ? 'stall_ms' : SETTING_COLUMNS[key as keyof QueueDefaults]),
     value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
   }));
+  const audit = p.also?.audit;
+  // The fields the patch sets, as they were (null: the server's default; no queue row yet: all null), read in this transaction.
+  const was = entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json(CASE WHEN q.paused THEN 'true' ELSE 'false' END)` : sql`${e.key}, q.${e.column}`));
+  const before = sql`coalesce((SELECT json_object(${sql.join(was, sql`, `)}) FROM queues q WHERE q.name = ${p.queue}),
+    json_object(${sql.join(entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json('false')` : sql`${e.key}, NULL`)), sql`, `)}))`;
   // The patch goes in both branches: a new queue row carries it too.
   const columns = entries.map((e) => sql`, ${e.column}`);
   const values = entries.map((e) => sql`, ${e.value}`);
   const sets = entries.map((e) => sql`${e.column} = excluded.${e.column}`);
-  await db.run(sql`INSERT INTO queues (name, created_at, updated_at ${sql.join(columns, sql``)})
-    VALUES (${p.queue}, ${now}, ${now} ${sql.join(values, sql``)})
-    ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = excluded.updated_at`], sql`, `)}`);
+  await batchList(db, [
+    ...(p.also?.first ?? []),
+    ...(audit && entries.length > 0 ? [auditInsert(db, { ...audit, before, after: JSON.stringify(p.patch) })] : []),
+    db.run(sql`INSERT INTO queues (name, created_at, updated_at ${sql.join(columns, sql``)})
+      VALUES (${p.queue}, ${now}, ${now} ${sql.join(values, sql``)})
+      ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = excluded.updated_at`], sql`, `)}`),
+  ]);
 }
 

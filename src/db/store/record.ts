@@ -1,7 +1,7 @@
 /** The job row as statements return it (snake_case), and its wire form. */
-import type { ClaimedJobWire, Job, JobStatus } from '../../core/wire.ts';
+import type { ClaimedJobWire, Job, JobStatus, JobSummary } from '../../core/wire.ts';
 
-export type { ClaimedJobWire, Job };
+export type { ClaimedJobWire, Job, JobSummary };
 
 export interface JobRecord {
   id: number;
@@ -76,6 +76,28 @@ export function toJob(r: JobRecord): Job {
   };
 }
 
+/** A jobs row without its JSON columns, with their sizes and previews (jobSummariesList). */
+export interface JobSummaryRecord extends Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'> {
+  payload_bytes: number;
+  payload_preview: string;
+  result_bytes: number | null;
+  result_preview: string | null;
+  progress_bytes: number | null;
+  checkpoint_bytes: number | null;
+}
+
+export function toJobSummary(r: JobSummaryRecord): JobSummary {
+  const { payload: _p, result: _r, progress: _g, checkpoint: _c, ...rest } = toJob({ ...r, payload: 'null', result: null, progress: null, checkpoint: null });
+  return {
+    ...rest,
+    payloadBytes: r.payload_bytes,
+    payloadPreview: r.payload_preview,
+    resultBytes: r.result_bytes,
+    resultPreview: r.result_preview,
+    progressBytes: r.progress_bytes,
+    checkpointBytes: r.checkpoint_bytes,
+  };
+}
 
 export function toClaimedJob(j: {
   id: number;

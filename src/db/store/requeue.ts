@@ -23,7 +23,8 @@ import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
+import { guardedWithAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
+import { auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import type { JobRecord } from './record.ts';
 import { ownerLastSeenSql } from './workers.ts';
@@ -51,24 +52,21 @@ const takes = (d: ReapDecision) => d.action === 'requeue' || d.action === 'fail'
 
 export async function jobRequeueIfReaperWould(
   db: Db,
-  p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules },
+  p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules; also?: Alongside },
 ): Promise<OperatorOutcome | RequeueRefusal> {
   if (p.force) {
-    const [rows, current] = await batchList(db, [
-      db.all<JobRecord>(requeueUpdate({ id: p.id, now: nowSql(p.now), actor: p.actor, reason: p.reason, force: true, returning: sql`*` })),
-      db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${p.id}`),
-    ]);
-    const job = (rows as JobRecord[])[0];
-    if (job) return { ok: true, job };
-    const status = (current as { status: JobStatus }[])[0]?.status;
-    return status === undefined ? { ok: false, reason: 'not_found' } : { ok: false, reason: 'conflict', status };
+    return guardedWithAudit(db, p.id, requeueUpdate({ id: p.id, now: nowSql(p.now), actor: p.actor, reason: p.reason, force: true, returning: sql`*` }), p.also);
   }
   const [row] = await db.all<Row>(sql`${candidateRead(p.rules, p.now)} WHERE j.id = ${p.id}`);
   if (!row) return { ok: false, reason: 'not_found' };
   if (row.status !== 'running') return { ok: false, reason: 'conflict', status: row.status };
   const d = decideReap(row, row.now, p.rules);
   if (!takes(d)) return { ok: false, reason: 'reaper_would_wait', status: 'running', why: d.why, takesAt: d.takesAt };
-  const [job] = await db.all<JobRecord>(requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` }));
+  const update = requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` });
+  const first = p.also?.first ?? [];
+  const job = p.also
+    ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, p.also.audit)] : [])]))[first.length] as JobRecord[])[0]
+    : (await db.all<JobRecord>(update))[0];
   if (job) return { ok: true, job };
   const [after] = await db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${p.id}`);
   if (!after) return { ok: false, reason: 'not_found' };
@@ -109,13 +107,19 @@ export async function jobsBulkRequeueIds(db: Db, p: { queue: string | undefined;
 
 export async function jobsBulkRequeue(
   db: Db,
-  p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null },
+  p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null; also?: Alongside },
 ): Promise<number[]> {
   const rows = (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit);
-  if (rows.length === 0) return [];
-  const results = await batchList(
-    db,
-    rows.map((row) => db.all<{ id: number }>(requeueUpdate({ row, id: row.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`id` }))),
-  );
-  return (results as { id: number }[][]).flat().map((r) => Number(r.id)).sort((a, b) => a - b);
+  const first = p.also?.first ?? [];
+  const audit = p.also?.audit;
+  // The run is audited even when nothing matched: the operator asked.
+  const changed = rows.length === 0
+    ? sql`0`
+    : sql`(SELECT count(*) FROM jobs WHERE id IN (${sql.join(rows.map((r) => sql`${r.id}`), sql`, `)}) AND status = 'pending' AND last_event = 'requeued_by_operator' AND last_event_actor = ${p.actor} AND updated_at = ${rows[0]!.now})`;
+  const results = await batchList(db, [
+    ...first,
+    ...rows.map((row) => db.all<{ id: number }>(requeueUpdate({ row, id: row.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`id` }))),
+    ...(audit ? [auditInsert(db, { ...audit, after: sql`json_set(${audit.after ?? '{}'}, '$.changed', ${changed})` })] : []),
+  ]);
+  return (results.slice(first.length, first.length + rows.length) as { id: number }[][]).flat().map((r) => Number(r.id)).sort((a, b) => a - b);
 }

@@ -77,7 +77,8 @@ export interface WorkerLiveness {
   version?: string | undefined;
   queues?: readonly string[] | undefined;
   runningCount?: number | undefined;
-  // SDK counters (event-loop blocks, heartbeat failures, leases lost) join here when the workers table stores them.
+  /** The process's own counters since it started (absent from older SDKs). */
+  counters?: Partial<WorkerCounters> | undefined;
 }
 
 export interface WorkerBeat extends WorkerLiveness {
@@ -85,7 +86,15 @@ export interface WorkerBeat extends WorkerLiveness {
   now: Now;
 }
 
-/** A worker's own liveness beat: who it is, and how many jobs it holds. */
+/** What a worker process reports about itself with its beats, counted since it started. */
+export interface WorkerCounters {
+  eventLoopBlocks: number;
+  longestEventLoopBlockMs: number;
+  heartbeatFailures: number;
+  leasesLost: number;
+}
+
+/** A worker's own liveness beat: who it is, how many jobs it holds, and its counters. */
 export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
   await workerBeatStatement(db, w);
 }
@@ -94,11 +103,27 @@ export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
 export function workerBeatStatement(db: Db, w: WorkerBeat) {
   const t = nowSql(w.now);
   const queues = w.queues ? JSON.stringify(w.queues) : null;
-  return db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count, started_at, last_seen_at)
-    VALUES (${w.id}, ${w.instanceId ?? null}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0}, ${t}, ${t})
+  const c = w.counters ?? {};
+  return db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count,
+      event_loop_blocks, longest_event_loop_block_ms, heartbeat_failures, leases_lost, started_at, last_seen_at)
+    VALUES (${w.id}, ${w.instanceId ?? null}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0},
+      ${c.eventLoopBlocks ?? null}, ${c.longestEventLoopBlockMs ?? null}, ${c.heartbeatFailures ?? null}, ${c.leasesLost ?? null}, ${t}, ${t})
     ON CONFLICT (id) DO UPDATE SET host = coalesce(excluded.host, host), pid = coalesce(excluded.pid, pid),
       version = coalesce(excluded.version, version), queues = coalesce(excluded.queues, queues),
-      running_count = excluded.running_count, last_seen_at = excluded.last_seen_at, ${instanceUpdate}`);
+      running_count = excluded.running_count, last_seen_at = excluded.last_seen_at,
+      ${counterUpdate('event_loop_blocks')}, ${counterUpdate('longest_event_loop_block_ms')},
+      ${counterUpdate('heartbeat_failures')}, ${counterUpdate('leases_lost')}, ${instanceUpdate}`);
+}
+
+/**
+ * A counter takes the beat's value; a beat without it keeps the row's, unless
+ * a new process took over the id: its predecessor's counts are not its own.
+ * (SET reads the old row, so `instance_id` is the previous process's.)
+ */
+function counterUpdate(column: string): SQL {
+  const c = sql.raw(column);
+  return sql`${c} = CASE WHEN excluded.${c} IS NOT NULL THEN excluded.${c}
+    WHEN excluded.instance_id IS NOT NULL AND instance_id IS NOT NULL AND excluded.instance_id <> instance_id THEN NULL ELSE ${c} END`;
 }
 
 export interface WorkerRecord {
@@ -110,6 +135,10 @@ export interface WorkerRecord {
   running_count: number;
   instance_id: string | null;
   restarts: number;
+  event_loop_blocks: number | null;
+  longest_event_loop_block_ms: number | null;
+  heartbeat_failures: number | null;
+  leases_lost: number | null;
   started_at: number;
   last_seen_at: number;
 }

@@ -1,0 +1,43 @@
+/**
+ * What every dashboard action records and commits with: who (the operator's
+ * name from the session, its role and the token it logged in with), from
+ * where, and the form's one-time token, claimed in the action's own batch.
+ */
+import type { Context } from 'hono';
+import type { Db } from '../db/db.ts';
+import type { AuditActor, AuditEntry, Alongside } from '../db/store/audit.ts';
+import { formNonceClaim, isFormNonceReplay } from '../db/store/form-nonces.ts';
+import { clientAddress } from '../api/throttle.ts';
+import type { DashboardEnv } from './page.tsx';
+import type { Session } from './session.ts';
+
+/** The actor of job events and audit entries for a session: the operator's own name. */
+export function sessionActor(c: Context, session: Session, trustProxy: boolean): AuditActor {
+  return {
+    actor: session.name,
+    role: session.role,
+    credential: session.tok === 'open' ? null : session.tok,
+    source: 'dashboard',
+    client: clientAddress(c, trustProxy) || null,
+  };
+}
+
+/** The form token's claim and the audit entry, for a store call's batch. */
+export function alongside(c: Context<DashboardEnv>, db: Db, audit: Omit<AuditEntry, 'by'> & { by?: AuditActor }, trustProxy: boolean): Alongside {
+  const nonce = c.get('formNonce');
+  return {
+    first: nonce ? [formNonceClaim(db, nonce)] : [],
+    audit: { ...audit, by: audit.by ?? sessionActor(c, c.get('session'), trustProxy) },
+  };
+}
+
+/** Runs an action; undefined when its form was sent a second time (its token claimed meanwhile): nothing changed. */
+export async function once<T>(run: () => Promise<T>): Promise<{ value: T } | undefined> {
+  try {
+    return { value: await run() };
+  } catch (err) {
+    if (isFormNonceReplay(err)) return undefined;
+    throw err;
+  }
+}
+

@@ -1,0 +1,152 @@
+/**
+ * The operator audit (drizzle/0009): who changed what, when, from where, and
+ * the values before and after.
+ *
+ * An entry is a statement for the caller's batch, so it commits (or not)
+ * with the change it describes: `auditInsert` for a change that always
+ * happens, `auditInsertIfChanged` right after a guarded UPDATE (it is written
+ * only when that statement changed a row: SQLite's changes() counts the last
+ * statement's own rows, not its triggers'). `before` and `after` may be SQL,
+ * so a value is read inside the same transaction that replaces it.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Now } from '../../core/clock.ts';
+import type { BatchItem } from 'drizzle-orm/batch';
+import type { Db } from '../db.ts';
+import { nowSql } from '../sql.ts';
+
+/** Who acted: the same for every entry of one request. */
+export interface AuditActor {
+  /** The operator's name (dashboard), or the token's name or the request's `actor` (API). */
+  actor: string;
+  role: 'admin' | 'readonly' | 'worker' | 'none';
+  /** The name of the token behind the request or session; null when the API is open. */
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  /** The client's address, as the throttle sees it (X-Forwarded-For only behind a trusted proxy). */
+  client: string | null;
+}
+
+export type AuditAction =
+  | 'login'
+  | 'login_failed'
+  | 'logout'
+  | 'queue.settings'
+  | 'queue.pause'
+  | 'queue.resume'
+  | 'queue.alert_thresholds'
+  | 'jobs.bulk'
+  | 'job.retry'
+  | 'job.cancel'
+  | 'job.requeue'
+  | 'job.force_requeue';
+
+export const AUDIT_ACTIONS: readonly AuditAction[] = [
+  'login',
+  'login_failed',
+  'logout',
+  'queue.settings',
+  'queue.pause',
+  'queue.resume',
+  'queue.alert_thresholds',
+  'jobs.bulk',
+  'job.retry',
+  'job.cancel',
+  'job.requeue',
+  'job.force_requeue',
+];
+
+export interface AuditEntry {
+  by: AuditActor;
+  action: AuditAction;
+  /** The queue acted on; SQL to read it in the batch (a job's queue). */
+  queue?: string | SQL | null;
+  jobId?: number | null;
+  /** What was acted on, for people: "queue emails", "job 42", "dashboard". */
+  target: string;
+  /** JSON text, or SQL that yields it inside the batch. */
+  before?: string | SQL | null;
+  after?: string | SQL | null;
+  reason?: string | null;
+  now: Now;
+}
+
+/** A value or SQL yielding it. */
+const json = (v: string | SQL | null | undefined) => (v === undefined || v === null ? sql`NULL` : typeof v === 'string' ? sql`${v}` : v);
+
+function selectEntry(e: AuditEntry): SQL {
+  return sql`SELECT ${nowSql(e.now)}, ${e.by.actor}, ${e.by.role}, ${e.by.credential}, ${e.by.source}, ${e.action}, ${json(e.queue)}, ${e.jobId ?? null},
+    ${e.target}, ${json(e.before)}, ${json(e.after)}, ${e.reason ?? null}, ${e.by.client}`;
+}
+
+const COLUMNS = sql`(at, actor, role, credential, source, action, queue_name, job_id, target, before, after, reason, client)`;
+
+/** A statement for the caller's batch: the entry, unconditionally. */
+export function auditInsert(db: Db, e: AuditEntry) {
+  return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)}`);
+}
+
+/** A statement for the batch, right after a guarded UPDATE: the entry only if that UPDATE changed a row. */
+export function auditInsertIfChanged(db: Db, e: AuditEntry) {
+  return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)} WHERE changes() > 0`);
+}
+
+export interface AuditRecord {
+  id: number;
+  at: number;
+  actor: string;
+  role: string;
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  action: AuditAction;
+  queue_name: string | null;
+  job_id: number | null;
+  target: string;
+  before: string | null;
+  after: string | null;
+  reason: string | null;
+  client: string | null;
+}
+
+export interface AuditFilter {
+  actor?: string;
+  action?: AuditAction;
+  queue?: string;
+  /** Entries with a smaller id only (the next page of a newest-first list). */
+  before?: number;
+  limit: number;
+}
+
+/**
+ * Newest first, at most `limit`, and the id to pass as `before` for the next
+ * page (null on the last). Each filter is an equality on an indexed column
+ * walked by id, so a page costs `limit` index steps on a large table.
+ */
+export async function auditList(db: Db, f: AuditFilter): Promise<{ entries: AuditRecord[]; next: number | null }> {
+  const where: SQL[] = [];
+  if (f.actor !== undefined) where.push(sql`actor = ${f.actor}`);
+  if (f.action !== undefined) where.push(sql`action = ${f.action}`);
+  if (f.queue !== undefined) where.push(sql`queue_name = ${f.queue}`);
+  if (f.before !== undefined) where.push(sql`id < ${f.before}`);
+  const clause = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
+  const rows = await db.all<AuditRecord>(sql`SELECT * FROM operator_audit ${clause} ORDER BY id DESC LIMIT ${f.limit + 1}`);
+  const entries = rows.slice(0, f.limit).map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), job_id: r.job_id === null ? null : Number(r.job_id) }));
+  return { entries, next: rows.length > f.limit ? entries[entries.length - 1]!.id : null };
+}
+
+/** Housekeeping for the reaper's batch: audit entries past retention (oldest first, at most `limit`) and used form tokens past expiry. */
+export function auditPruneStatements(db: Db, p: { now: number; retentionMs: number; limit: number }) {
+  return [
+    db.run(sql`DELETE FROM operator_audit WHERE id IN (SELECT id FROM operator_audit WHERE at < ${p.now - p.retentionMs} ORDER BY at LIMIT ${p.limit})`),
+    db.run(sql`DELETE FROM used_form_nonces WHERE expires_at < ${p.now}`),
+  ] as const;
+}
+
+/**
+ * What commits with an operator's change: `first` leads the batch (a form
+ * token's claim, whose refusal undoes everything), `audit` follows the change.
+ */
+export interface Alongside {
+  first?: BatchItem<'sqlite'>[];
+  audit?: AuditEntry;
+}

@@ -1,0 +1,102 @@
+/**
+ * createStore(db): the JobStore port (port.ts) over one Drizzle database,
+ * libSQL or D1 alike. Every method delegates to the store function of the
+ * same name: the SQL stays in its own file, written once.
+ *
+ * @example
+ *   const store = createStore(db);
+ *   const [job] = await store.jobsClaimPending({ queue: 'mail', workerId: 'w1', limit: 1, now: DB_CLOCK, defaults: config });
+ */
+import { batchList, type Db } from '../db.ts';
+import { queueMinutesPrune, queueMinutesSampleHeartbeatLag, queueMinutesSince } from './activity.ts';
+import {
+  alertEvaluationClaimIfDue,
+  alertNotificationMarkDeliveredIfHeld,
+  alertNotificationMarkFailedIfHeld,
+  alertNotificationsClaimDue,
+  alertStatesList,
+  alertStatesRecord,
+} from './alert-states.ts';
+import { jobsClaimPending } from './claim.ts';
+import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
+import { jobsInsert } from './enqueue.ts';
+import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
+import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
+import { metricsSnapshot } from './metrics.ts';
+import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
+import type { JobStore } from './port.ts';
+import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
+import { jobRequeueIfReaperWould } from './requeue.ts';
+import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
+import { jobsListStalled } from './stalls.ts';
+import { workersHeldJobs } from './worker-jobs.ts';
+import { workerBeat, workersList } from './workers.ts';
+
+export type { JobStore } from './port.ts';
+
+export function createStore(db: Db): JobStore {
+  return {
+    jobsInsert: (p) => jobsInsert(db, p),
+    jobsClaimPending: (p) => jobsClaimPending(db, p),
+    jobsHeartbeatIfOwned: (p) => jobsHeartbeatIfOwned(db, p),
+    jobCheckpointIfOwned: (p) => jobCheckpointIfOwned(db, p),
+    jobsCompleteIfOwned: ((p: Parameters<typeof jobsCompleteIfOwned>[1]) => jobsCompleteIfOwned(db, p)) as JobStore['jobsCompleteIfOwned'],
+    jobsCompleteThenClaim: (p) => jobsCompleteThenClaim(db, p),
+    jobFailIfOwned: (p) => jobFailIfOwned(db, p),
+    jobsReleaseIfOwned: ((p: Parameters<typeof jobsReleaseIfOwned>[1]) => jobsReleaseIfOwned(db, p)) as JobStore['jobsReleaseIfOwned'],
+
+    effectStartIfOwned: (p) => effectStartIfOwned(db, p),
+    effectFinishIfOwned: (p) => effectFinishIfOwned(db, p),
+
+    jobCancelIfPending: (p) => jobCancelIfPending(db, p),
+    jobRetryIfFinishedUnsuccessfully: (p) => jobRetryIfFinishedUnsuccessfully(db, p),
+    jobRequeueIfReaperWould: (p) => jobRequeueIfReaperWould(db, p),
+    jobsBulkMatching: (p) => jobsBulkMatching(db, p),
+    jobsBulkPreview: (p) => jobsBulkPreview(db, p),
+    jobsBulkAct: (p) => jobsBulkAct(db, p),
+
+    jobsGetReapCandidates: (p) => jobsGetReapCandidates(db, p),
+    jobsReapIfUnchanged: (p) => jobsReapIfUnchanged(db, p),
+    jobsRecordHeld: (p) => jobsRecordHeld(db, p),
+    async jobsPruneFinished(p) {
+      const [, , deleted] = await batchList(db, jobsPruneFinishedStatements(db, p));
+      return (deleted as { id: number }[]).map((r) => Number(r.id));
+    },
+    async housekeep(p) {
+      const [, , deleted] = await batchList(db, [
+        ...jobsPruneFinishedStatements(db, { now: p.now, limit: p.pruneLimit, defaults: p.defaults }),
+        workersPruneStale(db, { now: p.now, olderThanMs: p.forgetWorkersAfterMs }),
+        queueMinutesSampleHeartbeatLag(db, { now: p.now }),
+        queueMinutesPrune(db, { now: p.now }),
+      ]);
+      return { prunedJobs: (deleted as unknown[]).length };
+    },
+
+    queuesHealth: (p) => queuesHealth(db, p),
+    queueUpsertSettings: (p) => queueUpsertSettings(db, p),
+    queueAlertThresholds: (p) => queueAlertThresholds(db, p),
+    queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),
+    workerBeat: (p) => workerBeat(db, p),
+    workersList: (p) => workersList(db, p),
+    workersHeldJobs: (p) => workersHeldJobs(db, p),
+
+    readNow: () => readNow(db),
+    jobGet: (p) => jobGet(db, p.id),
+    jobsList: (p) => jobsList(db, p),
+    eventsForJob: (p) => eventsForJob(db, p),
+    jobsListStalled: (p) => jobsListStalled(db, p),
+    queueMinutesSince: (p) => queueMinutesSince(db, p),
+    metricsSnapshot: (p) => metricsSnapshot(db, p),
+
+    alertEvaluationClaimIfDue: (p) => alertEvaluationClaimIfDue(db, p),
+    alertStatesRecord: (p) => alertStatesRecord(db, p),
+    alertStatesList: () => alertStatesList(db),
+    alertNotificationsClaimDue: (p) => alertNotificationsClaimDue(db, p),
+    alertNotificationMarkDeliveredIfHeld: async (p) => (await alertNotificationMarkDeliveredIfHeld(db, p)).length > 0,
+    alertNotificationMarkFailedIfHeld: async (p) => (await alertNotificationMarkFailedIfHeld(db, p)).length > 0,
+
+    sessionRevoke: (p) => sessionRevoke(db, p),
+    sessionIsRevoked: (p) => sessionIsRevoked(db, p.sid),
+  };
+}

@@ -1,0 +1,149 @@
+/**
+ * The store port: everything the engine can do to jobs, queues, workers,
+ * effects and counters, as one interface. Routes, dashboard, CLI and
+ * maintenance are meant to take a `JobStore` (createStore(db), in
+ * create-store.ts) instead of a database handle, so SQL stays under src/db
+ * and a backend is anything that passes test/conformance.
+ *
+ * Method names say entity, verb and guard (`jobsHeartbeatIfOwned`,
+ * `jobCancelIfPending`), each with one params object, as River's driver
+ * does. Each method is the store function of the same name in
+ * src/db/store/*.ts without its `db` argument: the precondition,
+ * postcondition and what "no row" means are documented there, once.
+ *
+ * Time is a parameter (`now`: epoch ms, or DB_CLOCK for the database's own
+ * clock) wherever it matters, so tests fix it instead of sleeping.
+ *
+ * This file imports types only, and only from src/core and src/db/store: the
+ * port must not depend on the API, dashboard, worker SDK or a runtime.
+ */
+import type { Alert, AlertThresholds } from '../../core/alerts.ts';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { MinuteRow } from './activity.ts';
+import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
+import type { ClaimParams, Claimed } from './claim.ts';
+import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
+import type { EnqueueParams, Enqueued } from './enqueue.ts';
+import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
+import type { CheckpointParams, HeartbeatParams } from './lease.ts';
+import type { MetricsSnapshot } from './metrics.ts';
+import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
+import type { OwnedOutcome } from './owned.ts';
+import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch } from './read.ts';
+import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
+import type { JobRecord } from './record.ts';
+import type { RequeueRefusal } from './operator-outcome.ts';
+import type { RequeueRules } from './requeue.ts';
+import type { StalledJob } from './stalls.ts';
+import type { WorkerBeat, WorkerRecord } from './workers.ts';
+
+/** What a worker does to the jobs it claims: the worker protocol's statements (store/claim, lease, finish). */
+export interface WorkerJobWrites {
+  /** — -> pending, many in one batch (all or none); an idempotency key already in the queue dedups. */
+  jobsInsert(p: EnqueueParams): Promise<Enqueued[]>;
+  /** pending -> running, up to `limit`, in claim order; registers the worker. */
+  jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
+  /** running -> running under the owner's guard: renew (heartbeat), or push once (`leaseMs`: extend). */
+  jobsHeartbeatIfOwned(p: HeartbeatParams): Promise<OwnedOutcome[]>;
+  jobCheckpointIfOwned(p: CheckpointParams): Promise<OwnedOutcome[]>;
+  /** running -> completed under the owner's guard; `full` returns whole rows. */
+  jobsCompleteIfOwned(p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
+  jobsCompleteIfOwned(p: CompleteParams): Promise<OwnedOutcome[]>;
+  /** Completions, then a claim of the freed slots, in one transaction. */
+  jobsCompleteThenClaim(
+    p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
+  ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }>;
+  /** running -> pending (retry after backoff) or failed, under the owner's guard. */
+  jobFailIfOwned(p: FailParams): Promise<OwnedOutcome<JobRecord>[]>;
+  /** running -> pending now, the attempt given back (shutdown), under the owner's guard. */
+  jobsReleaseIfOwned(p: ReleaseParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
+  jobsReleaseIfOwned(p: ReleaseParams): Promise<OwnedOutcome[]>;
+}
+
+/** The effects ledger behind the SDK's `once(key, fn)` (store/effects). */
+export interface EffectWrites {
+  effectStartIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<EffectStartOutcome>;
+  effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now }): Promise<EffectFinishOutcome>;
+}
+
+/** What an operator does (admin API, dashboard, CLI), single and bulk (store/operator, requeue). */
+export interface OperatorActions {
+  /** pending -> cancelled. */
+  jobCancelIfPending(p: OperatorParams): Promise<OperatorOutcome>;
+  /** failed or cancelled -> pending now, with a fresh attempt budget. */
+  jobRetryIfFinishedUnsuccessfully(p: OperatorParams): Promise<OperatorOutcome>;
+  /** running -> pending when the reaper would take the job now; any running job with `force`. */
+  jobRequeueIfReaperWould(p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules }): Promise<OperatorOutcome | RequeueRefusal>;
+  /** How many jobs a bulk action would match, counted up to `max`. */
+  jobsBulkMatching(p: BulkFilter & { now: Now; max: number; rules: RequeueRules }): Promise<number>;
+  /** What a bulk action would act on now (its dry run), lowest id first. */
+  jobsBulkPreview(p: BulkFilter & { now: Now; limit: number; rules: RequeueRules }): Promise<BulkPreviewRow[]>;
+  /** Runs a bulk action; the ids it changed, ascending. */
+  jobsBulkAct(p: BulkParams): Promise<number[]>;
+}
+
+/** The reaper's reads and writes, and retention (store/reaper, activity). */
+export interface MaintenanceStore {
+  /** Running jobs past lease + grace or past their deadline: those to take, and those to defer. */
+  jobsGetReapCandidates(p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[] }>;
+  /** The decisions, each guarded by the token and expiry read; which ids were taken back. */
+  jobsReapIfUnchanged(p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>>;
+  /** A `reap_held` event per candidate (after a gap in the reaper's own passes); nothing else changes. */
+  jobsRecordHeld(p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void>;
+  /** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects; the ids deleted. */
+  jobsPruneFinished(p: { now: number; limit: number; defaults: QueueDefaults }): Promise<number[]>;
+  /**
+   * The reaper pass's housekeeping in one batch (one request): retention
+   * pruning, workers not seen for `forgetWorkersAfterMs`, the heartbeat-lag
+   * sample of this minute and old activity minutes.
+   */
+  housekeep(p: { now: number; pruneLimit: number; defaults: QueueDefaults; forgetWorkersAfterMs: number }): Promise<{ prunedJobs: number }>;
+}
+
+/** Queues and workers (store/read, workers, worker-jobs). */
+export interface QueueAndWorkerStore {
+  queuesHealth(p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]>;
+  /** Creates the queue if needed and sets the given overrides (null: back to the default). */
+  queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void>;
+  queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
+  queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void>;
+  /** A worker's own liveness beat. */
+  workerBeat(p: WorkerBeat): Promise<void>;
+  /** Workers seen since `sinceMs`, most recent first. */
+  workersList(p: { sinceMs: number; limit: number }): Promise<WorkerRecord[]>;
+  /** Running jobs per worker id, and how many of them have an expired lease. */
+  workersHeldJobs(p: { workerIds: readonly string[]; now: Now }): Promise<Map<string, { held: number; expired: number }>>;
+}
+
+/** Reads the API and dashboard need (store/read, stalls, activity, metrics). */
+export interface StoreReads {
+  /** The database's clock, in epoch ms. */
+  readNow(): Promise<number>;
+  jobGet(p: { id: number }): Promise<JobRecord | undefined>;
+  jobsList(p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }>;
+  eventsForJob(p: { jobId: number; limit: number }): Promise<{ events: EventRecord[]; olderNotShown: number }>;
+  jobsListStalled(p: { now: number; limit: number }): Promise<StalledJob[]>;
+  queueMinutesSince(p: { sinceMinuteAt: number }): Promise<MinuteRow[]>;
+  metricsSnapshot(p: { now: Now; config: QueueDefaults & { workerAliveMs: number } }): Promise<MetricsSnapshot>;
+}
+
+/** Alert states and their webhook notifications (store/alert-states). */
+export interface AlertStore {
+  alertEvaluationClaimIfDue(p: { now: number; everyMs: number }): Promise<boolean>;
+  alertStatesRecord(p: { now: number; alerts: readonly Alert[] }): Promise<AlertStateChanges>;
+  alertStatesList(): Promise<AlertStateRow[]>;
+  alertNotificationsClaimDue(p: { now: number; leaseMs: number; limit: number }): Promise<ClaimedNotification[]>;
+  /** True when this caller still held the notification. */
+  alertNotificationMarkDeliveredIfHeld(p: NotificationRef & { sent: Alert['state'] }): Promise<boolean>;
+  alertNotificationMarkFailedIfHeld(p: NotificationRef & { error: string; retryAt: number }): Promise<boolean>;
+}
+
+/** Dashboard logouts (store/sessions). */
+export interface SessionStore {
+  sessionRevoke(p: { sid: string; expiresAt: number; now: number }): Promise<void>;
+  sessionIsRevoked(p: { sid: string }): Promise<boolean>;
+}
+
+/** The whole store: one backend (libSQL, D1, Turso) behind one contract. */
+export interface JobStore extends WorkerJobWrites, EffectWrites, OperatorActions, MaintenanceStore, QueueAndWorkerStore, StoreReads, AlertStore, SessionStore {}
