@@ -152,6 +152,14 @@ test('queues: list, show, pause, resume and settings', async () => {
   expect(set.stdout).toMatch(/^graceMs\s+10000\s+server default$/m);
   const shown = JSON.parse((await cli(['queues', 'show', 'qq', '--json'])).stdout).queue;
   expect(shown).toMatchObject({ paused: false, settings: { leaseMs: 60_000, heartbeatMs: 10_000 } });
+  expect(set.stdout).toMatch(/^maxRunning\s+none\s+off$/m);
+  const limited = await cli(['queues', 'settings', 'qq', 'maxRunning=3']);
+  expect(limited.stdout).toMatch(/^maxRunning\s+3\s+this queue$/m);
+  expect(JSON.parse((await cli(['queues', 'show', 'qq', '--json'])).stdout).queue.settings.maxRunning).toBe(3);
+  const zero = await cli(['queues', 'settings', 'qq', 'maxRunning=0']);
+  expect(zero.status).toBe(1);
+  expect(zero.stderr).toMatch(/400 invalid_request: maxRunning/);
+  expect((await cli(['queues', 'settings', 'qq', 'maxRunning=null'])).stdout).toMatch(/^maxRunning\s+none\s+off$/m);
 
   // The lease rules are the server's: a heartbeat over half the lease is its 400.
   const broken = await cli(['queues', 'settings', 'qq', 'heartbeatMs=40000']);

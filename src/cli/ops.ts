@@ -52,7 +52,9 @@ export const QUEUES_DETAILS = `subcommands:
   pause Q | resume Q         stop / restart claims from the queue (running jobs go on)
   settings Q [key=value ...] show, or override, leaseMs heartbeatMs graceMs maxAttempts
                              maxLostAttempts backoffBaseMs backoffMaxMs retentionMs
-                             (key=null goes back to the server default)`;
+                             (key=null goes back to the server default);
+                             maxRunning=N: at most N of the queue's jobs run at once
+                             across all workers (maxRunning=null: no limit)`;
 
 export const WORKERS_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -206,7 +208,9 @@ function leaseText(j: { status: string; leaseExpiresAt: string | null }, now: nu
   return at >= now ? `${relative(j.leaseExpiresAt, now).replace(/^in /, '')} left` : `expired ${relative(j.leaseExpiresAt, now)}`;
 }
 
-const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs'] as const;
+const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs', 'maxRunning'] as const;
+/** Settings without a server default: null means off, shown as "none". */
+const LIMIT_KEYS: readonly string[] = ['maxRunning'];
 
 export async function queuesCommand(config: Config, flags: Flags, args: string[]): Promise<number> {
   const [sub = 'list', name, ...rest] = args;
@@ -234,7 +238,7 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     for (const assignment of rest) {
       const m = /^([A-Za-z]+)=(null|[0-9]{1,15})$/.exec(assignment);
       if (!m || !(SETTING_KEYS as readonly string[]).includes(m[1]!)) {
-        throw new UsageError(`${JSON.stringify(assignment)}: give key=milliseconds or key=null, key one of ${SETTING_KEYS.join(', ')}`);
+        throw new UsageError(`${JSON.stringify(assignment)}: give key=milliseconds or key=null (maxRunning: a count), key one of ${SETTING_KEYS.join(', ')}`);
       }
       patch[m[1]!] = m[2] === 'null' ? null : Number(m[2]);
     }
@@ -269,7 +273,11 @@ export function queueTable(queues: any[]): string {
 function settingsText(queue: any): string {
   return table(
     ['setting', 'value', 'source'],
-    SETTING_KEYS.map((k) => [k, queue.settings[k], queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null ? 'this queue' : 'server default']),
+    SETTING_KEYS.map((k) => {
+      const own = queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null;
+      if (LIMIT_KEYS.includes(k)) return [k, queue.settings[k] ?? 'none', own ? 'this queue' : 'off'];
+      return [k, queue.settings[k], own ? 'this queue' : 'server default'];
+    }),
   );
 }
 

@@ -29,6 +29,8 @@ export interface QueueHealth {
   alertOverrides: Partial<AlertThresholds>;
   /** Running jobs without a progress or checkpoint change for this long are stalled; null: not watched. */
   stallMs: number | null;
+  /** At most this many of the queue's jobs run at once, across all workers; null: no limit. */
+  maxRunning: number | null;
 }
 
 /** A count all-time (the durable counter), in the last hour and in the last 5 minutes (retained events). */

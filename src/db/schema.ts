@@ -196,6 +196,9 @@ export const queues = sqliteTable(
     // A running job whose progress and checkpoint have not changed for this long is shown as stalled; NULL: off.
     stallMs: integer('stall_ms'),
     paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    // Queue-wide concurrency: the claim never lets more than this many of the
+    // queue's jobs run at once, across all workers and servers; NULL: no limit.
+    maxRunning: integer('max_running'),
     // Alert thresholds for this queue only (a JSON object of AlertThresholds
     // fields, checked by the API); absent fields use the server's thresholds.
     alertThresholds: text('alert_thresholds'),

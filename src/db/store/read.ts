@@ -179,6 +179,7 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       settings,
       alertOverrides: parseQueueAlertThresholds(r.alert_thresholds as string | null),
       stallMs: typeof r.stall_ms === 'number' ? r.stall_ms : null,
+      maxRunning: typeof r.max_running === 'number' ? r.max_running : null,
     };
   });
 }
@@ -194,8 +195,12 @@ export interface QueueSettingsPatch {
   retentionMs?: number | null;
   timeoutMs?: number | null;
   stallMs?: number | null;
+  maxRunning?: number | null;
   paused?: boolean;
 }
+
+/** Queue settings that have no server default (null: off), by their column. */
+const LIMIT_COLUMNS: Record<string, string> = { paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running' };
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
@@ -215,7 +220,7 @@ export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresh
 export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void> {
   const now = nowSql(p.now);
   const entries = Object.entries(p.patch).map(([key, value]) => ({
-    column: sql.raw(key === 'paused' ? 'paused' : key === 'stallMs' ? 'stall_ms' : SETTING_COLUMNS[key as keyof QueueDefaults]),
+    column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]),
     value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
   }));
   // The patch goes in both branches: a new queue row carries it too.
