@@ -30,6 +30,11 @@ function queueView(q: QueueHealth) {
   };
 }
 
+/** maxRunning in PATCH /queues/:queue/settings and the dashboard's queue form. */
+export const maxRunningField = optional(
+  nullable(int({ min: 1, max: MAX_RUNNING_LIMIT, description: "at most this many of the queue's jobs run at once, across all workers and servers; null: no limit" })),
+);
+
 /** The body of PUT /queues/:queue/alerts: any of the thresholds, each within its limits. */
 export const alertThresholdsBody = obj(
   Object.fromEntries(
@@ -76,7 +81,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
         retentionMs: duration(60_000, 3650 * DAY),
         timeoutMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'hard time limit per attempt (a job\'s own timeoutMs wins); null: the server default' }))),
         stallMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'a running job without a progress or checkpoint change for this long is stalled; null: off' }))),
-        maxRunning: optional(nullable(int({ min: 1, max: MAX_RUNNING_LIMIT, description: 'at most this many of the queue\'s jobs run at once, across all workers and servers; null: no limit' }))),
+        maxRunning: maxRunningField,
         paused: optional(bool()),
       }),
     },

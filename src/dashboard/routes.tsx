@@ -18,6 +18,7 @@ import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
+import { registerQueuePageRoutes } from './queue-page.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
@@ -375,6 +376,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
+  registerQueuePageRoutes(app, deps);
 
   return app;
 }
