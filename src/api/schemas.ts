@@ -9,7 +9,7 @@
  * described by their top-level fields only: they are for people and
  * dashboards, and their inner shapes grow.
  */
-import { JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
 
 const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
@@ -57,6 +57,7 @@ export const JobSchema = fields<Job>(
     lostAttempts: integer('attempts whose worker vanished (taken back by the reaper)'),
     fencingToken: integer('grows by one per claim'),
     idempotencyKey: nullable(string()),
+    uniqueWhile: { type: 'string', enum: [...UNIQUE_WHILE], description: "how long the key deduplicates: while a job enqueued with it is kept ('retained'), or while one is pending or running ('active')" },
     availableAt: time,
     createdAt: time,
     updatedAt: time,

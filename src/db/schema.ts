@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -44,6 +44,9 @@ export const jobs = sqliteTable(
     lockedByInstance: text('locked_by_instance'),
     lockToken: text('lock_token'),
     idempotencyKey: text('idempotency_key'),
+    // How long the key deduplicates: 'retained' (while any job enqueued that
+    // way is kept) or 'active' (while a job with the key is pending or running).
+    uniqueWhile: text('unique_while', { enum: UNIQUE_WHILE }).notNull().default('retained'),
     dedupCount: integer('dedup_count').notNull().default(0),
     lastError: text('last_error'),
     progress: text('progress'),
@@ -84,6 +87,7 @@ export const jobs = sqliteTable(
     check('jobs_attempts_in_range', sql`${t.attemptCount} >= 0 AND ${t.maxAttempts} >= 1`),
     check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
     check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
+    check('jobs_unique_while_known', sql`${t.uniqueWhile} IN ('retained', 'active')`),
     // The claim: pending jobs of one queue in claim order.
     index('jobs_claim_idx')
       .on(t.queueName, sql`${t.priority} DESC`, t.availableAt, t.id)
@@ -96,9 +100,17 @@ export const jobs = sqliteTable(
     // Listing one queue (and status), keyset-paginated by id.
     index('jobs_queue_status_id_idx').on(t.queueName, t.status, t.id),
     index('jobs_status_id_idx').on(t.status, t.id),
+    // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
+    // among the queue's kept jobs enqueued that way; any pending or running
+    // job's key is unique in its queue, whatever its mode.
     uniqueIndex('jobs_idempotency_key_idx')
       .on(t.queueName, t.idempotencyKey)
-      .where(sql`${t.idempotencyKey} IS NOT NULL`),
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.uniqueWhile} = 'retained'`),
+    uniqueIndex('jobs_active_key_idx')
+      .on(t.queueName, t.idempotencyKey)
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
+    // Finding jobs by key, whatever their mode and status.
+    index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );
 

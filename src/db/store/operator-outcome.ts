@@ -14,5 +14,6 @@ export interface RequeueRefusal {
 export type OperatorOutcome =
   | { ok: true; job: JobRecord }
   | RequeueRefusal
-  | { ok: false; reason: 'conflict'; status: JobStatus }
+  /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
+  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
   | { ok: false; reason: 'not_found' };
