@@ -17,3 +17,26 @@ CREATE UNIQUE INDEX `jobs_active_key_idx` ON `jobs` (`queue_name`, `idempotency_
 --> statement-breakpoint
 -- Finding jobs by key (API, dashboard), whatever their mode and status.
 CREATE INDEX `jobs_key_lookup_idx` ON `jobs` (`queue_name`, `idempotency_key`) WHERE `idempotency_key` IS NOT NULL;
+--> statement-breakpoint
+-- Rate limits: at most rate_max claims of the queue's jobs per fixed window of
+-- rate_window_ms (windows start at multiples of it since the epoch). The
+-- claim's LIMIT reads what is left of the current window; the trigger below
+-- counts each claim inside the claiming statement, so claims from any number
+-- of servers never pass the limit. NULL rate_max: no limit.
+ALTER TABLE `queues` ADD `rate_max` integer;
+--> statement-breakpoint
+ALTER TABLE `queues` ADD `rate_window_ms` integer;
+--> statement-breakpoint
+ALTER TABLE `queues` ADD `rate_window_start` integer;
+--> statement-breakpoint
+ALTER TABLE `queues` ADD `rate_claims` integer DEFAULT 0 NOT NULL;
+--> statement-breakpoint
+-- One primary-key UPDATE per claimed job; it writes only for a rate-limited queue.
+CREATE TRIGGER `jobs_rate_count` AFTER UPDATE OF `status` ON `jobs`
+  WHEN NEW.`status` = 'running' AND OLD.`status` <> 'running'
+BEGIN
+  UPDATE `queues` SET
+    `rate_claims` = CASE WHEN `rate_window_start` = NEW.`started_at` - NEW.`started_at` % `rate_window_ms` THEN `rate_claims` + 1 ELSE 1 END,
+    `rate_window_start` = NEW.`started_at` - NEW.`started_at` % `rate_window_ms`
+  WHERE `name` = NEW.`queue_name` AND `rate_max` IS NOT NULL;
+END;

@@ -160,6 +160,9 @@ test('queues: list, show, pause, resume and settings', async () => {
   expect(zero.status).toBe(1);
   expect(zero.stderr).toMatch(/400 invalid_request: maxRunning/);
   expect((await cli(['queues', 'settings', 'qq', 'maxRunning=null'])).stdout).toMatch(/^maxRunning\s+none\s+off$/m);
+  const rate = await cli(['queues', 'settings', 'qq', 'rateLimit=100/60000']);
+  expect(rate.stdout).toMatch(/^rateLimit\s+100\/60000\s+this queue \(0 used this window\)$/m);
+  expect((await cli(['queues', 'settings', 'qq', 'rateLimit=null'])).stdout).toMatch(/^rateLimit\s+none\s+off$/m);
 
   // The lease rules are the server's: a heartbeat over half the lease is its 400.
   const broken = await cli(['queues', 'settings', 'qq', 'heartbeatMs=40000']);

@@ -61,6 +61,17 @@ test('an admin sees running against maxRunning and sets it from the form; bad va
   // Empty: no limit. No CSRF token: refused, nothing changed.
   expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '' } })).status).toBe(303);
   expect((await settings('mail')).maxRunning).toBe(null);
+  // The rate limit: both fields, or neither.
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '', rateMax: '100', rateWindowMs: '60000' } })).status).toBe(303);
+  expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
+  const limited = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(limited).toMatch(/<dd id="queue-rate-limit">0 of 100 claims used in this 1 m 0 s window<\/dd>/);
+  const half = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '100', rateWindowMs: '' } });
+  expect(half.status).toBe(400);
+  expect(await half.text()).toContain('rateLimit.windowMs');
+  expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '', rateWindowMs: '' } })).status).toBe(303);
+  expect((await settings('mail')).rateLimit).toBe(null);
   expect((await req('/dashboard/queues/mail', { cookie, form: { maxRunning: '9' } })).status).toBe(403);
   expect((await settings('mail')).maxRunning).toBe(null);
   // A queue that does not exist is not created.

@@ -150,7 +150,14 @@ export const RESPONSES = {
   job: jobAnswer,
   jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
   jobPage: fields<{ jobs: Job[]; next: string | null }>({ jobs: array(JobSchema), next: nullable(string('pass as `after` for the next page')) }),
-  claimed: fields<{ jobs: ClaimedJobWire[] }>({ jobs: array(ClaimedJobSchema) }),
+  claimed: fields<{ jobs: ClaimedJobWire[]; rateLimitedUntil: string; retryAfterMs: number }>(
+    {
+      jobs: array(ClaimedJobSchema),
+      rateLimitedUntil: { ...time, description: "present when the queue's rate limit held claims back: when its next window opens" },
+      retryAfterMs: integer('present with rateLimitedUntil: how long until then, by the database clock'),
+    },
+    { optional: ['rateLimitedUntil', 'retryAfterMs'] },
+  ),
   lease: LeaseStateSchema,
   heartbeats: fields<{ results: unknown[] }>({ results: array(oneOf(fields<LeaseState & { ok: true }>({ ...leaseProps, ok: constant(true) }), BatchRefusalSchema)) }),
   completions: fields<{ results: unknown[]; jobs: ClaimedJobWire[] }>(

@@ -1,20 +1,22 @@
 /**
  * /dashboard/queues/:queue: one queue's limits and how close it is to them
- * (running against maxRunning), and (admin) a form to set them. The same
+ * (running against maxRunning, this window's claims against the rate limit,
+ * and how long claims wait for the next window), and (admin) a form to set them. The same
  * validation as PATCH /api/v1/queues/:queue/settings: a bad value is a 400
  * naming the field, and nothing is saved. An empty field means "no limit".
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import { maxRunningField } from '../api/admin-routes.ts';
+import { maxRunningField, rateLimitField } from '../api/admin-routes.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';
-import { queuesHealth, queueUpsertSettings, type QueueHealth, type QueueSettingsPatch } from '../db/store/read.ts';
+import { queuesHealth, queueUpsertSettings, readNow, type QueueHealth, type QueueSettingsPatch } from '../db/store/read.ts';
+import { fmtDuration, fmtTime } from './format.ts';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
-type Entered = { maxRunning: string };
+type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
 
 export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -30,6 +32,10 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
     return q;
   };
   const notFound = (c: Context<Env>) => shell(c, 'No such queue', <p class="notice error">No queue has that name.</p>, 404);
+  const now = async () => {
+    const n = clock.now();
+    return typeof n === 'number' ? n : readNow(db);
+  };
   const csrfOf = (c: Context<Env>) => (c.get('session').role === 'admin' ? c.get('csrf') : undefined);
 
   app.get(path, async (c) => {
@@ -40,7 +46,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
       `Queue ${q.name}`,
       <>
         {c.req.query('notice') === 'saved' ? <p class="notice" role="status" id="notice">Saved: the next claim uses these limits.</p> : null}
-        <QueueLimits q={q} />
+        <QueueLimits q={q} now={await now()} />
         <LimitsForm queue={q.name} values={enteredOf(q)} csrf={csrfOf(c)} />
       </>,
     );
@@ -51,12 +57,17 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
     if (!q) return notFound(c);
     const form = await c.req.parseBody();
     const text = (key: string) => (typeof form[key] === 'string' ? (form[key] as string).trim() : '');
-    const entered: Entered = { maxRunning: text('maxRunning') };
+    const entered: Entered = { maxRunning: text('maxRunning'), rateMax: text('rateMax'), rateWindowMs: text('rateWindowMs') };
     // Not a number: the validator names the field and says what it got.
     const numberOrText = (raw: string) => (raw === '' ? null : Number.isFinite(Number(raw)) ? Number(raw) : raw);
     let patch: QueueSettingsPatch;
     try {
-      patch = { maxRunning: maxRunningField.parse(numberOrText(entered.maxRunning), 'maxRunning') ?? null };
+      // Both rate fields empty: no rate limit; one of them alone is the validator's 400.
+      const rate = entered.rateMax === '' && entered.rateWindowMs === '' ? null : { max: numberOrText(entered.rateMax) ?? undefined, windowMs: numberOrText(entered.rateWindowMs) ?? undefined };
+      patch = {
+        maxRunning: maxRunningField.parse(numberOrText(entered.maxRunning), 'maxRunning') ?? null,
+        rateLimit: rateLimitField.parse(rate, 'rateLimit') ?? null,
+      };
     } catch (err) {
       if (!(err instanceof LeaseholdError)) throw err;
       return shell(
@@ -66,7 +77,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
           <p class="notice error" role="alert" id="notice">
             {err.message}. Nothing was saved.
           </p>
-          <QueueLimits q={q} />
+          <QueueLimits q={q} now={await now()} />
           <LimitsForm queue={q.name} values={entered} csrf={c.get('csrf')} />
         </>,
         400,
@@ -77,9 +88,13 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   });
 }
 
-const enteredOf = (q: QueueHealth): Entered => ({ maxRunning: q.maxRunning === null ? '' : String(q.maxRunning) });
+const enteredOf = (q: QueueHealth): Entered => ({
+  maxRunning: q.maxRunning === null ? '' : String(q.maxRunning),
+  rateMax: q.rateLimit === null ? '' : String(q.rateLimit.max),
+  rateWindowMs: q.rateLimit === null ? '' : String(q.rateLimit.windowMs),
+});
 
-function QueueLimits(props: { q: QueueHealth }) {
+function QueueLimits(props: { q: QueueHealth; now: number }) {
   const { q } = props;
   const full = q.maxRunning !== null && q.counts.running >= q.maxRunning;
   return (
@@ -95,6 +110,13 @@ function QueueLimits(props: { q: QueueHealth }) {
           ? `${q.counts.running} running, no limit`
           : `${q.counts.running} of at most ${q.maxRunning}${full ? ': full, claims wait for a job to finish' : ''}`}
       </dd>
+      <dt>Rate limit</dt>
+      <dd id="queue-rate-limit" class={q.rateLimitedUntil !== null ? 'bad' : undefined}>
+        {q.rateLimit === null
+          ? 'no limit'
+          : `${q.rateUsed} of ${q.rateLimit.max} claims used in this ${fmtDuration(q.rateLimit.windowMs)} window` +
+            (q.rateLimitedUntil !== null ? `: claims wait ${fmtDuration(Math.max(0, q.rateLimitedUntil - props.now))}, until ${fmtTime(q.rateLimitedUntil)}` : '')}
+      </dd>
     </dl>
   );
 }
@@ -109,6 +131,11 @@ function LimitsForm(props: { queue: string; values: Entered; csrf: string | unde
       </label>
       <input id="l-maxRunning" name="maxRunning" type="number" step="1" min="1" value={props.values.maxRunning} placeholder="no limit" />
       <p class="hint">Leave a field empty for no limit. Lowering a limit takes no running job back; it holds claims until enough finish.</p>
+      <label for="l-rateMax">
+        Rate limit <span class="hint">(at most this many claims per window, across all workers and servers)</span>
+      </label>
+      <input id="l-rateMax" name="rateMax" type="number" step="1" min="1" value={props.values.rateMax} placeholder="no limit" /> claims per{' '}
+      <input id="l-rateWindowMs" name="rateWindowMs" type="number" step="1" min="1000" value={props.values.rateWindowMs} placeholder="window ms" /> ms
       <button type="submit">Save limits for {props.queue}</button>
     </form>
   );

@@ -211,6 +211,13 @@ export const queues = sqliteTable(
     // Queue-wide concurrency: the claim never lets more than this many of the
     // queue's jobs run at once, across all workers and servers; NULL: no limit.
     maxRunning: integer('max_running'),
+    // Rate limit: at most rateMax claims per fixed window of rateWindowMs
+    // (NULL: none). rateWindowStart and rateClaims are the current window's
+    // count, kept by a trigger on each claim (drizzle/0012).
+    rateMax: integer('rate_max'),
+    rateWindowMs: integer('rate_window_ms'),
+    rateWindowStart: integer('rate_window_start'),
+    rateClaims: integer('rate_claims').notNull().default(0),
     // Alert thresholds for this queue only (a JSON object of AlertThresholds
     // fields, checked by the API); absent fields use the server's thresholds.
     alertThresholds: text('alert_thresholds'),

@@ -25,9 +25,12 @@ export interface LeaseRef {
   lockToken: string;
 }
 
+/** Claimed jobs; `retryAfterMs` when the queue's rate limit held claims back (its next window opens then). */
+export type ClaimAnswer = ClaimedJob[] & { retryAfterMs?: number };
+
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
-  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
+  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimAnswer>;
   /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
   heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;

@@ -269,7 +269,10 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
       }
       if (jobs.length === 0) {
         idleRounds++;
-        await sleep(jitter(Math.min(maxPollMs, pollMs * 2 ** Math.min(idleRounds - 1, 8))), stopping.signal);
+        const idle = Math.min(maxPollMs, pollMs * 2 ** Math.min(idleRounds - 1, 8));
+        // Rate-limited everywhere: wait for the next window (at most a minute) instead of polling into it.
+        const rateWait = rateLimitedWait === undefined ? 0 : Math.min(60_000, rateLimitedWait);
+        await sleep(Math.max(jitter(idle), rateWait + jitter(Math.min(rateWait / 10, 1000))), stopping.signal);
         continue;
       }
       idleRounds = 0;
@@ -285,7 +288,12 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     releasedInFlight.push(...(answers ?? []).filter((a) => a.ok).map((a) => a.id));
   }
 
+  /** After an empty round: the shortest rate-limit wait, when every queue answered one (else undefined). */
+  let rateLimitedWait: number | undefined;
+
   async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
+    rateLimitedWait = undefined;
+    const waits: number[] = [];
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
       const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: options.leaseMs });
@@ -293,7 +301,9 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
       }
+      if (typeof jobs.retryAfterMs === 'number') waits.push(jobs.retryAfterMs);
     }
+    if (waits.length === queues.length) rateLimitedWait = Math.min(...waits);
     return [];
   }
 
