@@ -40,3 +40,27 @@ BEGIN
     `rate_window_start` = NEW.`started_at` - NEW.`started_at` % `rate_window_ms`
   WHERE `name` = NEW.`queue_name` AND `rate_max` IS NOT NULL;
 END;
+--> statement-breakpoint
+-- Recurring jobs: each schedule enqueues its occurrences into its queue, from
+-- the maintenance pass (src/maintenance/schedules.ts). next_run_at is the next
+-- occurrence not yet enqueued; the job of an occurrence carries the
+-- idempotency key schedule:<name>:<occurrence>, so two passes at once make one job.
+CREATE TABLE `schedules` (
+	`name` text PRIMARY KEY NOT NULL,
+	`queue_name` text NOT NULL,
+	`cron` text,
+	`time_zone` text,
+	`interval_ms` integer,
+	`payload` text DEFAULT 'null' NOT NULL,
+	`job_options` text DEFAULT '{}' NOT NULL,
+	`paused` integer DEFAULT false NOT NULL,
+	`next_run_at` integer NOT NULL,
+	`last_run_at` integer,
+	`last_job_id` integer,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	CONSTRAINT "schedules_cron_xor_interval" CHECK((`cron` IS NULL) <> (`interval_ms` IS NULL)),
+	CONSTRAINT "schedules_json" CHECK(json_valid(`payload`) AND json_valid(`job_options`))
+);
+--> statement-breakpoint
+CREATE INDEX `schedules_due_idx` ON `schedules` (`next_run_at`) WHERE `paused` = 0;

@@ -179,6 +179,9 @@ export const RESPONSES = {
   tuning: loose(['at', 'queues'], 'recommended settings per queue'),
   health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
   workers: loose(['at', 'workerAliveMs', 'alive', 'workers'], 'the worker registry: each worker with liveness, queues, host, pid, version, restarts and the jobs it holds'),
+  schedule: fields<{ schedule: unknown }>({ schedule: loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule: what it enqueues, when, and its last run') }),
+  schedules: fields<{ schedules: unknown[] }>({ schedules: array(loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule')) }),
+  scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
 } satisfies Record<string, JsonSchema>;
 

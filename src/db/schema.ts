@@ -324,3 +324,34 @@ export const revokedSessions = sqliteTable(
   },
   (t) => [index('revoked_sessions_expires_idx').on(t.expiresAt)],
 );
+
+/**
+ * Recurring jobs: a cron expression (in a time zone) or a fixed interval, a
+ * payload and job options. The maintenance pass enqueues each due occurrence
+ * once (src/maintenance/schedules.ts); next_run_at is the next occurrence not
+ * yet enqueued.
+ */
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    name: text('name').primaryKey(),
+    queueName: text('queue_name').notNull(),
+    cron: text('cron'),
+    timeZone: text('time_zone'),
+    intervalMs: integer('interval_ms'),
+    payload: text('payload').notNull().default('null'),
+    // JSON: priority, maxAttempts, timeoutMs for each job it enqueues.
+    jobOptions: text('job_options').notNull().default('{}'),
+    paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    nextRunAt: integer('next_run_at').notNull(),
+    lastRunAt: integer('last_run_at'),
+    lastJobId: integer('last_job_id'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    check('schedules_cron_xor_interval', sql`(${t.cron} IS NULL) <> (${t.intervalMs} IS NULL)`),
+    check('schedules_json', sql`json_valid(${t.payload}) AND json_valid(${t.jobOptions})`),
+    index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
+  ],
+);
