@@ -227,3 +227,19 @@ test('enqueue, stats and reap: the server when a URL is given, else the configur
   const localReap = await cli(['reap'], { LEASEHOLD_URL: undefined, LEASEHOLD_DATABASE_URL: file });
   expect(localReap.stderr).toContain(`leasehold reap: database ${file}`);
 }, 180_000);
+
+test('schedules: add, list, show, pause, resume, delete; the server refuses a bad cron in one line', async () => {
+  const added = await cli(['schedules', 'add', 'nightly', '--queue', 'reports', '--cron', '30 2 * * *', '--tz', 'Europe/Berlin', '--payload', '{"kind":"nightly"}']);
+  expect(added.status, added.stderr).toBe(0);
+  expect(added.stdout).toMatch(/^timing\s+30 2 \* \* \* \(Europe\/Berlin\)$/m);
+  expect((await cli(['schedules'])).stdout).toMatch(/^nightly\s+reports\s+30 2 \* \* \* \(Europe\/Berlin\)\s+no\s+\d{4}-/m);
+  expect((await cli(['schedules', 'pause', 'nightly'])).stdout).toMatch(/^paused\s+yes$/m);
+  const shown = JSON.parse((await cli(['schedules', 'show', 'nightly', '--json'])).stdout).schedule;
+  expect(shown).toMatchObject({ name: 'nightly', queue: 'reports', paused: true, payload: { kind: 'nightly' }, nextRuns: [] });
+  expect((await cli(['schedules', 'resume', 'nightly'])).stdout).toMatch(/^paused\s+no$/m);
+  const bad = await cli(['schedules', 'add', 'broken', '--queue', 'reports', '--cron', '99 * * * *']);
+  expect(bad.status).toBe(1);
+  expect(bad.stderr).toMatch(/400 invalid_request: cron is not a valid cron expression.*\(field cron\)/);
+  expect((await cli(['schedules', 'delete', 'nightly'])).stdout).toContain('schedule nightly deleted');
+  expect((await cli(['schedules'])).stdout).toContain('(no schedules)');
+}, 180_000);
