@@ -35,6 +35,14 @@ export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: num
       { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) },
     );
   }
+  if (o.keyHeldBy !== undefined) {
+    return new LeaseholdError(
+      'conflict',
+      `job ${id} shares its idempotency key with job ${o.keyHeldBy}, which is pending or running: two active jobs never share a key. Nothing changed; retry it once job ${o.keyHeldBy} finished`,
+      'id',
+      { status: o.status, keyHeldBy: String(o.keyHeldBy) },
+    );
+  }
   return new LeaseholdError('conflict', `job ${id} is ${o.status}; ${wanted}`, 'id', { status: o.status });
 }
 

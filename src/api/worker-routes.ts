@@ -8,6 +8,7 @@ import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsRelease
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
 import { iso, parsed, toClaimedJob, toJob } from '../db/store/record.ts';
 import { workerBeat } from '../db/store/workers.ts';
+import { queueRateWait } from '../db/store/read.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { jsonOrNull } from '../db/sql.ts';
@@ -79,7 +80,8 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'claimJobs',
       tag: 'worker',
       answers: { schema: 'claimed' },
-      summary: 'Claim up to `limit` ready jobs; an empty list means nothing is ready',
+      summary:
+        "Claim up to `limit` ready jobs; an empty list means nothing is ready. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
       body: obj({ workerId: workerIdField, instanceId: optional(instanceIdField), limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
     },
     async (c, body) => {
@@ -93,6 +95,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         defaults: config,
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: String(claimed[0]!.id) } : { jobIds: claimed.map((j) => String(j.id)) });
+      // Fewer than asked: if the rate limit is why, say when to come back (a
+      // read after the claim; advisory, the claim statement is what enforces).
+      const wait = claimed.length < (body.limit ?? 1) ? await queueRateWait(db, { queue: parseQueue(c.req.param('queue')), now: clock.now() }) : null;
+      if (wait) return c.json({ jobs: claimed.map(toClaimedJob), rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
       return c.json({ jobs: claimed.map(toClaimedJob) });
     },
   );
