@@ -109,8 +109,12 @@ const SUMMARY_ROW_COLUMNS = [
   'id', 'queue_name', 'status', 'priority', 'attempt_count', 'max_attempts', 'errored_attempts', 'lost_attempts', 'lease_epoch',
   'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
   'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
-  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at',
+  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
 ] as const satisfies readonly (keyof JobRecord)[];
+// A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
+type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;
+const summaryColumnsComplete: [MissingSummaryColumn] extends [never] ? true : MissingSummaryColumn = true;
+void summaryColumnsComplete;
 
 async function jobsPage<Row extends { id: number }>(db: Db, p: ListParams, columns: SQL): Promise<{ jobs: Row[]; next: number | null }> {
   const where: SQL[] = [];
