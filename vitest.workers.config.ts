@@ -1,5 +1,5 @@
 /**
- * The Workers test run: test/workers/*.test.ts inside workerd (miniflare), with
+ * The Workers test run: test/runtimes/workers/*.test.ts inside workerd (miniflare), with
  * the real entry (src/runtime/cloudflare.ts) as SELF and a local D1 database
  * migrated from drizzle/.
  *
@@ -36,8 +36,8 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      include: ['test/workers/**/*.test.ts'],
-      setupFiles: ['./test/workers/apply-migrations.ts'],
+      include: ['test/runtimes/workers/**/*.test.ts'],
+      setupFiles: ['./test/runtimes/workers/apply-migrations.ts'],
       testTimeout: 30_000,
     },
   };

@@ -7,7 +7,7 @@
  *   the OpenAPI document (src/api/router.ts, src/api/openapi.ts).
  *
  * Each file is hand-written prose with one generated region between the
- * markers below; only that region is rewritten. test/docs-current.test.ts
+ * markers below; only that region is rewritten. test/core/docs-current.test.ts
  * fails when a region is stale, and says to run `npm run docs`.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

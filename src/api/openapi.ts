@@ -4,8 +4,8 @@
  * (src/api/validate.ts), response schemas come from src/api/schemas.ts
  * (compile-checked against the wire types the SDK and client decode), and
  * each route's error statuses from what can refuse it (errorStatuses). So it
- * cannot drift from what the server accepts and answers; test/openapi.test.ts
- * validates it with an OpenAPI validator, test/openapi-answers.test.ts checks
+ * cannot drift from what the server accepts and answers; test/api/openapi.test.ts
+ * validates it with an OpenAPI validator, test/api/openapi-answers.test.ts checks
  * real answers against it.
  */
 import { JOB_ID_PATTERN, QUEUE_PATTERN } from './http.ts';

@@ -3,7 +3,7 @@
  * of src/core/wire.ts (which the worker SDK and the producer client decode):
  * `fields<T>()` only compiles when it lists exactly T's keys, so a field added
  * to or removed from a wire type breaks the build until its schema follows.
- * test/openapi-answers.test.ts checks real answers against these schemas.
+ * test/api/openapi-answers.test.ts checks real answers against these schemas.
  *
  * The admin views (queues, metrics, alerts, tuning, reaper report) are
  * described by their top-level fields only: they are for people and

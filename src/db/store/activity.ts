@@ -39,7 +39,7 @@ export function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }) {
   const minuteAt = p.now - (p.now % MINUTE_MS);
   // INDEXED BY the partial index of running jobs: grouped by queue, SQLite
   // otherwise walked jobs_queue_status_id_idx end to end, ~300 ms per reaper
-  // pass at 1M jobs (test/query-plans.test.ts guards this).
+  // pass at 1M jobs (test/store/query-plans.test.ts guards this).
   return db.all<{ queue_name: string }>(sql`INSERT INTO queue_minutes (queue_name, minute_at, max_heartbeat_lag_ms)
     SELECT queue_name, ${minuteAt}, max(${p.now} - coalesce(last_heartbeat_at, started_at))
     FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' GROUP BY queue_name

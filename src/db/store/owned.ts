@@ -61,7 +61,7 @@ export interface OwnedWriteParams {
  * The guard, for an UPDATE jobs ... FROM <refs> AS v, by `workerId`. The
  * unary `+` keeps jobs_status_id_idx out of the plan: without statistics
  * (nothing runs ANALYZE) SQLite otherwise walked every running job once per
- * write instead of looking each ref up by id (test/query-plans.test.ts).
+ * write instead of looking each ref up by id (test/store/query-plans.test.ts).
  */
 export const ownerGuard = (workerId: string, deadlineNow?: SQL) =>
   deadlineNow === undefined

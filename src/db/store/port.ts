@@ -3,7 +3,7 @@
  * effects and counters, as one interface. Routes, dashboard, CLI and
  * maintenance are meant to take a `JobStore` (createStore(db), in
  * create-store.ts) instead of a database handle, so SQL stays under src/db
- * and a backend is anything that passes test/conformance.
+ * and a backend is anything that passes test/store/conformance.
  *
  * Method names say entity, verb and guard (`jobsHeartbeatIfOwned`,
  * `jobCancelIfPending`), each with one params object, as River's driver

@@ -13,7 +13,7 @@ import { nowSql } from '../sql.ts';
 export async function workersHeldJobs(db: Db, p: { workerIds: readonly string[]; now: Now }): Promise<Map<string, { held: number; expired: number }>> {
   const out = new Map<string, { held: number; expired: number }>();
   if (p.workerIds.length === 0) return out;
-  // The ids as one JSON parameter: D1 binds at most 100 parameters per statement (test/conformance/limits).
+  // The ids as one JSON parameter: D1 binds at most 100 parameters per statement (test/store/conformance/limits).
   const rows = await db.all<{ locked_by: string; held: number; expired: number }>(sql`SELECT locked_by, count(*) AS held,
       sum(lease_expires_at < ${nowSql(p.now)}) AS expired
     FROM jobs WHERE status = 'running' AND locked_by IN (SELECT value FROM json_each(${JSON.stringify(p.workerIds)})) GROUP BY locked_by`);

@@ -1,0 +1,67 @@
+/**
+ * The short chaos run (src/chaos): a real server and four real worker
+ * processes on loopback, 300 jobs, every kind of fault on a fixed seed. It
+ * must end with no violation, and every kind of fault must really have happened.
+ *
+ * The harness runs as its own process group, so that whatever happens here
+ * (a timeout included) every server and worker it started is killed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'chaos', 'main.ts');
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-chaos-test-'));
+let pgid: number | undefined;
+
+afterAll(() => {
+  if (pgid !== undefined) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('chaos, short version (seed 42): no violations, and every kind of fault happened', { timeout: 240_000 }, async () => {
+  const reportPath = join(dir, 'report.json');
+  // Without --tolerate-unhandled-rejections: a worker that dies of an unhandled
+  // rejection (as the SDK's liveness beat once did when its server went away) fails the run.
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--seed', '42', '--dir', dir, '--json', reportPath, '--duration-limit', '200'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  pgid = child.pid;
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+
+  expect(code, output.slice(-6_000)).toBe(0);
+  const report = JSON.parse(readFileSync(reportPath, 'utf8'));
+  expect(report.violations).toEqual([]);
+  expect(report.ok).toBe(true);
+  expect(report.jobs.total).toBe(300);
+  expect(report.jobs.completed + report.jobs.failed).toBe(300);
+
+  // Every kind of fault was injected, and did what it is for.
+  for (const kind of ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server']) {
+    expect(report.faults.injected[kind] ?? 0, kind).toBeGreaterThan(0);
+  }
+  expect(report.faults.killsMidJob).toBeGreaterThan(0);
+  expect(report.serverStarts[0]).toBeGreaterThan(1);
+  for (const behaviour of ['normal', 'block', 'block_past_lease', 'hang_io', 'throw_once', 'fatal', 'long', 'long_ignores_signal']) {
+    expect(report.behavioursRun[behaviour] ?? 0, behaviour).toBeGreaterThan(0);
+  }
+  expect(report.reapedBy.reaped_due_to_expired_lease ?? 0).toBeGreaterThan(0);
+  expect(report.workerEvents.lease_lost ?? 0).toBeGreaterThan(0);
+  expect(report.workerEvents.event_loop_blocked ?? 0).toBeGreaterThan(0);
+  // The once() effect of every completed job is in exactly one worker's file
+  // (violations would list any other outcome).
+  expect(report.once.jobsApplied).toBeGreaterThanOrEqual(report.jobs.completed);
+  expect(output).toContain(`fault schedule (${report.plan.faults.length} faults, hash ${report.plan.faultsHash})`);
+});

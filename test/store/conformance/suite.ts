@@ -1,0 +1,27 @@
+/**
+ * The store conformance suite: what every backend we ship must do, the same
+ * tests on each. test/store/conformance/libsql.test.ts runs it on a libSQL file in
+ * Node, test/runtimes/workers/store-conformance.test.ts on D1 in workerd. A new
+ * backend is a new small file that calls defineStoreConformance.
+ */
+import { describe } from 'vitest';
+import type { StoreBackend } from './support.ts';
+import { defineGuards } from './guards.conformance.ts';
+import { defineLimits } from './limits.conformance.ts';
+import { defineOperator } from './operator.conformance.ts';
+import { defineReads } from './reads.conformance.ts';
+import { defineReaper } from './reaper.conformance.ts';
+import { defineTransitions } from './transitions.conformance.ts';
+
+export type { StoreBackend } from './support.ts';
+
+export function defineStoreConformance(backend: StoreBackend): void {
+  describe(`store conformance on ${backend.name}`, () => {
+    defineTransitions(backend);
+    defineGuards(backend);
+    defineReaper(backend);
+    defineOperator(backend);
+    defineReads(backend);
+    defineLimits(backend);
+  });
+}
