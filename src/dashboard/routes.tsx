@@ -19,6 +19,7 @@ import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
+import { registerSchedulesPage } from './schedules-page.tsx';
 import { jobWithSettings, zombieCandidates } from './queries.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
@@ -377,6 +378,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerQueuePageRoutes(app, deps);
+  registerSchedulesPage(app, deps);
 
   return app;
 }

@@ -11,7 +11,7 @@ import type { Config } from '../core/config.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'none';
 
 const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
@@ -51,6 +51,7 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('jobs', '/dashboard/jobs', 'Jobs')}
             {link('zombies', '/dashboard/zombies', 'Zombies')}
             {link('workers', '/dashboard/workers', 'Workers')}
+            {link('schedules', '/dashboard/schedules', 'Schedules')}
             {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
           </nav>
           {props.loggedIn && props.csrf ? (
