@@ -142,6 +142,9 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
       errors: ['not_found'],
     },
     async (c, body) => {
+      // The body's text first (as a create does), then the schedule it names.
+      if (typeof body.cron === 'string') requireStorableText(body.cron, 'cron');
+      if (typeof body.timeZone === 'string') requireStorableText(body.timeZone, 'timeZone');
       const name = scheduleName(c.req.param('name'));
       const s = await scheduleGet(db, name);
       if (!s) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
