@@ -5,7 +5,7 @@
  * changing or resuming a schedule sets its next run from now: occurrences
  * from before (or from while it was paused) are not run.
  */
-import { invalid, LeaseholdError } from '../core/errors.ts';
+import { invalid, LeaseholdError, requireStorableText } from '../core/errors.ts';
 import { nextOccurrence, nextOccurrences, scheduleSpecProblem, type ScheduleSpec } from '../core/schedule.ts';
 import { readNow } from '../db/store/read.ts';
 import { iso } from '../db/store/record.ts';
@@ -75,6 +75,9 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
   };
   /** The spec checked (400 naming the field) and its first run after now. */
   const firstRun = (spec: ScheduleSpec, now: number) => {
+    // Stored as text: a lone surrogate or NUL is refused by name before croner sees it (src/core/text.ts).
+    if (spec.cron !== null) requireStorableText(spec.cron, 'cron');
+    if (spec.timeZone !== null) requireStorableText(spec.timeZone, 'timeZone');
     const problem = scheduleSpecProblem(spec);
     if (problem) throw invalid(problem.field, problem.message);
     const next = nextOccurrence(spec, now);
@@ -101,6 +104,8 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const now = await nowMs();
       const spec: ScheduleSpec = { cron: body.cron ?? null, timeZone: body.timeZone ?? null, intervalMs: body.intervalMs ?? null };
+      if (spec.cron !== null) requireStorableText(spec.cron, 'cron');
+      if (spec.timeZone !== null) requireStorableText(spec.timeZone, 'timeZone');
       const nextRunAt = firstRun(spec, now);
       const created = await scheduleCreate(db, {
         name: body.name,
@@ -137,6 +142,9 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
       errors: ['not_found'],
     },
     async (c, body) => {
+      // The body's text first (as a create does), then the schedule it names.
+      if (typeof body.cron === 'string') requireStorableText(body.cron, 'cron');
+      if (typeof body.timeZone === 'string') requireStorableText(body.timeZone, 'timeZone');
       const name = scheduleName(c.req.param('name'));
       const s = await scheduleGet(db, name);
       if (!s) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');

@@ -20,6 +20,7 @@ import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
+import { registerSchedulesPage } from './schedules-page.tsx';
 import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
@@ -438,6 +439,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);
   registerQueuePageRoutes(app, deps);
+  registerSchedulesPage(app, deps);
 
   return app;
 }

@@ -12,7 +12,7 @@ import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './forma
 import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
 import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
 
 const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
@@ -52,6 +52,7 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('jobs', '/dashboard/jobs', 'Jobs')}
             {link('zombies', '/dashboard/zombies', 'Zombies')}
             {link('workers', '/dashboard/workers', 'Workers')}
+            {link('schedules', '/dashboard/schedules', 'Schedules')}
             {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
             {link('audit', '/dashboard/audit', 'Audit')}
           </nav>

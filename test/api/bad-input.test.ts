@@ -444,6 +444,7 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/workers/beat': { workerId: 'w1' },
       '/queues/:queue/settings': { leaseMs: 30_000 },
       '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },
+      '/schedules': { name: 'nightly', queue: 'q', cron: '0 * * * *' },
     };
     if (byPath[spec.path]) return byPath[spec.path]!;
     return /lockToken/.test(JSON.stringify(spec.body?.schema ?? {})) ? w : {};
