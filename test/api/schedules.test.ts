@@ -76,7 +76,9 @@ describe('schedules through the API and the maintenance pass', () => {
     t.clock.set(utc('2030-01-01T10:00:05Z'));
     expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
     expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
-    const [job] = await jobs('reports');
+    const [listed] = await jobs('reports');
+    // Lists carry summaries; the job itself has the payload.
+    const job = (await t.get(`${api}/jobs/${listed!.id}`)).json.job;
     expect(job).toMatchObject({ payload: { kind: 'hourly' }, priority: 7, idempotencyKey: 'schedule:report:2030-01-01T10:00:00.000Z' });
     const shown = (await t.get(`${api}/schedules/report`)).json.schedule;
     expect(shown).toMatchObject({ lastRunAt: '2030-01-01T10:00:00.000Z', lastJobId: job!.id, nextRunAt: '2030-01-01T11:00:00.000Z' });

@@ -24,7 +24,7 @@ async function req(path: string, init: { cookie?: string; form?: Record<string, 
 }
 
 async function login(token: string): Promise<string> {
-  const res = await req('/dashboard/login', { form: { token, next: '/dashboard' } });
+  const res = await req('/dashboard/login', { form: { name: 'Ada', token, next: '/dashboard' } });
   expect(res.status).toBe(303);
   return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
 }
