@@ -29,14 +29,16 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const timeout = options.requestTimeoutMs ?? 10_000;
 
   /** POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise. */
-  async function post<T>(path: string, body: unknown): Promise<{ status: number; json: T & WireError }> {
+  /** `waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout. */
+  async function post<T>(path: string, body: unknown, wait: { waitMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<{ status: number; json: T & WireError }> {
     let res: Response;
     try {
+      const limit = AbortSignal.timeout(timeout + (wait.waitMs ?? 0));
       res = await doFetch(base + path, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeout),
+        signal: wait.signal ? AbortSignal.any([limit, wait.signal]) : limit,
       });
     } catch (err) {
       throw new TransportError(`cannot reach leasehold at ${options.url}: ${(err as Error).message}`);
@@ -68,7 +70,11 @@ export function httpTransport(options: HttpTransportOptions): Transport {
 
   return {
     async claim(p) {
-      const r = await post<{ jobs: ClaimedJob[] }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs });
+      const r = await post<{ jobs: ClaimedJob[] }>(
+        `/queues/${encodeURIComponent(p.queue)}/claim`,
+        { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs, ...(p.waitMs ? { waitMs: p.waitMs } : {}) },
+        { waitMs: p.waitMs, signal: p.signal },
+      );
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
       return r.json.jobs;
     },

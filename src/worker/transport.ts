@@ -27,7 +27,12 @@ export interface LeaseRef {
 
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
-  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
+  /**
+   * `waitMs`: when nothing is ready, the server waits up to that long for work
+   * before answering an empty list (an idle worker's long poll); `signal` ends
+   * that wait early (the worker is closing) with an empty list or an abort.
+   */
+  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined; waitMs?: number | undefined; signal?: AbortSignal | undefined }): Promise<ClaimedJob[]>;
   /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
   heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
