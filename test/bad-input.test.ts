@@ -434,8 +434,9 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
     const byPath: Record<string, Record<string, unknown>> = {
       '/queues/:queue/jobs': { payload: { a: 1 } },
       '/queues/:queue/claim': { workerId: 'w1' },
-      '/heartbeats': { workerId: 'w1', leases: [{ id: fixture.runningId, lockToken: fixture.runningToken }] },
+      '/heartbeats': { workerId: 'w1', leases: [{ id: fixture.runningId, lockToken: fixture.runningToken }], worker: {} },
       '/completions': { workerId: 'w1', results: [{ id: fixture.runningId, lockToken: fixture.runningToken }] },
+      '/releases': { workerId: 'w1', leases: [{ id: fixture.runningId, lockToken: fixture.runningToken }] },
       '/jobs/:id/fail': { ...w, error: 'boom' },
       '/jobs/:id/checkpoint': { ...w, checkpoint: {} },
       '/jobs/:id/effects/start': { ...w, key: 'k' },

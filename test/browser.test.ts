@@ -646,5 +646,6 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     }
     expect(tab.errors).toEqual([]);
     await tab.page.context().close();
-  }, 30_000);
+  // Each page waits for a live poll (2 s apart): a dozen pages need about 30 s on a quiet machine.
+  }, 90_000);
 });

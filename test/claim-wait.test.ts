@@ -15,6 +15,8 @@ import { claimWaiters } from '../src/api/claim-waiters.ts';
 import { openLeasehold } from '../src/embedded/leasehold.ts';
 import { setup, type TestBed } from './helpers.ts';
 import { until } from './until.ts';
+import { createWorker, httpTransport } from '../src/worker/index.ts';
+import { dbTransport } from '../src/embedded/db-transport.ts';
 
 const beds: TestBed[] = [];
 const cleanups: (() => unknown)[] = [];
@@ -159,4 +161,39 @@ describe('claim with waitMs', () => {
     expect(res.text).toContain(field);
     expect(await pendingCount(t)).toBe(1);
   });
+});
+
+describe('the worker SDK waits on the server when idle', () => {
+  const quiet = { info() {}, warn() {}, error() {} };
+  for (const kind of ['http', 'in-process'] as const) {
+    test(`${kind}: a job enqueued to a worker idle for a while starts within milliseconds, and close() does not wait out the claim`, async () => {
+      const t = await bed();
+      let transport: ReturnType<typeof httpTransport>;
+      if (kind === 'http') {
+        const server = await startServer(defaultConfig({ databaseUrl: t.url, port: 0 }), { reaper: false, log: silentLogger });
+        cleanups.push(() => server.close());
+        transport = httpTransport({ url: server.url });
+      } else {
+        transport = dbTransport({ db: t.db, config: t.config, clock: databaseClock });
+      }
+      const started = new Map<string, number>();
+      // SDK defaults, apart from the process signals a test must not take over.
+      const worker = createWorker({ transport, queue: 'q', handleSignals: false, logger: quiet, handler: (ctx) => void started.set(ctx.job.id, Date.now()) }).start();
+      // Idle long enough that a polling worker would be backing off (500 ms, then 1 s, 2 s...).
+      await new Promise((r) => setTimeout(r, 1_600));
+      const latencies: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const enqueuedAt = Date.now();
+        const job = await t.enqueue('q');
+        await until('the job to start', () => started.has(job.id));
+        latencies.push(started.get(job.id)! - enqueuedAt);
+        await new Promise((r) => setTimeout(r, 700));
+      }
+      // Generous for a loaded machine; a polling worker here takes 1-2 s.
+      expect(Math.min(...latencies)).toBeLessThan(150);
+      const closing = Date.now();
+      await worker.close({ drainTimeoutMs: 1_000 });
+      expect(Date.now() - closing).toBeLessThan(1_500);
+    });
+  }
 });

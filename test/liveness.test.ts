@@ -328,3 +328,51 @@ describe('tuning learns from healthy jobs only', () => {
     expect(q.recommended.leaseMs).toBe(75_000);
   });
 });
+
+describe('the liveness beat rides on the heartbeats call', () => {
+  const fullRow = async (id: string) =>
+    (await t.client.execute({ sql: 'SELECT instance_id, host, pid, version, queues, running_count, last_seen_at, restarts, leases_lost, event_loop_blocks FROM workers WHERE id = ?', args: [id] })).rows[0] as unknown as
+      | { instance_id: string; host: string; pid: number; version: string; queues: string; running_count: number; last_seen_at: number; restarts: number; leases_lost: number | null; event_loop_blocks: number | null }
+      | undefined;
+  const worker = { instanceId: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: ['q'], runningCount: 1, leasesLost: 2, eventLoopBlocks: 3 };
+
+  test('POST /heartbeats with `worker` renews the leases and records the beat in the same call', async () => {
+    await bed();
+    const j = await t.enqueue('q');
+    const [c] = await t.claim('q', 'w1', { instanceId: 'p1' });
+    t.clock.advance(5_000);
+    const res = await t.post(`${api}/heartbeats`, { workerId: 'w1', leases: [{ id: j.id, lockToken: c!.lockToken }], worker });
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.results[0]).toMatchObject({ id: j.id, ok: true, leaseExpiresAt: new Date(t.clock.now() + 30_000).toISOString() });
+    expect(await fullRow('w1')).toMatchObject({ instance_id: 'p1', host: 'box', pid: 42, version: '9.9.9', queues: '["q"]', running_count: 1, last_seen_at: t.clock.now(), restarts: 0, leases_lost: 2, event_loop_blocks: 3 });
+  });
+
+  test('an idle worker beats through the same call with no leases; without `worker`, empty leases are refused', async () => {
+    await bed();
+    const idle = await t.post(`${api}/heartbeats`, { workerId: 'w2', leases: [], worker: { ...worker, runningCount: 0 } });
+    expect(idle.status, idle.text).toBe(200);
+    expect(idle.json).toEqual({ results: [] });
+    expect(await fullRow('w2')).toMatchObject({ host: 'box', running_count: 0, last_seen_at: t.clock.now() });
+    const empty = await t.post(`${api}/heartbeats`, { workerId: 'w3', leases: [] });
+    expect(empty.status).toBe(400);
+    expect(empty.json.error).toMatchObject({ code: 'invalid_request', field: 'leases' });
+    expect(empty.json.error.message).toContain('worker');
+    const typo = await t.post(`${api}/heartbeats`, { workerId: 'w3', leases: [], worker: { runingCount: 1 } });
+    expect(typo.status).toBe(400);
+    const negative = await t.post(`${api}/heartbeats`, { workerId: 'w3', leases: [], worker: { leasesLost: -1 } });
+    expect(negative.json.error).toMatchObject({ code: 'invalid_request', field: 'worker.leasesLost' });
+    expect(await fullRow('w3')).toBeUndefined();
+  });
+
+  test('a beat carried by refused heartbeats is still recorded; a separate beat (older clients) still works', async () => {
+    await bed();
+    const j = await t.enqueue('q');
+    await t.claim('q', 'w1');
+    const res = await t.post(`${api}/heartbeats`, { workerId: 'w1', leases: [{ id: j.id, lockToken: 'f'.repeat(32) }], worker });
+    expect(res.json.results[0]).toMatchObject({ ok: false, error: { code: 'lease_lost' } });
+    expect(await fullRow('w1')).toMatchObject({ host: 'box', version: '9.9.9' });
+    t.clock.advance(1_000);
+    await beat('w1', { host: 'other', runningCount: 0 });
+    expect(await fullRow('w1')).toMatchObject({ host: 'other', running_count: 0, last_seen_at: t.clock.now() });
+  });
+});

@@ -79,7 +79,7 @@ test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry
   expect(big.status).toBe(413);
 });
 
-test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, completions, fail, release, beat; lease_lost', async () => {
+test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, completions, fail, release (one and many), beat; lease_lost', async () => {
   const q = '/api/v1/queues/work/jobs';
   for (let i = 0; i < 4; i++) await call('post', '/api/v1/queues/{queue}/jobs', q, { payload: i });
   const claim = await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1', limit: 3 });
@@ -97,6 +97,8 @@ test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, c
   expect(lost.json.error).toMatchObject({ code: 'lease_lost', status: 'completed' });
   await call('post', '/api/v1/jobs/{id}/fail', `/api/v1/jobs/${b!.id}/fail`, { ...own(b!), error: 'boom', retryable: false });
   await call('post', '/api/v1/jobs/{id}/release', `/api/v1/jobs/${c!.id}/release`, own(c!));
+  const released = await call('post', '/api/v1/releases', '/api/v1/releases', { workerId: 'w1', leases: [{ id: c!.id, lockToken: c!.lockToken }] });
+  expect(released.json.results[0]).toMatchObject({ ok: false, error: { code: 'lease_lost', status: 'pending' } });
   const [d] = (await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1' })).json.jobs;
   const both = await call('post', '/api/v1/completions', '/api/v1/completions', { workerId: 'w1', results: [{ id: d.id, lockToken: d.lockToken }, { id: a!.id, lockToken: 'stale' }], claim: { queue: 'work', limit: 2 } });
   expect(both.json.results.map((r: { ok: boolean }) => r.ok)).toEqual([true, false]);

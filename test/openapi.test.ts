@@ -39,7 +39,11 @@ const WORKER_ROUTES: Record<string, string[]> = {
 };
 
 /** Bulk actions need a reason unless they are a dry run (src/api/ops-routes.ts). */
-const CONDITIONALLY_REQUIRED: Record<string, Record<string, unknown>> = { '/api/v1/queues/{queue}/bulk': { reason: 'x' } };
+const CONDITIONALLY_REQUIRED: Record<string, Record<string, unknown>> = {
+  '/api/v1/queues/{queue}/bulk': { reason: 'x' },
+  // At least one lease, unless the call carries the worker's beat.
+  '/api/v1/heartbeats': { leases: [{ id: '1', lockToken: 'x' }] },
+};
 
 const bodySchema = (op: Schema): Schema | undefined => op.requestBody?.content?.['application/json']?.schema;
 

@@ -93,6 +93,7 @@ const writes: Write[] = [
   { name: 'release', reason: 'release', batch: false, send: (id, w, tok) => t.post(`${api}/jobs/${id}/release`, { workerId: w, lockToken: tok }) },
   { name: 'batched heartbeats', reason: 'heartbeat', batch: true, send: (id, w, tok) => t.post(`${api}/heartbeats`, { workerId: w, leases: [{ id, lockToken: tok, progress: 2 }] }) },
   { name: 'batched completions', reason: 'complete', batch: true, send: (id, w, tok) => t.post(`${api}/completions`, { workerId: w, results: [{ id, lockToken: tok, result: 'stale' }] }) },
+  { name: 'batched releases', reason: 'release', batch: true, send: (id, w, tok) => t.post(`${api}/releases`, { workerId: w, leases: [{ id, lockToken: tok }] }) },
 ];
 
 describe.each(scenarios)('stale write on $name', (scenario) => {
@@ -219,6 +220,21 @@ describe('a batch naming one job twice', () => {
     const e = await t.enqueue('q');
     const [c] = await t.claim('q', 'A');
     const res = await t.post(`${api}/heartbeats`, {
+      workerId: 'A',
+      leases: [
+        { id: e.id, lockToken: c!.lockToken },
+        { id: e.id, lockToken: '0'.repeat(32) },
+      ],
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: 'invalid_request', field: 'leases[1].id' });
+    expect((await t.events(e.id)).map((x) => x.type)).toEqual(['enqueued', 'claimed']);
+  });
+
+  test('batched releases naming a job twice are refused and change nothing', async () => {
+    const e = await t.enqueue('q');
+    const [c] = await t.claim('q', 'A');
+    const res = await t.post(`${api}/releases`, {
       workerId: 'A',
       leases: [
         { id: e.id, lockToken: c!.lockToken },

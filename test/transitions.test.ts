@@ -431,6 +431,34 @@ describe('release', () => {
     expect(again.lockToken).not.toBe(c.lockToken);
     expect(t.errors).toEqual([]);
   });
+
+  test('batch releases: owned leases given back in one call, stale and unknown ones refused one by one', async () => {
+    const [a, b, c] = [await t.enqueue('q'), await t.enqueue('q'), await t.enqueue('q')];
+    const claimed = await t.claim('q', 'w', { limit: 3 });
+    const tokenOf = (id: string) => claimed.find((x) => x.id === id)!.lockToken;
+    expect((await t.post(`${api}/jobs/${c.id}/complete`, { workerId: 'w', lockToken: tokenOf(c.id) })).status).toBe(200);
+    const res = await t.post(`${api}/releases`, {
+      workerId: 'w',
+      reason: 'worker_shutdown',
+      leases: [
+        { id: a.id, lockToken: tokenOf(a.id) },
+        { id: b.id, lockToken: 'f'.repeat(32) },
+        { id: c.id, lockToken: tokenOf(c.id) },
+        { id: '999999', lockToken: 'x' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const [ra, rb, rc, rx] = res.json.results;
+    expect(ra).toEqual({ id: a.id, ok: true, status: 'pending' });
+    expect(rb).toMatchObject({ id: b.id, ok: false, error: { code: 'lease_lost', status: 'running' } });
+    expect(rc).toMatchObject({ id: c.id, ok: false, error: { code: 'lease_lost', status: 'completed' } });
+    expect(rx).toMatchObject({ id: '999999', ok: false, error: { code: 'not_found' } });
+    expect((await job(a.id))).toMatchObject({ status: 'pending', attempt: 0, lockedBy: null });
+    expect((await t.events(a.id)).at(-1)).toMatchObject({ type: 'released', reason: 'worker_shutdown', from: 'running', to: 'pending' });
+    // b keeps its claim: the wrong token changed nothing.
+    expect((await job(b.id))).toMatchObject({ status: 'running', lockedBy: 'w' });
+    expect(t.errors).toEqual([]);
+  });
 });
 
 describe('operator actions', () => {

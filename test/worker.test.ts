@@ -1,7 +1,14 @@
 /**
- * The worker SDK, over both transports (in-process and HTTP on a real port):
+ * The worker SDK, over both transports (in-process and HTTP):
  * outcomes, heartbeats apart from the handler, AbortSignal on lease loss and
- * deadline, checkpoints, once(), graceful shutdown, blocked event loop.
+ * deadline, self-fencing, checkpoints, once(), graceful shutdown, blocked
+ * event loop, and the requests it makes.
+ *
+ * A few end-to-end runs use real time (and HTTP on a real port). The races
+ * that only wait for time to pass (a lease kept, lost or run out, a deadline,
+ * a drain timeout) run on a fake clock: the worker's timers
+ * (WorkerOptions.timers) and the app's clock are the same manual clock, and
+ * the test moves it.
  */
 import { silentLogger } from '../src/core/log.ts';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -11,6 +18,9 @@ import { startServer, type RunningServer } from '../src/runtime/node.ts';
 import { dbTransport } from '../src/embedded/db-transport.ts';
 import { createWorker, httpTransport, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../src/worker/index.ts';
 import { JobAbortedError } from '../src/worker/errors.ts';
+import { TransportError } from '../src/worker/transport.ts';
+import { realTimers, type WorkerTimers } from '../src/worker/timers.ts';
+import { fakeTimers, type FakeTimers } from './fake-timers.ts';
 import { setup, type TestBed } from './helpers.ts';
 import { until } from './until.ts';
 
@@ -25,9 +35,17 @@ interface Bed {
 
 const beds: Bed[] = [];
 const workers: Worker[] = [];
+/** Workers on a fake clock: closing one may wait on its timers, so the clock is pumped meanwhile. */
+const fakeWorkers: { w: Worker; timers: FakeTimers }[] = [];
 afterEach(async () => {
   await Promise.all(workers.map((w) => w.close({ drainTimeoutMs: 0 })));
   workers.length = 0;
+  for (const { w, timers } of fakeWorkers) {
+    let closed = false;
+    void w.close({ drainTimeoutMs: 0 }).finally(() => (closed = true));
+    await timers.advanceUntil('worker closed', () => closed);
+  }
+  fakeWorkers.length = 0;
   for (const b of beds) {
     await b.server?.close();
     b.t.close();
@@ -115,67 +133,6 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     expect(w.stats.failed).toBe(3);
   });
 
-  test('the heartbeat loop keeps the lease of a job that runs several times longer than the lease', async () => {
-    const b = await bed(kind);
-    const id = await enqueue(b);
-    const w = worker(b, { handler: () => new Promise((r) => setTimeout(() => r('slow but alive'), 4_600)) });
-    // The reaper runs all along: a healthy lease must never be taken.
-    const reaps: number[] = [];
-    await until('completed', async () => {
-      const report = await (await b.t.app.request('/api/v1/reaper/run', { method: 'POST', headers: { 'content-type': 'application/json' } })).json() as { requeued: unknown[] };
-      reaps.push(report.requeued.length);
-      return (await jobState(b, id)).status === 'completed';
-    });
-    expect(reaps.every((n) => n === 0)).toBe(true);
-    expect(await jobState(b, id)).toMatchObject({ attempt_count: 1, lost_attempts: 0 });
-    expect(w.stats.leaseLost).toBe(0);
-  });
-
-  test('a refused heartbeat aborts the handler with lease_lost, and its late completion is abandoned', async () => {
-    const b = await bed(kind);
-    const id = await enqueue(b);
-    let reason: unknown;
-    const abandoned: string[] = [];
-    const w = worker(b, {
-      handler: (ctx) =>
-        new Promise((resolve) => {
-          ctx.signal.addEventListener('abort', () => {
-            reason = ctx.signal.reason;
-            // A handler that ignores the signal and tries to finish anyway.
-            setTimeout(() => resolve('too late'), 50);
-          });
-        }),
-    });
-    w.on('abandoned', (e) => abandoned.push(e.job.id));
-    await until('running', async () => (await jobState(b, id)).status === 'running');
-    // An operator takes the job away: the worker's token is now stale.
-    await b.t.app.request(`/api/v1/jobs/${id}/requeue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ force: true, reason: 'test' }) });
-    await until('abandoned', () => abandoned.length === 1);
-    expect(reason).toBeInstanceOf(JobAbortedError);
-    expect((reason as JobAbortedError).reason).toBe('lease_lost');
-    const state = await jobState(b, id);
-    expect(state.result).toBeNull();
-    expect(w.stats.completed).toBe(0);
-    // Told the lease is gone, the worker sends no completion: only the refused heartbeat is on record.
-    const refused = await b.t.client.execute({ sql: `SELECT reason FROM events WHERE job_id = ? AND type = 'stale_write_rejected'`, args: [Number(id)] });
-    expect(refused.rows.map((r) => r.reason)).toEqual(['heartbeat']);
-  });
-
-  test('a handler stuck past its deadline is aborted with deadline_exceeded', async () => {
-    const b = await bed(kind);
-    const id = await enqueue(b, { payload: {}, timeoutMs: 300, maxAttempts: 1 });
-    let reason: JobAbortedError | undefined;
-    worker(b, {
-      handler: (ctx) =>
-        new Promise((_, reject) => ctx.signal.addEventListener('abort', () => {
-          reason = ctx.signal.reason as JobAbortedError;
-          reject(ctx.signal.reason);
-        })),
-    });
-    await until('failed', async () => (await jobState(b, id)).status === 'failed');
-    expect(reason?.reason).toBe('deadline_exceeded');
-  });
-
   test('attempt 2 starts from the checkpoint attempt 1 saved, and once() does not repeat its effect', async () => {
     const b = await bed(kind);
     const id = await enqueue(b);
@@ -201,30 +158,6 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     expect(JSON.parse((await jobState(b, id)).result!)).toEqual({ chargeId: 'ch_1' });
   });
 
-  test('close() stops claiming, waits for the drain timeout, then aborts and releases leases so jobs run again at once', async () => {
-    const b = await bed(kind);
-    const id = await enqueue(b);
-    let aborted: JobAbortedError | undefined;
-    let started = false;
-    const w = worker(b, {
-      handler: (ctx) =>
-        new Promise((r) => {
-          started = true;
-          ctx.signal.addEventListener('abort', () => {
-            aborted = ctx.signal.reason as JobAbortedError;
-            r(null);
-          });
-        }),
-    });
-    await until('handler started', () => started);
-    const stopped = new Promise((r) => w.on('stopped', r));
-    await w.close({ drainTimeoutMs: 100 });
-    expect(await stopped).toEqual({ released: [id] });
-    expect(aborted?.reason).toBe('shutdown');
-    // Released, not lost: ready now, and the attempt was given back.
-    expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0, lost_attempts: 0 });
-  });
-
   test('a handler that blocks the event loop is reported with the job and the measured delay', async () => {
     const b = await bed(kind, { leaseMs: 5_000, heartbeatMs: 200 });
     await enqueue(b);
@@ -246,19 +179,18 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
   });
 });
 
-/** A transport whose chosen calls take longer, which counts heartbeat and release calls, and can say when a liveness beat starts. */
-function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', number>>, onBeat: () => void = () => {}) {
+/** A transport whose chosen calls take longer, which counts heartbeat and release calls, and can say when a tick (a heartbeat carrying the beat) starts. */
+function slowed(inner: Transport, delays: Partial<Record<'tick' | 'complete', number>>, onTick: () => void = () => {}, timers: WorkerTimers = realTimers) {
   const calls = { heartbeat: 0, release: 0 };
-  const wait = (ms: number | undefined) => (ms ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+  const wait = (ms: number | undefined) => (ms ? new Promise((r) => timers.setTimeout(() => r(undefined), ms)) : Promise.resolve());
   const transport: Transport = {
     ...inner,
-    beat: async (p) => {
-      onBeat();
-      await wait(delays.beat);
-      return inner.beat(p);
-    },
-    heartbeat: (p) => {
+    heartbeat: async (p) => {
       calls.heartbeat++;
+      if (p.beat) {
+        onTick();
+        await wait(delays.tick);
+      }
       return inner.heartbeat(p);
     },
     complete: async (p) => {
@@ -274,32 +206,6 @@ function slowed(inner: Transport, delays: Partial<Record<'beat' | 'complete', nu
 }
 
 describe('worker timing edges (in-process)', () => {
-  test('a job asking for quicker heartbeats while a tick is in flight leaves one heartbeat loop, not two', async () => {
-    const b = await bed('in-process', { leaseMs: 5_000, heartbeatMs: 1_000, graceMs: 1_000, maxReapDeferMs: 1_000, workerAliveMs: 3_000 });
-    // Queue "fast" asks its workers for 100 ms heartbeats; "q" for the server's 1 s.
-    expect((await b.t.app.request('/api/v1/queues/fast/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ heartbeatMs: 100 }) })).status).toBe(200);
-    let beatStarted: () => void = () => {};
-    // The liveness beat is slow, so a tick is in flight for most of each second.
-    const { transport, calls } = slowed(b.transport, { beat: 700 }, () => beatStarted());
-    const held: (() => void)[] = [];
-    const w = createWorker({ transport, queue: ['q', 'fast'], concurrency: 2, pollMs: 10, maxPollMs: 20, handleSignals: false, logger: quiet, handler: () => new Promise<void>((r) => held.push(r)) });
-    workers.push(w);
-    w.start();
-    await enqueue(b); // into "q": the timer goes to 1 s
-    await until('first job running', () => w.stats.claimed === 1);
-    // The next tick's liveness beat starts: while it is in flight, a "fast" job arrives.
-    await new Promise<void>((r) => (beatStarted = r));
-    await b.t.app.request('/api/v1/queues/fast/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: {} }) });
-    await until('fast job running', () => w.stats.claimed === 2);
-    const before = calls.heartbeat;
-    await new Promise((r) => setTimeout(r, 2_000));
-    const perTwoSeconds = calls.heartbeat - before;
-    for (const r of held) r();
-    // One loop: every ~100 ms plus the 700 ms beat it awaits: about 2-3 in 2 s. Two loops made about twice that.
-    expect(perTwoSeconds).toBeGreaterThan(0);
-    expect(perTwoSeconds).toBeLessThanOrEqual(4);
-  }, 15_000);
-
   test('close() does not release a job whose completion is already on its way', async () => {
     const b = await bed('in-process');
     const id = await enqueue(b);
@@ -315,5 +221,265 @@ describe('worker timing edges (in-process)', () => {
     expect(calls.release).toBe(0);
     expect(w.stats.completed).toBe(1);
     expect(await jobState(b, id)).toMatchObject({ status: 'completed', attempt_count: 1 });
+  });
+});
+
+/** An HTTP transport into the app itself (no port), counting the requests it makes per path. */
+function countedHttp(t: TestBed) {
+  const requests: string[] = [];
+  const transport = httpTransport({
+    url: 'http://127.0.0.1',
+    fetch: (async (input: string, init?: RequestInit) => {
+      requests.push(new URL(input).pathname.replace('/api/v1', ''));
+      return t.app.request(input, init);
+    }) as typeof fetch,
+  });
+  return { transport, requests };
+}
+
+describe('requests a worker makes (HTTP, counted)', () => {
+  test('a worker holding 5 jobs gives them all back at close() in one release request', async () => {
+    const b = await bed('in-process');
+    const ids = await Promise.all(Array.from({ length: 5 }, () => enqueue(b)));
+    const { transport, requests } = countedHttp(b.t);
+    let started = 0;
+    const w = createWorker({ transport, queue: 'q', concurrency: 5, pollMs: 20, maxPollMs: 50, handleSignals: false, logger: quiet, handler: (ctx) => {
+      started++;
+      return new Promise((r) => ctx.signal.addEventListener('abort', () => r(null)));
+    } });
+    workers.push(w);
+    const stopped = new Promise<{ released: string[] }>((r) => w.on('stopped', r));
+    w.start();
+    await until('5 handlers running', () => started === 5);
+    await w.close({ drainTimeoutMs: 0 });
+    expect((await stopped).released.sort()).toEqual([...ids].sort());
+    expect(requests.filter((p) => p.includes('release'))).toEqual(['/releases']);
+    for (const id of ids) expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0 });
+  });
+});
+
+interface FakeBed extends Bed {
+  timers: FakeTimers;
+  /** Request paths the HTTP transport sent (empty in-process). */
+  requests: string[];
+}
+
+/** A bed on a fake clock: the app, the in-process transport and the worker's timers all read t.clock. HTTP goes through app.request (no port). */
+async function fakeBed(kind: 'in-process' | 'http', overrides: Partial<Config> = {}): Promise<FakeBed> {
+  const t = await setup({ ...FAST, ...overrides });
+  const http = countedHttp(t);
+  const b = { t, transport: kind === 'in-process' ? dbTransport({ db: t.db, config: t.config, clock: t.clock }) : http.transport, timers: fakeTimers(t.clock), requests: http.requests };
+  beds.push(b);
+  return b;
+}
+
+function fakeWorker(b: FakeBed, options: Partial<WorkerOptions> & Pick<WorkerOptions, 'handler'>) {
+  const w = createWorker({ transport: b.transport, queue: 'q', pollMs: 20, maxPollMs: 100, handleSignals: false, logger: quiet, timers: b.timers, ...options });
+  fakeWorkers.push({ w, timers: b.timers });
+  return w.start();
+}
+
+/** A handler that waits for its signal and says why and when (fake time) it was aborted; then it ends as `then` says. */
+function waitsForAbort(b: FakeBed, then: 'resolve' | 'reject' = 'resolve') {
+  const seen: { started: boolean; reason?: JobAbortedError; at?: number } = { started: false };
+  const handler = (ctx: { signal: AbortSignal }) =>
+    new Promise((resolve, reject) => {
+      seen.started = true;
+      ctx.signal.addEventListener('abort', () => {
+        seen.reason = ctx.signal.reason as JobAbortedError;
+        seen.at = b.timers.now();
+        if (then === 'reject') reject(ctx.signal.reason);
+        // A handler that ignores the signal and tries to finish anyway.
+        else b.timers.setTimeout(() => resolve('too late'), 50);
+      });
+    });
+  return { seen, handler };
+}
+
+describe.each(['in-process', 'http'] as const)('worker over %s, on a fake clock', (kind) => {
+  test('the heartbeat loop keeps the lease of a job that runs several times longer than the lease', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    const w = fakeWorker(b, { handler: () => new Promise((r) => b.timers.setTimeout(() => r('slow but alive'), 4_600)) });
+    // The reaper runs all along (on the same clock): a healthy lease must never be taken.
+    const reaps: number[] = [];
+    await b.timers.advanceUntil('completed', async () => {
+      const report = (await (await b.t.app.request('/api/v1/reaper/run', { method: 'POST', headers: { 'content-type': 'application/json' } })).json()) as { requeued: unknown[] };
+      reaps.push(report.requeued.length);
+      return (await jobState(b, id)).status === 'completed';
+    });
+    expect(reaps.length).toBeGreaterThan(4_600 / 50);
+    expect(reaps.every((n) => n === 0)).toBe(true);
+    expect(await jobState(b, id)).toMatchObject({ attempt_count: 1, lost_attempts: 0 });
+    expect(w.stats.leaseLost).toBe(0);
+  });
+
+  test('a refused heartbeat aborts the handler with lease_lost, and its late completion is abandoned', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    const { seen, handler } = waitsForAbort(b);
+    const abandoned: string[] = [];
+    const w = fakeWorker(b, { handler });
+    w.on('abandoned', (e) => abandoned.push(e.job.id));
+    await b.timers.advanceUntil('running', () => seen.started);
+    // An operator takes the job away: the worker's token is now stale.
+    await b.t.app.request(`/api/v1/jobs/${id}/requeue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ force: true, reason: 'test' }) });
+    const takenAt = b.timers.now();
+    await b.timers.advanceUntil('abandoned', () => abandoned.length === 1);
+    expect(seen.reason).toBeInstanceOf(JobAbortedError);
+    expect(seen.reason!.reason).toBe('lease_lost');
+    // Told at the next tick (every 300 ms).
+    expect(seen.at! - takenAt).toBeLessThanOrEqual(300);
+    expect((await jobState(b, id)).result).toBeNull();
+    expect(w.stats.completed).toBe(0);
+    // Told the lease is gone, the worker sends no completion: only the refused heartbeat is on record.
+    const refused = await b.t.client.execute({ sql: `SELECT reason FROM events WHERE job_id = ? AND type = 'stale_write_rejected'`, args: [Number(id)] });
+    expect(refused.rows.map((r) => r.reason)).toEqual(['heartbeat']);
+  });
+
+  test('a handler stuck past its deadline is aborted with deadline_exceeded, at the deadline', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b, { payload: {}, timeoutMs: 300, maxAttempts: 1 });
+    const { seen, handler } = waitsForAbort(b, 'reject');
+    const claimedAt: number[] = [];
+    fakeWorker(b, { handler }).on('claimed', () => claimedAt.push(b.timers.now()));
+    await b.timers.advanceUntil('failed', async () => (await jobState(b, id)).status === 'failed');
+    expect(seen.reason?.reason).toBe('deadline_exceeded');
+    expect(seen.at! - claimedAt[0]!).toBe(300);
+  });
+
+  test('self-fencing: when heartbeats cannot get through, the handler is aborted once its lease runs out locally, before the reaper may take the job', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    const inner = b.transport;
+    // The server is unreachable for renewals (the claim and the rest still work).
+    b.transport = { ...inner, heartbeat: async (p) => (p.leases.length > 0 ? Promise.reject(new TransportError('connection refused')) : inner.heartbeat(p)) };
+    const { seen, handler } = waitsForAbort(b, 'reject');
+    const failures: string[][] = [];
+    const claimedAt: number[] = [];
+    const w = fakeWorker(b, { handler });
+    w.on('heartbeat_failed', (e) => failures.push(e.jobs)).on('claimed', () => claimedAt.push(b.timers.now()));
+    await b.timers.advanceUntil('aborted', () => seen.reason);
+    expect(seen.reason!.reason).toBe('lease_expired_locally');
+    const lease = FAST.leaseMs!;
+    // Past the lease (local copy), at the first tick after it; the reaper waits lease + grace.
+    expect(seen.at! - claimedAt[0]!).toBeGreaterThan(lease);
+    expect(seen.at! - claimedAt[0]!).toBeLessThanOrEqual(lease + FAST.heartbeatMs!);
+    expect(seen.at! - claimedAt[0]!).toBeLessThan(lease + FAST.graceMs!);
+    expect(failures.length).toBeGreaterThanOrEqual(lease / FAST.heartbeatMs! - 1);
+    expect(failures[0]).toEqual([id]);
+    expect(w.stats).toMatchObject({ leaseLost: 1 });
+    expect(w.stats.heartbeatFailures).toBe(failures.length);
+  });
+
+  test('close() stops claiming, waits for the drain timeout, then aborts and releases leases so jobs run again at once', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    const { seen, handler } = waitsForAbort(b);
+    const w = fakeWorker(b, { handler });
+    await b.timers.advanceUntil('handler started', () => seen.started);
+    const stopped = new Promise((r) => w.on('stopped', r));
+    let closed = false;
+    const closingAt = b.timers.now();
+    void w.close({ drainTimeoutMs: 1_000 }).then(() => (closed = true));
+    await b.timers.advanceUntil('closed', () => closed, { stepMs: 10 });
+    expect(await stopped).toEqual({ released: [id] });
+    expect(seen.reason?.reason).toBe('shutdown');
+    // The drain waited its full second (and not much more) for the handler.
+    expect(seen.at! - closingAt).toBeGreaterThanOrEqual(1_000);
+    expect(seen.at! - closingAt).toBeLessThan(1_100);
+    // Released, not lost: ready now, and the attempt was given back.
+    expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0, lost_attempts: 0 });
+  });
+});
+
+describe('worker timing edges, on a fake clock', () => {
+  test('a job asking for quicker heartbeats while a tick is in flight leaves one heartbeat loop, not two', async () => {
+    const b = await fakeBed('in-process', { leaseMs: 5_000, heartbeatMs: 1_000, graceMs: 1_000, maxReapDeferMs: 1_000, workerAliveMs: 3_000 });
+    // Queue "fast" asks its workers for 100 ms heartbeats; "q" for the server's 1 s.
+    expect((await b.t.app.request('/api/v1/queues/fast/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ heartbeatMs: 100 }) })).status).toBe(200);
+    let tickStarted = false;
+    // A tick takes 700 ms, so it is in flight for most of each second.
+    const { transport, calls } = slowed(b.transport, { tick: 700 }, () => (tickStarted = true), b.timers);
+    b.transport = transport;
+    const held: (() => void)[] = [];
+    const w = fakeWorker(b, { queue: ['q', 'fast'], concurrency: 2, pollMs: 10, maxPollMs: 20, handler: () => new Promise<void>((r) => held.push(r)) });
+    await enqueue(b); // into "q": the timer goes to 1 s
+    await b.timers.advanceUntil('first job running', () => w.stats.claimed === 1, { stepMs: 10 });
+    // The next tick starts: while it is in flight, a "fast" job arrives.
+    tickStarted = false;
+    await b.timers.advanceUntil('a tick in flight', () => tickStarted, { stepMs: 10 });
+    await b.t.app.request('/api/v1/queues/fast/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: {} }) });
+    await b.timers.advanceUntil('fast job running', () => w.stats.claimed === 2, { stepMs: 10 });
+    const before = calls.heartbeat;
+    await b.timers.advance(2_000);
+    const perTwoSeconds = calls.heartbeat - before;
+    for (const r of held) r();
+    // One loop: every 100 ms plus the 700 ms tick it awaits: 2-3 in 2 s. Two loops made about twice that.
+    expect(perTwoSeconds).toBeGreaterThanOrEqual(2);
+    expect(perTwoSeconds).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('requests a worker makes per heartbeat tick (HTTP, counted, fake clock)', () => {
+  test('one tick is one request: the renewals and the liveness beat go in one POST /heartbeats, busy or idle', async () => {
+    const b = await fakeBed('http', { leaseMs: 10_000, graceMs: 5_000, workerAliveMs: 10_000 });
+    const id = await enqueue(b);
+    const { seen, handler } = waitsForAbort(b);
+    const w = fakeWorker(b, { heartbeatMs: 1_000, workerId: 'w1', pollMs: 10_000, maxPollMs: 10_000, identity: { host: 'box', pid: 7, version: '1.2.3' }, handler });
+    await b.timers.advanceUntil('running', () => seen.started, { stepMs: 10 });
+    const liveness = (paths: string[]) => paths.filter((p) => p === '/heartbeats' || p === '/workers/beat' || /^\/jobs\/\d+\/heartbeat$/.test(p));
+    for (let tick = 0; tick < 3; tick++) {
+      b.requests.length = 0;
+      await b.timers.advance(1_000);
+      expect(liveness(b.requests), `tick ${tick}`).toEqual(['/heartbeats']);
+    }
+    // That one request kept the lease and the worker's row.
+    const row = (await b.t.client.execute({ sql: 'SELECT host, pid, version, queues, running_count, instance_id, last_seen_at FROM workers WHERE id = ?', args: ['w1'] })).rows[0]!;
+    expect(row).toMatchObject({ host: 'box', pid: 7, version: '1.2.3', queues: '["q"]', running_count: 1, instance_id: w.instanceId });
+    const lease = (await b.t.client.execute({ sql: 'SELECT lease_expires_at FROM jobs WHERE id = ?', args: [Number(id)] })).rows[0]!;
+    expect(Number(lease.lease_expires_at)).toBe(Number(row.last_seen_at) + 10_000);
+    // Idle (an operator takes the job back and cancels it): still one request per tick, with no leases.
+    expect((await b.t.app.request(`/api/v1/jobs/${id}/requeue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ force: true, reason: 'test' }) })).status).toBe(200);
+    expect((await b.t.app.request(`/api/v1/jobs/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(200);
+    await b.timers.advanceUntil('idle', () => w.running === 0, { stepMs: 100 });
+    b.requests.length = 0;
+    await b.timers.advance(1_000);
+    expect(liveness(b.requests)).toEqual(['/heartbeats']);
+    expect((await b.t.client.execute({ sql: 'SELECT running_count FROM workers WHERE id = ?', args: ['w1'] })).rows[0]).toMatchObject({ running_count: 0 });
+  });
+});
+
+describe('a new SDK against a server that predates the folded beat and POST /releases', () => {
+  test('the HTTP transport beats through /workers/beat and releases one lease per call, as before', async () => {
+    const b = await fakeBed('http');
+    const ids = [await enqueue(b), await enqueue(b)];
+    const sent: string[] = [];
+    // What the older server answered: `worker` is not a field of /heartbeats, and /releases is no route.
+    const older = (async (input: string, init?: RequestInit) => {
+      const path = new URL(input).pathname.replace('/api/v1', '');
+      const body = JSON.parse(String(init?.body ?? '{}'));
+      sent.push(path + (path === '/heartbeats' && body.worker ? ' +worker' : ''));
+      const refuse = (status: number, error: Record<string, string>) => new Response(JSON.stringify({ error }), { status, headers: { 'content-type': 'application/json' } });
+      if (path === '/heartbeats' && body.worker) return refuse(400, { code: 'invalid_request', message: 'worker is not a known field', field: 'worker' });
+      if (path === '/releases') return refuse(404, { code: 'not_found', message: `no route for POST ${new URL(input).pathname}` });
+      return b.t.app.request(input, init);
+    }) as typeof fetch;
+    b.transport = httpTransport({ url: 'http://127.0.0.1', fetch: older });
+    const { seen, handler } = waitsForAbort(b);
+    let running = 0;
+    const w = fakeWorker(b, { workerId: 'old-server', concurrency: 2, handler: (ctx) => (running++, handler(ctx)) });
+    await b.timers.advanceUntil('both running', () => running === 2 && seen.started);
+    sent.length = 0;
+    await b.timers.advance(FAST.heartbeatMs! * 3);
+    // Told once, the transport beats apart from then on: each tick renews and beats, and no lease is lost.
+    expect(sent.filter((p) => p.startsWith('/heartbeats') || p === '/workers/beat').sort()).toEqual(['/heartbeats', '/heartbeats', '/heartbeats', '/workers/beat', '/workers/beat', '/workers/beat']);
+    expect(w.stats).toMatchObject({ leaseLost: 0, heartbeatFailures: 0 });
+    expect((await b.t.client.execute({ sql: 'SELECT running_count FROM workers WHERE id = ?', args: ['old-server'] })).rows[0]).toMatchObject({ running_count: 2 });
+    let closed = false;
+    void w.close({ drainTimeoutMs: 0 }).then(() => (closed = true));
+    await b.timers.advanceUntil('closed', () => closed);
+    expect(sent.filter((p) => p.includes('release')).sort()).toEqual(['/releases', ...ids.map((id) => `/jobs/${id}/release`)].sort());
+    for (const id of ids) expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0 });
   });
 });

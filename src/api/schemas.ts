@@ -192,6 +192,7 @@ export const RESPONSES = {
     },
     { optional: ['jobs'] },
   ),
+  releases: fields<{ results: unknown[] }>({ results: array(oneOf(fields<{ id: string; ok: true; status: string }>({ id: string(), ok: constant(true), status: jobStatus }), BatchRefusalSchema)) }),
   beat: fields<{ ok: true }>({ ok: constant(true) }),
   effectStart: oneOf(fields<{ state: 'run' }>({ state: constant('run') }), fields<{ state: 'done'; result: unknown }>({ state: constant('done'), result: anyJson('the result an earlier attempt recorded') })),
   effectFinish: fields<{ result: unknown }>({ result: anyJson('the result on record (the first one wins)') }),

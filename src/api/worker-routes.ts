@@ -1,6 +1,6 @@
 /**
  * The worker API: claim, heartbeat (one or many), extend, checkpoint, complete
- * (one or many), fail, release, and the worker's liveness beat. Every write to
+ * (one or many), fail, release (one or many), and the worker's liveness beat. Every write to
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
 import { jobsClaimPending } from '../db/store/claim.ts';
@@ -42,6 +42,31 @@ function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
 /** Caps on what a beat may report: a counter past a billion, or a block past a day, is a bug, not a measurement. */
 const MAX_COUNTER = 1_000_000_000;
 const MAX_BLOCK_MS = 24 * 3600 * 1000;
+
+/**
+ * What a worker says about itself: the body of /workers/beat, and the
+ * `worker` field of /heartbeats that carries the same beat. New liveness
+ * fields go here, and both routes take them.
+ */
+const beatFields = {
+  instanceId: optional(instanceIdField),
+  host: optional(str({ max: 255 })),
+  pid: optional(int({ min: 0, max: 2 ** 31 })),
+  version: optional(str({ max: 100 })),
+  queues: optional(arr(queueName, { min: 0, max: 100 })),
+  runningCount: optional(int({ min: 0, max: 1_000_000 })),
+  // The process's own counters since it started; older SDKs send none.
+  eventLoopBlocks: optional(int({ min: 0, max: MAX_COUNTER, description: 'times a heartbeat timer fired late because the event loop was blocked, since the process started' })),
+  longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),
+  heartbeatFailures: optional(int({ min: 0, max: MAX_COUNTER, description: 'heartbeat rounds that failed (network, server), since the process started' })),
+  leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
+};
+
+/** A beat's wire fields as the store takes them: the counters grouped. */
+function liveness<B extends { eventLoopBlocks?: number | undefined; longestEventLoopBlockMs?: number | undefined; heartbeatFailures?: number | undefined; leasesLost?: number | undefined }>(body: B) {
+  const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost, ...rest } = body;
+  return { ...rest, counters: { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost } };
+}
 
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { db, config, clock } = deps;
@@ -115,18 +140,22 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'heartbeatMany',
       tag: 'worker',
       answers: { schema: 'heartbeats' },
-      summary: "Renew many of one worker's leases in one call; one result per lease",
+      summary:
+        "Renew many of one worker's leases in one call; one result per lease. With `worker` (the fields of /workers/beat), the worker's liveness beat is recorded in the same transaction: one request per tick. `leases` may be empty only when `worker` is given (an idle worker's beat)",
       body: obj({
         workerId: workerIdField,
-        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField, progress: optional(json()) }), { min: 1, max: MAX_BATCH }),
+        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField, progress: optional(json()) }), { min: 0, max: MAX_BATCH }),
         leaseMs: optional(leaseMs),
+        worker: optional(obj(beatFields)),
       }),
     },
     async (c, body) => {
+      if (body.leases.length === 0 && !body.worker) throw invalid('leases', 'leases is empty: name at least one lease, or send `worker` (the liveness beat) with it');
       const outcomes = await jobsHeartbeatIfOwned(db, {
         workerId: body.workerId,
         leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: body.leaseMs,
+        beat: body.worker && liveness(body.worker),
         now: clock.now(),
       });
       return c.json({ results: outcomes.map((o) => batchEntry(o, leaseFields)) });
@@ -278,31 +307,42 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
   r.add(
     {
       method: 'post',
+      path: '/releases',
+      role: 'worker',
+      operationId: 'releaseMany',
+      tag: 'worker',
+      answers: { schema: 'releases' },
+      summary: "Give many of one worker's leases back in one statement (shutdown), each fenced by its own token; one result per lease, as /jobs/{id}/release would answer it alone",
+      body: obj({
+        workerId: workerIdField,
+        leases: arr(obj({ id: jobIdField, lockToken: lockTokenField }), { min: 1, max: MAX_BATCH }),
+        reason: optional(str({ min: 1, max: 200 })),
+      }),
+    },
+    async (c, body) => {
+      const outcomes = await jobsReleaseIfOwned(db, {
+        workerId: body.workerId,
+        leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken })),
+        reason: body.reason ?? 'released_by_worker',
+        now: clock.now(),
+      });
+      return c.json({ results: outcomes.map((o) => batchEntry(o, (job) => ({ status: job.status }))) });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
       path: '/workers/beat',
       role: 'worker',
       operationId: 'workerBeat',
       tag: 'worker',
       answers: { schema: 'beat' },
-      summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job",
-      body: obj({
-        workerId: workerIdField,
-        instanceId: optional(instanceIdField),
-        host: optional(str({ max: 255 })),
-        pid: optional(int({ min: 0, max: 2 ** 31 })),
-        version: optional(str({ max: 100 })),
-        queues: optional(arr(queueName, { min: 0, max: 100 })),
-        runningCount: optional(int({ min: 0, max: 1_000_000 })),
-        // The process's own counters since it started; older SDKs send none.
-        eventLoopBlocks: optional(int({ min: 0, max: MAX_COUNTER, description: 'times a heartbeat timer fired late because the event loop was blocked, since the process started' })),
-        longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),
-        heartbeatFailures: optional(int({ min: 0, max: MAX_COUNTER, description: 'heartbeat rounds that failed (network, server), since the process started' })),
-        leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
-      }),
+      summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job (the SDK sends it with its heartbeats instead; this call stays for other clients)",
+      body: obj({ workerId: workerIdField, ...beatFields }),
     },
     async (c, body) => {
-      const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost, ...beat } = body;
-      const counters = { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost };
-      await workerBeat(db, { id: body.workerId, ...beat, counters, now: clock.now() });
+      await workerBeat(db, { ...liveness(body), id: body.workerId, now: clock.now() });
       return c.json({ ok: true });
     },
   );

@@ -14,7 +14,7 @@ import type { OwnedOutcome } from '../db/store/owned.ts';
 import { workerBeat } from '../db/store/workers.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import { parsed, toClaimedJob } from '../db/store/record.ts';
-import type { LeaseAnswer, Transport } from '../worker/transport.ts';
+import type { LeaseAnswer, Transport, WorkerLiveness } from '../worker/transport.ts';
 
 
 function answer(o: OwnedOutcome): LeaseAnswer {
@@ -24,6 +24,12 @@ function answer(o: OwnedOutcome): LeaseAnswer {
     : o.cause === 'deadline_exceeded'
       ? { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} passed its deadline (it is ${o.status})`, cause: 'deadline_exceeded' }
       : { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} is ${o.status} and no longer held by this claim` };
+}
+
+/** A beat as the store takes it: the counters grouped. */
+function liveness(p: WorkerLiveness) {
+  const counters = { eventLoopBlocks: p.eventLoopBlocks, longestEventLoopBlockMs: p.longestEventLoopBlockMs, heartbeatFailures: p.heartbeatFailures, leasesLost: p.leasesLost };
+  return { instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, counters };
 }
 
 export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Transport {
@@ -46,6 +52,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
         workerId: p.workerId,
         leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
         leaseMs: p.leaseMs,
+        beat: p.beat && liveness(p.beat),
         now: clock.now(),
       });
       return outcomes.map(answer);
@@ -87,8 +94,7 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
       return outcomes.map(answer);
     },
     async beat(p) {
-      const counters = { eventLoopBlocks: p.eventLoopBlocks, longestEventLoopBlockMs: p.longestEventLoopBlockMs, heartbeatFailures: p.heartbeatFailures, leasesLost: p.leasesLost };
-      await workerBeat(db, { id: p.workerId, instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, counters, now: clock.now() });
+      await workerBeat(db, { ...liveness(p), id: p.workerId, now: clock.now() });
     },
     async effectStart(p) {
       const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });

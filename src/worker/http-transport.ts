@@ -15,7 +15,7 @@ export interface HttpTransportOptions {
 }
 
 interface WireError {
-  error?: { code?: string; message?: string; cause?: string };
+  error?: { code?: string; message?: string; cause?: string; field?: string };
 }
 
 type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string; cause?: string } };
@@ -28,9 +28,16 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const doFetch = options.fetch ?? globalThis.fetch;
   const timeout = options.requestTimeoutMs ?? 10_000;
 
-  /** POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise. */
-  /** `waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout. */
-  async function post<T>(path: string, body: unknown, wait: { waitMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<{ status: number; json: T & WireError }> {
+  /**
+   * POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.
+   * `wait.waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout.
+   */
+  async function post<T>(
+    path: string,
+    body: unknown,
+    pass: readonly number[] = [],
+    wait: { waitMs?: number | undefined; signal?: AbortSignal | undefined } = {},
+  ): Promise<{ status: number; json: T & WireError }> {
     let res: Response;
     try {
       const limit = AbortSignal.timeout(timeout + (wait.waitMs ?? 0));
@@ -49,7 +56,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     } catch {
       throw new TransportError(`leasehold answered ${res.status} without JSON on ${path}`);
     }
-    if (res.status === 409 || res.status === 404 || res.ok) return { status: res.status, json };
+    if (res.status === 409 || res.status === 404 || res.ok || pass.includes(res.status)) return { status: res.status, json };
     const message = `${path}: ${res.status} ${json.error?.code ?? ''} ${json.error?.message ?? ''}`.trim();
     if (res.status === 401 || res.status === 403) {
       throw new TokenRefusedError(res.status, `leasehold at ${options.url} refused the worker token (${res.status} ${json.error?.code ?? ''}: ${json.error?.message ?? ''}); check LEASEHOLD_WORKER_TOKEN`);
@@ -60,6 +67,15 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     throw new Error(`leasehold refused ${message}`);
   }
 
+  /** Set once a server refuses the beat inside /heartbeats (it predates it): beats then go to /workers/beat. */
+  let beatsApart = false;
+
+  async function heartbeats(body: { workerId: string; leases: unknown[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]> {
+    const r = await post<{ results: BatchResult[] }>('/heartbeats', body);
+    if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
+    return batch(r.json.results);
+  }
+
   const verdict = (id: string, r: { status: number; json: WireError }): LeaseAnswer =>
     r.status === 409 || r.status === 404
       ? { id, ok: false, code: r.status === 409 ? 'lease_lost' : 'not_found', message: r.json.error?.message ?? 'lease lost', ...deadlineCause(r.json.error) }
@@ -68,24 +84,37 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const batch = (results: BatchResult[]): LeaseAnswer[] =>
     results.map((r) => (r.ok ? { id: r.id, ok: true } : { id: r.id, ok: false, code: r.error.code === 'not_found' ? 'not_found' : 'lease_lost', message: r.error.message, ...deadlineCause(r.error) }));
 
+  /** False once the server refused a claim's waitMs (a server from before it). */
+  let serverWaits = true;
   return {
     async claim(p) {
-      const r = await post<{ jobs: ClaimedJob[] }>(
-        `/queues/${encodeURIComponent(p.queue)}/claim`,
-        { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs, ...(p.waitMs ? { waitMs: p.waitMs } : {}) },
-        { waitMs: p.waitMs, signal: p.signal },
-      );
+      const path = `/queues/${encodeURIComponent(p.queue)}/claim`;
+      const body = { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs };
+      const waitMs = serverWaits ? p.waitMs : undefined;
+      let r = await post<{ jobs: ClaimedJob[] }>(path, waitMs ? { ...body, waitMs } : body, waitMs ? [400] : [], { waitMs, signal: p.signal });
+      // A server older than waitMs refuses the field: claim as before, without waiting, from now on.
+      if (r.status === 400 && waitMs) {
+        serverWaits = false;
+        r = await post<{ jobs: ClaimedJob[] }>(path, body);
+      }
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
       return r.json.jobs;
     },
     async heartbeat(p) {
-      const r = await post<{ results: BatchResult[] }>('/heartbeats', {
-        workerId: p.workerId,
-        leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress })),
-        leaseMs: p.leaseMs,
-      });
-      if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
-      return batch(r.json.results);
+      const leases = p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress }));
+      if (p.beat && !beatsApart) {
+        const r = await post<{ results: BatchResult[] }>('/heartbeats', { workerId: p.workerId, leases, leaseMs: p.leaseMs, worker: p.beat }, [400]);
+        if (r.status === 200) return batch(r.json.results);
+        // A server older than the beat in the heartbeats call refuses `worker`
+        // (or an empty `leases`): beat apart from then on, as before.
+        if (r.json.error?.field !== 'worker' && r.json.error?.field !== 'leases') throw new Error(`leasehold refused /heartbeats: 400 ${r.json.error?.message ?? ''}`);
+        beatsApart = true;
+      }
+      const [, answers] = await Promise.all([
+        p.beat ? post('/workers/beat', { workerId: p.workerId, ...p.beat }) : undefined,
+        leases.length > 0 ? heartbeats({ workerId: p.workerId, leases, leaseMs: p.leaseMs }) : [],
+      ]);
+      return answers;
     },
     async checkpoint(p) {
       return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }));
@@ -107,9 +136,15 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       );
     },
     async release(p) {
-      return Promise.all(
-        p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
-      );
+      const r = await post<{ results: BatchResult[] }>('/releases', { workerId: p.workerId, leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })), reason: p.reason });
+      if (r.status === 200) return batch(r.json.results);
+      // A server older than POST /releases has no such route: one call per lease, as before.
+      if (r.status === 404 && r.json.error?.message?.startsWith('no route')) {
+        return Promise.all(
+          p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
+        );
+      }
+      throw new TransportError(`releases: ${r.status} ${r.json.error?.message ?? ''}`);
     },
     async beat(p) {
       await post('/workers/beat', p);

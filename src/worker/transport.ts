@@ -25,6 +25,21 @@ export interface LeaseRef {
   lockToken: string;
 }
 
+/** What a worker says about itself in its liveness beat. */
+export interface WorkerLiveness {
+  instanceId?: string | undefined;
+  host?: string;
+  pid?: number;
+  version?: string;
+  queues: string[];
+  runningCount: number;
+  /** This process's counters since it started: the operator sees them in the worker registry. */
+  eventLoopBlocks?: number;
+  longestEventLoopBlockMs?: number;
+  heartbeatFailures?: number;
+  leasesLost?: number;
+}
+
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
   /**
@@ -33,8 +48,13 @@ export interface Transport {
    * that wait early (the worker is closing) with an empty list or an abort.
    */
   claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined; waitMs?: number | undefined; signal?: AbortSignal | undefined }): Promise<ClaimedJob[]>;
-  /** Renews many leases in one call; `leaseMs` also changes their length (extend). */
-  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]>;
+  /**
+   * Renews many leases in one call; `leaseMs` also changes their length
+   * (extend). With `beat`, the worker's liveness beat goes in the same call
+   * (and the same transaction): `leases` may then be empty. The SDK beats
+   * only this way; a transport must record `beat` when it is given.
+   */
+  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: WorkerLiveness | undefined }): Promise<LeaseAnswer[]>;
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
   /**
    * Completes many jobs in one call, each fenced by its own token; with
@@ -47,22 +67,10 @@ export interface Transport {
     claim?: { queue: string; limit: number; leaseMs?: number | undefined } | undefined;
   }): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
+  /** Gives many leases back in one call (shutdown), each fenced by its own token. */
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
-  /** The worker's own liveness row. */
-  beat(p: {
-    workerId: string;
-    instanceId?: string | undefined;
-    host?: string;
-    pid?: number;
-    version?: string;
-    queues: string[];
-    runningCount: number;
-    /** This process's counters since it started: the operator sees them in the worker registry. */
-    eventLoopBlocks?: number;
-    longestEventLoopBlockMs?: number;
-    heartbeatFailures?: number;
-    leasesLost?: number;
-  }): Promise<void>;
+  /** The worker's own liveness row, on its own (POST /workers/beat). The SDK now sends its beat with heartbeat(); this stays for other callers. */
+  beat(p: { workerId: string } & WorkerLiveness): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */

@@ -11,12 +11,15 @@
  * the attempt's deadline all three are refused (`lease_lost`, cause
  * `deadline_exceeded`): a hung handler's heartbeats cannot keep its job. These
  * write no event: they are not transitions. No row back: `lease_lost` (or `not_found`).
+ * Heartbeats may carry the worker's liveness beat (workers.ts), recorded in
+ * the same batch whether or not the leases are accepted.
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { ownedWrite, returning, type OwnedOutcome } from './owned.ts';
+import { workerBeat, type WorkerLiveness } from './workers.ts';
 
 export interface HeartbeatParams {
   workerId: string;
@@ -24,13 +27,23 @@ export interface HeartbeatParams {
   leases: readonly { id: number; lockToken: string; data?: string | null }[];
   /** Extend: push the expiry to now + leaseMs this once. */
   leaseMs?: number | undefined;
+  /**
+   * The worker's liveness beat, recorded in the same transaction as the
+   * renewals: one tick of a worker is one statement batch. With no leases,
+   * the beat alone.
+   */
+  beat?: WorkerLiveness | undefined;
   now: Now;
 }
 
-export function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
+export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
+  if (p.leases.length === 0) {
+    if (p.beat) await workerBeat(db, { ...p.beat, id: p.workerId, now: p.now });
+    return [];
+  }
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
-  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true }, (v, guard) =>
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true, beat: p.beat }, (v, guard) =>
     sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
         progress = coalesce(v.data, jobs.progress),
         progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END

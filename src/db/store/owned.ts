@@ -6,8 +6,9 @@
  * 'running' AND lock_token = ref.lockToken AND locked_by = workerId`. A write whose guard fails changes
  * nothing, and a `stale_write_rejected` event names the stale token's worker.
  * One batch (one transaction, one round trip): record the stale refs (their
- * statuses come back for the error message), touch the worker's liveness row,
- * and run the guarded UPDATE ... FROM json_each(refs) v.
+ * statuses come back for the error message), touch the worker's liveness row
+ * (or record its whole beat, when the write carries one), and run the guarded
+ * UPDATE ... FROM json_each(refs) v.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
@@ -17,7 +18,7 @@ import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
-import { workerTouch, workerTouchIfKnown } from './workers.ts';
+import { workerBeatStatement, workerTouch, workerTouchIfKnown, type WorkerLiveness } from './workers.ts';
 
 export interface OwnedRef {
   id: number;
@@ -52,6 +53,8 @@ export interface OwnedWriteParams {
   beforeDeadline?: boolean;
   /** With `claims`: the claiming process, as for a claim. */
   instanceId?: string | undefined;
+  /** The worker's liveness beat, recorded in the same batch instead of the plain touch (heartbeats that carry it). */
+  beat?: WorkerLiveness | undefined;
 }
 
 /**
@@ -125,8 +128,10 @@ export async function ownedWriteThen<T extends { id: number }, A>(
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
       WHERE NOT (${owns} ${inTime})
       RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
-    // With a claim the worker may take jobs: register it as a claim does.
-    p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now),
+    // With a claim the worker may take jobs: register it as a claim does. A
+    // beat registers the worker with what it says about itself.
+    p.beat ? workerBeatStatement(db, { ...p.beat, id: p.workerId, now: p.now })
+    : p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now),
     db.all<T>(update(refsTable, ownerGuard(p.workerId, p.beforeDeadline ? now : undefined))),
     ...(then ? [then] : []),
   ]);

@@ -68,8 +68,8 @@ export function workerTouchIfKnown(db: Db, workerId: string, now: Now) {
     ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
 }
 
-export interface WorkerBeat {
-  id: string;
+/** What a worker says about itself in a liveness beat (on its own, or carried by its heartbeats). */
+export interface WorkerLiveness {
   /** This process of the worker (random per start); absent from older SDKs. */
   instanceId?: string | undefined;
   host?: string | undefined;
@@ -79,6 +79,10 @@ export interface WorkerBeat {
   runningCount?: number | undefined;
   /** The process's own counters since it started (absent from older SDKs). */
   counters?: Partial<WorkerCounters> | undefined;
+}
+
+export interface WorkerBeat extends WorkerLiveness {
+  id: string;
   now: Now;
 }
 
@@ -92,10 +96,15 @@ export interface WorkerCounters {
 
 /** A worker's own liveness beat: who it is, how many jobs it holds, and its counters. */
 export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
+  await workerBeatStatement(db, w);
+}
+
+/** workerBeat as a statement, for a batch (the heartbeats that carry the beat: one transaction). */
+export function workerBeatStatement(db: Db, w: WorkerBeat) {
   const t = nowSql(w.now);
   const queues = w.queues ? JSON.stringify(w.queues) : null;
   const c = w.counters ?? {};
-  await db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count,
+  return db.run(sql`INSERT INTO workers (id, instance_id, host, pid, version, queues, running_count,
       event_loop_blocks, longest_event_loop_block_ms, heartbeat_failures, leases_lost, started_at, last_seen_at)
     VALUES (${w.id}, ${w.instanceId ?? null}, ${w.host ?? null}, ${w.pid ?? null}, ${w.version ?? null}, ${queues}, ${w.runningCount ?? 0},
       ${c.eventLoopBlocks ?? null}, ${c.longestEventLoopBlockMs ?? null}, ${c.heartbeatFailures ?? null}, ${c.leasesLost ?? null}, ${t}, ${t})

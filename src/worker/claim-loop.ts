@@ -1,0 +1,138 @@
+/**
+ * The claim loop: keeps the worker's slots full.
+ *
+ * - Claims in batches up to its free slots (at most `claimBatch` a call),
+ *   round-robin over its queues; never holds more jobs than slots. A claim
+ *   riding on a completion (see completer.ts) reserves its slots here too.
+ * - Idle, on one queue: the claim waits on the server for work (`claimWaitMs`,
+ *   bounded by a quarter of the lease, since the lease is counted from when
+ *   the claim was sent), so a job enqueued to an idle worker starts within
+ *   milliseconds instead of at the next poll.
+ * - Idle otherwise (several queues, `claimWaitMs: 0`, or a server that
+ *   answers at once): polls every `pollMs`, doubling while nothing comes up
+ *   to `maxPollMs`, with jitter. Failed claims back off the same way.
+ * - A refused token stops the worker (retrying cannot help).
+ */
+import type { RidingClaim } from './completer.ts';
+import type { Held } from './held.ts';
+import { describe } from './log.ts';
+import { jitter, sleep } from './timers.ts';
+import { TokenRefusedError, type ClaimedJob } from './transport.ts';
+
+export interface ClaimLoopOptions {
+  concurrency: number;
+  claimBatch: number;
+  pollMs: number;
+  maxPollMs: number;
+  /** Longest a claim waits on the server for work when nothing is ready (0: never waits). */
+  claimWaitMs: number;
+  /** Lease to ask for; default: the queue's. */
+  leaseMs?: number | undefined;
+  /** Aborted when the worker starts closing: cuts an idle wait short. */
+  stopping: AbortSignal;
+  /** Runs a claimed job (local time `sentAt`: when its claim was sent). */
+  start(job: ClaimedJob, sentAt: number): void;
+  /** Gives back jobs a claim brought after close() began. */
+  releaseUnstarted(jobs: ClaimedJob[]): Promise<void>;
+  /** The server refused the worker's token: the worker stops. */
+  onTokenRefused(err: TokenRefusedError): void;
+}
+
+export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
+  const { transport, workerId, instanceId, queues, timers, logger, emit } = w;
+  let nextQueue = 0;
+  /** Slots promised to a claim in flight (the loop's, or one riding on a completion). */
+  let reserved = 0;
+  let wake: () => void = () => {};
+  /** The lease the server last gave: bounds the claim's wait, as the lease is counted from when the claim was sent. */
+  let lastLeaseMs = o.leaseMs;
+  const free = () => o.concurrency - w.active.size - reserved;
+
+  async function run() {
+    let idleRounds = 0;
+    let failures = 0;
+    while (w.state() === 'running') {
+      const room = free();
+      if (room <= 0) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
+      }
+      let jobs: ClaimedJob[] = [];
+      const sentAt = timers.now();
+      const limit = Math.min(room, o.claimBatch);
+      reserved += limit;
+      const waitMs = queues.length === 1 ? Math.min(o.claimWaitMs, Math.floor((lastLeaseMs ?? 4_000) / 4)) : 0;
+      try {
+        jobs = await claimRoundRobin(limit, waitMs);
+        failures = 0;
+      } catch (err) {
+        // close() cut a waiting claim short: not a failure.
+        if (o.stopping.aborted) continue;
+        if (err instanceof TokenRefusedError) {
+          // A refused token stays refused: stop instead of retrying forever.
+          logger.error(`${err.message}: stopping`, { error: err.message });
+          emit('error', { error: err, during: 'claim' });
+          o.onTokenRefused(err);
+          return;
+        }
+        failures++;
+        const delay = Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(failures, 8));
+        logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`, { error: describe(err), retryInMs: Math.round(delay), failures });
+        emit('error', { error: err, during: 'claim' });
+        await sleep(timers, jitter(delay), o.stopping);
+        continue;
+      } finally {
+        reserved -= limit;
+      }
+      if (w.state() !== 'running') {
+        await o.releaseUnstarted(jobs);
+        continue;
+      }
+      if (jobs.length === 0) {
+        // The server waited for work and there was none: ask again at once.
+        // One that answered early (a server without waitMs, a shutdown) is polled.
+        if (waitMs > 0 && timers.now() - sentAt >= waitMs / 2) continue;
+        idleRounds++;
+        await sleep(timers, jitter(Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(idleRounds - 1, 8))), o.stopping);
+        continue;
+      }
+      idleRounds = 0;
+      for (const job of jobs) o.start(job, sentAt);
+    }
+  }
+
+  async function claimRoundRobin(limit: number, waitMs: number): Promise<ClaimedJob[]> {
+    for (let i = 0; i < queues.length; i++) {
+      const queue = queues[(nextQueue + i) % queues.length]!;
+      const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: o.leaseMs, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
+      if (jobs.length > 0) {
+        lastLeaseMs = o.leaseMs ?? jobs[0]!.leaseMs;
+        nextQueue = (nextQueue + i + 1) % queues.length;
+        return jobs;
+      }
+    }
+    return [];
+  }
+
+  const riding: RidingClaim = {
+    reserve(finishing) {
+      // The finished jobs still hold their slots until the completion call
+      // returns; once it has completed them (first, in the same transaction)
+      // the slots are free.
+      const limit = w.state() === 'running' ? Math.max(0, Math.min(o.claimBatch, free() + finishing)) : 0;
+      const queue = queues[nextQueue]!;
+      nextQueue = (nextQueue + 1) % queues.length;
+      reserved += limit;
+      return { claim: limit > 0 ? { queue, limit, leaseMs: o.leaseMs } : undefined, settle: () => void (reserved -= limit) };
+    },
+    start: (job, sentAt) => o.start(job, sentAt),
+  };
+
+  return {
+    run,
+    /** A slot came free (or the worker is closing): let a waiting loop go on. */
+    wake: () => wake(),
+    /** For the completer: claims that ride on completions. */
+    riding,
+  };
+}

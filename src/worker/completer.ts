@@ -1,0 +1,147 @@
+/**
+ * The completer: sends what a handler's run came to, and says when it could not.
+ *
+ * - Completions of handlers that finish together go in one call, which also
+ *   claims jobs for the slots they free (one transaction, one round trip).
+ * - A failure goes alone, classified by what the handler threw
+ *   (NonRetryableError, RetryAfter, anything else).
+ * - `abandoned`: a result the server refused (the lease is gone) or that
+ *   could not be delivered before the lease ran out, and a run the worker
+ *   knows is not its to report (lease lost, released at shutdown).
+ * - Releases: leases given back at shutdown, in one call.
+ */
+import { NonRetryableError, RetryAfter, type JobAbortedError } from './errors.ts';
+import { leaseGone, type Held, type Running } from './held.ts';
+import { persist } from './persist.ts';
+import { after } from './timers.ts';
+import type { ClaimedJob, LeaseRef } from './transport.ts';
+import { storableText } from '../core/text.ts';
+
+export type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: string; retryable: boolean; retryAfterMs?: number | undefined; raw: unknown };
+
+/** How long shutdown keeps trying to give leases back before leaving them to expire. */
+export const RELEASE_RETRY_MS = 5_000;
+
+/** What a thrown value asks for. */
+export function classify(err: unknown): Extract<Outcome, { kind: 'fail' }> {
+  // The server keeps at most 16,000 characters of an error, and refuses a
+  // lone surrogate (a cut emoji) or NUL: an error message is anyone's text.
+  const message = storableText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 16_000);
+  if (err instanceof NonRetryableError) return { kind: 'fail', error: message, retryable: false, raw: err };
+  if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
+  return { kind: 'fail', error: message, retryable: true, raw: err };
+}
+
+/** Where a completion's claim for the slots it frees comes from (the claim loop's slots and queue rotation). */
+export interface RidingClaim {
+  /** The claim to send along with `finishing` completions, if there is room; `settle()` once the call is over. */
+  reserve(finishing: number): { claim: { queue: string; limit: number; leaseMs?: number | undefined } | undefined; settle(): void };
+  /** Runs jobs the completion claimed (local time `sentAt`: when the call was sent). */
+  start(job: ClaimedJob, sentAt: number): void;
+}
+
+export type Completer = ReturnType<typeof createCompleter>;
+
+export function createCompleter(w: Held, riding: RidingClaim) {
+  const { transport, workerId, instanceId, timers, stats, emit } = w;
+  let pending: { running: Running; result: unknown }[] = [];
+  let flush: Promise<void> | undefined;
+  /** Jobs a claim brought back after close() began, given back without running. */
+  const releasedUnstarted: string[] = [];
+
+  /** Reports how the handler's run ended; resolves when the server has answered (or the lease has run out). */
+  async function finish(r: Running, outcome: Outcome): Promise<void> {
+    const aborted = r.controller.signal.aborted ? (r.controller.signal.reason as JobAbortedError).reason : undefined;
+    if (aborted === 'shutdown' && w.state() === 'stopped') {
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: 'released at shutdown' });
+      return;
+    }
+    if (aborted === 'lease_lost') {
+      // The server has already said the lease is someone else's: a write now
+      // could only be refused (and counted again as a stale write).
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: 'lease lost while running: result not sent' });
+      return;
+    }
+    r.finishing = true;
+    if (outcome.kind === 'complete') await complete(r, outcome.result);
+    else await fail(r, outcome);
+  }
+
+  function complete(r: Running, result: unknown): Promise<void> {
+    pending.push({ running: r, result });
+    flush ??= Promise.resolve().then(flushCompletions);
+    return flush;
+  }
+
+  /**
+   * Sends every completion that piled up since the last flush in one call, and
+   * in the same call claims jobs for the slots those completions free: one
+   * transaction and one round trip per cycle instead of two.
+   */
+  async function flushCompletions() {
+    const batch = pending;
+    pending = [];
+    flush = undefined;
+    const { claim: wanted, settle } = riding.reserve(batch.length);
+    // Only the first try claims: if its answer was lost in transit, a retry
+    // must not claim again (those jobs would wait for the reaper).
+    let claim = wanted;
+    const sentAt = timers.now();
+    const reply = await persist(w, leaseGone(w, ...batch.map((b) => b.running)), 'complete', () => {
+      const once = claim;
+      claim = undefined;
+      return transport.complete({ workerId, instanceId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once });
+    })
+      .catch((err) => {
+        emit('error', { error: err, during: 'complete' });
+        return undefined;
+      })
+      .finally(settle);
+    const answers = reply?.answers;
+    const claimed = reply?.claimed ?? [];
+    if (w.state() !== 'running') await releaseUnstarted(claimed);
+    else for (const job of claimed) riding.start(job, sentAt);
+    batch.forEach(({ running, result }, i) => {
+      const answer = answers?.[i];
+      if (answer?.ok) {
+        stats.completed++;
+        emit('completed', { job: running.job, result });
+      } else {
+        stats.abandoned++;
+        emit('abandoned', { job: running.job, reason: answer ? `completion refused: ${answer.message}` : 'completion could not be delivered' });
+      }
+    });
+  }
+
+  async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
+    const answer = await persist(w, leaseGone(w, r), 'fail', () =>
+      transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }),
+    ).catch((err) => {
+      emit('error', { error: err, during: 'fail' });
+      return undefined;
+    });
+    if (answer?.ok) {
+      stats.failed++;
+      emit('failed', { job: r.job, error: o.raw, retryable: o.retryable });
+    } else {
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: answer ? `failure refused: ${answer.message}` : 'failure could not be delivered' });
+    }
+  }
+
+  /** Gives leases back (shutdown) in one call, retried for a while; answers the ids the server took back. */
+  async function release(leases: LeaseRef[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const answers = await persist(w, after(timers, RELEASE_RETRY_MS), 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
+    return (answers ?? []).filter((a) => a.ok).map((a) => a.id);
+  }
+
+  /** Jobs a claim brought back after close() began: give them straight back. */
+  async function releaseUnstarted(jobs: ClaimedJob[]) {
+    releasedUnstarted.push(...(await release(jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })))));
+  }
+
+  return { finish, release, releaseUnstarted, releasedUnstarted };
+}

@@ -1,0 +1,99 @@
+/**
+ * What the parts of a worker share: the jobs it holds (one `Running` per
+ * claimed job, each with its own AbortController and local lease copy), its
+ * counters, its events, and the one way a job's signal gets aborted.
+ *
+ * The claim loop adds jobs, the lease keeper renews and fences them, the
+ * completer ends them, and close() drains them; each reads and writes this
+ * and nothing of the others'.
+ */
+import { JobAbortedError, type AbortCause } from './errors.ts';
+import { describe } from './log.ts';
+import type { WorkerTimers } from './timers.ts';
+import type { ClaimedJob, LeaseAnswer, Transport } from './transport.ts';
+import type { Logger, WorkerEvents } from './types.ts';
+
+export interface Running {
+  job: ClaimedJob;
+  controller: AbortController;
+  leaseMs: number;
+  /** Local time until which the lease is surely still ours. */
+  leaseValidUntil: number;
+  progress: unknown;
+  deadlineTimer: unknown;
+  /** The handler has returned and its completion or failure is being sent: shutdown must not release it. */
+  finishing: boolean;
+}
+
+export type WorkerState = 'new' | 'running' | 'stopping' | 'stopped';
+
+/** Counts since start. */
+export interface WorkerStats {
+  claimed: number;
+  completed: number;
+  failed: number;
+  abandoned: number;
+  leaseLost: number;
+  eventLoopBlocked: number;
+  /** The longest of those blocks, in ms. */
+  longestEventLoopBlockMs: number;
+  heartbeatFailures: number;
+}
+
+export type Emit = <K extends keyof WorkerEvents>(event: K, payload: WorkerEvents[K]) => void;
+
+/** One worker's shared state and surroundings, handed to each of its parts. */
+export interface Held {
+  transport: Transport;
+  workerId: string;
+  /** This process of the worker (random per createWorker). */
+  instanceId: string;
+  queues: string[];
+  timers: WorkerTimers;
+  logger: Required<Logger>;
+  emit: Emit;
+  stats: WorkerStats;
+  /** The jobs this worker holds, by id. */
+  active: Map<string, Running>;
+  state(): WorkerState;
+}
+
+/** Listeners per event; a listener that throws is logged, never breaks the worker. */
+export function createEmitter(logger: () => Required<Logger>) {
+  const listeners = new Map<keyof WorkerEvents, Set<(e: never) => void>>();
+  const emit: Emit = function emit(event, payload) {
+    for (const fn of listeners.get(event) ?? []) {
+      try {
+        (fn as (e: typeof payload) => void)(payload);
+      } catch (err) {
+        logger().error(`listener for ${event} threw: ${String(err)}`, { event, error: describe(err) });
+      }
+    }
+  };
+  function on<K extends keyof WorkerEvents>(event: K, fn: (e: WorkerEvents[K]) => void) {
+    let set = listeners.get(event);
+    if (!set) listeners.set(event, (set = new Set()));
+    set.add(fn as (e: never) => void);
+  }
+  return { emit, on };
+}
+
+/** Aborts the job's signal once, with a JobAbortedError; a lost lease is counted and announced. */
+export function abortJob(w: Held, r: Running, reason: AbortCause, message: string): void {
+  if (r.controller.signal.aborted) return;
+  r.controller.abort(new JobAbortedError(reason, message));
+  if (reason === 'lease_lost' || reason === 'lease_expired_locally') {
+    w.stats.leaseLost++;
+    w.emit('lease_lost', { job: r.job, reason, message });
+  }
+}
+
+/** A refused write: the server says whether the attempt ran out of time or the lease is gone. */
+export function abortRefused(w: Held, r: Running, a: Extract<LeaseAnswer, { ok: false }>): void {
+  abortJob(w, r, a.cause === 'deadline_exceeded' ? 'deadline_exceeded' : 'lease_lost', a.message);
+}
+
+/** A check that turns true once every one of `rs` is past its local lease: retrying a write for them no longer matters. */
+export function leaseGone(w: Held, ...rs: Running[]): () => boolean {
+  return () => rs.every((r) => w.timers.now() > r.leaseValidUntil);
+}

@@ -1,0 +1,113 @@
+/**
+ * The worker's public types: what a handler gets (JobContext), the events a
+ * worker emits, the logger it reports to, and its options.
+ */
+import type { AbortCause } from './errors.ts';
+import type { WorkerTimers } from './timers.ts';
+import type { ClaimedJob, Transport } from './transport.ts';
+
+export interface JobContext<P = unknown> {
+  job: {
+    id: string;
+    queue: string;
+    payload: P;
+    attempt: number;
+    maxAttempts: number;
+    priority: number;
+    /** What an earlier attempt saved with checkpoint(), or null. */
+    checkpoint: unknown;
+    progress: unknown;
+  };
+  /** Aborted on lease loss, deadline or shutdown; `signal.reason` says which. */
+  signal: AbortSignal;
+  /** Stable across attempts: pass it to downstream systems to deduplicate. */
+  idempotencyKey: string;
+  /** Grows with every claim of this job: downstream systems can refuse writes from an older claim. */
+  fencingToken: number;
+  /** Renews the lease now (the heartbeat loop does it anyway), optionally with progress. */
+  heartbeat(progress?: unknown): Promise<void>;
+  /** Saves state the next attempt starts from (ctx.job.checkpoint). */
+  checkpoint(data: unknown): Promise<void>;
+  /** Sets the lease to `ms` from now, before a long step that cannot heartbeat. */
+  extendLease(ms: number): Promise<void>;
+  /**
+   * Runs `fn` at most once per (job, key) across attempts, and returns its
+   * recorded result on later attempts. A crash (or lost lease) after `fn`
+   * ran but before its result was recorded runs it again: pass
+   * `idempotencyKey` to the downstream system as well.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+}
+
+export type Handler<P = unknown> = (ctx: JobContext<P>) => unknown;
+
+export interface WorkerEvents {
+  claimed: { job: ClaimedJob };
+  completed: { job: ClaimedJob; result: unknown };
+  failed: { job: ClaimedJob; error: unknown; retryable: boolean };
+  lease_lost: { job: ClaimedJob; reason: AbortCause; message: string };
+  heartbeat_failed: { error: unknown; jobs: string[] };
+  abandoned: { job: ClaimedJob; reason: string };
+  event_loop_blocked: { delayMs: number; jobs: string[] };
+  error: { error: unknown; during: string };
+  /** `error`: why the worker stopped by itself (its token was refused), when it did. */
+  stopped: { released: string[]; error?: unknown };
+}
+
+/** What a log call carries besides its message: workerId, jobId / jobIds, error, ... */
+export type LogFields = Record<string, unknown>;
+
+/**
+ * Where the worker reports what it cannot throw (a failed claim it retries,
+ * a late heartbeat, a lease lost). Each call gets a message and structured
+ * fields (always `workerId`; `jobId`/`jobIds`, `error`, durations where they
+ * apply), so a JSON logger can index them. `console` fits as is (it prints
+ * the fields after the message), and so does leasehold's own Logger
+ * (createLogger in the `leasehold` entry). A logger written for the old
+ * one-argument form keeps working: it just ignores the fields.
+ */
+export interface Logger {
+  debug?(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+}
+
+export interface WorkerOptions<P = unknown> {
+  transport: Transport;
+  /** One queue, or several served round-robin. */
+  queue: string | string[];
+  handler: Handler<P>;
+  /** Jobs run at once. Default 1. */
+  concurrency?: number;
+  /** Lease to ask for; default: the queue's. */
+  leaseMs?: number;
+  /** Heartbeat interval; default: what the server says in each claim. */
+  heartbeatMs?: number;
+  /** Poll interval when idle; doubles while idle up to maxPollMs, with jitter. Default 500. */
+  pollMs?: number;
+  maxPollMs?: number;
+  /**
+   * Idle on one queue, a claim waits on the server up to this long for work
+   * (woken by an enqueue), at most a quarter of the lease. Default 5000; 0
+   * turns it off (poll with pollMs instead).
+   */
+  claimWaitMs?: number;
+  /** Most jobs per claim call. Default 50. */
+  claimBatch?: number;
+  /** Default: host-pid-random. */
+  workerId?: string;
+  /** How long close() lets running jobs finish before it aborts them and releases their leases. Default 10 s. */
+  drainTimeoutMs?: number;
+  /** Close on SIGTERM / SIGINT (where the runtime has process signals). Default true. */
+  handleSignals?: boolean;
+  logger?: Logger;
+  /** Reported in the worker registry. */
+  identity?: { host?: string; pid?: number; version?: string };
+  /**
+   * For tests: the clock and timers every part of the worker uses (default:
+   * performance.now() and the runtime's timers). A fake one lets a test watch
+   * a lease run out or a deadline pass without waiting for it.
+   */
+  timers?: WorkerTimers;
+}
