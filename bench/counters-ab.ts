@@ -2,6 +2,8 @@
  * What the counters cost the hot path: the 8-slot claim+complete loop of
  * bench/inprocess.ts on fresh databases, in one process, in three variants:
  * - `all`: every migration as shipped;
+ * - `no-live`: without the drizzle/0014 triggers (live_counts: pending and
+ *   running per queue);
  * - `no-durable`: without the drizzle/0006 triggers (durable counters,
  *   duplicate-execution and once() counting);
  * - `none`: without those nor the drizzle/0004 ones (finished_counts,
@@ -18,8 +20,11 @@ import { runSlots } from './worker-loop.ts';
 const DASHBOARD_TRIGGERS = ['jobs_finished_insert', 'jobs_finished_enter', 'jobs_finished_leave', 'jobs_finished_delete', 'jobs_minute_reaped'];
 /** Every trigger drizzle/0006 adds. */
 const DURABLE_TRIGGERS = ['events_count', 'events_count_finished', 'jobs_taken_back', 'jobs_duplicate_claim', 'effects_rerun'];
+/** Every trigger drizzle/0014 adds. */
+const LIVE_TRIGGERS = ['jobs_live_insert', 'jobs_live_move', 'jobs_live_delete'];
 const VARIANTS = {
   all: [],
+  'no-live': LIVE_TRIGGERS,
   'no-durable': DURABLE_TRIGGERS,
   none: [...DURABLE_TRIGGERS, ...DASHBOARD_TRIGGERS],
 } as const satisfies Record<string, readonly string[]>;
@@ -45,5 +50,7 @@ console.log('ratio all / no-durable (what drizzle/0006 costs)', (median(res.all)
 // Paired: each round's variants ran back to back, so their ratio is less exposed to a host whose load drifts.
 const paired = res.all.map((x, i) => x / res['no-durable'][i]!);
 console.log('  median of per-round ratios', median(paired).toFixed(3), `(${paired.map((x) => x.toFixed(2)).join(' ')})`);
+const pairedLive = res.all.map((x, i) => x / res['no-live'][i]!);
+console.log('ratio all / no-live (what drizzle/0014 costs)', (median(res.all) / median(res['no-live'])).toFixed(3), 'per-round median', median(pairedLive).toFixed(3));
 console.log('ratio no-durable / none (what drizzle/0004 costs)', (median(res['no-durable']) / median(res.none)).toFixed(3));
 console.log('ratio all / none (every counter)', (median(res.all) / median(res.none)).toFixed(3));

@@ -3,6 +3,7 @@
  * 0), driven with fetch from this process, so the server's memory (VmRSS,
  * VmHWM from /proc) is its own.
  */
+import { createServer } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { migrateLibsql, openLibsql } from '../src/runtime/libsql.ts';
@@ -32,6 +33,17 @@ interface Server {
   stop(): Promise<void>;
 }
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
 export async function startServer(label: string, seedJobs = 0): Promise<Server> {
   const tmp = tempDb(`http-${label}`);
   if (seedJobs > 0) {
@@ -45,7 +57,10 @@ export async function startServer(label: string, seedJobs = 0): Promise<Server> 
     }
   }
   // The real CLI, as an operator runs it (its in-process reaper included).
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--database-url', tmp.url], {
+  // A free port chosen here: at log level warn the server does not print its
+  // listening line, so readiness is asked of /healthz instead.
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--database-url', tmp.url], {
     // warn: the per-request log lines (info) are not what this measures, and earlier results had none.
     env: { ...process.env, LEASEHOLD_WORKER_TOKEN: '', LEASEHOLD_ADMIN_TOKEN: '', LEASEHOLD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -74,6 +89,17 @@ export async function startServer(label: string, seedJobs = 0): Promise<Server> 
       };
       child.stdout!.on('data', onData);
       child.stderr!.on('data', onData);
+      const poll = async () => {
+        while (child.exitCode === null) {
+          const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+          if (ok) {
+            clearTimeout(timer);
+            return resolve(`http://127.0.0.1:${port}`);
+          }
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      void poll();
       child.once('exit', (code) => {
         clearTimeout(timer);
         reject(new Error(`server exited with ${code} before listening:\n${output}`));

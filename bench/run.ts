@@ -13,11 +13,12 @@ import { benchInProcess, type InProcessSizes } from './inprocess.ts';
 import { fmt, machineInfo } from './lib.ts';
 import { benchReaper, type ReaperSizes } from './reaper.ts';
 import { benchSdk, type SdkSizes } from './sdk.ts';
+import { benchLatency, type LatencySizes } from './latency.ts';
 import type { loopStats } from './worker-loop.ts';
 
 type LoopStats = ReturnType<typeof loopStats>;
 
-const PARTS = ['inprocess', 'http', 'sdk', 'reaper', 'dashboard'] as const;
+const PARTS = ['inprocess', 'http', 'sdk', 'latency', 'reaper', 'dashboard'] as const;
 type Part = (typeof PARTS)[number];
 
 function parseArgs(argv: readonly string[]) {
@@ -40,11 +41,12 @@ function parseArgs(argv: readonly string[]) {
   return { quick, json, only };
 }
 
-const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; reaper: ReaperSizes; dashboard: DashboardSizes }> = {
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; latency: LatencySizes; reaper: ReaperSizes; dashboard: DashboardSizes }> = {
   full: {
     inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
     http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
     sdk: { runs: 3, jobs: 20_000, maxSeconds: 6 },
+    latency: { runs: 3, jobs: 30 },
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
     dashboard: { finished: 1_000_000, pending: 10_000, zombies: 100, workers: 50, renders: 20 },
   },
@@ -52,6 +54,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
     http: { runs: 1, singleRequests: 200, bulkTotal: 5_000, bulkPerRequest: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
     sdk: { runs: 1, jobs: 2_000, maxSeconds: 1 },
+    latency: { runs: 1, jobs: 10 },
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
     dashboard: { finished: 50_000, pending: 1_000, zombies: 100, workers: 50, renders: 5 },
   },
@@ -139,6 +142,16 @@ async function main() {
         ...(ratio !== undefined ? { target: '>= 80% of engine', met: ratio >= 0.8, note: `${fmt(ratio * 100, 0)}% of the engine's 8-slot loop` } : {}),
       });
     }
+  }
+
+  if (args.only.includes('latency')) {
+    log('latency (one job at a time into an idle SDK worker over HTTP, default options)...');
+    const r = await benchLatency(sizes.latency, log);
+    results.latency = { sizes: sizes.latency, ...r };
+    rows.push(
+      { section: 'latency', metric: 'enqueue to handler start, p50', value: r.median.p50Ms, unit: 'ms', digits: 1, target: '<= 5', met: r.median.p50Ms <= 5, note: `${fmt(r.median.p50Ms / r.median.enqueueP50Ms, 1)}x the enqueue request alone` },
+      { section: 'latency', metric: 'enqueue to handler start, p90', value: r.median.p90Ms, unit: 'ms', digits: 1 },
+    );
   }
 
   if (args.only.includes('reaper')) {

@@ -19,6 +19,7 @@ import { operatorError } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
+import { claimWaiters } from './claim-waiters.ts';
 import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
 
 const MAX_BULK = 10_000;
@@ -101,6 +102,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       const columns = body.bulk ? SUMMARY_COLUMNS : undefined;
       const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns, maxQueues: config.maxQueues });
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
+      // Committed: claims waiting on this queue look now rather than at their next re-poll.
+      if (enqueued.some((e) => !e.deduplicated)) claimWaiters(db).notify(queue);
       if (body.bulk) {
         return c.json(
           {

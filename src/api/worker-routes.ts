@@ -16,6 +16,7 @@ import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
 import { logField } from './request-log.ts';
+import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
@@ -81,18 +82,23 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs; an empty list means nothing is ready. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
-      body: obj({ workerId: workerIdField, instanceId: optional(instanceIdField), limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
+        "Claim up to `limit` ready jobs; an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
+      body: obj({
+        workerId: workerIdField,
+        instanceId: optional(instanceIdField),
+        limit: optional(int({ min: 1, max: config.maxClaimBatch })),
+        leaseMs: optional(leaseMs),
+        waitMs: optional(int({ min: 0, max: MAX_CLAIM_WAIT_MS, description: 'longest to wait for work when none is ready, in ms (0 or absent: answer at once)' })),
+      }),
     },
     async (c, body) => {
-      const claimed = await jobsClaimPending(db, {
-        queue: parseQueue(c.req.param('queue')),
-        workerId: body.workerId,
-        instanceId: body.instanceId,
-        limit: body.limit ?? 1,
-        leaseMs: body.leaseMs,
-        now: clock.now(),
-        defaults: config,
+      const queue = parseQueue(c.req.param('queue'));
+      const claimed = await claimOrWait({
+        waiters: claimWaiters(db),
+        queue,
+        waitMs: body.waitMs ?? 0,
+        signal: c.req.raw.signal,
+        claim: () => jobsClaimPending(db, { queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs, now: clock.now(), defaults: config }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: String(claimed[0]!.id) } : { jobIds: claimed.map((j) => String(j.id)) });
       // Fewer than asked: if the rate limit is why, say when to come back (a

@@ -100,6 +100,8 @@ export const jobs = sqliteTable(
     // Listing one queue (and status), keyset-paginated by id.
     index('jobs_queue_status_id_idx').on(t.queueName, t.status, t.id),
     index('jobs_status_id_idx').on(t.status, t.id),
+    // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
+    index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
     // among the queue's kept jobs enqueued that way; any pending or running
     // job's key is unique in its queue, whatever its mode.
@@ -240,14 +242,29 @@ export const queues = sqliteTable(
  * Finished jobs (completed, failed, cancelled) per queue and status, kept
  * exact by triggers on jobs (drizzle/0004), so the overview and /metrics read
  * a few rows instead of counting a million retained jobs. Pending and running
- * are not counted here: a claim then costs no extra write, and those two are
- * counted from their partial indexes.
+ * are kept in liveCounts.
  */
 export const finishedCounts = sqliteTable(
   'finished_counts',
   {
     queueName: text('queue_name').notNull(),
     status: text('status', { enum: ['completed', 'failed', 'cancelled'] }).notNull(),
+    jobs: integer('jobs').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.status] })],
+);
+
+/**
+ * Pending and running jobs per queue, kept exact by triggers on jobs
+ * (drizzle/0014) as finishedCounts keeps the finished ones, so GET /queues,
+ * the overview and /metrics read a few rows at any backlog. A claim costs one
+ * trigger (a decrement and an upsert).
+ */
+export const liveCounts = sqliteTable(
+  'live_counts',
+  {
+    queueName: text('queue_name').notNull(),
+    status: text('status', { enum: ['pending', 'running'] }).notNull(),
     jobs: integer('jobs').notNull(),
   },
   (t) => [primaryKey({ columns: [t.queueName, t.status] })],

@@ -2,6 +2,7 @@
  * The in-process transport: the worker calls the store directly on a database
  * handle, with the same guarded statements the HTTP API runs.
  */
+import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../api/claim-waiters.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
@@ -36,7 +37,14 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Tr
   const clock = deps.clock ?? databaseClock;
   return {
     async claim(p) {
-      const rows = await jobsClaimPending(db, { ...p, now: clock.now(), defaults: config });
+      const { waitMs, signal, ...params } = p;
+      const rows = await claimOrWait({
+        waiters: claimWaiters(db),
+        queue: params.queue,
+        waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
+        signal,
+        claim: () => jobsClaimPending(db, { ...params, now: clock.now(), defaults: config }),
+      });
       return rows.map(toClaimedJob);
     },
     async heartbeat(p) {

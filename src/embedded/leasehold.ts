@@ -14,6 +14,7 @@
  *   await worker.stop(); stopReaper(); lh.close();
  */
 import { parseQueue } from '../api/http.ts';
+import { claimWaiters } from '../api/claim-waiters.ts';
 import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
@@ -98,6 +99,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
       const { runAt, ...rest } = opts;
       const input = { ...rest, payload, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
       const [result] = await jobsInsert(db, { queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+      if (!result!.deduplicated) claimWaiters(db).notify(result!.job.queue_name);
       return { job: toJob(result!.job), deduplicated: result!.deduplicated };
     },
     async getJob(id) {

@@ -16,6 +16,7 @@
  *
  * This is the only file that names `Deno`.
  */
+import { claimWaiters } from '../api/claim-waiters.ts';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
@@ -110,6 +111,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
       closing ??= (async () => {
         clearInterval(timer);
         cronAbort.abort();
+        claimWaiters(opened.db).close();
         await server.shutdown();
         opened.close();
       })();

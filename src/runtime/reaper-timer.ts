@@ -13,6 +13,7 @@ import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch, type Hold } from './gap-watch.ts';
 import type { Logger } from '../core/log.ts';
+import { claimWaiters } from '../api/claim-waiters.ts';
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
@@ -170,6 +171,8 @@ export function listening(p: {
     url: p.url,
     async close() {
       stopReaper();
+      // Claims waiting for work answer now: the server's close waits for open requests.
+      claimWaiters(p.opened.db).close();
       await p.stopServer();
       p.opened.close();
     },

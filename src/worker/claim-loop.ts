@@ -4,8 +4,13 @@
  * - Claims in batches up to its free slots (at most `claimBatch` a call),
  *   round-robin over its queues; never holds more jobs than slots. A claim
  *   riding on a completion (see completer.ts) reserves its slots here too.
- * - Idle: polls every `pollMs`, doubling while nothing comes up to
- *   `maxPollMs`, with jitter. Failed claims back off the same way.
+ * - Idle, on one queue: the claim waits on the server for work (`claimWaitMs`,
+ *   bounded by a quarter of the lease, since the lease is counted from when
+ *   the claim was sent), so a job enqueued to an idle worker starts within
+ *   milliseconds instead of at the next poll.
+ * - Idle otherwise (several queues, `claimWaitMs: 0`, or a server that
+ *   answers at once): polls every `pollMs`, doubling while nothing comes up
+ *   to `maxPollMs`, with jitter. Failed claims back off the same way.
  * - A refused token stops the worker (retrying cannot help).
  */
 import type { RidingClaim } from './completer.ts';
@@ -19,6 +24,8 @@ export interface ClaimLoopOptions {
   claimBatch: number;
   pollMs: number;
   maxPollMs: number;
+  /** Longest a claim waits on the server for work when nothing is ready (0: never waits). */
+  claimWaitMs: number;
   /** Lease to ask for; default: the queue's. */
   leaseMs?: number | undefined;
   /** Aborted when the worker starts closing: cuts an idle wait short. */
@@ -37,6 +44,8 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   /** Slots promised to a claim in flight (the loop's, or one riding on a completion). */
   let reserved = 0;
   let wake: () => void = () => {};
+  /** The lease the server last gave: bounds the claim's wait, as the lease is counted from when the claim was sent. */
+  let lastLeaseMs = o.leaseMs;
   const free = () => o.concurrency - w.active.size - reserved;
 
   async function run() {
@@ -52,10 +61,13 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
       const sentAt = timers.now();
       const limit = Math.min(room, o.claimBatch);
       reserved += limit;
+      const waitMs = queues.length === 1 ? Math.min(o.claimWaitMs, Math.floor((lastLeaseMs ?? 4_000) / 4)) : 0;
       try {
-        jobs = await claimRoundRobin(limit);
+        jobs = await claimRoundRobin(limit, waitMs);
         failures = 0;
       } catch (err) {
+        // close() cut a waiting claim short: not a failure.
+        if (o.stopping.aborted) continue;
         if (err instanceof TokenRefusedError) {
           // A refused token stays refused: stop instead of retrying forever.
           logger.error(`${err.message}: stopping`, { error: err.message });
@@ -77,6 +89,9 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
         continue;
       }
       if (jobs.length === 0) {
+        // The server waited for work and there was none: ask again at once.
+        // One that answered early (a server without waitMs, a shutdown) is polled.
+        if (waitMs > 0 && timers.now() - sentAt >= waitMs / 2) continue;
         idleRounds++;
         const idle = Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(idleRounds - 1, 8));
         // Rate-limited everywhere: wait for the next window (at most a minute) instead of polling into it.
@@ -92,13 +107,14 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   /** After an empty round: the shortest rate-limit wait, when every queue answered one (else undefined). */
   let rateLimitedWait: number | undefined;
 
-  async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
+  async function claimRoundRobin(limit: number, waitMs: number): Promise<ClaimedJob[]> {
     rateLimitedWait = undefined;
     const waits: number[] = [];
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
-      const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: o.leaseMs });
+      const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: o.leaseMs, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
       if (jobs.length > 0) {
+        lastLeaseMs = o.leaseMs ?? jobs[0]!.leaseMs;
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
       }

@@ -28,15 +28,24 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const doFetch = options.fetch ?? globalThis.fetch;
   const timeout = options.requestTimeoutMs ?? 10_000;
 
-  /** POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise. */
-  async function post<T>(path: string, body: unknown, pass: readonly number[] = []): Promise<{ status: number; json: T & WireError }> {
+  /**
+   * POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.
+   * `wait.waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout.
+   */
+  async function post<T>(
+    path: string,
+    body: unknown,
+    pass: readonly number[] = [],
+    wait: { waitMs?: number | undefined; signal?: AbortSignal | undefined } = {},
+  ): Promise<{ status: number; json: T & WireError }> {
     let res: Response;
     try {
+      const limit = AbortSignal.timeout(timeout + (wait.waitMs ?? 0));
       res = await doFetch(base + path, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeout),
+        signal: wait.signal ? AbortSignal.any([limit, wait.signal]) : limit,
       });
     } catch (err) {
       throw new TransportError(`cannot reach leasehold at ${options.url}: ${(err as Error).message}`);
@@ -75,9 +84,19 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const batch = (results: BatchResult[]): LeaseAnswer[] =>
     results.map((r) => (r.ok ? { id: r.id, ok: true } : { id: r.id, ok: false, code: r.error.code === 'not_found' ? 'not_found' : 'lease_lost', message: r.error.message, ...deadlineCause(r.error) }));
 
+  /** False once the server refused a claim's waitMs (a server from before it). */
+  let serverWaits = true;
   return {
     async claim(p) {
-      const r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs });
+      const path = `/queues/${encodeURIComponent(p.queue)}/claim`;
+      const body = { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs };
+      const waitMs = serverWaits ? p.waitMs : undefined;
+      let r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(path, waitMs ? { ...body, waitMs } : body, waitMs ? [400] : [], { waitMs, signal: p.signal });
+      // A server older than waitMs refuses the field: claim as before, without waiting, from now on.
+      if (r.status === 400 && waitMs) {
+        serverWaits = false;
+        r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(path, body);
+      }
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
       return typeof r.json.retryAfterMs === 'number' ? Object.assign(r.json.jobs, { retryAfterMs: r.json.retryAfterMs }) : r.json.jobs;
     },

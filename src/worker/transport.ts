@@ -45,7 +45,12 @@ export type ClaimAnswer = ClaimedJob[] & { retryAfterMs?: number };
 
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
-  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimAnswer>;
+  /**
+   * `waitMs`: when nothing is ready, the server waits up to that long for work
+   * before answering an empty list (an idle worker's long poll); `signal` ends
+   * that wait early (the worker is closing) with an empty list or an abort.
+   */
+  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined; waitMs?: number | undefined; signal?: AbortSignal | undefined }): Promise<ClaimAnswer>;
   /**
    * Renews many leases in one call; `leaseMs` also changes their length
    * (extend). With `beat`, the worker's liveness beat goes in the same call

@@ -87,6 +87,12 @@ export interface WorkerOptions<P = unknown> {
   /** Poll interval when idle; doubles while idle up to maxPollMs, with jitter. Default 500. */
   pollMs?: number;
   maxPollMs?: number;
+  /**
+   * Idle on one queue, a claim waits on the server up to this long for work
+   * (woken by an enqueue), at most a quarter of the lease. Default 5000; 0
+   * turns it off (poll with pollMs instead).
+   */
+  claimWaitMs?: number;
   /** Most jobs per claim call. Default 50. */
   claimBatch?: number;
   /** Default: host-pid-random. */

@@ -79,6 +79,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     claimBatch: options.claimBatch ?? 50,
     pollMs: options.pollMs ?? 500,
     maxPollMs: options.maxPollMs ?? 10_000,
+    claimWaitMs: options.claimWaitMs ?? 5_000,
     leaseMs: options.leaseMs,
     stopping: stopping.signal,
     start: runJob,

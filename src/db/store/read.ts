@@ -168,27 +168,44 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
   const now = nowSql(p.now);
   const only = p.queue === undefined ? sql`` : sql`WHERE q.name = ${p.queue}`;
   const onlyJobs = p.queue === undefined ? sql`` : sql`AND queue_name = ${p.queue}`;
+  const onlyQueues = p.queue === undefined ? sql`` : sql`AND q.name = ${p.queue}`;
   const finished = (status: 'completed' | 'failed' | 'cancelled') =>
     sql`coalesce((SELECT c.jobs FROM finished_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
-  // The due pending jobs and the running jobs, each read once for every queue
-  // through its partial index. INDEXED BY: grouped by queue, SQLite would
-  // rather walk jobs_queue_status_id_idx end to end (a million entries at 1M
-  // finished jobs) than sort a few rows.
-  return sql`WITH
-      d AS (SELECT queue_name, count(*) AS pending, sum(available_at <= ${now}) AS ready, min(CASE WHEN available_at <= ${now} THEN available_at END) AS oldest_ready
-        FROM jobs INDEXED BY jobs_claim_idx WHERE status = 'pending' ${onlyJobs} GROUP BY queue_name),
-      r AS (SELECT queue_name, count(*) AS running, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running
+  // Pending and running are kept by triggers too (drizzle/0014): no count
+  // here grows with the backlog.
+  const live = (status: 'pending' | 'running') => sql`coalesce((SELECT c.jobs FROM live_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
+  // ready = pending - the pending jobs not yet due, and only jobs made
+  // pending for later can be those (jobs_due_later_idx): a scan of the
+  // future, not of the backlog. oldest_ready: the claim index holds each
+  // (queue, priority) in available_at order, so the first entry of each
+  // priority is that priority's oldest; prio walks the distinct priorities
+  // one index seek at a time (there are few), instead of reading every entry.
+  // The running jobs are read through their partial index (as many as the
+  // workers hold). INDEXED BY: grouped by queue, SQLite would rather walk
+  // jobs_queue_status_id_idx end to end than sort a few rows.
+  return sql`WITH RECURSIVE
+      prio(queue_name, priority) AS (
+        SELECT q.name, (SELECT max(j.priority) FROM jobs j INDEXED BY jobs_claim_idx WHERE j.status = 'pending' AND j.queue_name = q.name) FROM queues q WHERE 1 ${onlyQueues}
+        UNION ALL
+        SELECT p.queue_name, (SELECT max(j.priority) FROM jobs j INDEXED BY jobs_claim_idx WHERE j.status = 'pending' AND j.queue_name = p.queue_name AND j.priority < p.priority)
+        FROM prio p WHERE p.priority IS NOT NULL),
+      o AS (SELECT queue_name, min(first_at) AS oldest_ready FROM (
+          SELECT p.queue_name, (SELECT min(j.available_at) FROM jobs j INDEXED BY jobs_claim_idx WHERE j.status = 'pending' AND j.queue_name = p.queue_name AND j.priority = p.priority) AS first_at
+          FROM prio p WHERE p.priority IS NOT NULL)
+        WHERE first_at <= ${now} GROUP BY queue_name),
+      r AS (SELECT queue_name, sum(lease_expires_at < ${now}) AS expired_leases, min(started_at) AS oldest_running
         FROM jobs INDEXED BY jobs_lease_expiry_idx WHERE status = 'running' ${onlyJobs} GROUP BY queue_name)
     SELECT q.*,
-      coalesce(d.pending, 0) AS c_pending,
-      coalesce(r.running, 0) AS c_running,
+      ${live('pending')} AS c_pending,
+      ${live('running')} AS c_running,
       ${finished('completed')} AS c_completed,
       ${finished('failed')} AS c_failed,
       ${finished('cancelled')} AS c_cancelled,
-      coalesce(d.ready, 0) AS ready, d.oldest_ready AS oldest_ready,
+      ${live('pending')} - (SELECT count(*) FROM jobs j INDEXED BY jobs_due_later_idx
+        WHERE j.status = 'pending' AND j.available_at > j.created_at AND j.queue_name = q.name AND j.available_at > ${now}) AS ready, o.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running,
       ${rateWindowSql('q', now)}
-    FROM queues q LEFT JOIN d ON d.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
+    FROM queues q LEFT JOIN o ON o.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
     ${only} ORDER BY q.name`;
 }
 

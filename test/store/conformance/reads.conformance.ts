@@ -4,6 +4,7 @@
  * stalled jobs, the metrics snapshot (its largest statement), alert states
  * with their notification leases, and revoked sessions.
  */
+import { sql } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import type { Alert } from '../../../src/core/alerts.ts';
 import { DEFAULTS, RULES, T0, useBundle, type StoreBackend } from './support.ts';
@@ -65,6 +66,26 @@ export function defineReads(backend: StoreBackend) {
       // null puts a setting back to the default.
       await store.queueUpsertSettings({ queue: 'q', patch: { leaseMs: null }, now: T0 });
       expect((await store.queuesHealth({ now: T0, defaults: DEFAULTS, queue: 'q' }))[0]!.overrides).toEqual({});
+    });
+
+    test('queuesHealth: the kept counts equal a COUNT(*) after claims, completions, releases, a delete and time passing', async () => {
+      const { store, db, pendingJob, scheduledJob, runningJob, completedJob } = t();
+      for (let i = 0; i < 4; i++) await pendingJob();
+      await scheduledJob(60_000);
+      const held = await runningJob();
+      await completedJob();
+      const claimed = await store.jobsClaimPending({ queue: 'q', workerId: 'w2', limit: 2, now: T0, defaults: DEFAULTS });
+      await store.jobsCompleteIfOwned({ workerId: 'w2', results: [{ id: claimed[0]!.id, lockToken: claimed[0]!.lock_token! }], now: T0 + 1 });
+      await store.jobsReleaseIfOwned({ workerId: 'w1', leases: [{ id: held.id, lockToken: held.lock_token! }], reason: 'shutting down', now: T0 + 2 });
+      await db.run(sql`DELETE FROM jobs WHERE id = ${claimed[1]!.id}`);
+      for (const now of [T0 + 3, T0 + 120_000]) {
+        const [q] = await store.queuesHealth({ now, defaults: DEFAULTS, queue: 'q' });
+        const [row] = await db.all<{ pending: number; running: number; ready: number; completed: number }>(
+          sql`SELECT sum(status = 'pending') AS pending, sum(status = 'running') AS running, sum(status = 'pending' AND available_at <= ${now}) AS ready,
+            sum(status = 'completed') AS completed FROM jobs WHERE queue_name = 'q'`,
+        );
+        expect({ ...q!.counts, ready: q!.ready }).toMatchObject({ pending: Number(row!.pending), running: Number(row!.running ?? 0), ready: Number(row!.ready), completed: Number(row!.completed) });
+      }
     });
 
     test('alert thresholds of a queue: set, read back, cleared', async () => {
