@@ -274,7 +274,9 @@ async function fakeBed(kind: 'in-process' | 'http', overrides: Partial<Config> =
 }
 
 function fakeWorker(b: FakeBed, options: Partial<WorkerOptions> & Pick<WorkerOptions, 'handler'>) {
-  const w = createWorker({ transport: b.transport, queue: 'q', pollMs: 20, maxPollMs: 100, handleSignals: false, logger: quiet, timers: b.timers, ...options });
+  // claimWaitMs 0: a claim waiting on the server waits in real time, which a
+  // fake clock does not move (the wait has its own tests: test/api/claim-wait.test.ts).
+  const w = createWorker({ transport: b.transport, queue: 'q', pollMs: 20, maxPollMs: 100, handleSignals: false, logger: quiet, timers: b.timers, claimWaitMs: 0, ...options });
   fakeWorkers.push({ w, timers: b.timers });
   return w.start();
 }
