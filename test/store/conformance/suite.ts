@@ -9,6 +9,7 @@ import type { StoreBackend } from './support.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
+import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
@@ -23,5 +24,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
+    defineQueueFeatures(backend);
   });
 }

@@ -1,0 +1,121 @@
+/**
+ * Issue 17's queue features on every backend: max_running and rate limits
+ * (both counted inside the claim statement), uniqueWhile, and schedules
+ * firing each due occurrence once. Schedules have no JobStore method: they
+ * are called with the bundle's db.
+ */
+import { sql } from 'drizzle-orm';
+import { describe, expect, test } from 'vitest';
+import type { Config } from '../../../src/core/config.ts';
+import { scheduleCreate } from '../../../src/db/store/schedules.ts';
+import { schedulesOnce } from '../../../src/maintenance/schedules.ts';
+import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+
+/** What schedulesOnce reads of the config: the queue defaults and the queue cap. */
+const CONFIG = { ...DEFAULTS, maxQueues: 1_000 } as unknown as Config;
+
+export function defineQueueFeatures(backend: StoreBackend) {
+  describe('queue features (issue 17)', () => {
+    const t = useBundle(backend);
+    const claim = (workerId: string, limit: number, now = t().clock.now()) =>
+      t().store.jobsClaimPending({ queue: 'q', workerId, limit, now, defaults: DEFAULTS });
+    const running = async () => (await t().db.all<{ id: number }>(sql`SELECT id FROM jobs WHERE status = 'running'`)).length;
+    const fivePending = async () => {
+      for (let i = 0; i < 5; i++) await t().pendingJob({ payload: { i } });
+    };
+
+    test('maxRunning 2: claims from several workers never leave more than 2 running; completing one frees one slot', async () => {
+      const { store } = t();
+      await fivePending();
+      await store.queueUpsertSettings({ queue: 'q', patch: { maxRunning: 2 }, now: T0 });
+      const first = await claim('w1', 5);
+      expect(first).toHaveLength(2);
+      expect(await claim('w2', 5)).toHaveLength(0);
+      expect(await claim('w3', 1)).toHaveLength(0);
+      expect(await running()).toBe(2);
+      const [done] = await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: first[0]!.id, lockToken: first[0]!.lock_token! }], now: T0 + 1 });
+      expect(done!.ok).toBe(true);
+      expect(await claim('w2', 5, T0 + 2)).toHaveLength(1);
+      expect(await claim('w3', 5, T0 + 3)).toHaveLength(0);
+      expect(await running()).toBe(2);
+    });
+
+    test('rateLimit 3 per minute: at most 3 claims in the window, claims go on in the next one', async () => {
+      const { store, clock } = t();
+      await fivePending();
+      await store.queueUpsertSettings({ queue: 'q', patch: { rateLimit: { max: 3, windowMs: 60_000 } }, now: T0 });
+      expect(await claim('w1', 2)).toHaveLength(2);
+      expect(await claim('w2', 5, T0 + 1_000)).toHaveLength(1);
+      expect(await claim('w3', 5, T0 + 59_999)).toHaveLength(0);
+      expect(await running()).toBe(3);
+      clock.set(T0 + 60_000);
+      expect(await claim('w1', 5)).toHaveLength(2);
+      expect(await running()).toBe(5);
+    });
+
+    test("uniqueWhile 'active': deduplicated while pending, a new job once the first completed", async () => {
+      const { store } = t();
+      const enqueue = (now: number) =>
+        store.jobsInsert({ queue: 'q', jobs: [{ payload: {}, idempotencyKey: 'k', uniqueWhile: 'active' }], actor: null, now, defaults: DEFAULTS });
+      const [a] = await enqueue(T0);
+      expect(a!.deduplicated).toBe(false);
+      const [again] = await enqueue(T0 + 1);
+      expect(again).toMatchObject({ deduplicated: true, job: { id: a!.job.id } });
+      const [c] = await claim('w1', 1, T0 + 2);
+      expect(c!.id).toBe(a!.job.id);
+      await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: c!.id, lockToken: c!.lock_token! }], now: T0 + 3 });
+      const [fresh] = await enqueue(T0 + 4);
+      expect(fresh!.deduplicated).toBe(false);
+      expect(fresh!.job.id).not.toBe(a!.job.id);
+      expect(fresh!.job.status).toBe('pending');
+    });
+
+    test("uniqueWhile 'retained' (the default): the finished job keeps being returned", async () => {
+      const { store } = t();
+      const enqueue = (now: number) => store.jobsInsert({ queue: 'q', jobs: [{ payload: {}, idempotencyKey: 'k' }], actor: null, now, defaults: DEFAULTS });
+      const [a] = await enqueue(T0);
+      const [c] = await claim('w1', 1, T0 + 1);
+      await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: c!.id, lockToken: c!.lock_token! }], now: T0 + 2 });
+      const [again] = await enqueue(T0 + 3);
+      expect(again).toMatchObject({ deduplicated: true, job: { id: a!.job.id, status: 'completed' } });
+      expect(await t().count('jobs')).toBe(1);
+    });
+
+    describe('schedules', () => {
+      const every = (name: string) =>
+        scheduleCreate(t().db, { name, queue: 'ticks', cron: null, timeZone: null, intervalMs: 60_000, payload: { n: name }, jobOptions: {}, paused: false, nextRunAt: T0 + 60_000, now: T0 });
+      const keys = async () => (await t().db.all<{ k: string }>(sql`SELECT idempotency_key AS k FROM jobs ORDER BY id`)).map((r) => r.k);
+
+      test('an interval schedule enqueues one job per due occurrence', async () => {
+        const { db, clock } = t();
+        expect(await every('tick')).toBeDefined();
+        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
+        for (let i = 1; i <= 3; i++) {
+          clock.set(T0 + i * 60_000 + 5_000);
+          expect(await schedulesOnce(db, clock.now(), CONFIG)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
+          expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
+        }
+        expect(await keys()).toEqual([1, 2, 3].map((i) => `schedule:tick:${new Date(T0 + i * 60_000).toISOString()}`));
+      });
+
+      test('two passes at the same instant make one job', async () => {
+        const { db, clock } = t();
+        await every('both');
+        clock.set(T0 + 60_000);
+        const reports = await Promise.all([schedulesOnce(db, clock.now(), CONFIG), schedulesOnce(db, clock.now(), CONFIG)]);
+        expect(reports.every((r) => r.errors.length === 0)).toBe(true);
+        expect(reports.reduce((s, r) => s + r.enqueued, 0)).toBe(1);
+        expect(await t().count('jobs')).toBe(1);
+      });
+
+      test('after a long gap only the latest missed occurrence runs, once', async () => {
+        const { db, clock } = t();
+        await every('gap');
+        clock.set(T0 + 10 * 60_000 + 45_000); // occurrences at 1..10 minutes are due
+        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 1, missedSkipped: 9, errors: [] });
+        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
+        expect(await keys()).toEqual([`schedule:gap:${new Date(T0 + 10 * 60_000).toISOString()}`]);
+      });
+    });
+  });
+}
