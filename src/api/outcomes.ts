@@ -1,28 +1,19 @@
 /** Turns store outcomes into wire shapes and errors. */
 import { LeaseholdError } from '../core/errors.ts';
-import type { OwnedOutcome } from '../db/store/owned.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
 import { iso } from '../db/store/record.ts';
+import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
 
-export function ownedError(o: Exclude<OwnedOutcome, { ok: true }>): LeaseholdError {
-  if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${o.id}`, 'id');
-  if (o.cause === 'deadline_exceeded') {
-    // The attempt ran out of time: past its deadline the owner may still
-    // complete or fail it, but not keep it (heartbeat, extend, checkpoint, release).
-    const why = o.status === 'running' ? 'passed its deadline: it can still be completed or failed, not kept' : `is ${o.status}: the reaper took it back at its deadline`;
-    return new LeaseholdError('lease_lost', `job ${o.id} ${why}, and the write changed nothing`, 'lockToken', { status: o.status, cause: 'deadline_exceeded' });
-  }
-  const why = o.status === 'running' ? 'is running under a newer claim' : `is ${o.status}`;
-  return new LeaseholdError('lease_lost', `job ${o.id} ${why}: this worker no longer holds it, and the write changed nothing`, 'lockToken', {
-    status: o.status,
-  });
+/** A worker protocol refusal as the API's error (its status, body and field). */
+export function refusalError(r: Refusal): LeaseholdError {
+  return new LeaseholdError(r.code, r.message, r.field, r.details);
 }
 
 /** One entry of a batched answer: ok with data, or the error this job would have got alone. */
-export function batchEntry(o: OwnedOutcome, ok: (job: Extract<OwnedOutcome, { ok: true }>['job']) => Record<string, unknown>) {
-  if (o.ok) return { id: String(o.id), ok: true, ...ok(o.job) };
-  const err = ownedError(o);
-  return { id: String(o.id), ok: false, error: { code: err.code, message: err.message, ...(err.details ?? {}) } };
+export function batchEntry<T>(a: JobAnswer<T>, ok: (job: T) => Record<string, unknown>) {
+  if (a.ok) return { id: String(a.id), ok: true, ...ok(a.job) };
+  const { code, message, details } = a.refusal;
+  return { id: String(a.id), ok: false, error: { code, message, ...(details ?? {}) } };
 }
 
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, wanted: string): LeaseholdError {
