@@ -337,6 +337,40 @@ describe.each(['in-process', 'http'] as const)('worker over %s, on a fake clock'
     expect(refused.rows.map((r) => r.reason)).toEqual(['heartbeat']);
   });
 
+  test('a job this worker claims again while its earlier claim still runs (a forced requeue) keeps the new claim: the earlier handler is stopped, the new one heartbeats and completes', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    let calls = 0;
+    const signals: AbortSignal[] = [];
+    const abandoned: string[] = [];
+    const w = fakeWorker(b, {
+      concurrency: 2,
+      // The first run ignores its signal and ends at 1 s; the second runs three leases long.
+      handler: (ctx) => {
+        signals.push(ctx.signal);
+        const call = ++calls;
+        return new Promise((r) => b.timers.setTimeout(() => r(call === 1 ? 'first' : 'second'), call === 1 ? 1_000 : 4_600));
+      },
+    });
+    w.on('abandoned', (e) => abandoned.push(e.job.id));
+    await b.timers.advanceUntil('running', () => calls === 1);
+    expect((await b.t.app.request(`/api/v1/jobs/${id}/requeue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ force: true, reason: 'test' }) })).status).toBe(200);
+    // The reaper runs all along: the second claim, kept alive, must never be taken.
+    const reaps: number[] = [];
+    await b.timers.advanceUntil('completed', async () => {
+      const report = (await (await b.t.app.request('/api/v1/reaper/run', { method: 'POST', headers: { 'content-type': 'application/json' } })).json()) as { requeued: unknown[] };
+      reaps.push(report.requeued.length);
+      return (await jobState(b, id)).status === 'completed';
+    });
+    expect(calls).toBe(2);
+    expect((signals[0]!.reason as JobAbortedError).reason).toBe('lease_lost');
+    expect(signals[1]!.aborted).toBe(false);
+    expect(reaps.every((n) => n === 0)).toBe(true);
+    expect(await jobState(b, id)).toMatchObject({ status: 'completed', attempt_count: 2, result: '"second"' });
+    await b.timers.advanceUntil('abandoned', () => abandoned.length === 1);
+    expect(abandoned).toEqual([id]);
+  });
+
   test('a handler stuck past its deadline is aborted with deadline_exceeded, at the deadline', async () => {
     const b = await fakeBed(kind);
     const id = await enqueue(b, { payload: {}, timeoutMs: 300, maxAttempts: 1 });

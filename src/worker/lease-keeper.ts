@@ -57,6 +57,14 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   /** Starts keeping a lease claimed at local time `sentAt` (and its deadline, if it has one). */
   function track(job: ClaimedJob, sentAt: number): Running {
     const r: Running = { job, controller: new AbortController(), leaseMs: job.leaseMs, leaseValidUntil: sentAt + job.leaseMs, progress: undefined, deadlineTimer: undefined, finishing: false };
+    // This worker claimed a job it still runs (an operator's forced requeue
+    // handed it back to the queue): the earlier claim's token is void, so its
+    // handler is stopped, and only the new claim is kept.
+    const earlier = w.active.get(job.id);
+    if (earlier) {
+      timers.clearTimeout(earlier.deadlineTimer);
+      abortJob(w, earlier, 'lease_lost', `job ${job.id} was claimed again (attempt ${job.attempt}): the earlier claim's lock token is void`);
+    }
     w.active.set(job.id, r);
     if (job.timeoutMs !== null) {
       r.deadlineTimer = timers.setTimeout(
@@ -77,7 +85,8 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   /** The job is over (finished, abandoned or released): stop keeping it. */
   function untrack(r: Running) {
     timers.clearTimeout(r.deadlineTimer);
-    w.active.delete(r.job.id);
+    // Only this claim: a later claim of the same job may have replaced it.
+    if (w.active.get(r.job.id) === r) w.active.delete(r.job.id);
   }
 
   /** Applies the server's answers to a renewal sent at local time `sentAt`. */
