@@ -3,6 +3,7 @@ import { LeaseholdError } from '../core/errors.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
 import { iso } from '../db/store/record.ts';
 import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
+import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
 
 /** A worker protocol refusal as the API's error (its status, body and field). */
 export function refusalError(r: Refusal): LeaseholdError {
@@ -16,17 +17,11 @@ export function batchEntry<T>(a: JobAnswer<T>, ok: (job: T) => Record<string, un
   return { id: String(a.id), ok: false, error: { code, message, ...(details ?? {}) } };
 }
 
-export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, wanted: string): LeaseholdError {
-  if (o.reason === 'not_found') return new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-  if (o.reason === 'reaper_would_wait') {
-    return new LeaseholdError(
-      'conflict',
-      `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)`,
-      'id',
-      { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) },
-    );
-  }
-  return new LeaseholdError('conflict', `job ${id} is ${o.status}; ${wanted}`, 'id', { status: o.status });
+/** An operator action's refusal (src/protocol/operator-actions.ts) as the API's error. */
+export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, action: OperatorAction): LeaseholdError {
+  const r = operatorRefusal(o, id, action);
+  if (o.reason === 'reaper_would_wait') return new LeaseholdError(r.code, r.message, 'id', { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) });
+  return new LeaseholdError(r.code, r.message, 'id', r.details);
 }
 
 export const leaseFields = (j: { lease_expires_at: number | null; deadline_at: number | null; lease_epoch: number }) => ({
