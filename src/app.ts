@@ -9,6 +9,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
+import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
 import { auditRoutes } from './api/audit-routes.ts';
@@ -66,6 +67,7 @@ export function createApp(appDeps: AppInput) {
   jobRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
+  scheduleRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
   auditRoutes(routes, deps);

@@ -139,3 +139,28 @@ test('without tokens configured, everything is open (loopback default)', async (
     open.close();
   }
 });
+
+describe('token settings the start would refuse still guard an app built without that check (fail closed)', () => {
+  const enqueue = (bed: TestBed, headers: Record<string, string> = {}) =>
+    bed.app.request(`${api}/queues/q/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ payload: 1 }) });
+
+  test('a too-short token is still required, and still works', async () => {
+    const bed = await setup({ adminToken: 'short-admin', workerToken: 'short-w' });
+    try {
+      expect((await enqueue(bed)).status).toBe(401);
+      expect((await enqueue(bed, { authorization: 'Bearer short-w' })).status).toBe(201);
+    } finally {
+      bed.close();
+    }
+  });
+
+  test('a token list where no entry can be read leaves the role closed, not open', async () => {
+    const bed = await setup({ adminTokens: 'no-colon-here', workerTokens: ':' });
+    try {
+      expect((await enqueue(bed)).status).toBe(401);
+      expect((await bed.app.request(`${api}/queues`)).status).toBe(401);
+    } finally {
+      bed.close();
+    }
+  });
+});

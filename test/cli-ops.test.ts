@@ -152,6 +152,17 @@ test('queues: list, show, pause, resume and settings', async () => {
   expect(set.stdout).toMatch(/^graceMs\s+10000\s+server default$/m);
   const shown = JSON.parse((await cli(['queues', 'show', 'qq', '--json'])).stdout).queue;
   expect(shown).toMatchObject({ paused: false, settings: { leaseMs: 60_000, heartbeatMs: 10_000 } });
+  expect(set.stdout).toMatch(/^maxRunning\s+none\s+off$/m);
+  const limited = await cli(['queues', 'settings', 'qq', 'maxRunning=3']);
+  expect(limited.stdout).toMatch(/^maxRunning\s+3\s+this queue$/m);
+  expect(JSON.parse((await cli(['queues', 'show', 'qq', '--json'])).stdout).queue.settings.maxRunning).toBe(3);
+  const zero = await cli(['queues', 'settings', 'qq', 'maxRunning=0']);
+  expect(zero.status).toBe(1);
+  expect(zero.stderr).toMatch(/400 invalid_request: maxRunning/);
+  expect((await cli(['queues', 'settings', 'qq', 'maxRunning=null'])).stdout).toMatch(/^maxRunning\s+none\s+off$/m);
+  const rate = await cli(['queues', 'settings', 'qq', 'rateLimit=100/60000']);
+  expect(rate.stdout).toMatch(/^rateLimit\s+100\/60000\s+this queue \(0 used this window\)$/m);
+  expect((await cli(['queues', 'settings', 'qq', 'rateLimit=null'])).stdout).toMatch(/^rateLimit\s+none\s+off$/m);
 
   // The lease rules are the server's: a heartbeat over half the lease is its 400.
   const broken = await cli(['queues', 'settings', 'qq', 'heartbeatMs=40000']);
@@ -222,4 +233,20 @@ test('enqueue, stats and reap: the server when a URL is given, else the configur
   expect(localEnqueue.stderr).toContain(`leasehold enqueue: database ${file}`);
   const localReap = await cli(['reap'], { LEASEHOLD_URL: undefined, LEASEHOLD_DATABASE_URL: file });
   expect(localReap.stderr).toContain(`leasehold reap: database ${file}`);
+}, 180_000);
+
+test('schedules: add, list, show, pause, resume, delete; the server refuses a bad cron in one line', async () => {
+  const added = await cli(['schedules', 'add', 'nightly', '--queue', 'reports', '--cron', '30 2 * * *', '--tz', 'Europe/Berlin', '--payload', '{"kind":"nightly"}']);
+  expect(added.status, added.stderr).toBe(0);
+  expect(added.stdout).toMatch(/^timing\s+30 2 \* \* \* \(Europe\/Berlin\)$/m);
+  expect((await cli(['schedules'])).stdout).toMatch(/^nightly\s+reports\s+30 2 \* \* \* \(Europe\/Berlin\)\s+no\s+\d{4}-/m);
+  expect((await cli(['schedules', 'pause', 'nightly'])).stdout).toMatch(/^paused\s+yes$/m);
+  const shown = JSON.parse((await cli(['schedules', 'show', 'nightly', '--json'])).stdout).schedule;
+  expect(shown).toMatchObject({ name: 'nightly', queue: 'reports', paused: true, payload: { kind: 'nightly' }, nextRuns: [] });
+  expect((await cli(['schedules', 'resume', 'nightly'])).stdout).toMatch(/^paused\s+no$/m);
+  const bad = await cli(['schedules', 'add', 'broken', '--queue', 'reports', '--cron', '99 * * * *']);
+  expect(bad.status).toBe(1);
+  expect(bad.stderr).toMatch(/400 invalid_request: cron is not a valid cron expression.*\(field cron\)/);
+  expect((await cli(['schedules', 'delete', 'nightly'])).stdout).toContain('schedule nightly deleted');
+  expect((await cli(['schedules'])).stdout).toContain('(no schedules)');
 }, 180_000);

@@ -352,8 +352,19 @@ describe('the migration that adds the durable counters', () => {
         // Today's app also writes the columns of later migrations (0007's instance
         // ids): add them for the replay and drop them again below, so the
         // migration runs on the schema a pre-0006 server had.
-        const LATER_COLUMNS = [['jobs', 'locked_by_instance', 'text'], ['workers', 'instance_id', 'text'], ['workers', 'restarts', 'integer DEFAULT 0 NOT NULL']];
+        // (And 0012's queue limits and uniqueness windows.)
+        const LATER_COLUMNS = [
+          ['jobs', 'locked_by_instance', 'text'], ['workers', 'instance_id', 'text'], ['workers', 'restarts', 'integer DEFAULT 0 NOT NULL'],
+          ['jobs', 'unique_while', "text DEFAULT 'retained' NOT NULL"], ['queues', 'max_running', 'integer'], ['queues', 'rate_max', 'integer'],
+          ['queues', 'rate_window_ms', 'integer'], ['queues', 'rate_window_start', 'integer'], ['queues', 'rate_claims', 'integer DEFAULT 0 NOT NULL'],
+        ];
         for (const [table, column, type] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} ADD ${column} ${type}`);
+        // Today's enqueue names 0012's two key indexes as its conflict targets.
+        const LATER_INDEXES = [
+          `CREATE UNIQUE INDEX later_retained_key ON jobs (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'`,
+          `CREATE UNIQUE INDEX later_active_key ON jobs (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND status IN ('pending', 'running')`,
+        ];
+        for (const statement of LATER_INDEXES) await o.client.execute(statement);
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
@@ -371,6 +382,7 @@ describe('the migration that adds the durable counters', () => {
         clock.advance(60_000);
         await post(`${api}/queues/q/claim`, { workerId: 'C', limit: 1 });
 
+        for (const index of ['later_retained_key', 'later_active_key']) await o.client.execute(`DROP INDEX ${index}`);
         for (const [table, column] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} DROP COLUMN ${column}`);
         await migrateLibsql(o, MIGRATIONS);
         const rows = async (q: string) => (await o.client.execute(q)).rows.map((r) => Object.values(r).join(':'));

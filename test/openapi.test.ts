@@ -43,6 +43,8 @@ const CONDITIONALLY_REQUIRED: Record<string, Record<string, unknown>> = {
   '/api/v1/queues/{queue}/bulk': { reason: 'x' },
   // At least one lease, unless the call carries the worker's beat.
   '/api/v1/heartbeats': { leases: [{ id: '1', lockToken: 'x' }] },
+  // A schedule needs cron or intervalMs (one of the two, so neither is required by the schema).
+  '/api/v1/schedules': { intervalMs: 60_000 },
 };
 
 const bodySchema = (op: Schema): Schema | undefined => op.requestBody?.content?.['application/json']?.schema;
@@ -90,7 +92,7 @@ function requiredPaths(schema: Schema, value: unknown, path = ''): { path: strin
   return out;
 }
 
-const concrete = (path: string) => path.replace('/api/v1', '').replace('{queue}', 'q').replace('{id}', '1');
+const concrete = (path: string) => path.replace('/api/v1', '').replace('{queue}', 'q').replace('{id}', '1').replace('{name}', 'nightly');
 
 test('it is an OpenAPI 3 document of the running version', () => {
   expect(doc.openapi).toMatch(/^3\.\d+\.\d+$/);
@@ -227,7 +229,7 @@ test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; 
 test('path parameters carry the patterns the server enforces', async () => {
   const params = operations().flatMap(({ op }) => (op.parameters ?? []).filter((p: Schema) => p.in === 'path'));
   const byName = new Map(params.map((p: Schema) => [p.name, p.schema.pattern]));
-  expect([...byName.keys()].sort()).toEqual(['id', 'queue']);
+  expect([...byName.keys()].sort()).toEqual(['id', 'name', 'queue']);
   const queue = new RegExp(byName.get('queue'));
   const id = new RegExp(byName.get('id'));
   expect([queue.test('email.v2'), queue.test('bad name'), queue.test('-x')]).toEqual([true, false, false]);
@@ -235,4 +237,6 @@ test('path parameters carry the patterns the server enforces', async () => {
   // What the pattern refuses, the server refuses too.
   expect((await t.post('/api/v1/queues/bad%20name/jobs', { payload: 1 })).status).toBe(400);
   expect((await t.get('/api/v1/jobs/042')).status).toBe(404);
+  expect(new RegExp(byName.get('name')).test('bad name')).toBe(false);
+  expect((await t.get('/api/v1/schedules/bad%20name')).status).toBe(400);
 });

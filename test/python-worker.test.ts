@@ -207,12 +207,12 @@ test('a completion refused with 409 (the lease was taken mid-run) is logged as a
 
 test('--token sends the worker token as a bearer token', async () => {
   const guarded = await startServer(
-    defaultConfig({ databaseUrl: `file:${join(dir, 'token.db')}`, port: 0, workerToken: 'sesame', adminToken: 'admin-secret' }),
+    defaultConfig({ databaseUrl: `file:${join(dir, 'token.db')}`, port: 0, workerToken: 'sesame-sesame-sesame', adminToken: 'admin-secret-admin-secret' }),
     { log: silentLogger },
   );
   try {
     const post = (path: string, body: unknown) =>
-      fetch(`${guarded.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sesame' }, body: JSON.stringify(body) });
+      fetch(`${guarded.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sesame-sesame-sesame' }, body: JSON.stringify(body) });
     const id = ((await (await post('/queues/py/jobs', { payload: { text: 'secret' } })).json()) as any).job.id as string;
     const spawnAt = (extra: string[]) => {
       const child = spawn('python3', [WORKER, '--url', guarded.url, '--queue', 'py', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -230,9 +230,9 @@ test('--token sends the worker token as a bearer token', async () => {
     const without = spawnAt([]);
     await until('a refused claim', () => without.find((e) => e.event === 'error' && e.during === 'claim'));
     expect(without.find((e) => e.event === 'error')).toMatchObject({ status: 401, error: { code: 'unauthorized' } });
-    const withToken = spawnAt(['--token', 'sesame']);
+    const withToken = spawnAt(['--token', 'sesame-sesame-sesame']);
     await until('the completion', () => withToken.find((e) => e.event === 'completed' && e.id === id));
-    const res = await fetch(`${guarded.url}/api/v1/jobs/${id}`, { headers: { authorization: 'Bearer admin-secret' } });
+    const res = await fetch(`${guarded.url}/api/v1/jobs/${id}`, { headers: { authorization: 'Bearer admin-secret-admin-secret' } });
     expect(((await res.json()) as any).job).toMatchObject({ status: 'completed', result: { text: 'SECRET' } });
   } finally {
     for (const c of children) c.kill('SIGKILL');

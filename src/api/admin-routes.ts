@@ -12,6 +12,8 @@ import type { Routes } from './router.ts';
 import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
+/** The largest maxRunning accepted: beyond it a limit means nothing. */
+export const MAX_RUNNING_LIMIT = 1_000_000;
 
 function queueView(q: QueueHealth) {
   return {
@@ -22,12 +24,38 @@ function queueView(q: QueueHealth) {
     expiredLeases: q.expiredLeases,
     oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
-    settings: { ...q.settings, stallMs: q.stallMs },
-    overrides: { ...q.overrides, ...(q.stallMs === null ? {} : { stallMs: q.stallMs }) },
+    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit },
+    overrides: {
+      ...q.overrides,
+      ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
+      ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),
+      ...(q.rateLimit === null ? {} : { rateLimit: q.rateLimit }),
+    },
+    // The rate limit's current window: claims used, and when the next window opens while they are spent.
+    rateUsed: q.rateUsed,
+    rateLimitedUntil: iso(q.rateLimitedUntil),
     alertThresholds: effectiveAlertThresholds(q.alertOverrides),
     alertOverrides: q.alertOverrides,
   };
 }
+
+/** maxRunning in PATCH /queues/:queue/settings and the dashboard's queue form. */
+export const maxRunningField = optional(
+  nullable(int({ min: 1, max: MAX_RUNNING_LIMIT, description: "at most this many of the queue's jobs run at once, across all workers and servers; null: no limit" })),
+);
+
+/** rateLimit in PATCH /queues/:queue/settings and the dashboard's queue form. */
+export const rateLimitField = optional(
+  nullable(
+    obj(
+      {
+        max: int({ min: 1, max: MAX_RUNNING_LIMIT, description: 'claims allowed per window' }),
+        windowMs: int({ min: 1_000, max: DAY, description: 'the window, in ms (windows start at multiples of it since the epoch)' }),
+      },
+      "at most `max` claims of the queue's jobs per fixed window of `windowMs`, across all workers and servers; null: no limit",
+    ),
+  ),
+);
 
 /** The body of PUT /queues/:queue/alerts: any of the thresholds, each within its limits. */
 export const alertThresholdsBody = obj(
@@ -75,6 +103,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
         retentionMs: duration(60_000, 3650 * DAY),
         timeoutMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'hard time limit per attempt (a job\'s own timeoutMs wins); null: the server default' }))),
         stallMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'a running job without a progress or checkpoint change for this long is stalled; null: off' }))),
+        maxRunning: maxRunningField,
+        rateLimit: rateLimitField,
         paused: optional(bool()),
       }),
     },
@@ -83,7 +113,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const [current] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
       const merged: QueueDefaults = { ...config, ...current?.overrides };
       for (const [key, value] of Object.entries(body)) {
-        if (key === 'paused' || key === 'stallMs') continue;
+        if (key === 'paused' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
         (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
       }
       // The same lease rules as the server's own settings, named by field.

@@ -12,6 +12,7 @@ import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../pro
 import { eventsForJob, jobGet, jobSummariesList } from '../db/store/read.ts';
 import { iso, toJob, toJobSummary } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import type { UniqueWhile } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
 import { logField } from './request-log.ts';
@@ -25,6 +26,15 @@ const YEAR_MS = 365 * 24 * 3600 * 1000;
 export const newJob = obj({
   payload: json('the job payload, any JSON'),
   idempotencyKey: optional(str({ min: 1, max: 255, description: 'unique per queue: a duplicate returns the existing job' })),
+  uniqueWhile: optional(
+    str({
+      min: 1,
+      max: 10,
+      pattern: /^(retained|active)$/,
+      patternHelp: 'must be retained or active',
+      description: "how long idempotencyKey deduplicates: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running, so a finished one lets the key make a new job",
+    }),
+  ),
   priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
   delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
   runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
@@ -221,6 +231,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
 export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   const field = (name: string) => (path ? `${path}.${name}` : name);
   if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
+  if (j.uniqueWhile !== undefined && j.idempotencyKey === undefined) throw invalid(field('uniqueWhile'), `${field('uniqueWhile')} needs an idempotencyKey`);
   let runAt: number | undefined;
   if (typeof j.runAt === 'string') {
     runAt = Date.parse(j.runAt);
@@ -231,6 +242,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   return {
     payload: j.payload,
     idempotencyKey: j.idempotencyKey,
+    uniqueWhile: j.uniqueWhile as UniqueWhile | undefined,
     priority: j.priority,
     delayMs: j.delayMs,
     runAt,

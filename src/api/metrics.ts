@@ -27,6 +27,13 @@ export function prometheusText(m: MetricsSnapshot): string {
   );
   perQueue('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', (r) => r.running.expiredLeases);
   perQueue('leasehold_oldest_running_job_age_seconds', 'gauge', 'Age of the oldest running job (0 when none runs).', (r) => (r.running.oldestAgeMs ?? 0) / 1000);
+  perQueue('leasehold_queue_rate_limited', 'gauge', "1 while the queue's rate limit holds claims back (this window's claims are spent), else 0.", (r) => (r.rateLimitedUntil === null ? 0 : 1));
+  perQueue(
+    'leasehold_queue_rate_limit_wait_seconds',
+    'gauge',
+    "Seconds until the queue's rate limit lets claims through again (0 when it does now).",
+    (r) => (r.rateLimitedUntil === null ? 0 : Math.max(0, r.rateLimitedUntil - m.now) / 1000),
+  );
   perQueue('leasehold_heartbeat_lag_max_seconds', 'gauge', 'Longest time since a running job last heartbeated (0 when none runs).', (r) => (r.running.maxHeartbeatLagMs ?? 0) / 1000);
 
   // Counters: the durable counters table (drizzle/0006), counted as each

@@ -60,6 +60,7 @@ const errorResponses = (statuses: ErrorStatus[]) => Object.fromEntries(statuses.
 const PATH_PARAMS: Record<string, { pattern: RegExp; maxLength: number; description: string }> = {
   id: { pattern: JOB_ID_PATTERN, maxLength: 15, description: 'a job id as the API returned it' },
   queue: { pattern: QUEUE_PATTERN, maxLength: 128, description: 'queue name: letters, digits, _ . : -' },
+  name: { pattern: QUEUE_PATTERN, maxLength: 128, description: 'schedule name: letters, digits, _ . : -' },
 };
 
 function pathParameters(path: string) {
@@ -135,6 +136,7 @@ export function openApiDocument(specs: readonly RouteSpec[], version: string) {
       { name: 'jobs', description: 'Enqueue, read and manage jobs (producers and operators)' },
       { name: 'worker', description: 'Claim, heartbeat and finish jobs: every write is fenced by the lock token' },
       { name: 'queues', description: 'Queue health, settings, pause and the reaper (admin)' },
+      { name: 'schedules', description: 'Recurring jobs: cron (with a time zone) or interval schedules that enqueue into a queue (admin)' },
       { name: 'observability', description: 'Metrics, alerts and tuning as JSON (admin)' },
       { name: 'meta', description: 'Health, Prometheus metrics and this document' },
     ],

@@ -16,15 +16,15 @@ import type { ResponseName } from './schemas.ts';
 export type RouteError = 'not_found' | 'lease_lost' | 'conflict';
 
 export interface RouteSpec<B = unknown, Q = unknown> {
-  method: 'get' | 'post' | 'put' | 'patch';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Hono path, relative to /api/v1. */
   path: string;
   /** null: open (health checks). */
   role: Role | null;
   /** Unique, stable: what generated clients name the call. */
   operationId: string;
-  /** The document's grouping: jobs, worker, queues, observability. */
-  tag: 'jobs' | 'worker' | 'queues' | 'observability';
+  /** The document's grouping: jobs, worker, queues, schedules, observability. */
+  tag: 'jobs' | 'worker' | 'queues' | 'schedules' | 'observability';
   summary: string;
   /** The success answer: its schema in src/api/schemas.ts and its status (200 unless said). */
   answers: { schema: ResponseName; status?: 200 | 201; description?: string; also?: { status: 200; schema: ResponseName; description: string } };

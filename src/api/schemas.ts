@@ -9,7 +9,7 @@
  * described by their top-level fields only: they are for people and
  * dashboards, and their inner shapes grow.
  */
-import { JOB_PREVIEW_CHARS, JOB_STATUSES, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 
@@ -75,6 +75,7 @@ export const JobSchema = fields<Job>(
     lostAttempts: integer('attempts whose worker vanished (taken back by the reaper)'),
     fencingToken: integer('grows by one per claim'),
     idempotencyKey: nullable(string()),
+    uniqueWhile: { type: 'string', enum: [...UNIQUE_WHILE], description: "how long the key deduplicates: while a job enqueued with it is kept ('retained'), or while one is pending or running ('active')" },
     availableAt: time,
     createdAt: time,
     updatedAt: time,
@@ -182,7 +183,14 @@ export const RESPONSES = {
   job: jobAnswer,
   jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
   jobPage: fields<{ jobs: JobSummary[]; next: string | null }>({ jobs: array(JobSummarySchema), next: nullable(string('pass as `after` for the next page')) }),
-  claimed: fields<{ jobs: ClaimedJobWire[] }>({ jobs: array(ClaimedJobSchema) }),
+  claimed: fields<{ jobs: ClaimedJobWire[]; rateLimitedUntil: string; retryAfterMs: number }>(
+    {
+      jobs: array(ClaimedJobSchema),
+      rateLimitedUntil: { ...time, description: "present when the queue's rate limit held claims back: when its next window opens" },
+      retryAfterMs: integer('present with rateLimitedUntil: how long until then, by the database clock'),
+    },
+    { optional: ['rateLimitedUntil', 'retryAfterMs'] },
+  ),
   lease: LeaseStateSchema,
   heartbeats: fields<{ results: unknown[] }>({ results: array(oneOf(fields<LeaseState & { ok: true }>({ ...leaseProps, ok: constant(true) }), BatchRefusalSchema)) }),
   completions: fields<{ results: unknown[]; jobs: ClaimedJobWire[] }>(
@@ -208,6 +216,9 @@ export const RESPONSES = {
     ['at', 'workerAliveMs', 'alive', 'workers'],
     'the worker registry: each worker with liveness, queues, host, pid, version, restarts, the jobs it holds, and counters (eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: what its last beat reported since the process started; null from SDKs that do not send them)',
   ),
+  schedule: fields<{ schedule: unknown }>({ schedule: loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule: what it enqueues, when, and its last run') }),
+  schedules: fields<{ schedules: unknown[] }>({ schedules: array(loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule')) }),
+  scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
 } satisfies Record<string, JsonSchema>;

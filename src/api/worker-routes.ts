@@ -68,7 +68,8 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'claimJobs',
       tag: 'worker',
       answers: { schema: 'claimed' },
-      summary: 'Claim up to `limit` ready jobs; an empty list means nothing is ready',
+      summary:
+        "Claim up to `limit` ready jobs; an empty list means nothing is ready. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
       body: obj({ workerId: workerIdField, instanceId: optional(instanceIdField), limit: optional(int({ min: 1, max: config.maxClaimBatch })), leaseMs: optional(leaseMs) }),
     },
     async (c, body) => {
@@ -80,6 +81,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         leaseMs: body.leaseMs,
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
+      // Fewer than asked: if the rate limit is why, say when to come back (a
+      // read after the claim; advisory, the claim statement is what enforces).
+      const wait = claimed.length < (body.limit ?? 1) ? await protocol.claimWait({ queue: parseQueue(c.req.param('queue')) }) : null;
+      if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
       return c.json({ jobs: claimed });
     },
   );

@@ -24,6 +24,7 @@ import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';
 import { CHAOS_FLAGS } from '../chaos/flags.ts';
 import { redactUrl } from '../core/redact.ts';
 import { AUDIT_FLAGS, auditCommand } from './audit.ts';
+import { SCHEDULES_DETAILS, SCHEDULES_FLAGS, schedulesCommand } from './schedules.ts';
 import { JOBS_DETAILS, JOBS_FLAGS, jobsCommand, queueTable, QUEUES_DETAILS, QUEUES_FLAGS, queuesCommand, WORKERS_FLAGS, workersCommand } from './ops.ts';
 import { errorLine, LeaseholdApiError, LeaseholdNetworkError, serverApi, URL_FLAG, urlGiven } from './server-api.ts';
 
@@ -218,6 +219,13 @@ const COMMANDS: Record<string, Command> = {
     words: '[list | show Q | pause Q | resume Q | settings Q [key=value ...]]',
     details: QUEUES_DETAILS,
     run: (config, flags, _trailing, words) => queuesCommand(config, flags, words),
+  },
+  schedules: {
+    summary: 'Recurring jobs on a running server: list, show, add, pause, resume, delete',
+    flags: SCHEDULES_FLAGS,
+    words: '[list | show N | add N | pause N | resume N | delete N]',
+    details: SCHEDULES_DETAILS,
+    run: (config, flags, _trailing, words) => schedulesCommand(config, flags, words),
   },
   workers: {
     summary: 'The worker registry of a running server: alive or not, last seen, jobs held',

@@ -53,7 +53,11 @@ export const QUEUES_DETAILS = `subcommands:
   pause Q | resume Q         stop / restart claims from the queue (running jobs go on)
   settings Q [key=value ...] show, or override, leaseMs heartbeatMs graceMs maxAttempts
                              maxLostAttempts backoffBaseMs backoffMaxMs retentionMs
-                             (key=null goes back to the server default)`;
+                             (key=null goes back to the server default);
+                             maxRunning=N: at most N of the queue's jobs run at once
+                             across all workers (maxRunning=null: no limit);
+                             rateLimit=MAX/WINDOW_MS: at most MAX claims per window
+                             (rateLimit=100/60000; rateLimit=null: no limit)`;
 
 export const WORKERS_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -209,7 +213,9 @@ function leaseText(j: { status: string; leaseExpiresAt: string | null }, now: nu
   return at >= now ? `${relative(j.leaseExpiresAt, now).replace(/^in /, '')} left` : `expired ${relative(j.leaseExpiresAt, now)}`;
 }
 
-const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs'] as const;
+const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs', 'maxRunning'] as const;
+/** Settings without a server default: null means off, shown as "none". */
+const LIMIT_KEYS: readonly string[] = ['maxRunning'];
 
 export async function queuesCommand(config: Config, flags: Flags, args: string[]): Promise<number> {
   const [sub = 'list', name, ...rest] = args;
@@ -233,11 +239,18 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     return 0;
   }
   if (sub === 'settings' && rest.length > 0) {
-    const patch: Record<string, number | null> = {};
+    const patch: Record<string, number | null | { max: number; windowMs: number }> = {};
     for (const assignment of rest) {
+      const rate = /^rateLimit=(?:(null)|([0-9]{1,15})\/([0-9]{1,15}))$/.exec(assignment);
+      if (rate) {
+        patch.rateLimit = rate[1] ? null : { max: Number(rate[2]), windowMs: Number(rate[3]) };
+        continue;
+      }
       const m = /^([A-Za-z]+)=(null|[0-9]{1,15})$/.exec(assignment);
       if (!m || !(SETTING_KEYS as readonly string[]).includes(m[1]!)) {
-        throw new UsageError(`${JSON.stringify(assignment)}: give key=milliseconds or key=null, key one of ${SETTING_KEYS.join(', ')}`);
+        throw new UsageError(
+          `${JSON.stringify(assignment)}: give key=milliseconds or key=null (maxRunning: a count), key one of ${SETTING_KEYS.join(', ')}; or rateLimit=MAX/WINDOW_MS or rateLimit=null`,
+        );
       }
       patch[m[1]!] = m[2] === 'null' ? null : Number(m[2]);
     }
@@ -270,9 +283,19 @@ export function queueTable(queues: any[]): string {
 }
 
 function settingsText(queue: any): string {
+  const rate = queue.settings.rateLimit;
+  const rateRow = [
+    'rateLimit',
+    rate ? `${rate.max}/${rate.windowMs}` : 'none',
+    rate ? `this queue (${queue.rateUsed} used this window${queue.rateLimitedUntil ? `, claims wait until ${queue.rateLimitedUntil}` : ''})` : 'off',
+  ];
   return table(
     ['setting', 'value', 'source'],
-    SETTING_KEYS.map((k) => [k, queue.settings[k], queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null ? 'this queue' : 'server default']),
+    SETTING_KEYS.map((k) => {
+      const own = queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null;
+      if (LIMIT_KEYS.includes(k)) return [k, queue.settings[k] ?? 'none', own ? 'this queue' : 'off'];
+      return [k, queue.settings[k], own ? 'this queue' : 'server default'];
+    }).concat([rateRow]),
   );
 }
 

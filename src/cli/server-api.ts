@@ -39,6 +39,7 @@ export interface ServerApi {
   get<T = any>(path: string): Promise<T>;
   post<T = any>(path: string, body?: unknown): Promise<T>;
   patch<T = any>(path: string, body: unknown): Promise<T>;
+  delete<T = any>(path: string): Promise<T>;
 }
 
 /** Calls under /api/v1 with the admin token (when set); an error answer throws LeaseholdApiError. */
@@ -77,6 +78,7 @@ export function serverApi(url: string, token: string | undefined, timeoutMs = 30
     get: (path) => request('GET', path),
     post: (path, body) => request('POST', path, body),
     patch: (path, body) => request('PATCH', path, body),
+    delete: (path) => request('DELETE', path),
   };
 }
 

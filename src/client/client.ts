@@ -28,6 +28,12 @@ export interface ClientOptions {
 export interface EnqueueOptions {
   /** Unique per queue: a duplicate returns the existing job (`deduplicated: true`). */
   idempotencyKey?: string;
+  /**
+   * How long the key deduplicates. 'retained' (default): while a job enqueued
+   * with it that way is kept, finished or not. 'active': only while a job
+   * with it is pending or running; once it finished, the key makes a new job.
+   */
+  uniqueWhile?: 'retained' | 'active';
   /** Higher runs first (-1000 to 1000, default 0). */
   priority?: number;
   /** Run no earlier than this many ms from now (or give runAt). */

@@ -29,6 +29,19 @@ export interface QueueHealth {
   alertOverrides: Partial<AlertThresholds>;
   /** Running jobs without a progress or checkpoint change for this long are stalled; null: not watched. */
   stallMs: number | null;
+  /** At most this many of the queue's jobs run at once, across all workers; null: no limit. */
+  maxRunning: number | null;
+  /** At most `max` claims per fixed window of `windowMs`; null: no limit. */
+  rateLimit: RateLimit | null;
+  /** Claims in the current window (0 without a rate limit). */
+  rateUsed: number;
+  /** While the current window's claims are spent: when the next window opens (epoch ms); else null. */
+  rateLimitedUntil: number | null;
+}
+
+export interface RateLimit {
+  max: number;
+  windowMs: number;
 }
 
 /** A count all-time (the durable counter), in the last hour and in the last 5 minutes (retained events). */
@@ -47,6 +60,11 @@ export interface QueueMetrics {
   alertOverrides: Partial<AlertThresholds>;
   /** Running jobs without progress for this long are stalled (null: not watched). */
   stallMs: number | null;
+  /** The queue's limits and the rate limit's current window (see QueueHealth). */
+  maxRunning: number | null;
+  rateLimit: RateLimit | null;
+  rateUsed: number;
+  rateLimitedUntil: number | null;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;

@@ -43,7 +43,9 @@ export function checkTokens(c: TokenSettings): RoleTokens & { errors: TokenProbl
     const single = c[SINGLE[role]];
     if (single !== undefined) {
       if (single.length < MIN_TOKEN) errors.push({ key: SINGLE[role], rule: `must be at least ${MIN_TOKEN} characters` });
-      else out[role].push({ role, name: DEFAULT_TOKEN_NAME, token: single });
+      // Kept even when refused: the start refuses it, and an app built without
+      // that check (a library user) must stay guarded by it, never turn open.
+      out[role].push({ role, name: DEFAULT_TOKEN_NAME, token: single });
     }
     const list = c[LIST[role]];
     if (list === undefined) continue;
@@ -56,13 +58,18 @@ export function checkTokens(c: TokenSettings): RoleTokens & { errors: TokenProbl
       const name = entry.slice(0, colon);
       const token = entry.slice(colon + 1);
       if (!NAME.test(name)) return errors.push({ key: LIST[role], rule: `entry ${i + 1}: the name must be 1-40 of A-Z a-z 0-9 _ . - (starting with a letter or digit)` });
-      if (token.length < MIN_TOKEN) return errors.push({ key: LIST[role], rule: `entry ${i + 1} (${name}): the token must be at least ${MIN_TOKEN} characters` });
+      if (token.length < MIN_TOKEN) errors.push({ key: LIST[role], rule: `entry ${i + 1} (${name}): the token must be at least ${MIN_TOKEN} characters` });
       if (out[role].some((t) => t.name === name)) {
         const why = name === DEFAULT_TOKEN_NAME && single !== undefined ? ` (the name of ${envName(SINGLE[role])})` : '';
         return errors.push({ key: LIST[role], rule: `entry ${i + 1}: the name ${name} is used twice${why}` });
       }
       out[role].push({ role, name, token });
     });
+  }
+  // Fail closed: a role whose tokens were set but none could be read (malformed
+  // entries) is guarded by a secret nobody has, not left open.
+  for (const role of ROLES) {
+    if (out[role].length === 0 && (c[SINGLE[role]] !== undefined || c[LIST[role]] !== undefined)) out[role].push({ role, name: 'unusable', token: unguessable() });
   }
   // One token for two roles would make a request's role a guess; for two names, its name.
   const all = ROLES.flatMap((r) => out[r]);
@@ -118,4 +125,10 @@ export function sameSecret(a: string, b: string): boolean {
 /** Whether a role has any token (a role without one is open: loopback only). */
 export function hasToken(c: TokenSettings, role: TokenRole): boolean {
   return roleTokens(c)[role].length > 0;
+}
+
+/** A secret nobody holds (WebCrypto: every runtime). */
+function unguessable(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }

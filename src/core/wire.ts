@@ -8,6 +8,14 @@
 export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/**
+ * How long an idempotency key deduplicates: 'retained' (the default) while a
+ * job enqueued with it that way is kept (until retention prunes it);
+ * 'active' only while a job with it is pending or running.
+ */
+export const UNIQUE_WHILE = ['retained', 'active'] as const;
+export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
+
 /** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
 export interface Job {
   id: string;
@@ -21,6 +29,8 @@ export interface Job {
   lostAttempts: number;
   fencingToken: number;
   idempotencyKey: string | null;
+  /** How long the key deduplicates: 'retained' or 'active'. */
+  uniqueWhile: UniqueWhile;
   availableAt: string;
   createdAt: string;
   updatedAt: string;

@@ -203,7 +203,7 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
   return (
     <section class="queue-metrics" id={`metrics-${q.queue}`}>
       <h2>
-        {q.queue}
+        <a href={`/dashboard/queues/${encodeURIComponent(q.queue)}`}>{q.queue}</a>
         {q.paused ? <span class="badge warn"> paused</span> : null}
       </h2>
       <dl class="facts">

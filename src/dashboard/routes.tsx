@@ -19,6 +19,7 @@ import type { JobStatus } from '../db/schema.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
+import { registerQueuePageRoutes } from './queue-page.tsx';
 import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
@@ -430,6 +431,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);
+  registerQueuePageRoutes(app, deps);
 
   return app;
 }

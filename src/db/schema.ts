@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -44,6 +44,9 @@ export const jobs = sqliteTable(
     lockedByInstance: text('locked_by_instance'),
     lockToken: text('lock_token'),
     idempotencyKey: text('idempotency_key'),
+    // How long the key deduplicates: 'retained' (while any job enqueued that
+    // way is kept) or 'active' (while a job with the key is pending or running).
+    uniqueWhile: text('unique_while', { enum: UNIQUE_WHILE }).notNull().default('retained'),
     dedupCount: integer('dedup_count').notNull().default(0),
     lastError: text('last_error'),
     progress: text('progress'),
@@ -84,6 +87,7 @@ export const jobs = sqliteTable(
     check('jobs_attempts_in_range', sql`${t.attemptCount} >= 0 AND ${t.maxAttempts} >= 1`),
     check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
     check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
+    check('jobs_unique_while_known', sql`${t.uniqueWhile} IN ('retained', 'active')`),
     // The claim: pending jobs of one queue in claim order.
     index('jobs_claim_idx')
       .on(t.queueName, sql`${t.priority} DESC`, t.availableAt, t.id)
@@ -96,9 +100,17 @@ export const jobs = sqliteTable(
     // Listing one queue (and status), keyset-paginated by id.
     index('jobs_queue_status_id_idx').on(t.queueName, t.status, t.id),
     index('jobs_status_id_idx').on(t.status, t.id),
+    // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
+    // among the queue's kept jobs enqueued that way; any pending or running
+    // job's key is unique in its queue, whatever its mode.
     uniqueIndex('jobs_idempotency_key_idx')
       .on(t.queueName, t.idempotencyKey)
-      .where(sql`${t.idempotencyKey} IS NOT NULL`),
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.uniqueWhile} = 'retained'`),
+    uniqueIndex('jobs_active_key_idx')
+      .on(t.queueName, t.idempotencyKey)
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
+    // Finding jobs by key, whatever their mode and status.
+    index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
   ],
 );
 
@@ -203,6 +215,16 @@ export const queues = sqliteTable(
     // A running job whose progress and checkpoint have not changed for this long is shown as stalled; NULL: off.
     stallMs: integer('stall_ms'),
     paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    // Queue-wide concurrency: the claim never lets more than this many of the
+    // queue's jobs run at once, across all workers and servers; NULL: no limit.
+    maxRunning: integer('max_running'),
+    // Rate limit: at most rateMax claims per fixed window of rateWindowMs
+    // (NULL: none). rateWindowStart and rateClaims are the current window's
+    // count, kept by a trigger on each claim (drizzle/0012).
+    rateMax: integer('rate_max'),
+    rateWindowMs: integer('rate_window_ms'),
+    rateWindowStart: integer('rate_window_start'),
+    rateClaims: integer('rate_claims').notNull().default(0),
     // Alert thresholds for this queue only (a JSON object of AlertThresholds
     // fields, checked by the API); absent fields use the server's thresholds.
     alertThresholds: text('alert_thresholds'),
@@ -359,4 +381,35 @@ export const usedFormNonces = sqliteTable(
     expiresAt: integer('expires_at').notNull(),
   },
   (t) => [index('used_form_nonces_expires_idx').on(t.expiresAt)],
+);
+
+/**
+ * Recurring jobs: a cron expression (in a time zone) or a fixed interval, a
+ * payload and job options. The maintenance pass enqueues each due occurrence
+ * once (src/maintenance/schedules.ts); next_run_at is the next occurrence not
+ * yet enqueued.
+ */
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    name: text('name').primaryKey(),
+    queueName: text('queue_name').notNull(),
+    cron: text('cron'),
+    timeZone: text('time_zone'),
+    intervalMs: integer('interval_ms'),
+    payload: text('payload').notNull().default('null'),
+    // JSON: priority, maxAttempts, timeoutMs for each job it enqueues.
+    jobOptions: text('job_options').notNull().default('{}'),
+    paused: integer('paused', { mode: 'boolean' }).notNull().default(false),
+    nextRunAt: integer('next_run_at').notNull(),
+    lastRunAt: integer('last_run_at'),
+    lastJobId: integer('last_job_id'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    check('schedules_cron_xor_interval', sql`(${t.cron} IS NULL) <> (${t.intervalMs} IS NULL)`),
+    check('schedules_json', sql`json_valid(${t.payload}) AND json_valid(${t.jobOptions})`),
+    index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
+  ],
 );

@@ -43,6 +43,8 @@ export interface OpenOptions {
 
 export interface EmbeddedEnqueueOptions {
   idempotencyKey?: string;
+  /** 'retained' (default): the key deduplicates while a job enqueued with it is kept; 'active': while one is pending or running. */
+  uniqueWhile?: 'retained' | 'active';
   priority?: number;
   delayMs?: number;
   runAt?: Date | string;

@@ -5,9 +5,11 @@
  * its own report:
  *
  * 1. rescueOnce (rescue.ts): take back what the reaper's rules say;
- * 2. pruneOnce (prune.ts): retention;
- * 3. sampleActivityOnce (activity.ts): the heartbeat lag history;
- * 4. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
+ * 2. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
+ *    each exactly once however many passes run at once;
+ * 3. pruneOnce (prune.ts): retention;
+ * 4. sampleActivityOnce (activity.ts): the heartbeat lag history;
+ * 5. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
  *    failure is reported in `alerts.error` and never fails the pass: the
  *    jobs are already taken back, and the next pass tries again.
  *
@@ -23,12 +25,15 @@ import { sampleActivityOnce } from './activity.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
 import { rescueOnce, type RescueObserver, type RescueReport } from './rescue.ts';
+import { schedulesOnce, type SchedulesReport } from './schedules.ts';
 
 export interface ReapReport extends RescueReport {
   /** The time the pass ran at (epoch ms). */
   at: number;
   /** Finished jobs pruned past their retention. */
   pruned: number;
+  /** Recurring jobs: occurrences enqueued, found enqueued already, skipped as missed. */
+  schedules: SchedulesReport;
   alerts: AlertPassReport;
 }
 
@@ -52,6 +57,7 @@ export interface ReapOptions extends ReapObserver {
 export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await readNow(db);
   const rescued = await rescueOnce(db, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job });
+  const schedules = await schedulesOnce(db, at, config);
   const [pruned] = await Promise.all([pruneOnce(db, at, config), sampleActivityOnce(db, at)]);
   let alerts: AlertPassReport;
   try {
@@ -60,5 +66,5 @@ export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOp
     // A broken alert pass (a database error, a bug) is reported with the pass.
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
-  return { at, ...rescued, pruned: pruned.jobs, alerts };
+  return { at, ...rescued, pruned: pruned.jobs, schedules, alerts };
 }

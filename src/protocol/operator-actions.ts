@@ -63,5 +63,12 @@ export function operatorRefusal(
       details: { status: o.status, why: o.why, takesAt: o.takesAt },
     };
   }
+  if (o.keyHeldBy !== undefined) {
+    return {
+      code: 'conflict',
+      message: `job ${id} shares its idempotency key with job ${o.keyHeldBy}, which is pending or running: two active jobs never share a key. Nothing changed; retry it once job ${o.keyHeldBy} finished`,
+      details: { status: o.status, keyHeldBy: String(o.keyHeldBy) },
+    };
+  }
   return { code: 'conflict', message: `job ${id} is ${o.status}; ${ACTION_WANTS[action]}`, details: { status: o.status } };
 }

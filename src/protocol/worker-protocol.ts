@@ -134,6 +134,14 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       return rows.map(toClaimedJob);
     },
 
+    /**
+     * After a claim that got fewer jobs than asked: when the queue's rate
+     * limit opens its next window, if the limit is why (a read; advisory).
+     */
+    async claimWait(p: { queue: string }): Promise<{ until: number; waitMs: number } | null> {
+      return store.queueRateWait({ queue: p.queue, now: clock.now() });
+    },
+
     /** Renews many leases (`leaseMs`: extends them); with `beat`, records the worker's liveness in the same transaction. */
     async heartbeat(p: { workerId: string; leases: (Lease & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: Liveness | undefined }): Promise<JobAnswer[]> {
       const outcomes = await store.jobsHeartbeatIfOwned({

@@ -78,7 +78,10 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
       }
       if (jobs.length === 0) {
         idleRounds++;
-        await sleep(timers, jitter(Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(idleRounds - 1, 8))), o.stopping);
+        const idle = Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(idleRounds - 1, 8));
+        // Rate-limited everywhere: wait for the next window (at most a minute) instead of polling into it.
+        const rateWait = rateLimitedWait === undefined ? 0 : Math.min(60_000, rateLimitedWait);
+        await sleep(timers, Math.max(jitter(idle), rateWait + jitter(Math.min(rateWait / 10, 1000))), o.stopping);
         continue;
       }
       idleRounds = 0;
@@ -86,7 +89,12 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
     }
   }
 
+  /** After an empty round: the shortest rate-limit wait, when every queue answered one (else undefined). */
+  let rateLimitedWait: number | undefined;
+
   async function claimRoundRobin(limit: number): Promise<ClaimedJob[]> {
+    rateLimitedWait = undefined;
+    const waits: number[] = [];
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
       const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: o.leaseMs });
@@ -94,7 +102,9 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
       }
+      if (typeof jobs.retryAfterMs === 'number') waits.push(jobs.retryAfterMs);
     }
+    if (waits.length === queues.length) rateLimitedWait = Math.min(...waits);
     return [];
   }
 

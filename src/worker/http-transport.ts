@@ -77,9 +77,9 @@ export function httpTransport(options: HttpTransportOptions): Transport {
 
   return {
     async claim(p) {
-      const r = await post<{ jobs: ClaimedJob[] }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs });
+      const r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(`/queues/${encodeURIComponent(p.queue)}/claim`, { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs });
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
-      return r.json.jobs;
+      return typeof r.json.retryAfterMs === 'number' ? Object.assign(r.json.jobs, { retryAfterMs: r.json.retryAfterMs }) : r.json.jobs;
     },
     async heartbeat(p) {
       const leases = p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress }));

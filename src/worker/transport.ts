@@ -40,9 +40,12 @@ export interface WorkerLiveness {
   leasesLost?: number;
 }
 
+/** Claimed jobs; `retryAfterMs` when the queue's rate limit held claims back (its next window opens then). */
+export type ClaimAnswer = ClaimedJob[] & { retryAfterMs?: number };
+
 export interface Transport {
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
-  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimedJob[]>;
+  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined }): Promise<ClaimAnswer>;
   /**
    * Renews many leases in one call; `leaseMs` also changes their length
    * (extend). With `beat`, the worker's liveness beat goes in the same call

@@ -2,7 +2,13 @@
  * Claim: pending -> running.
  *
  * Precondition (in the WHERE): the job is pending, in this queue, due
- * (`available_at <= now`), and the queue is not paused.
+ * (`available_at <= now`), and the queue is not paused. With the queue's
+ * max_running set, the LIMIT is also at most max_running minus the queue's
+ * running jobs, counted inside the same statement: SQLite runs one writer at
+ * a time, so no two claims (from any worker or server) can both see the
+ * same free slots. With a rate limit, it is also at most what is left of the
+ * current window's claims; the jobs_rate_count trigger (drizzle/0012) counts
+ * each claimed job inside this same statement.
  * Postcondition: up to `limit` jobs, in order of priority (highest first), then
  * due time, then id, are running with a new random 128-bit lock token, one
  * more attempt, the next fencing token, a lease of `leaseMs` from now, and a
@@ -67,10 +73,24 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
       ORDER BY priority DESC, available_at, id
-      LIMIT ${p.limit})
+      LIMIT ${claimLimitSql(p.queue, p.limit, now)})
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
       lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at,
       ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
+}
+
+/**
+ * How many jobs this claim may take: the asked-for limit, capped by the
+ * queue's free running slots. A negative LIMIT means "no limit" in SQLite,
+ * hence the max(0, ...).
+ */
+function claimLimitSql(queue: string, limit: number, now: SQL) {
+  // CASE is lazy: the running jobs are counted only for a queue with max_running.
+  const freeSlots = sql`CASE WHEN q.max_running IS NULL THEN ${limit}
+    ELSE q.max_running - (SELECT count(*) FROM jobs r WHERE r.queue_name = ${queue} AND r.status = 'running') END`;
+  const rateLeft = sql`CASE WHEN q.rate_max IS NULL THEN ${limit}
+    ELSE q.rate_max - CASE WHEN q.rate_window_start = ${now} - ${now} % q.rate_window_ms THEN q.rate_claims ELSE 0 END END`;
+  return sql`max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit}))`;
 }
 
 /** RETURNING order is unspecified: claim order for the caller. */

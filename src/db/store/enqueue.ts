@@ -1,10 +1,13 @@
 /**
  * Enqueue: — -> pending.
  *
- * Precondition: none, except that an idempotency key is unique per queue.
- * Postcondition: one new pending job per input, or, for a key already present
+ * Precondition: none, except that an idempotency key is unique per queue:
+ * among the kept jobs enqueued with uniqueWhile 'retained' (the default), and
+ * among the pending and running jobs whatever their mode (drizzle/0012).
+ * Postcondition: one new pending job per input, or, for a key already taken
  * in the queue, the existing job untouched but for its dedup counter (which
- * writes a `deduplicated` event). Up to ENQUEUE_CHUNK jobs go in one batch:
+ * writes a `deduplicated` event). With uniqueWhile 'active', a key whose jobs
+ * have all finished makes a new job. Up to ENQUEUE_CHUNK jobs go in one batch:
  * all or none. A larger bulk goes in chunks of ENQUEUE_CHUNK, each all or none,
  * in input order, with the event loop free between them (see jobsInsert).
  */
@@ -12,6 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
+import type { UniqueWhile } from '../../core/wire.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
@@ -19,6 +23,8 @@ import type { JobRecord } from './record.ts';
 export interface NewJob {
   payload: unknown;
   idempotencyKey?: string | undefined;
+  /** How long the key deduplicates: 'retained' (default) or 'active'. */
+  uniqueWhile?: UniqueWhile | undefined;
   priority?: number | undefined;
   /** Run no earlier than this many ms from now... */
   delayMs?: number | undefined;
@@ -42,6 +48,10 @@ export interface EnqueueParams {
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
 export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, idempotency_key, dedup_count`;
+
+/** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012). */
+const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
+        last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at`;
 
 export interface Enqueued {
   job: JobRecord;
@@ -113,7 +123,7 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   const now = nowSql(p.now);
   const rows = JSON.stringify(
-    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null })),
+    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained' })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
@@ -125,15 +135,16 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
-      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, timeout_ms, last_event_actor, created_at, updated_at)
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, last_event_actor, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.t', ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) ORDER BY j.key
-      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL
-      DO UPDATE SET dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
-        last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at
+      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
+      DO UPDATE SET ${dedupHit}
+      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND status IN ('pending', 'running')
+      DO UPDATE SET ${dedupHit}
       RETURNING ${p.columns ?? sql`*`}`),
   ]);
   if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) {

@@ -20,7 +20,8 @@ export interface RequeueRefusal {
 export type OperatorOutcome =
   | { ok: true; job: JobRecord }
   | RequeueRefusal
-  | { ok: false; reason: 'conflict'; status: JobStatus }
+  /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
+  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
   | { ok: false; reason: 'not_found' };
 
 /** The guarded UPDATE, with what commits alongside it: the audit entry right after it (changes() is its own). */
@@ -30,12 +31,15 @@ export async function guardedWithAudit(db: Db, id: number, update: SQL, also: Al
     ...first,
     db.all<JobRecord>(update),
     ...(also?.audit ? [auditInsertIfChanged(db, also.audit)] : []),
-    db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${id}`),
+    // What the job is now, and (for a retry refused by uniqueness) which active job holds its key.
+    db.all<{ status: JobStatus; key_held_by: number | null }>(sql`SELECT status, (SELECT a.id FROM jobs a WHERE a.queue_name = j.queue_name
+      AND a.idempotency_key = j.idempotency_key AND a.status IN ('pending', 'running') AND a.id <> j.id) AS key_held_by FROM jobs j WHERE id = ${id}`),
   ]);
   const rows = results[first.length];
   const current = results[results.length - 1];
   const job = (rows as JobRecord[])[0];
   if (job) return { ok: true, job };
-  const status = (current as { status: JobStatus }[])[0]?.status;
-  return status === undefined ? { ok: false, reason: 'not_found' } : { ok: false, reason: 'conflict', status };
+  const row = (current as { status: JobStatus; key_held_by: number | null }[])[0];
+  if (row === undefined) return { ok: false, reason: 'not_found' };
+  return { ok: false, reason: 'conflict', status: row.status, ...(row.key_held_by === null ? {} : { keyHeldBy: Number(row.key_held_by) }) };
 }

@@ -4,7 +4,9 @@
  *
  * - cancel: pending -> cancelled.
  * - retry: failed or cancelled -> pending now, with a fresh attempt budget
- *   (the counts of earlier attempts stay in the events).
+ *   (the counts of earlier attempts stay in the events), unless another job
+ *   of the queue with the same idempotency key is pending or running: two
+ *   active jobs never share a key (jobs_active_key_idx).
  * - requeue: see requeue.ts (it follows the reaper's decision).
  * No row back: `conflict` with the job's current status, or `not_found`.
  */
@@ -29,6 +31,10 @@ export interface OperatorParams {
   also?: Alongside;
 }
 
+/** No other job of the row's queue with its idempotency key is pending or running (for `jobs` rows leaving a finished status). */
+const keyFreeSql = sql`(jobs.idempotency_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs a WHERE a.queue_name = jobs.queue_name
+  AND a.idempotency_key = jobs.idempotency_key AND a.status IN ('pending', 'running') AND a.id <> jobs.id))`;
+
 const guarded = (db: Db, p: OperatorParams, update: SQL) => guardedWithAudit(db, p.id, update, p.also);
 
 export function jobCancelIfPending(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
@@ -44,7 +50,7 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
       attempt_count = 0, errored_attempts = 0, lost_attempts = 0,
       failed_at = NULL, cancelled_at = NULL, finished_at = NULL, updated_at = ${now},
       last_event = 'retried_by_operator', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
-    WHERE id = ${p.id} AND status IN ('failed', 'cancelled') RETURNING *`);
+    WHERE id = ${p.id} AND status IN ('failed', 'cancelled') AND ${keyFreeSql} RETURNING *`);
 }
 
 /**
@@ -145,10 +151,16 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
   const audit = (event: string) => sql`last_event = ${event}, last_event_reason = ${p.reason}, last_event_actor = ${p.actor}`;
   let update: SQL;
   if (p.kind === 'retry') {
+    // A key's jobs can come back one at a time only: a job whose key another
+    // active job holds is skipped, and of several finished jobs sharing a key
+    // only the newest is picked (so the one statement cannot break
+    // jobs_active_key_idx, whichever order SQLite updates them in).
+    const newestOfKey = sql`(jobs.idempotency_key IS NULL OR jobs.id = (SELECT max(k.id) FROM jobs k WHERE k.queue_name = jobs.queue_name
+      AND k.idempotency_key = jobs.idempotency_key AND k.status IN ('failed', 'cancelled')))`;
     update = sql`UPDATE jobs SET status = 'pending', available_at = ${now},
         attempt_count = 0, errored_attempts = 0, lost_attempts = 0,
         failed_at = NULL, cancelled_at = NULL, finished_at = NULL, updated_at = ${now}, ${audit('retried_by_operator')}
-      WHERE ${pick} RETURNING id`;
+      WHERE ${pick} AND ${keyFreeSql} AND ${newestOfKey} RETURNING id`;
   } else if (p.kind === 'cancel') {
     update = sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now}, ${audit('cancelled')}
       WHERE ${pick} RETURNING id`;

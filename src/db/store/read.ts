@@ -7,7 +7,7 @@ import { batchList, type Db } from '../db.ts';
 import { auditInsert, type Alongside } from './audit.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import type { QueueHealth } from '../../core/metrics-snapshot.ts';
+import type { QueueHealth, RateLimit } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from './record.ts';
 
@@ -109,8 +109,12 @@ const SUMMARY_ROW_COLUMNS = [
   'id', 'queue_name', 'status', 'priority', 'attempt_count', 'max_attempts', 'errored_attempts', 'lost_attempts', 'lease_epoch',
   'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
   'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
-  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at',
+  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
 ] as const satisfies readonly (keyof JobRecord)[];
+// A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
+type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;
+const summaryColumnsComplete: [MissingSummaryColumn] extends [never] ? true : MissingSummaryColumn = true;
+void summaryColumnsComplete;
 
 async function jobsPage<Row extends { id: number }>(db: Db, p: ListParams, columns: SQL): Promise<{ jobs: Row[]; next: number | null }> {
   const where: SQL[] = [];
@@ -182,7 +186,8 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
       ${finished('failed')} AS c_failed,
       ${finished('cancelled')} AS c_cancelled,
       coalesce(d.ready, 0) AS ready, d.oldest_ready AS oldest_ready,
-      coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running
+      coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running,
+      ${rateWindowSql('q', now)}
     FROM queues q LEFT JOIN d ON d.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
     ${only} ORDER BY q.name`;
 }
@@ -215,6 +220,10 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       settings,
       alertOverrides: parseQueueAlertThresholds(r.alert_thresholds as string | null),
       stallMs: typeof r.stall_ms === 'number' ? r.stall_ms : null,
+      maxRunning: typeof r.max_running === 'number' ? r.max_running : null,
+      rateLimit: typeof r.rate_max === 'number' && typeof r.rate_window_ms === 'number' ? { max: r.rate_max, windowMs: r.rate_window_ms } : null,
+      rateUsed: Number(r.rate_used ?? 0),
+      rateLimitedUntil: typeof r.rate_limited_until === 'number' ? r.rate_limited_until : null,
     };
   });
 }
@@ -230,8 +239,35 @@ export interface QueueSettingsPatch {
   retentionMs?: number | null;
   timeoutMs?: number | null;
   stallMs?: number | null;
+  maxRunning?: number | null;
+  rateLimit?: RateLimit | null;
   paused?: boolean;
 }
+
+/**
+ * A queue's rate window now (`q`: the queues row): rate_used, the claims of
+ * the current window, and rate_limited_until, when the next window opens
+ * while this one's claims are spent (else NULL).
+ */
+export function rateWindowSql(q: string, now: SQL): SQL {
+  const current = sql`${sql.raw(q)}.rate_window_start = ${now} - ${now} % ${sql.raw(q)}.rate_window_ms`;
+  return sql`CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} THEN ${sql.raw(q)}.rate_claims ELSE 0 END AS rate_used,
+      CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} AND ${sql.raw(q)}.rate_claims >= ${sql.raw(q)}.rate_max
+        THEN ${sql.raw(q)}.rate_window_start + ${sql.raw(q)}.rate_window_ms END AS rate_limited_until`;
+}
+
+/** The rate limit's wait for one queue: when its next window opens and how long until then, or null when a claim may take jobs now. */
+export async function queueRateWait(db: Db, p: { queue: string; now: Now }): Promise<{ until: number; waitMs: number } | null> {
+  const now = nowSql(p.now);
+  const [row] = await db.all<{ rate_limited_until: number | null; now: number }>(
+    sql`SELECT ${rateWindowSql('q', now)}, ${now} AS now FROM queues q WHERE q.name = ${p.queue}`,
+  );
+  if (!row || row.rate_limited_until === null) return null;
+  return { until: Number(row.rate_limited_until), waitMs: Math.max(0, Number(row.rate_limited_until) - Number(row.now)) };
+}
+
+/** Queue settings that have no server default (null: off), by their column. */
+const LIMIT_COLUMNS: Record<string, string> = { paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
@@ -256,9 +292,13 @@ export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresh
 /** Creates the queue if needed and sets the given overrides (null: back to the default). */
 export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void> {
   const now = nowSql(p.now);
-  const entries = Object.entries(p.patch).map(([key, value]) => ({
+  // rateLimit is two columns: {max, windowMs}, or null for none.
+  const { rateLimit, ...rest } = p.patch;
+  const flat: Record<string, number | boolean | null | undefined> = { ...rest };
+  if (rateLimit !== undefined) Object.assign(flat, { rateMax: rateLimit?.max ?? null, rateWindowMs: rateLimit?.windowMs ?? null });
+  const entries = Object.entries(flat).map(([key, value]) => ({
     key,
-    column: sql.raw(key === 'paused' ? 'paused' : key === 'stallMs' ? 'stall_ms' : SETTING_COLUMNS[key as keyof QueueDefaults]),
+    column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]),
     value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
   }));
   const audit = p.also?.audit;

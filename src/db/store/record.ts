@@ -1,5 +1,5 @@
 /** The job row as statements return it (snake_case), and its wire form. */
-import type { ClaimedJobWire, Job, JobStatus, JobSummary } from '../../core/wire.ts';
+import type { ClaimedJobWire, Job, JobStatus, JobSummary, UniqueWhile } from '../../core/wire.ts';
 
 export type { ClaimedJobWire, Job, JobSummary };
 
@@ -27,6 +27,7 @@ export interface JobRecord {
   locked_by_instance: string | null;
   lock_token: string | null;
   idempotency_key: string | null;
+  unique_while: UniqueWhile;
   dedup_count: number;
   last_error: string | null;
   progress: string | null;
@@ -56,6 +57,7 @@ export function toJob(r: JobRecord): Job {
     lostAttempts: r.lost_attempts,
     fencingToken: r.lease_epoch,
     idempotencyKey: r.idempotency_key,
+    uniqueWhile: r.unique_while,
     availableAt: iso(r.available_at)!,
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,

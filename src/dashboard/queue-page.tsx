@@ -1,0 +1,142 @@
+/**
+ * /dashboard/queues/:queue: one queue's limits and how close it is to them
+ * (running against maxRunning, this window's claims against the rate limit,
+ * and how long claims wait for the next window), and (admin) a form to set them. The same
+ * validation as PATCH /api/v1/queues/:queue/settings: a bad value is a 400
+ * naming the field, and nothing is saved. An empty field means "no limit".
+ */
+import type { Context, Hono } from 'hono';
+import type { Child } from 'hono/jsx';
+import { maxRunningField, rateLimitField } from '../api/admin-routes.ts';
+import { QUEUE_PATTERN } from '../api/http.ts';
+import type { AppDeps } from '../api/deps.ts';
+import { LeaseholdError } from '../core/errors.ts';
+import { queuesHealth, queueUpsertSettings, readNow, type QueueHealth, type QueueSettingsPatch } from '../db/store/read.ts';
+import { fmtDuration, fmtTime } from './format.ts';
+import { layoutPage, type DashboardEnv } from './page.tsx';
+
+type Env = DashboardEnv;
+type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
+
+export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
+  const { db, config, clock } = deps;
+  const path = '/dashboard/queues/:queue';
+  const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
+    layoutPage(c, { title, nav: 'overview', loggedIn: !!config.adminToken }, children, status);
+
+  /** The queue, if the name is valid and the queue exists. */
+  const queueOf = async (c: Context<Env>) => {
+    const name = c.req.param('queue') ?? '';
+    if (!QUEUE_PATTERN.test(name)) return undefined;
+    const [q] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+    return q;
+  };
+  const notFound = (c: Context<Env>) => shell(c, 'No such queue', <p class="notice error">No queue has that name.</p>, 404);
+  const now = async () => {
+    const n = clock.now();
+    return typeof n === 'number' ? n : readNow(db);
+  };
+  const csrfOf = (c: Context<Env>) => (c.get('session').role === 'admin' ? c.get('csrf') : undefined);
+
+  app.get(path, async (c) => {
+    const q = await queueOf(c);
+    if (!q) return notFound(c);
+    return shell(
+      c,
+      `Queue ${q.name}`,
+      <>
+        {c.req.query('notice') === 'saved' ? <p class="notice" role="status" id="notice">Saved: the next claim uses these limits.</p> : null}
+        <QueueLimits q={q} now={await now()} />
+        <LimitsForm queue={q.name} values={enteredOf(q)} csrf={csrfOf(c)} />
+      </>,
+    );
+  });
+
+  app.post(path, async (c) => {
+    const q = await queueOf(c);
+    if (!q) return notFound(c);
+    const form = await c.req.parseBody();
+    const text = (key: string) => (typeof form[key] === 'string' ? (form[key] as string).trim() : '');
+    const entered: Entered = { maxRunning: text('maxRunning'), rateMax: text('rateMax'), rateWindowMs: text('rateWindowMs') };
+    // Not a number: the validator names the field and says what it got.
+    const numberOrText = (raw: string) => (raw === '' ? null : Number.isFinite(Number(raw)) ? Number(raw) : raw);
+    let patch: QueueSettingsPatch;
+    try {
+      // Both rate fields empty: no rate limit; one of them alone is the validator's 400.
+      const rate = entered.rateMax === '' && entered.rateWindowMs === '' ? null : { max: numberOrText(entered.rateMax) ?? undefined, windowMs: numberOrText(entered.rateWindowMs) ?? undefined };
+      patch = {
+        maxRunning: maxRunningField.parse(numberOrText(entered.maxRunning), 'maxRunning') ?? null,
+        rateLimit: rateLimitField.parse(rate, 'rateLimit') ?? null,
+      };
+    } catch (err) {
+      if (!(err instanceof LeaseholdError)) throw err;
+      return shell(
+        c,
+        `Queue ${q.name}`,
+        <>
+          <p class="notice error" role="alert" id="notice">
+            {err.message}. Nothing was saved.
+          </p>
+          <QueueLimits q={q} now={await now()} />
+          <LimitsForm queue={q.name} values={entered} csrf={c.get('csrf')} />
+        </>,
+        400,
+      );
+    }
+    await queueUpsertSettings(db, { queue: q.name, patch, now: clock.now() });
+    return c.redirect(`/dashboard/queues/${encodeURIComponent(q.name)}?notice=saved`, 303);
+  });
+}
+
+const enteredOf = (q: QueueHealth): Entered => ({
+  maxRunning: q.maxRunning === null ? '' : String(q.maxRunning),
+  rateMax: q.rateLimit === null ? '' : String(q.rateLimit.max),
+  rateWindowMs: q.rateLimit === null ? '' : String(q.rateLimit.windowMs),
+});
+
+function QueueLimits(props: { q: QueueHealth; now: number }) {
+  const { q } = props;
+  const full = q.maxRunning !== null && q.counts.running >= q.maxRunning;
+  return (
+    <dl class="facts">
+      <dt>Jobs</dt>
+      <dd id="queue-counts">
+        {q.counts.pending} pending ({q.ready} ready) · {q.counts.running} running · <a href={`/dashboard/jobs?queue=${encodeURIComponent(q.name)}`}>list</a>
+        {q.paused ? ' · paused' : ''}
+      </dd>
+      <dt>Running at once</dt>
+      <dd id="queue-max-running" class={full ? 'bad' : undefined}>
+        {q.maxRunning === null
+          ? `${q.counts.running} running, no limit`
+          : `${q.counts.running} of at most ${q.maxRunning}${full ? ': full, claims wait for a job to finish' : ''}`}
+      </dd>
+      <dt>Rate limit</dt>
+      <dd id="queue-rate-limit" class={q.rateLimitedUntil !== null ? 'bad' : undefined}>
+        {q.rateLimit === null
+          ? 'no limit'
+          : `${q.rateUsed} of ${q.rateLimit.max} claims used in this ${fmtDuration(q.rateLimit.windowMs)} window` +
+            (q.rateLimitedUntil !== null ? `: claims wait ${fmtDuration(Math.max(0, q.rateLimitedUntil - props.now))}, until ${fmtTime(q.rateLimitedUntil)}` : '')}
+      </dd>
+    </dl>
+  );
+}
+
+function LimitsForm(props: { queue: string; values: Entered; csrf: string | undefined }) {
+  if (!props.csrf) return <p class="empty">Read-only login: limits can be seen, not set.</p>;
+  return (
+    <form method="post" action={`/dashboard/queues/${encodeURIComponent(props.queue)}`} class="queue-limits">
+      <input type="hidden" name="_csrf" value={props.csrf} />
+      <label for="l-maxRunning">
+        maxRunning <span class="hint">(at most this many of the queue's jobs run at once, across all workers and servers)</span>
+      </label>
+      <input id="l-maxRunning" name="maxRunning" type="number" step="1" min="1" value={props.values.maxRunning} placeholder="no limit" />
+      <p class="hint">Leave a field empty for no limit. Lowering a limit takes no running job back; it holds claims until enough finish.</p>
+      <label for="l-rateMax">
+        Rate limit <span class="hint">(at most this many claims per window, across all workers and servers)</span>
+      </label>
+      <input id="l-rateMax" name="rateMax" type="number" step="1" min="1" value={props.values.rateMax} placeholder="no limit" /> claims per{' '}
+      <input id="l-rateWindowMs" name="rateWindowMs" type="number" step="1" min="1000" value={props.values.rateWindowMs} placeholder="window ms" /> ms
+      <button type="submit">Save limits for {props.queue}</button>
+    </form>
+  );
+}

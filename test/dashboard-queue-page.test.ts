@@ -1,0 +1,96 @@
+/**
+ * The dashboard's queue page: running against maxRunning, and the admin's
+ * form to set the queue's limits (validated like the API; bad input is a 400
+ * naming the field, nothing saved; a read-only login sees, cannot set).
+ */
+import { afterEach, expect, test } from 'vitest';
+import { setup, type TestBed } from './helpers.ts';
+
+const ADMIN = 'a'.repeat(24);
+const READONLY = 'r'.repeat(24);
+const admin = { authorization: `Bearer ${ADMIN}` };
+
+let t: TestBed;
+afterEach(() => {
+  expect(t.errors).toEqual([]);
+  t.close();
+});
+
+async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = {};
+  if (init.cookie) headers.cookie = init.cookie;
+  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
+  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
+}
+
+async function login(token: string): Promise<string> {
+  const res = await req('/dashboard/login', { form: { token, next: '/dashboard' } });
+  expect(res.status).toBe(303);
+  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
+}
+
+const csrfIn = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+const settings = async (queue: string) => (await t.get(`/api/v1/queues/${queue}`, admin)).json.queue.settings;
+
+test('an admin sees running against maxRunning and sets it from the form; bad values are named and not saved', async () => {
+  t = await setup({ adminToken: ADMIN });
+  await t.post('/api/v1/queues/mail/jobs', { jobs: [{ payload: 1 }, { payload: 2 }, { payload: 3 }] }, admin);
+  const cookie = await login(ADMIN);
+  const page = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(page).toMatch(/<dd id="queue-max-running">0 running, no limit<\/dd>/);
+  const csrf = csrfIn(page);
+
+  const saved = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '2' } });
+  expect(saved.status).toBe(303);
+  expect(saved.headers.get('location')).toBe('/dashboard/queues/mail?notice=saved');
+  expect((await settings('mail')).maxRunning).toBe(2);
+  await t.post('/api/v1/queues/mail/claim', { workerId: 'w', limit: 5 }, admin);
+  const full = await (await req('/dashboard/queues/mail?notice=saved', { cookie })).text();
+  expect(full).toContain('Saved: the next claim uses these limits.');
+  expect(full).toMatch(/<dd id="queue-max-running" class="bad">2 of at most 2: full, claims wait for a job to finish<\/dd>/);
+  expect(full).toMatch(/name="maxRunning"[^>]*value="2"/);
+
+  for (const [value, message] of [['0', 'maxRunning must be'], ['1.5', 'maxRunning must be a whole number'], ['many', 'maxRunning must be a whole number']] as const) {
+    const bad = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: value } });
+    expect(bad.status, value).toBe(400);
+    const html = await bad.text();
+    expect(html).toContain(message);
+    expect(html).toContain(`value="${value}"`);
+  }
+  expect((await settings('mail')).maxRunning).toBe(2);
+  // Empty: no limit. No CSRF token: refused, nothing changed.
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '' } })).status).toBe(303);
+  expect((await settings('mail')).maxRunning).toBe(null);
+  // The rate limit: both fields, or neither.
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '', rateMax: '100', rateWindowMs: '60000' } })).status).toBe(303);
+  expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
+  const limited = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(limited).toMatch(/<dd id="queue-rate-limit">0 of 100 claims used in this 1 m 0 s window<\/dd>/);
+  const half = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '100', rateWindowMs: '' } });
+  expect(half.status).toBe(400);
+  expect(await half.text()).toContain('rateLimit.windowMs');
+  expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '', rateWindowMs: '' } })).status).toBe(303);
+  expect((await settings('mail')).rateLimit).toBe(null);
+  expect((await req('/dashboard/queues/mail', { cookie, form: { maxRunning: '9' } })).status).toBe(403);
+  expect((await settings('mail')).maxRunning).toBe(null);
+  // A queue that does not exist is not created.
+  expect((await req('/dashboard/queues/nope', { cookie, form: { _csrf: csrf, maxRunning: '5' } })).status).toBe(404);
+  expect((await t.get('/api/v1/queues/nope', admin)).status).toBe(404);
+  // The metrics page links each queue to its page.
+  expect(await (await req('/dashboard/metrics', { cookie })).text()).toContain('<a href="/dashboard/queues/mail">mail</a>');
+});
+
+test('a read-only login sees the limits and no form; its POST is refused', async () => {
+  t = await setup({ adminToken: ADMIN, readonlyToken: READONLY });
+  await t.post('/api/v1/queues/mail/jobs', { payload: 1 }, admin);
+  await t.call('PATCH', '/api/v1/queues/mail/settings', { maxRunning: 4 }, admin);
+  const cookie = await login(READONLY);
+  const page = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(page).toContain('0 of at most 4');
+  expect(page).not.toContain('name="maxRunning"');
+  expect(page).toContain('Read-only login: limits can be seen, not set.');
+  const refused = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrfIn(page), maxRunning: '1' } });
+  expect(refused.status).toBe(403);
+  expect((await settings('mail')).maxRunning).toBe(4);
+});
