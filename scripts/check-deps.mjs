@@ -19,7 +19,8 @@ import path from 'node:path';
 /**
  * What each folder (or top-level file) of src/ may import besides itself.
  * Read it bottom-up: core is pure rules; db stores them; maintenance runs
- * the reaper's services over the store; api serves them;
+ * the reaper's services over the store; protocol is what a worker and an
+ * operator may do, over the store, written once; api serves them;
  * the dashboard renders them; app wires both; runtimes and the CLI sit on top.
  * The worker SDK and the client are what users install next to their code,
  * so they see only core (the wire contract), never the server.
@@ -31,14 +32,15 @@ export const LAYERS = {
   worker: ['core', 'version'],
   db: ['core', 'version'],
   maintenance: ['core', 'db', 'version'],
-  api: ['core', 'db', 'maintenance', 'version'],
-  dashboard: ['core', 'db', 'maintenance', 'api', 'version'],
-  app: ['core', 'db', 'maintenance', 'api', 'dashboard', 'version'],
-  runtime: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'version'],
-  embedded: ['core', 'db', 'maintenance', 'api', 'worker', 'runtime', 'app', 'version'],
+  protocol: ['core', 'db', 'version'],
+  api: ['core', 'db', 'maintenance', 'protocol', 'version'],
+  dashboard: ['core', 'db', 'maintenance', 'protocol', 'api', 'version'],
+  app: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'version'],
+  runtime: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'version'],
+  embedded: ['core', 'db', 'maintenance', 'protocol', 'api', 'worker', 'runtime', 'app', 'version'],
   chaos: ['core', 'db', 'worker', 'client', 'version'],
-  cli: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'chaos', 'version'],
-  index: ['core', 'db', 'maintenance', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
+  cli: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'chaos', 'version'],
+  index: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
 };
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;

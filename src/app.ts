@@ -18,7 +18,8 @@ import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
 import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
-import type { AppDeps } from './api/deps.ts';
+import type { AppDeps, AppInput } from './api/deps.ts';
+import { createStore } from './db/store/create-store.ts';
 import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
@@ -32,11 +33,11 @@ import { storageFault } from './db/storage-fault.ts';
 import { EnqueuePartlyStored } from './db/store/enqueue.ts';
 import { AuthThrottle } from './api/throttle.ts';
 
-export type { AppDeps } from './api/deps.ts';
+export type { AppDeps, AppInput } from './api/deps.ts';
 export { VERSION } from './version.ts';
 
-export function createApp(appDeps: AppDeps) {
-  const deps: AppDeps = { ...appDeps, authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
+export function createApp(appDeps: AppInput) {
+  const deps: AppDeps = { ...appDeps, store: appDeps.store ?? createStore(appDeps.db), authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
   const { config, log } = deps;
   const app = new Hono();
 

@@ -7,7 +7,7 @@
  */
 export { openLeasehold, type EmbeddedEnqueueOptions, type Leasehold, type OpenOptions } from './embedded/leasehold.ts';
 export { dbTransport } from './embedded/db-transport.ts';
-export { createApp, VERSION, type AppDeps } from './app.ts';
+export { createApp, VERSION, type AppDeps, type AppInput } from './app.ts';
 export { reapOnce, type ReapReport } from './maintenance/pass.ts';
 export { databaseClock, manualClock, DB_CLOCK, type Clock, type Now } from './core/clock.ts';
 export { checkConfig, ConfigError, defaultConfig, loadConfig, type Config, type QueueDefaults } from './core/config.ts';

@@ -7,10 +7,16 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
 import type { Db } from '../db/db.ts';
+import type { JobStore } from '../db/store/port.ts';
 import type { AuthThrottle } from './throttle.ts';
 
 export interface AppDeps {
   db: Db;
+  /**
+   * The store port over `db` (src/db/store/port.ts): what routes, pages and
+   * the worker protocol call. createApp builds it from `db` when not given.
+   */
+  store: JobStore;
   config: Config;
   clock: Clock;
   /**
@@ -27,3 +33,6 @@ export interface AppDeps {
   /** Backs off clients that present wrong tokens; createApp makes one per app. */
   authThrottle?: AuthThrottle;
 }
+
+/** What createApp takes: AppDeps, the store optional (built from `db`). */
+export type AppInput = Omit<AppDeps, 'store'> & { store?: JobStore | undefined };

@@ -8,8 +8,7 @@ import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
-import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
-import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
+import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
 import { eventsForJob, jobGet, jobSummariesList } from '../db/store/read.ts';
 import { iso, toJob, toJobSummary } from '../db/store/record.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
@@ -195,22 +194,25 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now } } };
   };
 
-  const act = async (c: Context, outcome: OperatorOutcome, id: number, wanted: string) => {
-    if (!outcome.ok) throw operatorError(outcome, id, wanted);
+  /** One operator action on one job (src/protocol/operator-actions.ts): its rule, its statement, its refusal. */
+  const act = async (c: Context, action: OperatorAction, body: { actor?: string | undefined; reason?: string | undefined; force?: boolean | undefined }) => {
+    const id = parseJobId(c.req.param('id')!);
+    const force = body.force ?? false;
+    const problem = forceRuleProblem({ action, force, reason: body.reason });
+    if (problem) throw invalid(problem.field, problem.message);
+    const audit = jobAudit(c, id, force ? 'job.force_requeue' : (`job.${action}` as const), body);
+    const outcome = await runOperatorAction(deps.store, { id, ...audit, action, force, rules: config });
+    if (!outcome.ok) throw operatorError(outcome, id, action);
     return c.json({ job: toJob(outcome.job) });
   };
 
-  r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
-    const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobCancelIfPending(db, { id, ...jobAudit(c, id, 'job.cancel', body) });
-    return act(c, outcome, id, 'only a pending job can be cancelled');
-  });
+  r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, (c, body) =>
+    act(c, 'cancel', body),
+  );
 
-  r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', operationId: 'retryJob', tag: 'jobs', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, async (c, body) => {
-    const id = parseJobId(c.req.param('id')!);
-    const outcome = await jobRetryIfFinishedUnsuccessfully(db, { id, ...jobAudit(c, id, 'job.retry', body) });
-    return act(c, outcome, id, 'only a failed or cancelled job can be retried');
-  });
+  r.add({ method: 'post', path: '/jobs/:id/retry', role: 'admin', operationId: 'retryJob', tag: 'jobs', summary: 'Run a failed or cancelled job again, with a fresh attempt budget', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, (c, body) =>
+    act(c, 'retry', body),
+  );
 
   r.add(
     {
@@ -225,12 +227,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         "Put a running job back in the queue, only when the reaper itself would take it now (else 409 conflict saying why, and nothing changes); force: true (with a reason) takes any running job (its worker's writes are refused from then on, and it may run twice)",
       body: obj({ ...actionShape, force: optional(bool('take a live lease too; needs a reason')) }),
     },
-    async (c, body) => {
-      const id = parseJobId(c.req.param('id')!);
-      if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
-      const outcome = await jobRequeueIfReaperWould(db, { id, ...jobAudit(c, id, body.force ? 'job.force_requeue' : 'job.requeue', body), force: body.force ?? false, rules: config });
-      return act(c, outcome, id, 'only a running job can be requeued');
-    },
+    (c, body) => act(c, 'requeue', body),
   );
 }
 

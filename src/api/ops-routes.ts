@@ -14,13 +14,12 @@
  */
 import { invalid } from '../core/errors.ts';
 import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
-import { bulkKindFor, jobsBulkAct, jobsBulkMatching, jobsBulkPreview, type BulkKind } from '../db/store/operator.ts';
+import { bulkKindFor, type BulkKind } from '../db/store/operator.ts';
 import { iso } from '../db/store/record.ts';
-import { workersHeldJobs } from '../db/store/worker-jobs.ts';
-import { workersList, type WorkerRecord } from '../db/store/workers.ts';
-import { readNow } from '../db/store/read.ts';
+import type { WorkerRecord } from '../db/store/workers.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
+import { forceRuleProblem } from '../protocol/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { bool, int, obj, optional, str, type Infer } from './validate.ts';
@@ -41,7 +40,7 @@ const workersQuery = obj({
 });
 
 export function opsRoutes(r: Routes, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
   const cap = () => config.bulkActionCap ?? 100;
 
   const bulkBody = obj({
@@ -76,9 +75,9 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
     async (c, _body, q) => {
       // One "now" for the whole answer: alive and lease expiry are judged at the same instant.
       const n = clock.now();
-      const now = typeof n === 'number' ? n : await readNow(db);
-      const listed = await workersList(db, { sinceMs: now - WORKERS_SINCE_MS, limit: WORKERS_LIMIT });
-      const held = await workersHeldJobs(db, { workerIds: listed.map((w) => w.id), now });
+      const now = typeof n === 'number' ? n : await store.readNow();
+      const listed = await store.workersList({ sinceMs: now - WORKERS_SINCE_MS, limit: WORKERS_LIMIT });
+      const held = await store.workersHeldJobs({ workerIds: listed.map((w) => w.id), now });
       const views = listed.map((w) => workerView(w, now, config.workerAliveMs, held.get(w.id)));
       const filtered = views.filter(
         (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === (q.alive === 'true')),
@@ -111,13 +110,13 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       if (bulkKindFor(status) !== kind) {
         throw invalid('status', `status ${status} does not fit ${kind}: retry takes failed or cancelled jobs, cancel pending ones, requeue running ones`);
       }
-      if (body.force && kind !== 'requeue') throw invalid('force', 'force is only for requeue');
-      if (body.force && !body.reason) throw invalid('reason', 'a forced requeue needs a reason: it is kept in the audit trail');
+      const problem = forceRuleProblem({ action: kind, force: body.force ?? false, reason: body.reason });
+      if (problem) throw invalid(problem.field, problem.message);
       if (!body.dryRun && !body.reason) throw invalid('reason', 'a bulk action needs a reason (kept in the audit trail); or send dryRun: true to see what it would touch');
       const limit = body.limit ?? cap();
       const filter = { kind, queue, status, force: body.force ?? false, rules: config };
       const now = clock.now();
-      const matching = await jobsBulkMatching(db, { ...filter, now, max: BULK_COUNT_LIMIT });
+      const matching = await store.jobsBulkMatching({ ...filter, now, max: BULK_COUNT_LIMIT });
       const answer = {
         queue,
         action: kind,
@@ -130,7 +129,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         limit,
       };
       if (body.dryRun) {
-        const jobs = await jobsBulkPreview(db, { ...filter, now, limit });
+        const jobs = await store.jobsBulkPreview({ ...filter, now, limit });
         return c.json({
           ...answer,
           dryRun: true,
@@ -158,7 +157,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         reason: body.reason!,
         now,
       };
-      const ids = await jobsBulkAct(db, { ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
+      const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
     },
   );

@@ -3,18 +3,11 @@
  * (one or many), fail, release (one or many), and the worker's liveness beat. Every write to
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
-import { jobsClaimPending } from '../db/store/claim.ts';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
-import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
-import { iso, parsed, toClaimedJob, toJob } from '../db/store/record.ts';
-import { workerBeat } from '../db/store/workers.ts';
-import { queueRateWait } from '../db/store/read.ts';
-import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts';
-import { invalid, LeaseholdError } from '../core/errors.ts';
-import { jsonOrNull } from '../db/sql.ts';
-import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
+import { iso, toJob } from '../db/store/record.ts';
+import { invalid } from '../core/errors.ts';
+import { createWorkerProtocol, type JobAnswer } from '../protocol/worker-protocol.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
-import { batchEntry, leaseFields, ownedError } from './outcomes.ts';
+import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
@@ -34,10 +27,10 @@ function uniqueIds<T extends { id: string }>(items: T[], field: string): T[] {
   return items;
 }
 
-function single<T extends LeanJob>(outcomes: OwnedOutcome<T>[]): T {
-  const o = outcomes[0]!;
-  if (!o.ok) throw ownedError(o);
-  return o.job;
+/** A single-job route's answer: the row, or its refusal as the error response. */
+function single<T>(a: JobAnswer<T>): T {
+  if (!a.ok) throw refusalError(a.refusal);
+  return a.job;
 }
 
 /** Caps on what a beat may report: a counter past a billion, or a block past a day, is a bug, not a measurement. */
@@ -63,14 +56,9 @@ const beatFields = {
   leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
 };
 
-/** A beat's wire fields as the store takes them: the counters grouped. */
-function liveness<B extends { eventLoopBlocks?: number | undefined; longestEventLoopBlockMs?: number | undefined; heartbeatFailures?: number | undefined; leasesLost?: number | undefined }>(body: B) {
-  const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost, ...rest } = body;
-  return { ...rest, counters: { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost } };
-}
-
 export function workerRoutes(r: Routes, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { config } = deps;
+  const protocol = createWorkerProtocol({ store: deps.store, config, clock: deps.clock });
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
 
   r.add(
@@ -94,18 +82,18 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
       const claimed = await claimOrWait({
-        waiters: claimWaiters(db),
+        waiters: claimWaiters(deps.db),
         queue,
         waitMs: body.waitMs ?? 0,
         signal: c.req.raw.signal,
-        claim: () => jobsClaimPending(db, { queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs, now: clock.now(), defaults: config }),
+        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs }),
       });
-      if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: String(claimed[0]!.id) } : { jobIds: claimed.map((j) => String(j.id)) });
+      if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
       // Fewer than asked: if the rate limit is why, say when to come back (a
       // read after the claim; advisory, the claim statement is what enforces).
-      const wait = claimed.length < (body.limit ?? 1) ? await queueRateWait(db, { queue: parseQueue(c.req.param('queue')), now: clock.now() }) : null;
-      if (wait) return c.json({ jobs: claimed.map(toClaimedJob), rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
-      return c.json({ jobs: claimed.map(toClaimedJob) });
+      const wait = claimed.length < (body.limit ?? 1) ? await protocol.claimWait({ queue }) : null;
+      if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
+      return c.json({ jobs: claimed });
     },
   );
 
@@ -124,14 +112,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         body: heartbeatBody,
       },
       async (c, body) => {
-        const job = single(
-          await jobsHeartbeatIfOwned(db, {
-            workerId: body.workerId,
-            leases: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, data: jsonOrNull(body.progress) }],
-            leaseMs: body.leaseMs,
-            now: clock.now(),
-          }),
-        );
+        const [answer] = await protocol.heartbeat({
+          workerId: body.workerId,
+          leases: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, progress: body.progress }],
+          leaseMs: body.leaseMs,
+        });
+        const job = single(answer!);
         return c.json({ id: String(job.id), ...leaseFields(job) });
       },
     );
@@ -156,14 +142,13 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       if (body.leases.length === 0 && !body.worker) throw invalid('leases', 'leases is empty: name at least one lease, or send `worker` (the liveness beat) with it');
-      const outcomes = await jobsHeartbeatIfOwned(db, {
+      const answers = await protocol.heartbeat({
         workerId: body.workerId,
-        leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
+        leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken, progress: l.progress })),
         leaseMs: body.leaseMs,
-        beat: body.worker && liveness(body.worker),
-        now: clock.now(),
+        beat: body.worker,
       });
-      return c.json({ results: outcomes.map((o) => batchEntry(o, leaseFields)) });
+      return c.json({ results: answers.map((a) => batchEntry(a, leaseFields)) });
     },
   );
 
@@ -180,15 +165,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, checkpoint: json('any JSON') }),
     },
     async (c, body) => {
-      const job = single(
-        await jobCheckpointIfOwned(db, {
-          workerId: body.workerId,
-          id: parseJobId(c.req.param('id')!),
-          lockToken: body.lockToken,
-          checkpoint: JSON.stringify(body.checkpoint),
-          now: clock.now(),
-        }),
-      );
+      const job = single(await protocol.checkpoint({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, checkpoint: body.checkpoint }));
       return c.json({ id: String(job.id), ...leaseFields(job) });
     },
   );
@@ -206,14 +183,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, result: optional(json()) }),
     },
     async (c, body) => {
-      const job = single(
-        await jobsCompleteIfOwned(db, {
-          workerId: body.workerId,
-          results: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, data: jsonOrNull(body.result) }],
-          now: clock.now(),
-          full: true,
-        }),
-      );
+      const job = single(await protocol.completeOne({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, result: body.result }));
       return c.json({ job: toJob(job) });
     },
   );
@@ -236,15 +206,11 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       }),
     },
     async (c, body) => {
-      const params = {
-        workerId: body.workerId,
-        results: uniqueIds(body.results, 'results').map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
-        now: clock.now(),
-      };
-      const completed = (o: OwnedOutcome) => batchEntry(o, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }));
-      if (!body.claim) return c.json({ results: (await jobsCompleteIfOwned(db, params)).map(completed) });
-      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: body.claim, instanceId: body.instanceId, defaults: config });
-      return c.json({ results: outcomes.map(completed), jobs: claimed.map(toClaimedJob) });
+      const results = uniqueIds(body.results, 'results').map((x) => ({ id: Number(x.id), lockToken: x.lockToken, result: x.result }));
+      const completed = (a: JobAnswer) => batchEntry(a, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }));
+      if (!body.claim) return c.json({ results: (await protocol.complete({ workerId: body.workerId, results })).map(completed) });
+      const { answers, claimed } = await protocol.completeThenClaim({ workerId: body.workerId, instanceId: body.instanceId, results, claim: body.claim });
+      return c.json({ results: answers.map(completed), jobs: claimed });
     },
   );
 
@@ -268,15 +234,13 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const job = single(
-        await jobFailIfOwned(db, {
+        await protocol.fail({
           workerId: body.workerId,
           id: parseJobId(c.req.param('id')!),
           lockToken: body.lockToken,
           error: body.error,
           retryable: body.retryable ?? true,
           retryAfterMs: body.retryAfterMs,
-          now: clock.now(),
-          defaults: config,
         }),
       );
       return c.json({ job: toJob(job) });
@@ -296,15 +260,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, reason: optional(str({ min: 1, max: 200 })) }),
     },
     async (c, body) => {
-      const job = single(
-        await jobsReleaseIfOwned(db, {
-          workerId: body.workerId,
-          leases: [{ id: parseJobId(c.req.param('id')!), lockToken: body.lockToken }],
-          reason: body.reason ?? 'released_by_worker',
-          now: clock.now(),
-          full: true,
-        }),
-      );
+      const job = single(await protocol.releaseOne({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, reason: body.reason }));
       return c.json({ job: toJob(job) });
     },
   );
@@ -325,13 +281,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       }),
     },
     async (c, body) => {
-      const outcomes = await jobsReleaseIfOwned(db, {
+      const answers = await protocol.release({
         workerId: body.workerId,
         leases: uniqueIds(body.leases, 'leases').map((l) => ({ id: Number(l.id), lockToken: l.lockToken })),
-        reason: body.reason ?? 'released_by_worker',
-        now: clock.now(),
+        reason: body.reason,
       });
-      return c.json({ results: outcomes.map((o) => batchEntry(o, (job) => ({ status: job.status }))) });
+      return c.json({ results: answers.map((a) => batchEntry(a, (job) => ({ status: job.status }))) });
     },
   );
 
@@ -347,7 +302,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, ...beatFields }),
     },
     async (c, body) => {
-      await workerBeat(db, { ...liveness(body), id: body.workerId, now: clock.now() });
+      await protocol.beat(body);
       return c.json({ ok: true });
     },
   );
@@ -366,11 +321,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey }),
     },
     async (c, body) => {
-      const id = parseJobId(c.req.param('id')!);
-      const outcome = await effectStartIfOwned(db, { jobId: id, key: body.key, lockToken: body.lockToken, workerId: body.workerId, now: clock.now() });
-      if (outcome.kind === 'not_found') throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-      if (outcome.kind === 'lease_lost') throw ownedError({ id, ok: false, reason: 'lease_lost', status: outcome.status as never });
-      if (outcome.kind === 'done') return c.json({ state: 'done', result: parsed(outcome.result) });
+      const a = await protocol.effectStart({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key });
+      if (a.kind === 'refused') throw refusalError(a.refusal);
+      if (a.kind === 'done') return c.json({ state: 'done', result: a.result });
       return c.json({ state: 'run' });
     },
   );
@@ -388,12 +341,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey, result: optional(json()) }),
     },
     async (c, body) => {
-      const id = parseJobId(c.req.param('id')!);
-      const outcome = await effectFinishIfOwned(db, { jobId: id, key: body.key, lockToken: body.lockToken, workerId: body.workerId, result: JSON.stringify(body.result ?? null), now: clock.now() });
-      if (outcome.kind === 'not_found') throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-      if (outcome.kind === 'lease_lost') throw ownedError({ id, ok: false, reason: 'lease_lost', status: outcome.status });
-      if (outcome.kind === 'not_started') throw new LeaseholdError('not_found', `this claim of job ${id} started no effect named ${JSON.stringify(body.key)}`, 'key');
-      return c.json({ result: parsed(outcome.result) });
+      const a = await protocol.effectFinish({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key, result: body.result });
+      if (a.kind === 'refused') throw refusalError(a.refusal);
+      return c.json({ result: a.result });
     },
   );
 }

@@ -17,6 +17,7 @@ import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
+import { forceRuleProblem } from '../protocol/operator-actions.ts';
 
 type Flags = Map<string, string | true>;
 
@@ -157,7 +158,9 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');
-  if (force && action !== 'requeue') throw new UsageError('--force is only for requeue');
+  // The shared rule (src/protocol/operator-actions.ts); its reason half the server answers, in the same words.
+  const problem = forceRuleProblem({ action, force, reason });
+  if (problem?.field === 'force') throw new UsageError(`--${problem.message}`);
   if (id === undefined) return bulk(api, flags, action, reason, force, json);
   onlyPositionals(args, 2, `jobs ${action} ID`);
   for (const f of ['--dry-run', '--limit', '--status', '--queue']) if (flags.has(f)) throw new UsageError(`${f} is for the bulk form (without a job id)`);

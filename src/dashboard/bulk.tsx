@@ -19,8 +19,7 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import { bulkKindFor, jobsBulkAct, jobsBulkMatching, jobsBulkPreview, type BulkKind, type BulkPreviewRow } from '../db/store/operator.ts';
-import { readNow } from '../db/store/read.ts';
+import { bulkKindFor, type BulkKind, type BulkPreviewRow } from '../db/store/operator.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
 import { reaperView, runningJobViews, zombieCandidates, type RunningJobView } from './queries.ts';
 import { fmtRelative } from './format.ts';
@@ -51,7 +50,7 @@ const VERB: Record<BulkKind, { button: string; done: string; what: (status: stri
 const doc = htmlDocument;
 
 export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { db, store, config, clock } = deps;
   const open = !hasToken(config, 'admin');
   const cap = () => config.bulkActionCap ?? 100;
 
@@ -92,10 +91,10 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     }
     // One instant for the count, the list and the reaper's reasons.
     const clocked = clock.now();
-    const t = typeof clocked === 'number' ? clocked : await readNow(db);
-    const matching = await jobsBulkMatching(db, { ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
+    const t = typeof clocked === 'number' ? clocked : await store.readNow();
+    const matching = await store.jobsBulkMatching({ ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
     const limit = Math.min(matching, batch);
-    const preview = await jobsBulkPreview(db, { ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
+    const preview = await store.jobsBulkPreview({ ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
     const views = f.kind === 'requeue' ? await runningJobViews(db, { ids: preview.map((r) => r.id), now: t, config }) : [];
     const leftAlone =
       f.kind === 'requeue'
@@ -207,7 +206,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const limit = Math.min(expected, cap());
     const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
     const also = alongside(c, db, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
-    const ran = await once(() => jobsBulkAct(db, { ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
+    const ran = await once(() => store.jobsBulkAct({ ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
     if (!ran) return alreadySubmitted(c);
     const ids = ran.value;
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;

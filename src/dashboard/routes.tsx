@@ -11,8 +11,8 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, type OperatorOutcome } from '../db/store/operator.ts';
-import { jobRequeueIfReaperWould } from '../db/store/requeue.ts';
+import type { OperatorOutcome } from '../db/store/operator.ts';
+import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
 import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';
 import { workersList } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
@@ -416,18 +416,12 @@ export function dashboardRoutes(deps: AppDeps) {
     const auditAction = action === 'force-requeue' ? 'job.force_requeue' : (`job.${action}` as 'job.retry' | 'job.cancel' | 'job.requeue');
     const also = alongside(c, db, { action: auditAction, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now: clock.now() }, trustProxy);
     const p = { id, actor, reason, now: clock.now(), also };
-    if (action === 'force-requeue') {
-      if (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id)) return go('confirm_mismatch');
-      if (reason === null) return go('reason_required');
-    }
+    const force = action === 'force-requeue';
+    if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
+    // The rule the API and the CLI keep too: a forced requeue needs a reason.
+    if (forceRuleProblem({ action: 'requeue', force, reason })) return go('reason_required');
     const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
-    const ran = await once<OperatorOutcome>(() =>
-      action === 'retry'
-        ? jobRetryIfFinishedUnsuccessfully(db, p)
-        : action === 'cancel'
-          ? jobCancelIfPending(db, p)
-          : jobRequeueIfReaperWould(db, { ...p, force: action === 'force-requeue', rules: config }),
-    );
+    const ran = await once<OperatorOutcome>(() => runOperatorAction(deps.store, { ...p, action: force ? 'requeue' : (action as OperatorAction), force, rules: config }));
     if (!ran) return alreadySubmitted(c);
     const outcome = ran.value;
     if (outcome.ok) return go(done);

@@ -1,112 +1,65 @@
 /**
- * The in-process transport: the worker calls the store directly on a database
- * handle, with the same guarded statements the HTTP API runs.
+ * The in-process transport: the worker protocol (src/protocol/worker-protocol.ts)
+ * over a store on a database handle, adapted to the SDK's Transport. The HTTP
+ * API runs the same protocol, so both answer alike, refusals word for word.
  */
 import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../api/claim-waiters.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { jobsClaimPending } from '../db/store/claim.ts';
-import { effectFinishIfOwned, effectStartIfOwned } from '../db/store/effects.ts';
-import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from '../db/store/finish.ts';
-import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../db/store/lease.ts';
-import type { OwnedOutcome } from '../db/store/owned.ts';
-import { workerBeat } from '../db/store/workers.ts';
-import { jsonOrNull } from '../db/sql.ts';
-import { parsed, toClaimedJob } from '../db/store/record.ts';
-import type { LeaseAnswer, Transport, WorkerLiveness } from '../worker/transport.ts';
+import { createStore, type JobStore } from '../db/store/create-store.ts';
+import { createWorkerProtocol, type JobAnswer, type Refusal } from '../protocol/worker-protocol.ts';
+import type { LeaseAnswer, LeaseRef, Transport } from '../worker/transport.ts';
 
-
-function answer(o: OwnedOutcome): LeaseAnswer {
-  if (o.ok) return { id: String(o.id), ok: true };
-  return o.reason === 'not_found'
-    ? { id: String(o.id), ok: false, code: 'not_found', message: `no job has id ${o.id}` }
-    : o.cause === 'deadline_exceeded'
-      ? { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} passed its deadline (it is ${o.status})`, cause: 'deadline_exceeded' }
-      : { id: String(o.id), ok: false, code: 'lease_lost', message: `job ${o.id} is ${o.status} and no longer held by this claim` };
+function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {
+  if (a.ok) return { id: String(a.id), ok: true };
+  const { code, message, details } = a.refusal;
+  return details?.cause ? { id: String(a.id), ok: false, code, message, cause: details.cause } : { id: String(a.id), ok: false, code, message };
 }
 
-/** A beat as the store takes it: the counters grouped. */
-function liveness(p: WorkerLiveness) {
-  const counters = { eventLoopBlocks: p.eventLoopBlocks, longestEventLoopBlockMs: p.longestEventLoopBlockMs, heartbeatFailures: p.heartbeatFailures, leasesLost: p.leasesLost };
-  return { instanceId: p.instanceId, host: p.host, pid: p.pid, version: p.version, queues: p.queues, runningCount: p.runningCount, counters };
-}
+const lease = (l: LeaseRef) => ({ id: Number(l.id), lockToken: l.lockToken });
+const lost = (r: Refusal) => ({ kind: 'lease_lost' as const, message: r.message });
 
-export function dbTransport(deps: { db: Db; config: Config; clock?: Clock }): Transport {
-  const { db, config } = deps;
-  const clock = deps.clock ?? databaseClock;
+export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store?: JobStore }): Transport {
+  const protocol = createWorkerProtocol({ store: deps.store ?? createStore(deps.db), config: deps.config, clock: deps.clock ?? databaseClock });
   return {
     async claim(p) {
       const { waitMs, signal, ...params } = p;
-      const rows = await claimOrWait({
-        waiters: claimWaiters(db),
+      return claimOrWait({
+        waiters: claimWaiters(deps.db),
         queue: params.queue,
         waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
         signal,
-        claim: () => jobsClaimPending(db, { ...params, now: clock.now(), defaults: config }),
+        claim: () => protocol.claim(params),
       });
-      return rows.map(toClaimedJob);
     },
     async heartbeat(p) {
-      const outcomes = await jobsHeartbeatIfOwned(db, {
-        workerId: p.workerId,
-        leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
-        leaseMs: p.leaseMs,
-        beat: p.beat && liveness(p.beat),
-        now: clock.now(),
-      });
-      return outcomes.map(answer);
+      const answers = await protocol.heartbeat({ ...p, leases: p.leases.map((l) => ({ ...lease(l), progress: l.progress })) });
+      return answers.map(leaseAnswer);
     },
     async checkpoint(p) {
-      const [o] = await jobCheckpointIfOwned(db, { workerId: p.workerId, id: Number(p.lease.id), lockToken: p.lease.lockToken, checkpoint: JSON.stringify(p.checkpoint ?? null), now: clock.now() });
-      return answer(o!);
+      return leaseAnswer(await protocol.checkpoint({ ...lease(p.lease), workerId: p.workerId, checkpoint: p.checkpoint }));
     },
     async complete(p) {
-      const params = {
-        workerId: p.workerId,
-        results: p.results.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, data: jsonOrNull(x.result) })),
-        now: clock.now(),
-      };
-      if (!p.claim) return { answers: (await jobsCompleteIfOwned(db, params)).map(answer), claimed: [] };
-      const { outcomes, claimed } = await jobsCompleteThenClaim(db, { ...params, claim: p.claim, instanceId: p.instanceId, defaults: config });
-      return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
+      const results = p.results.map((x) => ({ ...lease(x), result: x.result }));
+      if (!p.claim) return { answers: (await protocol.complete({ workerId: p.workerId, results })).map(leaseAnswer), claimed: [] };
+      const { answers, claimed } = await protocol.completeThenClaim({ workerId: p.workerId, instanceId: p.instanceId, results, claim: p.claim });
+      return { answers: answers.map(leaseAnswer), claimed };
     },
     async fail(p) {
-      const [o] = await jobFailIfOwned(db, {
-        workerId: p.workerId,
-        id: Number(p.lease.id),
-        lockToken: p.lease.lockToken,
-        error: p.error,
-        retryable: p.retryable,
-        retryAfterMs: p.retryAfterMs,
-        now: clock.now(),
-        defaults: config,
-      });
-      return answer(o!);
+      return leaseAnswer(await protocol.fail({ ...lease(p.lease), workerId: p.workerId, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }));
     },
     async release(p) {
-      const outcomes = await jobsReleaseIfOwned(db, {
-        workerId: p.workerId,
-        leases: p.leases.map((l) => ({ id: Number(l.id), lockToken: l.lockToken })),
-        reason: p.reason,
-        now: clock.now(),
-      });
-      return outcomes.map(answer);
+      return (await protocol.release({ workerId: p.workerId, leases: p.leases.map(lease), reason: p.reason })).map(leaseAnswer);
     },
-    async beat(p) {
-      await workerBeat(db, { ...liveness(p), id: p.workerId, now: clock.now() });
-    },
+    beat: (p) => protocol.beat(p),
     async effectStart(p) {
-      const o = await effectStartIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, now: clock.now() });
-      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
-      if (o.kind === 'run') return o;
-      return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
+      const a = await protocol.effectStart({ ...lease(p.lease), workerId: p.workerId, key: p.key });
+      return a.kind === 'refused' ? lost(a.refusal) : a;
     },
     async effectFinish(p) {
-      const o = await effectFinishIfOwned(db, { jobId: Number(p.lease.id), key: p.key, lockToken: p.lease.lockToken, workerId: p.workerId, result: JSON.stringify(p.result ?? null), now: clock.now() });
-      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
-      if (o.kind === 'lease_lost') return { kind: 'lease_lost', message: `job ${p.lease.id} is ${o.status} and no longer held by this claim` };
-      return { kind: 'lease_lost', message: o.kind === 'not_found' ? `no job has id ${p.lease.id}` : `this claim of job ${p.lease.id} started no effect named ${JSON.stringify(p.key)}` };
+      const a = await protocol.effectFinish({ ...lease(p.lease), workerId: p.workerId, key: p.key, result: p.result });
+      return a.kind === 'refused' ? lost(a.refusal) : a;
     },
   };
 }

@@ -25,7 +25,7 @@ import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
 import type { JobStore } from './port.ts';
-import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueRateWait, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
 import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
@@ -77,6 +77,7 @@ export function createStore(db: Db): JobStore {
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),
     queueAlertThresholds: (p) => queueAlertThresholds(db, p),
     queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),
+    queueRateWait: (p) => queueRateWait(db, p),
     workerBeat: (p) => workerBeat(db, p),
     workersList: (p) => workersList(db, p),
     workersHeldJobs: (p) => workersHeldJobs(db, p),

@@ -108,6 +108,8 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void>;
+  /** When the queue's rate limit next lets a claim through, if it holds claims back now (advisory: the claim enforces). */
+  queueRateWait(p: { queue: string; now: Now }): Promise<{ until: number; waitMs: number } | null>;
   /** A worker's own liveness beat. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */

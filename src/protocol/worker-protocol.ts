@@ -1,0 +1,232 @@
+/**
+ * The worker protocol, implemented once over the store: claim, heartbeat
+ * (with the worker's liveness beat folded in), checkpoint, complete (and
+ * complete-then-claim), fail, release, effects, beat. The in-process
+ * transport (src/embedded/db-transport.ts) adapts it to the SDK's Transport;
+ * the HTTP worker routes (src/api/worker-routes.ts) decode a body, call it and
+ * encode its answer. So a worker gets the same verdict, in the same words,
+ * whichever way it talks to leasehold.
+ *
+ * Params are plain and typed (ids as numbers, JSON values as values); every
+ * refusal is a `Refusal` whose text is written here and nowhere else.
+ *
+ * @example
+ *   const protocol = createWorkerProtocol({ store: createStore(db), config, clock });
+ *   const [answer] = await protocol.heartbeat({ workerId: 'w1', leases: [{ id: 7, lockToken }] });
+ *   if (!answer.ok) console.log(answer.refusal.message);
+ */
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { ClaimedJobWire } from '../core/wire.ts';
+import { jsonOrNull } from '../db/sql.ts';
+import type { EffectFinishOutcome, EffectStartOutcome } from '../db/store/effects.ts';
+import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
+import type { JobStore } from '../db/store/port.ts';
+import { parsed, toClaimedJob, type JobRecord } from '../db/store/record.ts';
+import type { WorkerLiveness as StoredLiveness } from '../db/store/workers.ts';
+import type { JobStatus } from '../db/schema.ts';
+
+/**
+ * Why a write was refused: the wire error's code, message, field and details
+ * (`status`, `cause`), so the API and the in-process transport say the same.
+ */
+export interface Refusal {
+  code: 'not_found' | 'lease_lost';
+  message: string;
+  field: 'id' | 'lockToken' | 'key';
+  details?: { status: JobStatus; cause?: 'deadline_exceeded' };
+}
+
+/** One job's answer: accepted with the row the write returned, or refused. */
+export type JobAnswer<T = LeanJob> = { id: number; ok: true; job: T } | { id: number; ok: false; refusal: Refusal };
+
+/** A lease as the worker names it: the job and the token of its claim. */
+export interface Lease {
+  id: number;
+  lockToken: string;
+}
+
+/** What a worker says about itself in its liveness beat (the fields of /workers/beat). */
+export interface Liveness {
+  instanceId?: string | undefined;
+  host?: string | undefined;
+  pid?: number | undefined;
+  version?: string | undefined;
+  queues?: readonly string[] | undefined;
+  runningCount?: number | undefined;
+  eventLoopBlocks?: number | undefined;
+  longestEventLoopBlockMs?: number | undefined;
+  heartbeatFailures?: number | undefined;
+  leasesLost?: number | undefined;
+}
+
+export interface ClaimRequest {
+  queue: string;
+  limit: number;
+  leaseMs?: number | undefined;
+}
+
+export type EffectStartAnswer = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };
+export type EffectFinishAnswer = { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };
+
+/** The one text of each refusal of a fenced write. */
+export function ownedRefusal(o: Exclude<OwnedOutcome, { ok: true }>): Refusal {
+  if (o.reason === 'not_found') return notFound(o.id);
+  if (o.cause === 'deadline_exceeded') {
+    // The attempt ran out of time: past its deadline the owner may still
+    // complete or fail it, but not keep it (heartbeat, extend, checkpoint, release).
+    const why = o.status === 'running' ? 'passed its deadline: it can still be completed or failed, not kept' : `is ${o.status}: the reaper took it back at its deadline`;
+    return { code: 'lease_lost', message: `job ${o.id} ${why}, and the write changed nothing`, field: 'lockToken', details: { status: o.status, cause: 'deadline_exceeded' } };
+  }
+  return leaseLost(o.id, o.status);
+}
+
+const notFound = (id: number): Refusal => ({ code: 'not_found', message: `no job has id ${id}`, field: 'id' });
+
+function leaseLost(id: number, status: JobStatus): Refusal {
+  const why = status === 'running' ? 'is running under a newer claim' : `is ${status}`;
+  return { code: 'lease_lost', message: `job ${id} ${why}: this worker no longer holds it, and the write changed nothing`, field: 'lockToken', details: { status } };
+}
+
+function answer<T extends { id: number }>(o: OwnedOutcome<T>): JobAnswer<T> {
+  return o.ok ? o : { id: o.id, ok: false, refusal: ownedRefusal(o) };
+}
+
+/** A beat as the store takes it: the counters grouped. */
+export function storedLiveness(b: Liveness): StoredLiveness {
+  const { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: lost, ...rest } = b;
+  return { ...rest, counters: { eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: lost } };
+}
+
+function effectRefusal(id: number, key: string, o: Exclude<EffectStartOutcome | EffectFinishOutcome, { kind: 'run' | 'done' }>): Refusal {
+  if (o.kind === 'not_found') return notFound(id);
+  if (o.kind === 'lease_lost') return leaseLost(id, o.status as JobStatus);
+  return { code: 'not_found', message: `this claim of job ${id} started no effect named ${JSON.stringify(key)}`, field: 'key' };
+}
+
+export interface WorkerProtocolDeps {
+  store: JobStore;
+  /** The queue defaults (lease, attempts, backoff) and limits. */
+  config: Config;
+  clock: Clock;
+}
+
+export type WorkerProtocol = ReturnType<typeof createWorkerProtocol>;
+
+export function createWorkerProtocol(deps: WorkerProtocolDeps) {
+  const { store, config, clock } = deps;
+  const completions = (p: { workerId: string; results: (Lease & { result?: unknown })[] }) => ({
+    workerId: p.workerId,
+    results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, data: jsonOrNull(x.result) })),
+    now: clock.now(),
+  });
+  const releases = (p: { workerId: string; leases: Lease[]; reason?: string | undefined }) => ({
+    workerId: p.workerId,
+    leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })),
+    reason: p.reason ?? 'released_by_worker',
+    now: clock.now(),
+  });
+
+  return {
+    /** pending -> running: up to `limit` jobs of the queue, in claim order. */
+    async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimedJobWire[]> {
+      const rows = await store.jobsClaimPending({ ...p, now: clock.now(), defaults: config });
+      return rows.map(toClaimedJob);
+    },
+
+    /**
+     * After a claim that got fewer jobs than asked: when the queue's rate
+     * limit opens its next window, if the limit is why (a read; advisory).
+     */
+    async claimWait(p: { queue: string }): Promise<{ until: number; waitMs: number } | null> {
+      return store.queueRateWait({ queue: p.queue, now: clock.now() });
+    },
+
+    /** Renews many leases (`leaseMs`: extends them); with `beat`, records the worker's liveness in the same transaction. */
+    async heartbeat(p: { workerId: string; leases: (Lease & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: Liveness | undefined }): Promise<JobAnswer[]> {
+      const outcomes = await store.jobsHeartbeatIfOwned({
+        workerId: p.workerId,
+        leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, data: jsonOrNull(l.progress) })),
+        leaseMs: p.leaseMs,
+        beat: p.beat && storedLiveness(p.beat),
+        now: clock.now(),
+      });
+      return outcomes.map(answer);
+    },
+
+    /** Saves state for the next attempt (and renews the lease). */
+    async checkpoint(p: Lease & { workerId: string; checkpoint: unknown }): Promise<JobAnswer> {
+      const [o] = await store.jobCheckpointIfOwned({ workerId: p.workerId, id: p.id, lockToken: p.lockToken, checkpoint: JSON.stringify(p.checkpoint ?? null), now: clock.now() });
+      return answer(o!);
+    },
+
+    /** running -> completed, many in one statement, each fenced by its own token. */
+    async complete(p: { workerId: string; results: (Lease & { result?: unknown })[] }): Promise<JobAnswer[]> {
+      return (await store.jobsCompleteIfOwned(completions(p))).map(answer);
+    },
+
+    /** complete() for one job, answering the whole row. */
+    async completeOne(p: Lease & { workerId: string; result?: unknown }): Promise<JobAnswer<JobRecord>> {
+      const [o] = await store.jobsCompleteIfOwned({ ...completions({ workerId: p.workerId, results: [p] }), full: true });
+      return answer(o!);
+    },
+
+    /** Completions, then a claim of the freed slots, in one transaction. */
+    async completeThenClaim(p: {
+      workerId: string;
+      instanceId?: string | undefined;
+      results: (Lease & { result?: unknown })[];
+      claim: ClaimRequest;
+    }): Promise<{ answers: JobAnswer[]; claimed: ClaimedJobWire[] }> {
+      const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim: p.claim, instanceId: p.instanceId, defaults: config });
+      return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
+    },
+
+    /** running -> pending (retry after backoff) or failed. */
+    async fail(p: Lease & { workerId: string; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<JobAnswer<JobRecord>> {
+      const [o] = await store.jobFailIfOwned({
+        workerId: p.workerId,
+        id: p.id,
+        lockToken: p.lockToken,
+        error: p.error,
+        retryable: p.retryable,
+        retryAfterMs: p.retryAfterMs,
+        now: clock.now(),
+        defaults: config,
+      });
+      return answer(o!);
+    },
+
+    /** Gives many leases back (shutdown): ready again at once, the attempt not counted. */
+    async release(p: { workerId: string; leases: Lease[]; reason?: string | undefined }): Promise<JobAnswer[]> {
+      return (await store.jobsReleaseIfOwned(releases(p))).map(answer);
+    },
+
+    /** release() for one job, answering the whole row. */
+    async releaseOne(p: Lease & { workerId: string; reason?: string | undefined }): Promise<JobAnswer<JobRecord>> {
+      const [o] = await store.jobsReleaseIfOwned({ ...releases({ workerId: p.workerId, leases: [p], reason: p.reason }), full: true });
+      return answer(o!);
+    },
+
+    /** The worker's liveness beat on its own. */
+    async beat(p: Liveness & { workerId: string }): Promise<void> {
+      const { workerId, ...beat } = p;
+      await store.workerBeat({ ...storedLiveness(beat), id: workerId, now: clock.now() });
+    },
+
+    /** once(): start an effect under the lease, or learn it already ran. */
+    async effectStart(p: Lease & { workerId: string; key: string }): Promise<EffectStartAnswer> {
+      const o = await store.effectStartIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, now: clock.now() });
+      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
+      if (o.kind === 'run') return { kind: 'run' };
+      return { kind: 'refused', refusal: effectRefusal(p.id, p.key, o) };
+    },
+
+    /** once(): record that the effect ran; answers the result on record (the first one wins). */
+    async effectFinish(p: Lease & { workerId: string; key: string; result: unknown }): Promise<EffectFinishAnswer> {
+      const o = await store.effectFinishIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, result: JSON.stringify(p.result ?? null), now: clock.now() });
+      if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
+      return { kind: 'refused', refusal: effectRefusal(p.id, p.key, o) };
+    },
+  };
+}
