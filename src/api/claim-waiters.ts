@@ -103,7 +103,7 @@ export const MAX_CLAIM_WAIT_MS = 30_000;
  * A client that went away is never claimed for: those jobs would sit out a
  * lease for nobody.
  */
-export async function claimOrWait<T>(p: { waiters: ClaimWaiters; queue: string; waitMs: number; signal?: AbortSignal | undefined; claim: () => Promise<T[]> }): Promise<T[]> {
+export async function claimOrWait<R extends { length: number }>(p: { waiters: ClaimWaiters; queue: string; waitMs: number; signal?: AbortSignal | undefined; claim: () => Promise<R> }): Promise<R> {
   const deadline = Date.now() + p.waitMs;
   for (;;) {
     const seen = p.waiters.generation(p.queue);

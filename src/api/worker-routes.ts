@@ -89,9 +89,9 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
-      // Fewer than asked: if the rate limit is why, say when to come back (a
-      // read after the claim; advisory, the claim statement is what enforces).
-      const wait = claimed.length < (body.limit ?? 1) ? await protocol.claimWait({ queue }) : null;
+      // Fewer than asked: if the rate limit is why, say when to come back
+      // (read in the claim's own round trip; advisory, the claim enforces).
+      const wait = claimed.length < (body.limit ?? 1) ? claimed.rateWait : undefined;
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
       return c.json({ jobs: claimed });
     },

@@ -22,6 +22,7 @@ import { jsonOrNull } from '../db/sql.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from '../db/store/effects.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import type { JobStore } from '../db/store/port.ts';
+import type { RateWait } from '../db/store/read.ts';
 import { parsed, toClaimedJob, type JobRecord } from '../db/store/record.ts';
 import type { WorkerLiveness as StoredLiveness } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
@@ -45,6 +46,9 @@ export interface Lease {
   id: number;
   lockToken: string;
 }
+
+/** Claimed jobs; `rateWait` when the queue's rate limit held claims back. */
+export type ClaimResult = ClaimedJobWire[] & { rateWait?: RateWait };
 
 /** What a worker says about itself in its liveness beat (the fields of /workers/beat). */
 export interface Liveness {
@@ -128,18 +132,14 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
   });
 
   return {
-    /** pending -> running: up to `limit` jobs of the queue, in claim order. */
-    async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimedJobWire[]> {
-      const rows = await store.jobsClaimPending({ ...p, now: clock.now(), defaults: config });
-      return rows.map(toClaimedJob);
-    },
-
     /**
-     * After a claim that got fewer jobs than asked: when the queue's rate
-     * limit opens its next window, if the limit is why (a read; advisory).
+     * pending -> running: up to `limit` jobs of the queue, in claim order.
+     * `rateWait`: the queue's rate limit is holding claims back (read in the
+     * claim's own round trip; advisory, the claim statement enforces).
      */
-    async claimWait(p: { queue: string }): Promise<{ until: number; waitMs: number } | null> {
-      return store.queueRateWait({ queue: p.queue, now: clock.now() });
+    async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
+      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, now: clock.now(), defaults: config });
+      return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
     },
 
     /** Renews many leases (`leaseMs`: extends them); with `beat`, records the worker's liveness in the same transaction. */

@@ -22,6 +22,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
+import { queueRateWaitStatement, toRateWait, type RateWait } from './read.ts';
 import type { JobRecord } from './record.ts';
 import { workerTouch } from './workers.ts';
 
@@ -100,4 +101,18 @@ export const inClaimOrder = (claimed: Claimed[]) =>
 export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
   const [, claimed] = await db.batch([workerTouch(db, p.workerId, p.now, p.instanceId), claimStatement(db, p)]);
   return inClaimOrder(claimed);
+}
+
+/**
+ * jobsClaimPending, and in the same batch (one round trip) whether the
+ * queue's rate limit is now holding claims back, read after the claim
+ * counted against it: what a worker's claim answers.
+ */
+export async function jobsClaimPendingWithRateWait(db: Db, p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }> {
+  const [, claimed, rate] = await db.batch([
+    workerTouch(db, p.workerId, p.now, p.instanceId),
+    claimStatement(db, p),
+    queueRateWaitStatement(db, { queue: p.queue, now: p.now }),
+  ]);
+  return { claimed: inClaimOrder(claimed), rateWait: toRateWait(rate) };
 }

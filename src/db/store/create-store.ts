@@ -17,7 +17,7 @@ import {
   alertStatesList,
   alertStatesRecord,
 } from './alert-states.ts';
-import { jobsClaimPending } from './claim.ts';
+import { jobsClaimPending, jobsClaimPendingWithRateWait } from './claim.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
 import { jobsInsert } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
@@ -25,7 +25,7 @@ import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
 import type { JobStore } from './port.ts';
-import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueRateWait, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
 import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
@@ -39,6 +39,7 @@ export function createStore(db: Db): JobStore {
   return {
     jobsInsert: (p) => jobsInsert(db, p),
     jobsClaimPending: (p) => jobsClaimPending(db, p),
+    jobsClaimPendingWithRateWait: (p) => jobsClaimPendingWithRateWait(db, p),
     jobsHeartbeatIfOwned: (p) => jobsHeartbeatIfOwned(db, p),
     jobCheckpointIfOwned: (p) => jobCheckpointIfOwned(db, p),
     jobsCompleteIfOwned: ((p: Parameters<typeof jobsCompleteIfOwned>[1]) => jobsCompleteIfOwned(db, p)) as JobStore['jobsCompleteIfOwned'],
@@ -77,7 +78,6 @@ export function createStore(db: Db): JobStore {
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),
     queueAlertThresholds: (p) => queueAlertThresholds(db, p),
     queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),
-    queueRateWait: (p) => queueRateWait(db, p),
     workerBeat: (p) => workerBeat(db, p),
     workersList: (p) => workersList(db, p),
     workersHeldJobs: (p) => workersHeldJobs(db, p),

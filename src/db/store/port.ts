@@ -30,7 +30,7 @@ import type { CheckpointParams, HeartbeatParams } from './lease.ts';
 import type { MetricsSnapshot } from './metrics.ts';
 import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
 import type { OwnedOutcome } from './owned.ts';
-import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch } from './read.ts';
+import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
 import type { JobRecord } from './record.ts';
 import type { RequeueRefusal } from './operator-outcome.ts';
@@ -44,6 +44,8 @@ export interface WorkerJobWrites {
   jobsInsert(p: EnqueueParams): Promise<Enqueued[]>;
   /** pending -> running, up to `limit`, in claim order; registers the worker. */
   jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
+  /** The same claim, and in the same round trip whether the queue's rate limit now holds claims back (what a worker's claim answers). */
+  jobsClaimPendingWithRateWait(p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }>;
   /** running -> running under the owner's guard: renew (heartbeat), or push once (`leaseMs`: extend). */
   jobsHeartbeatIfOwned(p: HeartbeatParams): Promise<OwnedOutcome[]>;
   jobCheckpointIfOwned(p: CheckpointParams): Promise<OwnedOutcome[]>;
@@ -108,8 +110,6 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void>;
-  /** When the queue's rate limit next lets a claim through, if it holds claims back now (advisory: the claim enforces). */
-  queueRateWait(p: { queue: string; now: Now }): Promise<{ until: number; waitMs: number } | null>;
   /** A worker's own liveness beat. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */

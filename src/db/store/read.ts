@@ -273,12 +273,23 @@ export function rateWindowSql(q: string, now: SQL): SQL {
         THEN ${sql.raw(q)}.rate_window_start + ${sql.raw(q)}.rate_window_ms END AS rate_limited_until`;
 }
 
-/** The rate limit's wait for one queue: when its next window opens and how long until then, or null when a claim may take jobs now. */
-export async function queueRateWait(db: Db, p: { queue: string; now: Now }): Promise<{ until: number; waitMs: number } | null> {
+/** A queue's rate-limit wait: when its next window opens and how long until then. */
+export interface RateWait {
+  until: number;
+  waitMs: number;
+}
+
+/** The read behind a claim's rate-limit answer, for the claim's own batch (one round trip). */
+export function queueRateWaitStatement(db: Db, p: { queue: string; now: Now }) {
   const now = nowSql(p.now);
-  const [row] = await db.all<{ rate_limited_until: number | null; now: number }>(
-    sql`SELECT ${rateWindowSql('q', now)}, ${now} AS now FROM queues q WHERE q.name = ${p.queue}`,
-  );
+  return db.all<RateWaitRow>(sql`SELECT ${rateWindowSql('q', now)}, ${now} AS now FROM queues q WHERE q.name = ${p.queue}`);
+}
+
+type RateWaitRow = { rate_limited_until: number | null; now: number };
+
+/** queueRateWaitStatement's rows as the wait, or null when a claim may take jobs now. */
+export function toRateWait(rows: readonly RateWaitRow[]): RateWait | null {
+  const row = rows[0];
   if (!row || row.rate_limited_until === null) return null;
   return { until: Number(row.rate_limited_until), waitMs: Math.max(0, Number(row.rate_limited_until) - Number(row.now)) };
 }
