@@ -143,3 +143,22 @@ export interface BatchRefusal {
 export interface ErrorBody {
   error: { code: string; message: string; field?: string };
 }
+
+/**
+ * What a worker says about itself in its liveness beat: the fields of
+ * POST /workers/beat and of /heartbeats' `worker`. Counters are the
+ * process's own since it started; all optional, as older SDKs send fewer.
+ */
+export interface WorkerLivenessWire {
+  /** This process of the worker (random per start). */
+  instanceId?: string | undefined;
+  host?: string | undefined;
+  pid?: number | undefined;
+  version?: string | undefined;
+  queues?: readonly string[] | undefined;
+  runningCount?: number | undefined;
+  eventLoopBlocks?: number | undefined;
+  longestEventLoopBlockMs?: number | undefined;
+  heartbeatFailures?: number | undefined;
+  leasesLost?: number | undefined;
+}

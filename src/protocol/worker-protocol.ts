@@ -17,7 +17,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import type { ClaimedJobWire } from '../core/wire.ts';
+import type { ClaimedJobWire, WorkerLivenessWire } from '../core/wire.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from '../db/store/effects.ts';
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
@@ -50,19 +50,8 @@ export interface Lease {
 /** Claimed jobs; `rateWait` when the queue's rate limit held claims back. */
 export type ClaimResult = ClaimedJobWire[] & { rateWait?: RateWait };
 
-/** What a worker says about itself in its liveness beat (the fields of /workers/beat). */
-export interface Liveness {
-  instanceId?: string | undefined;
-  host?: string | undefined;
-  pid?: number | undefined;
-  version?: string | undefined;
-  queues?: readonly string[] | undefined;
-  runningCount?: number | undefined;
-  eventLoopBlocks?: number | undefined;
-  longestEventLoopBlockMs?: number | undefined;
-  heartbeatFailures?: number | undefined;
-  leasesLost?: number | undefined;
-}
+/** What a worker says about itself in its liveness beat (the wire's fields). */
+export type Liveness = WorkerLivenessWire;
 
 export interface ClaimRequest {
   queue: string;

@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire } from '../core/wire.ts';
+import type { ClaimedJobWire, WorkerLivenessWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
@@ -26,18 +26,9 @@ export interface LeaseRef {
 }
 
 /** What a worker says about itself in its liveness beat. */
-export interface WorkerLiveness {
-  instanceId?: string | undefined;
-  host?: string;
-  pid?: number;
-  version?: string;
+export interface WorkerLiveness extends WorkerLivenessWire {
   queues: string[];
   runningCount: number;
-  /** This process's counters since it started: the operator sees them in the worker registry. */
-  eventLoopBlocks?: number;
-  longestEventLoopBlockMs?: number;
-  heartbeatFailures?: number;
-  leasesLost?: number;
 }
 
 /** Claimed jobs; `retryAfterMs` when the queue's rate limit held claims back (its next window opens then). */
