@@ -117,6 +117,8 @@ test('a job running 3x longer than its lease completes on attempt 1: heartbeats 
   expect(job.lostAttempts).toBe(0);
   expect(job.result).toEqual({ text: 'SLOW' });
   expect(events.map((e) => e.type)).toEqual(['enqueued', 'claimed', 'completed']);
+  // The server records the completion before the worker prints its event line.
+  await until('the worker to report the completion', () => w.events.some((e) => e.event === 'completed'));
   expect(w.events.map((e) => e.event)).toEqual(['claimed', 'completed']);
 });
 
