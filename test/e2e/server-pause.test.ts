@@ -75,16 +75,23 @@ test('a paused server does not hand a live worker its own jobs back on resume', 
     const done = await postJson(`${url}/api/v1/jobs/${job.id}/complete`, { workerId: 'plain-http', lockToken: job.lockToken, result: 'mine' });
     expect(done.status, `job ${job.id}: ${JSON.stringify(done.json)}`).toBe(200);
   }
-  // The reaper said what it held back and why.
-  const trail = (await (await fetch(`${url}/api/v1/jobs/${live[0]!.id}`)).json()) as { events: { type: string; reason: string | null; message: string | null }[] };
-  const held = trail.events.find((e) => e.type === 'reap_held');
-  expect(held?.reason).toBe('server_gap');
-  expect(held?.message).toMatch(/the reaper did not run for \d+\.\d s \(the server was paused or stalled\)/);
-
   // The abandoned job is still taken back once the hold is over.
   await until('the abandoned job is requeued', async () => {
     const j = (await (await fetch(`${url}/api/v1/jobs/${abandoned.id}`)).json()) as { job: { status: string; attemptCount?: number } };
     return j.job.status !== 'running' ? j : undefined;
   });
+  // The reaper said what it held back and why. The abandoned job's lease
+  // certainly ran out during the pause, so the first pass after the resume held
+  // it; a live job's buffered heartbeat may be read before that pass, and then
+  // there is nothing to hold for it, so its trail is not the one to check.
+  type Trail = { events: { type: string; reason: string | null; message: string | null }[] };
+  const trail = (await (await fetch(`${url}/api/v1/jobs/${abandoned.id}`)).json()) as Trail;
+  const held = trail.events.find((e) => e.type === 'reap_held');
+  expect(held?.reason).toBe('server_gap');
+  expect(held?.message).toMatch(/the reaper did not run for \d+\.\d s \(the server was paused or stalled\)/);
+  for (const job of live) {
+    const liveTrail = (await (await fetch(`${url}/api/v1/jobs/${job.id}`)).json()) as Trail;
+    for (const e of liveTrail.events.filter((e) => e.type === 'reap_held')) expect(e.reason).toBe('server_gap');
+  }
   expect(server.output()).toMatch(/reaper: .*held \d+, .*the reaper did not run for/);
 });
