@@ -1,9 +1,10 @@
 /**
  * The claim loop: keeps the worker's slots full.
  *
- * - Claims in batches up to its free slots (at most `claimBatch` a call),
- *   round-robin over its queues; never holds more jobs than slots. A claim
- *   riding on a completion (see completer.ts) reserves its slots here too.
+ * - Claims in batches up to the room the run queue gives (its free slots,
+ *   plus what it may claim ahead: run-queue.ts), at most `claimBatch` a call,
+ *   round-robin over its queues. A claim riding on a completion (see
+ *   completer.ts) reserves its room here too.
  * - Idle, on one queue: the claim waits on the server for work (`claimWaitMs`,
  *   bounded by a quarter of the lease, since the lease is counted from when
  *   the claim was sent), so a job enqueued to an idle worker starts within
@@ -20,7 +21,9 @@ import { jitter, sleep } from './timers.ts';
 import { TokenRefusedError, type ClaimedJob } from './transport.ts';
 
 export interface ClaimLoopOptions {
-  concurrency: number;
+  /** How many more jobs the worker may hold now (the run queue's room), and how many are worth a claim call of their own. */
+  room(): number;
+  roomForOwnClaim(): number;
   claimBatch: number;
   pollMs: number;
   maxPollMs: number;
@@ -41,18 +44,18 @@ export interface ClaimLoopOptions {
 export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   const { transport, workerId, instanceId, queues, timers, logger, emit } = w;
   let nextQueue = 0;
-  /** Slots promised to a claim in flight (the loop's, or one riding on a completion). */
+  /** Room promised to a claim in flight (the loop's, or one riding on a completion). */
   let reserved = 0;
   let wake: () => void = () => {};
   /** The lease the server last gave: bounds the claim's wait, as the lease is counted from when the claim was sent. */
   let lastLeaseMs = o.leaseMs;
-  const free = () => o.concurrency - w.active.size - reserved;
+  const free = () => o.room() - reserved;
 
   async function run() {
     let idleRounds = 0;
     let failures = 0;
     while (w.state() === 'running') {
-      const room = free();
+      const room = o.roomForOwnClaim() - reserved;
       if (room <= 0) {
         await new Promise<void>((resolve) => (wake = resolve));
         continue;
@@ -125,11 +128,9 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   }
 
   const riding: RidingClaim = {
-    reserve(finishing) {
-      // The finished jobs still hold their slots until the completion call
-      // returns; once it has completed them (first, in the same transaction)
-      // the slots are free.
-      const limit = w.state() === 'running' ? Math.max(0, Math.min(o.claimBatch, free() + finishing)) : 0;
+    reserve() {
+      // The completing jobs' handlers have returned: their slots are already counted free.
+      const limit = w.state() === 'running' ? Math.max(0, Math.min(o.claimBatch, free())) : 0;
       const queue = queues[nextQueue]!;
       nextQueue = (nextQueue + 1) % queues.length;
       reserved += limit;
@@ -140,7 +141,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
 
   return {
     run,
-    /** A slot came free (or the worker is closing): let a waiting loop go on. */
+    /** Room came free (or the worker is closing): let a waiting loop go on. */
     wake: () => wake(),
     /** For the completer: claims that ride on completions. */
     riding,

@@ -1,8 +1,9 @@
 /**
  * The completer: sends what a handler's run came to, and says when it could not.
  *
- * - Completions of handlers that finish together go in one call, which also
- *   claims jobs for the slots they free (one transaction, one round trip).
+ * - Completions go in one call at a time, each carrying every completion
+ *   that piled up meanwhile, and claiming jobs for the room they free (one
+ *   transaction, one round trip).
  * - A failure goes alone, classified by what the handler threw
  *   (NonRetryableError, RetryAfter, anything else).
  * - `abandoned`: a result the server refused (the lease is gone) or that
@@ -34,8 +35,8 @@ export function classify(err: unknown): Extract<Outcome, { kind: 'fail' }> {
 
 /** Where a completion's claim for the slots it frees comes from (the claim loop's slots and queue rotation). */
 export interface RidingClaim {
-  /** The claim to send along with `finishing` completions, if there is room; `settle()` once the call is over. */
-  reserve(finishing: number): { claim: { queue: string; limit: number; leaseMs?: number | undefined } | undefined; settle(): void };
+  /** The claim to send along with completions, if there is room; `settle()` once the call is over. */
+  reserve(): { claim: { queue: string; limit: number; leaseMs?: number | undefined } | undefined; settle(): void };
   /** Runs jobs the completion claimed (local time `sentAt`: when the call was sent). */
   start(job: ClaimedJob, sentAt: number): void;
 }
@@ -45,7 +46,9 @@ export type Completer = ReturnType<typeof createCompleter>;
 export function createCompleter(w: Held, riding: RidingClaim) {
   const { transport, workerId, instanceId, timers, stats, emit } = w;
   let pending: { running: Running; result: unknown }[] = [];
-  let flush: Promise<void> | undefined;
+  /** The completion call that will carry what finishes now, and the one before it. */
+  let nextFlush: Promise<void> | undefined;
+  let lastFlush: Promise<void> = Promise.resolve();
   /** Jobs a claim brought back after close() began, given back without running. */
   const releasedUnstarted: string[] = [];
 
@@ -71,8 +74,17 @@ export function createCompleter(w: Held, riding: RidingClaim) {
 
   function complete(r: Running, result: unknown): Promise<void> {
     pending.push({ running: r, result });
-    flush ??= Promise.resolve().then(flushCompletions);
-    return flush;
+    // One completion call at a time: what finishes while one is on its way
+    // goes with the next, so a round trip carries every job that finished
+    // during the last (and claims as many), instead of a call per job.
+    if (!nextFlush) {
+      nextFlush = lastFlush.then(() => {
+        nextFlush = undefined;
+        return flushCompletions();
+      });
+      lastFlush = nextFlush;
+    }
+    return nextFlush;
   }
 
   /**
@@ -83,8 +95,7 @@ export function createCompleter(w: Held, riding: RidingClaim) {
   async function flushCompletions() {
     const batch = pending;
     pending = [];
-    flush = undefined;
-    const { claim: wanted, settle } = riding.reserve(batch.length);
+    const { claim: wanted, settle } = riding.reserve();
     // Only the first try claims: if its answer was lost in transit, a retry
     // must not claim again (those jobs would wait for the reaper).
     let claim = wanted;

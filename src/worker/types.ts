@@ -95,6 +95,16 @@ export interface WorkerOptions<P = unknown> {
   claimWaitMs?: number;
   /** Most jobs per claim call. Default 50. */
   claimBatch?: number;
+  /**
+   * Most jobs held beyond `concurrency`, claimed ahead so that fast handlers
+   * do not wait a round trip for each batch. Only as many as the running
+   * handlers are expected to start within an eighth of the lease (or of the
+   * job's deadline), judged by how long recent handlers took: none before
+   * the first handler has finished, none for handlers that slow. They are
+   * renewed like running jobs and given back unstarted at close().
+   * Default: claimBatch - concurrency (at least 0); 0 turns it off.
+   */
+  claimAhead?: number;
   /** Default: host-pid-random. */
   workerId?: string;
   /** How long close() lets running jobs finish before it aborts them and releases their leases. Default 10 s. */

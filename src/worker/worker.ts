@@ -1,8 +1,11 @@
 /**
  * createWorker: a worker composed of four parts, each in its own file.
  *
- * - claim-loop.ts: claims in batches up to its free slots, polls with backoff
- *   when idle; never holds more jobs than slots.
+ * - claim-loop.ts: claims in batches up to the run queue's room, waits on
+ *   the server (or polls with backoff) when idle.
+ * - run-queue.ts: the handler slots, and the few jobs claimed ahead that wait
+ *   for one (bounded by the lease, so fast handlers are not held up by a
+ *   round trip per batch and slow ones claim nothing ahead).
  * - lease-keeper.ts: one heartbeat timer, apart from the handlers, renews all
  *   of the worker's leases and beats the worker's liveness row in one call;
  *   it aborts a job's signal when a renewal is refused (`lease_lost`), when
@@ -24,9 +27,10 @@
  */
 import { createClaimLoop } from './claim-loop.ts';
 import { classify, createCompleter, RELEASE_RETRY_MS, type Outcome } from './completer.ts';
-import { abortJob, createEmitter, type Held, type WorkerState, type WorkerStats } from './held.ts';
+import { abortJob, createEmitter, type Held, type Running, type WorkerState, type WorkerStats } from './held.ts';
 import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
+import { createRunQueue } from './run-queue.ts';
 import { consoleLogger, describe, withFields } from './log.ts';
 import { defaultWorkerId, onProcessSignals, processIdentity, randomHex } from './process.ts';
 import { after, realTimers, sleep } from './timers.ts';
@@ -74,15 +78,31 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const stopping = new AbortController();
 
   const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
+  const concurrency = options.concurrency ?? 1;
+  const claimBatch = options.claimBatch ?? 50;
+  const runQueue = createRunQueue({
+    concurrency,
+    maxAhead: options.claimAhead ?? Math.max(0, claimBatch - concurrency),
+    now: () => timers.now(),
+    run: runHandler,
+    drop(r) {
+      // Its lease was lost while it waited (lease_lost was announced): not ours to run.
+      stats.abandoned++;
+      emit('abandoned', { job: r.job, reason: 'lease lost before it started' });
+      keeper.untrack(r);
+      claims.wake();
+    },
+  });
   const claims = createClaimLoop(w, {
-    concurrency: options.concurrency ?? 1,
-    claimBatch: options.claimBatch ?? 50,
+    room: () => runQueue.room(),
+    roomForOwnClaim: () => runQueue.roomForOwnClaim(),
+    claimBatch,
     pollMs: options.pollMs ?? 500,
     maxPollMs: options.maxPollMs ?? 10_000,
     claimWaitMs: options.claimWaitMs ?? 5_000,
     leaseMs: options.leaseMs,
     stopping: stopping.signal,
-    start: runJob,
+    start: acceptJob,
     releaseUnstarted: (jobs) => completer.releaseUnstarted(jobs),
     onTokenRefused(err) {
       stoppedBy = err;
@@ -95,21 +115,27 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   let stoppedBy: unknown;
   const removeSignalHandlers = options.handleSignals === false ? () => {} : onProcessSignals(() => void close());
 
-  /** Runs a claimed job's handler, then reports how it ended; frees its slot when done. */
-  function runJob(job: ClaimedJob, sentAt: number) {
+  /** A claimed job: its lease is kept from now, and it runs when a slot is free. */
+  function acceptJob(job: ClaimedJob, sentAt: number) {
     stats.claimed++;
     const r = keeper.track(job, sentAt);
     emit('claimed', { job });
-    const run = async () => {
-      let outcome: Outcome;
-      try {
-        outcome = { kind: 'complete', result: await options.handler(createJobContext<P>(w, keeper, r)) };
-      } catch (err) {
-        outcome = classify(err);
-      }
-      await completer.finish(r, outcome);
-    };
-    void run().finally(() => {
+    runQueue.push(r);
+  }
+
+  /**
+   * Runs a job's handler; its slot is free once the handler returns. How it
+   * ended is then reported on its own, and the lease is kept until the server
+   * has answered.
+   */
+  async function runHandler(r: Running): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome = { kind: 'complete', result: await options.handler(createJobContext<P>(w, keeper, r)) };
+    } catch (err) {
+      outcome = classify(err);
+    }
+    void completer.finish(r, outcome).finally(() => {
       keeper.untrack(r);
       claims.wake();
     });
@@ -137,7 +163,13 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     state = 'stopping';
     stopping.abort();
     claims.wake();
+    // Jobs claimed ahead that have not started go back at once, without running.
+    const unstarted = runQueue.takeWaiting();
     closed = (async () => {
+      if (unstarted.length > 0) {
+        await completer.releaseUnstarted(unstarted.map((r) => r.job));
+        for (const r of unstarted) keeper.untrack(r);
+      }
       if (wasRunning) await claimLoopDone;
       const deadline = timers.now() + (opts.drainTimeoutMs ?? drainTimeoutMs);
       while (active.size > 0 && timers.now() < deadline) await sleep(timers, Math.min(50, deadline - timers.now()));
