@@ -25,13 +25,19 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store
   return {
     async claim(p) {
       const { waitMs, signal, ...params } = p;
-      return claimOrWait({
+      const claimed = await claimOrWait({
         waiters: claimWaiters(deps.db),
         queue: params.queue,
         waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
         signal,
         claim: () => protocol.claim(params),
       });
+      // Fewer than asked because of the queue's rate limit: say when its next
+      // window opens, as the HTTP route does, so the worker sleeps until then
+      // instead of polling into the closed window.
+      const wait = claimed.length < params.limit ? claimed.rateWait : undefined;
+      const jobs = [...claimed];
+      return wait ? Object.assign(jobs, { retryAfterMs: wait.waitMs }) : jobs;
     },
     async heartbeat(p) {
       const answers = await protocol.heartbeat({ ...p, leases: p.leases.map((l) => ({ ...lease(l), progress: l.progress })) });

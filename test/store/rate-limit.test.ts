@@ -6,6 +6,7 @@
  * and the worker SDK sleeps until the next window instead of polling.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { dbTransport } from '../../src/embedded/db-transport.ts';
 import { createWorker } from '../../src/worker/index.ts';
 import { httpTransport } from '../../src/worker/http-transport.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -129,4 +130,17 @@ test('the worker SDK waits for the next window instead of polling into a spent o
   // Polling every 10-20 ms would have made dozens of claims in a second; told
   // the window opens in 60 s (the manual clock does not move), it waits.
   expect(claims).toBeLessThanOrEqual(3);
+});
+
+test('the in-process transport answers the same wait as the HTTP route, so an embedded worker sleeps until the window opens too', async () => {
+  const transport = dbTransport({ db: t.db, config: t.config, clock: t.clock });
+  await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i })) });
+  await patch('q', { rateLimit: { max: 2, windowMs: 60_000 } });
+  t.clock.advance(15_000);
+  const first = await transport.claim({ queue: 'q', workerId: 'w', limit: 2 });
+  expect(first).toHaveLength(2);
+  expect(first.retryAfterMs).toBeUndefined();
+  const held = await transport.claim({ queue: 'q', workerId: 'w', limit: 2 });
+  expect(held).toHaveLength(0);
+  expect(held.retryAfterMs).toBe(45_000);
 });
