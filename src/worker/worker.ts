@@ -28,6 +28,7 @@
 import { createClaimLoop } from './claim-loop.ts';
 import { classify, createCompleter, RELEASE_RETRY_MS, type Outcome } from './completer.ts';
 import { abortJob, createEmitter, type Held, type Running, type WorkerState, type WorkerStats } from './held.ts';
+import type { JobAbortedError } from './errors.ts';
 import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
 import { createRunQueue } from './run-queue.ts';
@@ -86,9 +87,10 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     now: () => timers.now(),
     run: runHandler,
     drop(r) {
-      // Its lease was lost while it waited (lease_lost was announced): not ours to run.
+      // Its lease was lost (announced as lease_lost) or its deadline passed while it waited: not ours to run.
+      const cause = (r.controller.signal.reason as JobAbortedError | undefined)?.reason;
       stats.abandoned++;
-      emit('abandoned', { job: r.job, reason: 'lease lost before it started' });
+      emit('abandoned', { job: r.job, reason: cause === 'deadline_exceeded' ? 'deadline passed before it started' : 'lease lost before it started' });
       keeper.untrack(r);
       claims.wake();
     },
