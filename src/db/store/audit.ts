@@ -27,34 +27,9 @@ export interface AuditActor {
   client: string | null;
 }
 
-export type AuditAction =
-  | 'login'
-  | 'login_failed'
-  | 'logout'
-  | 'queue.settings'
-  | 'queue.pause'
-  | 'queue.resume'
-  | 'queue.alert_thresholds'
-  | 'jobs.bulk'
-  | 'job.retry'
-  | 'job.cancel'
-  | 'job.requeue'
-  | 'job.force_requeue';
-
-export const AUDIT_ACTIONS: readonly AuditAction[] = [
-  'login',
-  'login_failed',
-  'logout',
-  'queue.settings',
-  'queue.pause',
-  'queue.resume',
-  'queue.alert_thresholds',
-  'jobs.bulk',
-  'job.retry',
-  'job.cancel',
-  'job.requeue',
-  'job.force_requeue',
-];
+// The vocabulary lives in core (routes check filters against it); re-exported for the store's callers.
+import type { AuditAction } from '../../core/audit-actions.ts';
+export { AUDIT_ACTIONS, type AuditAction } from '../../core/audit-actions.ts';
 
 export interface AuditEntry {
   by: AuditActor;

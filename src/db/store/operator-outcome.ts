@@ -6,6 +6,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
 import { batchList, type Db } from '../db.ts';
 import { auditInsertIfChanged, type Alongside } from './audit.ts';
+import { jobQueueSql, jobStatusSql } from './read.ts';
 import type { JobRecord } from './record.ts';
 
 /** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
@@ -27,10 +28,14 @@ export type OperatorOutcome =
 /** The guarded UPDATE, with what commits alongside it: the audit entry right after it (changes() is its own). */
 export async function guardedWithAudit(db: Db, id: number, update: SQL, also: Alongside | undefined): Promise<OperatorOutcome> {
   const first = also?.first ?? [];
+  // The entry names the job's queue and its status after the action, both
+  // read inside the batch, unless the caller said otherwise: so a caller
+  // (API route, dashboard form) passes who, what and why, never SQL.
+  const audit = also?.audit && { ...also.audit, queue: also.audit.queue === undefined ? jobQueueSql(id) : also.audit.queue, after: also.audit.after === undefined ? jobStatusSql(id) : also.audit.after };
   const results = await batchList(db, [
     ...first,
     db.all<JobRecord>(update),
-    ...(also?.audit ? [auditInsertIfChanged(db, also.audit)] : []),
+    ...(audit ? [auditInsertIfChanged(db, audit)] : []),
     // What the job is now, and (for a retry refused by uniqueness) which active job holds its key.
     db.all<{ status: JobStatus; key_held_by: number | null }>(sql`SELECT status, (SELECT a.id FROM jobs a WHERE a.queue_name = j.queue_name
       AND a.idempotency_key = j.idempotency_key AND a.status IN ('pending', 'running') AND a.id <> j.id) AS key_held_by FROM jobs j WHERE id = ${id}`),
