@@ -99,7 +99,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       const params = { queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues };
       const enqueued = await (body.bulk ? store.jobsInsertSummaries(params) : store.jobsInsert(params));
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
-      // Committed: claims waiting on this queue look now rather than at their next re-poll.
+      // Committed: claims waiting on this queue look now rather than at their next re-poll
+      // (the waiters are kept per database handle, shared by every app and transport on it).
       if (enqueued.some((e) => !e.deduplicated)) claimWaiters(deps.db).notify(queue);
       if (body.bulk) {
         return c.json(
