@@ -5,7 +5,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
 import { batchList, type Db } from '../db.ts';
-import { auditInsertIfChanged, type Alongside } from './audit.ts';
+import { auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
 import { jobQueueSql, jobStatusSql } from './read.ts';
 import type { JobRecord } from './record.ts';
 
@@ -25,13 +25,19 @@ export type OperatorOutcome =
   | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
   | { ok: false; reason: 'not_found' };
 
+/**
+ * A job action's audit entry names the job's queue and its status after the
+ * action, both read inside the batch, unless the caller gave them: so a
+ * caller (API route, dashboard form) passes who, what and why, never SQL.
+ */
+export function jobActionAudit(entry: AuditEntry, id: number): AuditEntry {
+  return { ...entry, queue: entry.queue === undefined ? jobQueueSql(id) : entry.queue, after: entry.after === undefined ? jobStatusSql(id) : entry.after };
+}
+
 /** The guarded UPDATE, with what commits alongside it: the audit entry right after it (changes() is its own). */
 export async function guardedWithAudit(db: Db, id: number, update: SQL, also: Alongside | undefined): Promise<OperatorOutcome> {
   const first = also?.first ?? [];
-  // The entry names the job's queue and its status after the action, both
-  // read inside the batch, unless the caller said otherwise: so a caller
-  // (API route, dashboard form) passes who, what and why, never SQL.
-  const audit = also?.audit && { ...also.audit, queue: also.audit.queue === undefined ? jobQueueSql(id) : also.audit.queue, after: also.audit.after === undefined ? jobStatusSql(id) : also.audit.after };
+  const audit = also?.audit && jobActionAudit(also.audit, id);
   const results = await batchList(db, [
     ...first,
     db.all<JobRecord>(update),

@@ -23,7 +23,7 @@ import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { guardedWithAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
+import { guardedWithAudit, jobActionAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
 import { auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import type { JobRecord } from './record.ts';
@@ -65,7 +65,7 @@ export async function jobRequeueIfReaperWould(
   const update = requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` });
   const first = p.also?.first ?? [];
   const job = p.also
-    ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, p.also.audit)] : [])]))[first.length] as JobRecord[])[0]
+    ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, jobActionAudit(p.also.audit, p.id))] : [])]))[first.length] as JobRecord[])[0]
     : (await db.all<JobRecord>(update))[0];
   if (job) return { ok: true, job };
   const [after] = await db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${p.id}`);
