@@ -14,6 +14,7 @@ import type { Now } from '../../core/clock.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
+import { formNonceClaim, type FormNonce } from './form-nonces.ts';
 
 /** Who acted: the same for every entry of one request. */
 export interface AuditActor {
@@ -118,10 +119,17 @@ export function auditPruneStatements(db: Db, p: { now: number; retentionMs: numb
 }
 
 /**
- * What commits with an operator's change: `first` leads the batch (a form
- * token's claim, whose refusal undoes everything), `audit` follows the change.
+ * What commits with an operator's change: `formNonce` (the form token, whose
+ * claim leads the batch: its refusal undoes everything) or statements of the
+ * caller's own in `first`, then the change, then `audit`.
  */
 export interface Alongside {
+  formNonce?: FormNonce;
   first?: BatchItem<'sqlite'>[];
   audit?: AuditEntry;
+}
+
+/** The statements that lead an operator's batch: the form token's claim, then the caller's own. */
+export function alongsideFirst(db: Db, also: Alongside | undefined): BatchItem<'sqlite'>[] {
+  return [...(also?.formNonce ? [formNonceClaim(db, also.formNonce)] : []), ...(also?.first ?? [])];
 }

@@ -25,8 +25,9 @@ import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsRelease
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
-import type { AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
-import { auditList } from './audit.ts';
+import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
+import { auditInsert, auditList } from './audit.ts';
+import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
@@ -118,7 +119,7 @@ export function createStore(db: Db): JobStore {
 }
 
 /** The port's sections for the API, the CLI and the maintenance services (port.ts, after JobStore). */
-function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleStore & MaintenanceServices {
+function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleStore & MaintenanceServices & AuditAndFormWrites {
   return {
     auditList: (p) => auditList(db, p),
 
@@ -137,5 +138,11 @@ function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleSto
     queueMinutesSampleHeartbeatLag: async (p) => await queueMinutesSampleHeartbeatLag(db, p),
     retentionPrune: (p) => retentionPrune(db, p),
     alertNotificationsMarkIfHeld: (p) => alertNotificationsMarkIfHeld(db, p),
+
+    auditInsert: async (p) => {
+      await auditInsert(db, p);
+    },
+    formNonceUsed: (p) => formNonceUsed(db, p.nonce),
+    isFormNonceReplay: (p) => isFormNonceReplay(p.error),
   };
 }

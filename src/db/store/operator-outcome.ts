@@ -5,7 +5,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
 import { batchList, type Db } from '../db.ts';
-import { auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
+import { alongsideFirst, auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
 import { jobQueueSql, jobStatusSql } from './read.ts';
 import type { JobRecord } from './record.ts';
 
@@ -36,7 +36,7 @@ export function jobActionAudit(entry: AuditEntry, id: number): AuditEntry {
 
 /** The guarded UPDATE, with what commits alongside it: the audit entry right after it (changes() is its own). */
 export async function guardedWithAudit(db: Db, id: number, update: SQL, also: Alongside | undefined): Promise<OperatorOutcome> {
-  const first = also?.first ?? [];
+  const first = alongsideFirst(db, also);
   const audit = also?.audit && jobActionAudit(also.audit, id);
   const results = await batchList(db, [
     ...first,

@@ -18,7 +18,7 @@ import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { guardedWithAudit, type OperatorOutcome } from './operator-outcome.ts';
 import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRules } from './requeue.ts';
-import { auditInsert, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 import { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
 
 // The status rule lives in core (routes check it first); re-exported for the store's callers.
@@ -163,7 +163,7 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
         lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
       WHERE ${pick} RETURNING id`;
   }
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const entry = p.also?.audit;
   const results = await batchList(db, [
     ...first,

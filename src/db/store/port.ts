@@ -21,7 +21,7 @@ import type { Alert, AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { MinuteRow } from './activity.ts';
-import type { Alongside, AuditFilter, AuditRecord } from './audit.ts';
+import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
 import type { ClaimParams, Claimed } from './claim.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
@@ -203,4 +203,17 @@ export interface MaintenanceServices {
   alertNotificationsMarkIfHeld(p: { outcomes: readonly NotificationOutcome[] }): Promise<boolean[]>;
 }
 
-export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, MaintenanceServices {}
+/**
+ * Audit entries of their own (a login, a failed one) and one-time form tokens
+ * (store/audit, form-nonces). An action's own entry and its form token commit
+ * in the action's batch instead: its `also: { audit, formNonce }`.
+ */
+export interface AuditAndFormWrites {
+  auditInsert(p: AuditEntry): Promise<void>;
+  /** Whether a form token was used already (one primary-key lookup), to refuse a re-sent form before any work. */
+  formNonceUsed(p: { nonce: string }): Promise<boolean>;
+  /** Whether an error a write threw is a form token's second use (its claim's primary key), as this backend words it. */
+  isFormNonceReplay(p: { error: unknown }): boolean;
+}
+
+export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, MaintenanceServices, AuditAndFormWrites {}

@@ -24,7 +24,7 @@ import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { guardedWithAudit, jobActionAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
-import { auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import type { JobRecord } from './record.ts';
 import { ownerLastSeenSql } from './workers.ts';
@@ -63,7 +63,7 @@ export async function jobRequeueIfReaperWould(
   const d = decideReap(row, row.now, p.rules);
   if (!takes(d)) return { ok: false, reason: 'reaper_would_wait', status: 'running', why: d.why, takesAt: d.takesAt };
   const update = requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` });
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const job = p.also
     ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, jobActionAudit(p.also.audit, p.id))] : [])]))[first.length] as JobRecord[])[0]
     : (await db.all<JobRecord>(update))[0];
@@ -110,7 +110,7 @@ export async function jobsBulkRequeue(
   p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null; also?: Alongside },
 ): Promise<number[]> {
   const rows = (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit);
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const audit = p.also?.audit;
   // The run is audited even when nothing matched: the operator asked.
   const changed = rows.length === 0
