@@ -6,6 +6,9 @@
  *      cycle of types is still two files that cannot be understood apart).
  *   2. Folders import only the layers below them (LAYERS). core is the
  *      bottom: it imports nothing of ours but itself.
+ *   3. Outside src/db the store is reached through its port (STORE_PORT):
+ *      a value import from db/store/* other than create-store.ts fails;
+ *      `import type` (and `export type ... from`) is fine.
  *
  * It reads import specifiers with a regex rather than a TypeScript parser:
  * our sources only use `import ... from '...'`, `export ... from '...'` and
@@ -43,7 +46,31 @@ export const LAYERS = {
   index: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
 };
 
-const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+/**
+ * The store port rule (issue 12): routes, the CLI, maintenance and the
+ * protocol call a `JobStore` (src/db/store/port.ts), never a store function
+ * with a database handle, so SQL and the database handle stay under src/db.
+ *
+ * - `allowed`: the only db/store files a value import may name outside
+ *   src/db: createStore (port.ts holds types only).
+ * - `compositionPoints`: where a database handle becomes a store, so they
+ *   may import the store's values: app.ts (createApp builds deps.store and
+ *   recognises the store's EnqueuePartlyStored), runtime/ (each runtime
+ *   opens its database and runs the pass over it) and embedded/ (the
+ *   library's own composition). The CLI is not one: its commands build
+ *   their store with createStore at their edge.
+ * - `notYetConverted`: folders still calling store functions directly, on
+ *   their way to the port. EMPTY IT when i-dashstore (the dashboard on the
+ *   store port) is merged; nothing new belongs here.
+ */
+export const STORE_PORT = {
+  allowed: ['db/store/create-store.ts', 'db/store/port.ts'],
+  compositionPoints: ['app.ts', 'runtime/', 'embedded/'],
+  notYetConverted: ['dashboard/'],
+};
+
+/** Group 1: `type ` of an `import type` / `export type`; 2-4: the specifier. */
+const IMPORT = /(?:^|[\s;])(?:import|export)\s+(type\s+)?[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
 
 function sourceFiles(dir) {
   const out = [];
@@ -61,15 +88,29 @@ function layerOf(srcDir, file) {
   return rest.length ? first : first.replace(/\.tsx?$/, '');
 }
 
+/**
+ * Our imports of a file: the resolved path, and whether only types are
+ * imported. With verbatimModuleSyntax `import { type A }` still loads the
+ * module, so only `import type` and `export type` count as type-only.
+ */
 function localImports(file) {
   const text = readFileSync(file, 'utf8');
   const found = [];
   for (const m of text.matchAll(IMPORT)) {
-    const spec = m[1] ?? m[2] ?? m[3];
+    const spec = m[2] ?? m[3] ?? m[4];
     if (!spec.startsWith('.')) continue;
-    found.push(path.resolve(path.dirname(file), spec));
+    found.push({ target: path.resolve(path.dirname(file), spec), typeOnly: m[1] !== undefined });
   }
   return found;
+}
+
+/** Problems with rule 3 for one file's imports (paths relative to srcDir, with / separators). */
+function storePortProblems(from, imports) {
+  const exempt = (prefixes) => prefixes.some((p) => (p.endsWith('/') ? from.startsWith(p) : from === p));
+  if (from.startsWith('db/') || exempt(STORE_PORT.compositionPoints) || exempt(STORE_PORT.notYetConverted)) return [];
+  return imports
+    .filter(({ to, typeOnly }) => !typeOnly && to.startsWith('db/store/') && !STORE_PORT.allowed.includes(to))
+    .map(({ to }) => `${from} imports ${to}: outside src/db the store is called through its port (deps.store, or createStore(db) from db/store/create-store.ts); import types with \`import type\``);
 }
 
 /** Strongly connected components with more than one file, or a file importing itself (Tarjan). */
@@ -106,10 +147,17 @@ function cycles(graph) {
   return out;
 }
 
-export function checkDependencies(srcDir) {
+export function checkDependencies(dir) {
+  // Absolute, so a file's key and the targets resolved from its imports match.
+  const srcDir = path.resolve(dir);
   const problems = [];
   const graph = new Map();
-  for (const file of sourceFiles(srcDir)) graph.set(file, localImports(file));
+  const importsOf = new Map();
+  for (const file of sourceFiles(srcDir)) {
+    importsOf.set(file, localImports(file));
+    graph.set(file, importsOf.get(file).map((i) => i.target));
+  }
+  const rel = (file) => path.relative(srcDir, file).split(path.sep).join('/');
 
   for (const [file, imports] of graph) {
     const from = layerOf(srcDir, file);
@@ -126,6 +174,9 @@ export function checkDependencies(srcDir) {
       }
     }
   }
+  for (const [file, imports] of importsOf) {
+    problems.push(...storePortProblems(rel(file), imports.filter((i) => graph.has(i.target)).map((i) => ({ to: rel(i.target), typeOnly: i.typeOnly }))));
+  }
   for (const component of cycles(graph)) {
     const names = component.map((f) => path.relative(srcDir, f)).sort();
     problems.push(`import cycle: ${names.join(' <-> ')}`);
@@ -141,5 +192,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error(`dependency check: ${problems.length} problem(s); see the rule in scripts/check-deps.mjs`);
     process.exit(1);
   }
-  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down`);
+  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down, the store through its port`);
 }

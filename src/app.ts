@@ -27,8 +27,6 @@ import { requestLog } from './api/request-log.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
-import { readNow } from './db/store/read.ts';
-import { metricsSnapshot } from './db/store/metrics.ts';
 import { storageFault } from './db/storage-fault.ts';
 import { EnqueuePartlyStored } from './db/store/enqueue.ts';
 import { AuthThrottle } from './api/throttle.ts';
@@ -76,12 +74,12 @@ export function createApp(appDeps: AppInput) {
   app.route('/api/v1', api);
 
   app.get('/healthz', async (c) => {
-    const now = await readNow(deps.db);
+    const now = await deps.store.readNow();
     return c.json({ ok: true, databaseTime: new Date(now).toISOString() });
   });
   // Scrapable with the read-only token: a Prometheus needs no admin power.
   app.get('/metrics', requireRole('reader', config), async (c) => {
-    const text = prometheusText(await metricsSnapshot(deps.db, { now: deps.clock.now(), config: deps.config }));
+    const text = prometheusText(await deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }));
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

@@ -2,9 +2,9 @@
 import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { reapOnce } from '../maintenance/pass.ts';
-import { queuesHealth, queueSetAlertThresholds, queueUpsertSettings, type QueueHealth } from '../db/store/read.ts';
-import { iso } from '../db/store/record.ts';
+import { maintenancePassOnce } from '../maintenance/pass.ts';
+import type { QueueHealth } from '../db/store/read.ts';
+import { iso } from '../core/job-record.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
 import type { AppDeps } from './deps.ts';
@@ -68,16 +68,16 @@ export const alertThresholdsBody = obj(
 );
 
 export function adminRoutes(r: Routes, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
 
   r.add({ method: 'get', path: '/queues', role: 'admin', operationId: 'listQueues', tag: 'queues', summary: 'Counts, health and settings of every queue', answers: { schema: 'queues' } }, async (c) => {
-    const queues = await queuesHealth(db, { now: clock.now(), defaults: config });
+    const queues = await store.queuesHealth({ now: clock.now(), defaults: config });
     return c.json({ queues: queues.map(queueView) });
   });
 
   r.add({ method: 'get', path: '/queues/:queue', role: 'admin', operationId: 'getQueue', tag: 'queues', summary: 'Counts, health and settings of one queue', answers: { schema: 'queue' }, errors: ['not_found'] }, async (c) => {
     const name = parseQueue(c.req.param('queue'));
-    const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+    const [queue] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
     if (!queue) throw new LeaseholdError('not_found', `no queue is named ${name}`, 'queue');
     return c.json({ queue: queueView(queue) });
   });
@@ -110,7 +110,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const name = parseQueue(c.req.param('queue'));
-      const [current] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      const [current] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
       const merged: QueueDefaults = { ...config, ...current?.overrides };
       for (const [key, value] of Object.entries(body)) {
         if (key === 'paused' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
@@ -120,8 +120,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const { errors } = checkQueueSettings(merged, (key) => key);
       if (errors.length) throw invalid(errors[0]!.setting, `${errors[0]!.setting} ${errors[0]!.rule}`);
       const audit = { by: apiActor(c, config), action: 'queue.settings' as const, queue: name, target: `queue ${name}`, now: clock.now() };
-      await queueUpsertSettings(db, { queue: name, patch: body, now: clock.now(), also: { audit } });
-      const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      await store.queueUpsertSettings({ queue: name, patch: body, now: clock.now(), also: { audit } });
+      const [queue] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
       return c.json({ queue: queueView(queue!) });
     },
   );
@@ -140,8 +140,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const name = parseQueue(c.req.param('queue'));
       const audit = { by: apiActor(c, config), action: 'queue.alert_thresholds' as const, queue: name, target: `queue ${name}`, now: clock.now() };
-      await queueSetAlertThresholds(db, { queue: name, thresholds: body as Partial<AlertThresholds>, now: clock.now(), also: { audit } });
-      const [queue] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+      await store.queueSetAlertThresholds({ queue: name, thresholds: body as Partial<AlertThresholds>, now: clock.now(), also: { audit } });
+      const [queue] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
       return c.json({ queue: queueView(queue!) });
     },
   );
@@ -160,14 +160,14 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       async (c) => {
         const name = parseQueue(c.req.param('queue'));
         const audit = { by: apiActor(c, config), action: paused ? ('queue.pause' as const) : ('queue.resume' as const), queue: name, target: `queue ${name}`, now: clock.now() };
-        await queueUpsertSettings(db, { queue: name, patch: { paused }, now: clock.now(), also: { audit } });
+        await store.queueUpsertSettings({ queue: name, patch: { paused }, now: clock.now(), also: { audit } });
         return c.json({ queue: name, paused });
       },
     );
   }
 
   r.add({ method: 'post', path: '/reaper/run', role: 'admin', operationId: 'runReaper', tag: 'queues', summary: 'Run one reaper pass now and say what it did', answers: { schema: 'reaperReport' } }, async (c) => {
-    const report = await reapOnce(db, clock.now(), config);
+    const report = await maintenancePassOnce(store, clock.now(), config);
     return c.json({ ...report, at: iso(report.at) });
   });
 }

@@ -3,7 +3,7 @@
  * Readable with the admin or the read-only token: reviewing an incident
  * afterwards needs no power to act. Paged by id: pass `next` as `before`.
  */
-import { AUDIT_ACTIONS, auditList, type AuditAction } from '../db/store/audit.ts';
+import { AUDIT_ACTIONS, type AuditAction } from '../core/audit-actions.ts';
 import { toAuditEntry } from './audit-view.ts';
 import { queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
@@ -21,7 +21,7 @@ const auditQuery = obj({
 });
 
 export function auditRoutes(r: Routes, deps: AppDeps) {
-  const { db } = deps;
+  const { store } = deps;
   r.add<undefined, Infer<typeof auditQuery>>(
     {
       method: 'get',
@@ -35,7 +35,7 @@ export function auditRoutes(r: Routes, deps: AppDeps) {
       query: auditQuery,
     },
     async (c, _body, q) => {
-      const page = await auditList(db, {
+      const page = await store.auditList({
         actor: q.actor,
         action: q.action as AuditAction | undefined,
         queue: q.queue,

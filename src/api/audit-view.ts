@@ -1,6 +1,6 @@
 /** An operator audit entry as the API answers it (GET /api/v1/audit, `leasehold audit`). */
 import type { AuditRecord } from '../db/store/audit.ts';
-import { iso } from '../db/store/record.ts';
+import { iso } from '../core/job-record.ts';
 
 export interface AuditEntryWire {
   id: string;

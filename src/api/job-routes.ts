@@ -3,15 +3,13 @@
  * operator's guarded actions (cancel, retry, requeue).
  */
 import { apiActor } from './audit-actor.ts';
-import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
-import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../db/store/enqueue.ts';
+import type { NewJob } from '../db/store/enqueue.ts';
 import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
-import { eventsForJob, jobGet, jobSummariesList } from '../db/store/read.ts';
-import { iso, toJob, toJobSummary } from '../db/store/record.ts';
-import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { iso, toJob, toJobSummary } from '../core/job-record.ts';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { UniqueWhile } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { operatorError } from './outcomes.ts';
@@ -74,7 +72,7 @@ const listQuery = obj({
 });
 
 export function jobRoutes(r: Routes, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
   r.add(
     {
       method: 'post',
@@ -98,11 +96,12 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
-      const columns = body.bulk ? SUMMARY_COLUMNS : undefined;
-      const enqueued = await jobsInsert(db, { queue, jobs, actor: 'api', now: clock.now(), defaults: config, columns, maxQueues: config.maxQueues });
+      const params = { queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues };
+      const enqueued = await (body.bulk ? store.jobsInsertSummaries(params) : store.jobsInsert(params));
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
-      // Committed: claims waiting on this queue look now rather than at their next re-poll.
-      if (enqueued.some((e) => !e.deduplicated)) claimWaiters(db).notify(queue);
+      // Committed: claims waiting on this queue look now rather than at their next re-poll
+      // (the waiters are kept per database handle, shared by every app and transport on it).
+      if (enqueued.some((e) => !e.deduplicated)) claimWaiters(deps.db).notify(queue);
       if (body.bulk) {
         return c.json(
           {
@@ -139,9 +138,9 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
     async (c) => {
     const id = parseJobId(c.req.param('id')!);
-    const job = await jobGet(db, id);
+    const job = await store.jobGet({ id });
     if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-    const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
+    const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
     return c.json({
       job: toJob(job),
       // The newest 1,000 events; a job with more says how many older ones are left out.
@@ -174,7 +173,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       query: listQuery,
     },
     async (c, _body, q) => {
-      const page = await jobSummariesList(db, {
+      const page = await store.jobSummariesList({
         queue: q.queue,
         status: q.status as JobStatus | undefined,
         idempotencyKey: q.idempotencyKey,
@@ -186,12 +185,12 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
   );
 
-  /** Who, why and when for a job action, with its audit entry (written only if the job changed). */
+  /** Who, why and when for a job action, with its audit entry (written only if the job changed; the store adds the job's queue and new status). */
   const jobAudit = (c: Context, id: number, action: 'job.cancel' | 'job.retry' | 'job.requeue' | 'job.force_requeue', body: { actor?: string | undefined; reason?: string | undefined }) => {
     const by = apiActor(c, config, body.actor);
     const reason = body.reason ?? null;
     const now = clock.now();
-    return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now } } };
+    return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, target: `job ${id}`, reason, now } } };
   };
 
   /** One operator action on one job (src/protocol/operator-actions.ts): its rule, its statement, its refusal. */
@@ -201,7 +200,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     const problem = forceRuleProblem({ action, force, reason: body.reason });
     if (problem) throw invalid(problem.field, problem.message);
     const audit = jobAudit(c, id, force ? 'job.force_requeue' : (`job.${action}` as const), body);
-    const outcome = await runOperatorAction(deps.store, { id, ...audit, action, force, rules: config });
+    const outcome = await runOperatorAction(store, { id, ...audit, action, force, rules: config });
     if (!outcome.ok) throw operatorError(outcome, id, action);
     return c.json({ job: toJob(outcome.job) });
   };

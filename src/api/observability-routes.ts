@@ -1,18 +1,18 @@
 /**
  * Observability API (role `reader`: the read-only or the admin token):
  * metrics as JSON, alerts, tuning. All three read
- * one metrics snapshot computed from the database (src/db/store/metrics.ts).
+ * one metrics snapshot computed from the database (the store's
+ * metricsSnapshot, src/db/store/metrics.ts).
  * Times are epoch ms in `snapshot.now`, plus ISO `at`; durations are ms.
  */
 import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
 import { recommendTuning } from '../core/tuning.ts';
-import { metricsSnapshot } from '../db/store/metrics.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 
 export function observabilityRoutes(r: Routes, deps: AppDeps) {
-  const { db, config, clock } = deps;
-  const snapshot = () => metricsSnapshot(db, { now: clock.now(), config });
+  const { store, config, clock } = deps;
+  const snapshot = () => store.metricsSnapshot({ now: clock.now(), config });
 
   r.add({ method: 'get', path: '/metrics', role: 'reader', operationId: 'getMetrics', tag: 'observability', answers: { schema: 'metrics' }, summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, all-time totals, attempts, runtimes' }, async (c) => {
     const m = await snapshot();

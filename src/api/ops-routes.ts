@@ -13,9 +13,9 @@
  *   every changed job is in the audit trail with who and why.
  */
 import { invalid } from '../core/errors.ts';
-import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
-import { bulkKindFor, type BulkKind } from '../db/store/operator.ts';
-import { iso } from '../db/store/record.ts';
+import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import { iso } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';

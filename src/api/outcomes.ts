@@ -1,7 +1,7 @@
 /** Turns store outcomes into wire shapes and errors. */
 import { LeaseholdError } from '../core/errors.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
-import { iso } from '../db/store/record.ts';
+import { iso } from '../core/job-record.ts';
 import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
 import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
 

@@ -7,9 +7,8 @@
  */
 import { invalid, LeaseholdError, requireStorableText } from '../core/errors.ts';
 import { nextOccurrence, nextOccurrences, scheduleSpecProblem, type ScheduleSpec } from '../core/schedule.ts';
-import { readNow } from '../db/store/read.ts';
-import { iso } from '../db/store/record.ts';
-import { scheduleCreate, scheduleDelete, scheduleGet, scheduleReplace, schedulesList, type ScheduleJobOptions, type ScheduleRecord } from '../db/store/schedules.ts';
+import { iso } from '../core/job-record.ts';
+import type { ScheduleJobOptions, ScheduleRecord } from '../db/store/schedules.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { parseQueue, QUEUE_PATTERN, queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
@@ -68,10 +67,10 @@ const scheduleName = (raw: string | undefined) => {
 };
 
 export function scheduleRoutes(r: Routes, deps: AppDeps) {
-  const { db, clock } = deps;
+  const { store, clock } = deps;
   const nowMs = async () => {
     const n = clock.now();
-    return typeof n === 'number' ? n : readNow(db);
+    return typeof n === 'number' ? n : store.readNow();
   };
   /** The spec checked (400 naming the field) and its first run after now. */
   const firstRun = (spec: ScheduleSpec, now: number) => {
@@ -86,7 +85,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
   };
 
   r.add({ method: 'get', path: '/schedules', role: 'admin', operationId: 'listSchedules', tag: 'schedules', summary: 'Every schedule, with its next runs and last run', answers: { schema: 'schedules' } }, async (c) =>
-    c.json({ schedules: (await schedulesList(db)).map(view) }),
+    c.json({ schedules: (await store.schedulesList()).map(view) }),
   );
 
   r.add(
@@ -107,7 +106,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
       if (spec.cron !== null) requireStorableText(spec.cron, 'cron');
       if (spec.timeZone !== null) requireStorableText(spec.timeZone, 'timeZone');
       const nextRunAt = firstRun(spec, now);
-      const created = await scheduleCreate(db, {
+      const created = await store.scheduleCreate({
         name: body.name,
         queue: parseQueue(body.queue),
         ...spec,
@@ -124,7 +123,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
 
   r.add({ method: 'get', path: '/schedules/:name', role: 'admin', operationId: 'getSchedule', tag: 'schedules', summary: 'One schedule', answers: { schema: 'schedule' }, errors: ['not_found'] }, async (c) => {
     const name = scheduleName(c.req.param('name'));
-    const s = await scheduleGet(db, name);
+    const s = await store.scheduleGet({ name });
     if (!s) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
     return c.json({ schedule: view(s) });
   });
@@ -146,7 +145,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
       if (typeof body.cron === 'string') requireStorableText(body.cron, 'cron');
       if (typeof body.timeZone === 'string') requireStorableText(body.timeZone, 'timeZone');
       const name = scheduleName(c.req.param('name'));
-      const s = await scheduleGet(db, name);
+      const s = await store.scheduleGet({ name });
       if (!s) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
       const now = await nowMs();
       const timing = body.cron !== undefined || body.intervalMs !== undefined || body.timeZone !== undefined;
@@ -158,7 +157,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
       };
       const resumed = body.paused === false && Boolean(s.paused);
       const nextRunAt = timing || resumed ? firstRun(spec, now) : s.next_run_at;
-      const updated = await scheduleReplace(db, {
+      const updated = await store.scheduleReplace({
         name,
         queue: body.queue === undefined ? s.queue_name : parseQueue(body.queue),
         ...spec,
@@ -175,7 +174,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
 
   r.add({ method: 'delete', path: '/schedules/:name', role: 'admin', operationId: 'deleteSchedule', tag: 'schedules', summary: 'Delete a schedule (the jobs it enqueued stay)', answers: { schema: 'scheduleDeleted' }, errors: ['not_found'] }, async (c) => {
     const name = scheduleName(c.req.param('name'));
-    if (!(await scheduleDelete(db, name))) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
+    if (!(await store.scheduleDelete({ name }))) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
     return c.json({ deleted: name });
   });
 }

@@ -3,7 +3,7 @@
  * (one or many), fail, release (one or many), and the worker's liveness beat. Every write to
  * a running job is fenced by its lock token (src/db/store/owned.ts).
  */
-import { iso, toJob } from '../db/store/record.ts';
+import { iso, toJob } from '../core/job-record.ts';
 import { invalid } from '../core/errors.ts';
 import { createWorkerProtocol, type JobAnswer } from '../protocol/worker-protocol.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';

@@ -28,10 +28,10 @@ interface Check {
 
 export async function doctorCommand(config: Config, flags: Map<string, string | true>): Promise<number> {
   const path = config.databaseUrl.startsWith('file:') ? existingDatabaseFile(config.databaseUrl, 'examine') : undefined;
-  const [{ openDatabase, MIGRATIONS_DIR }, doctor, { queuesHealth }, { storageFault }] = await Promise.all([
+  const [{ openDatabase, MIGRATIONS_DIR }, doctor, { createStore }, { storageFault }] = await Promise.all([
     import('../runtime/node.ts'),
     import('../db/doctor.ts'),
-    import('../db/store/read.ts'),
+    import('../db/store/create-store.ts'),
     import('../db/storage-fault.ts'),
   ]);
   const checks: Check[] = [];
@@ -78,7 +78,7 @@ export async function doctorCommand(config: Config, flags: Map<string, string | 
 
     const server = checkConfig(config);
     // Per-queue overrides can only be read once the schema is current.
-    const queues = pending.length === 0 ? await queuesHealth(opened.db, { now: databaseClock.now(), defaults: config }) : [];
+    const queues = pending.length === 0 ? await createStore(opened.db).queuesHealth({ now: databaseClock.now(), defaults: config }) : [];
     const queueProblems = queues.map((q) => ({ queue: q.name, ...checkQueueSettings(q.settings, (key) => `queue ${q.name} ${key}`) }));
     const errors = [...server.errors, ...queueProblems.flatMap((q) => q.errors)];
     const warnings = [...server.warnings, ...queueProblems.flatMap((q) => q.warnings)];

@@ -146,10 +146,10 @@ const COMMANDS: Record<string, Command> = {
         return 0;
       }
       usingDatabase('enqueue', config);
-      const [{ openDatabase }, { jobsInsert }, { toJob }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/enqueue.ts'), import('../db/store/record.ts')]);
+      const [{ openDatabase }, { createStore }, { toJob }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/create-store.ts'), import('../core/job-record.ts')]);
       const opened = await openDatabase(config);
       try {
-        const [result] = await jobsInsert(opened.db, {
+        const [result] = await createStore(opened.db).jobsInsert({
           queue,
           jobs: [job],
           actor: 'cli',
@@ -175,10 +175,10 @@ const COMMANDS: Record<string, Command> = {
         return 0;
       }
       usingDatabase('stats', config);
-      const [{ openDatabase }, { queuesHealth }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/read.ts')]);
+      const [{ openDatabase }, { createStore }] = await Promise.all([import('../runtime/node.ts'), import('../db/store/create-store.ts')]);
       const opened = await openDatabase(config);
       try {
-        const queues = await queuesHealth(opened.db, { now: databaseClock.now(), defaults: config });
+        const queues = await createStore(opened.db).queuesHealth({ now: databaseClock.now(), defaults: config });
         if (flags.has('--json')) {
           console.log(JSON.stringify(queues, null, 2));
           return 0;

@@ -21,9 +21,8 @@ import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/co
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
-import { jobsInsert } from '../db/store/enqueue.ts';
-import { jobGet } from '../db/store/read.ts';
-import { toJob } from '../db/store/record.ts';
+import { createStore } from '../db/store/create-store.ts';
+import { toJob } from '../core/job-record.ts';
 import { openDatabase } from '../runtime/node.ts';
 import { startReaperTimer } from '../runtime/reaper-timer.ts';
 import { streamLogger } from '../runtime/log.ts';
@@ -89,6 +88,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
   const db = opened.db;
+  const store = createStore(db);
   const transport = dbTransport({ db, config, clock });
   return {
     db,
@@ -98,13 +98,13 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     async enqueue(queue, payload, opts = {}) {
       const { runAt, ...rest } = opts;
       const input = { ...rest, payload, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
-      const [result] = await jobsInsert(db, { queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+      const [result] = await store.jobsInsert({ queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
       if (!result!.deduplicated) claimWaiters(db).notify(result!.job.queue_name);
       return { job: toJob(result!.job), deduplicated: result!.deduplicated };
     },
     async getJob(id) {
       if (!/^[0-9]{1,15}$/.test(id)) return undefined;
-      const row = await jobGet(db, Number(id));
+      const row = await store.jobGet({ id: Number(id) });
       return row && toJob(row);
     },
     createWorker: (workerOptions) => createWorker({ ...workerOptions, transport }),

@@ -4,15 +4,14 @@
  * per minute is kept), so the dashboard can draw the last hour without
  * reading events.
  */
-import type { Db } from '../db/db.ts';
-import { queueMinutesSampleHeartbeatLag } from '../db/store/activity.ts';
+import type { JobStore } from '../db/store/port.ts';
 
 export interface ActivityReport {
   /** Queues with running jobs sampled in this pass. */
   queuesSampled: number;
 }
 
-export async function sampleActivityOnce(db: Db, at: number): Promise<ActivityReport> {
-  const sampled = await queueMinutesSampleHeartbeatLag(db, { now: at });
+export async function sampleActivityOnce(store: Pick<JobStore, 'queueMinutesSampleHeartbeatLag'>, at: number): Promise<ActivityReport> {
+  const sampled = await store.queueMinutesSampleHeartbeatLag({ now: at });
   return { queuesSampled: sampled.length };
 }

@@ -24,16 +24,8 @@
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { type AlertTransition, ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
-import { batchList, type Db } from '../db/db.ts';
-import {
-  alertEvaluationClaimIfDue,
-  alertNotificationMarkDeliveredIfHeld,
-  alertNotificationMarkFailedIfHeld,
-  alertNotificationsClaimDue,
-  alertStatesRecord,
-  type ClaimedNotification,
-} from '../db/store/alert-states.ts';
-import { metricsSnapshot } from '../db/store/metrics.ts';
+import type { ClaimedNotification, NotificationOutcome } from '../db/store/alert-states.ts';
+import type { JobStore } from '../db/store/port.ts';
 
 export interface AlertPassReport {
   /** Whether this pass evaluated the alerts (false: another pass did so within alertEveryMs). */
@@ -61,8 +53,11 @@ export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 /** The report of a pass that did not get to alerts. */
 export const NO_ALERTS_PASS: AlertPassReport = { evaluated: false, started: 0, cleared: 0, delivered: 0, failed: 0 };
 
+/** What alertsOnce does to the store. */
+export type AlertsStore = Pick<JobStore, 'metricsSnapshot' | 'alertEvaluationClaimIfDue' | 'alertStatesRecord' | 'alertNotificationsClaimDue' | 'alertNotificationsMarkIfHeld'>;
+
 export async function alertsOnce(
-  db: Db,
+  store: AlertsStore,
   at: number,
   config: Config,
   fetchFn: Fetch = fetch,
@@ -70,19 +65,19 @@ export async function alertsOnce(
   onTransition?: (t: AlertTransition) => void,
 ): Promise<AlertPassReport> {
   const report: AlertPassReport = { evaluated: false, started: 0, cleared: 0, delivered: 0, failed: 0 };
-  const evaluate = async () => evaluateAlerts(await metricsSnapshot(db, { now: at, config }));
+  const evaluate = async () => evaluateAlerts(await store.metricsSnapshot({ now: at, config }));
 
   let alerts: Alert[] | undefined;
-  if (await alertEvaluationClaimIfDue(db, { now: at, everyMs: config.alertEveryMs })) {
+  if (await store.alertEvaluationClaimIfDue({ now: at, everyMs: config.alertEveryMs })) {
     alerts = await evaluate();
-    const changes = await alertStatesRecord(db, { now: at, alerts });
+    const changes = await store.alertStatesRecord({ now: at, alerts });
     Object.assign(report, { evaluated: true, started: changes.started.length, cleared: changes.cleared.length });
     if (onTransition) for (const t of [...changes.started, ...changes.cleared]) onTransition(t);
   }
 
   const url = config.alertWebhookUrl;
   if (!url) return report;
-  const owed = await alertNotificationsClaimDue(db, { now: at, leaseMs: NOTIFY_LEASE_MS, limit: NOTIFY_BATCH });
+  const owed = await store.alertNotificationsClaimDue({ now: at, leaseMs: NOTIFY_LEASE_MS, limit: NOTIFY_BATCH });
   if (owed.length === 0) return report;
   // Threshold and unit are not stored with the state: take them from this
   // pass's evaluation, or (a retry in a pass that did not evaluate) a fresh one.
@@ -96,17 +91,16 @@ export async function alertsOnce(
     }),
   );
   // Every outcome recorded in one batch (one request), each under its own hold.
-  await batchList(
-    db,
-    outcomes.map(({ n, error }) => {
+  await store.alertNotificationsMarkIfHeld({
+    outcomes: outcomes.map(({ n, error }): NotificationOutcome => {
       if (error === null) {
         report.delivered++;
-        return alertNotificationMarkDeliveredIfHeld(db, { ...ref(n), sent: n.state });
+        return { ...ref(n), sent: n.state };
       }
       report.failed++;
-      return alertNotificationMarkFailedIfHeld(db, { ...ref(n), error, retryAt: at + alertRetryDelayMs(n.attempts + 1) });
+      return { ...ref(n), error, retryAt: at + alertRetryDelayMs(n.attempts + 1) };
     }),
-  );
+  });
   return report;
 }
 

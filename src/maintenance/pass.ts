@@ -14,13 +14,17 @@
  *    jobs are already taken back, and the next pass tries again.
  *
  * The time and `fetch` are the caller's, so tests run a pass at any instant
- * against any receiver.
+ * against any receiver. The services take the store port (src/db/store/port.ts):
+ * maintenancePassOnce is the pass over a store (the admin API's, whose app has
+ * one), and reapOnce the same pass over a database handle, building its store
+ * at this edge, for the runtimes and the public API (src/index.ts).
  */
 import type { AlertTransition } from '../core/alert-webhook.ts';
 import type { Now } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { readNow } from '../db/store/read.ts';
+import { createStore } from '../db/store/create-store.ts';
+import type { JobStore } from '../db/store/port.ts';
 import { sampleActivityOnce } from './activity.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
@@ -54,14 +58,20 @@ export interface ReapOptions extends ReapObserver {
   fetch?: Fetch;
 }
 
-export async function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
-  const at = typeof now === 'number' ? now : await readNow(db);
-  const rescued = await rescueOnce(db, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job });
-  const schedules = await schedulesOnce(db, at, config);
-  const [pruned] = await Promise.all([pruneOnce(db, at, config), sampleActivityOnce(db, at)]);
+/** One pass over a database: its store is built here (createStore), at the edge. */
+export function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
+  return maintenancePassOnce(createStore(db), now, config, options);
+}
+
+/** One pass over the store port. */
+export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
+  const at = typeof now === 'number' ? now : await store.readNow();
+  const rescued = await rescueOnce(store, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job });
+  const schedules = await schedulesOnce(store, at, config);
+  const [pruned] = await Promise.all([pruneOnce(store, at, config), sampleActivityOnce(store, at)]);
   let alerts: AlertPassReport;
   try {
-    alerts = await alertsOnce(db, at, config, options.fetch ?? fetch, options.alert);
+    alerts = await alertsOnce(store, at, config, options.fetch ?? fetch, options.alert);
   } catch (err) {
     // A broken alert pass (a database error, a bug) is reported with the pass.
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };

@@ -6,10 +6,7 @@
  * one request to a remote database.
  */
 import type { Config } from '../core/config.ts';
-import { batchList, type Db } from '../db/db.ts';
-import { queueMinutesPrune } from '../db/store/activity.ts';
-import { auditPruneStatements } from '../db/store/audit.ts';
-import { jobsPruneFinishedStatements, workersPruneStale } from '../db/store/reaper.ts';
+import type { JobStore } from '../db/store/port.ts';
 
 const FORGET_WORKERS_AFTER_MS = 24 * 60 * 60 * 1000;
 
@@ -18,13 +15,13 @@ export interface PruneReport {
   jobs: number;
 }
 
-export async function pruneOnce(db: Db, at: number, config: Config): Promise<PruneReport> {
-  const results = await batchList(db, [
-    ...jobsPruneFinishedStatements(db, { now: at, limit: config.pruneBatchSize, defaults: config }),
-    workersPruneStale(db, { now: at, olderThanMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs) }),
-    queueMinutesPrune(db, { now: at }),
-    ...auditPruneStatements(db, { now: at, retentionMs: config.auditRetentionMs, limit: config.pruneBatchSize }),
-  ]);
-  // The third statement is the jobs' DELETE ... RETURNING id.
-  return { jobs: (results[2] as { id: number }[]).length };
+export async function pruneOnce(store: Pick<JobStore, 'retentionPrune'>, at: number, config: Config): Promise<PruneReport> {
+  const deleted = await store.retentionPrune({
+    now: at,
+    limit: config.pruneBatchSize,
+    defaults: config,
+    forgetWorkersAfterMs: Math.max(FORGET_WORKERS_AFTER_MS, config.retentionMs),
+    auditRetentionMs: config.auditRetentionMs,
+  });
+  return { jobs: deleted.length };
 }

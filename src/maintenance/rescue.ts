@@ -11,8 +11,8 @@
  */
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapReason } from '../core/reaper.ts';
-import type { Db } from '../db/db.ts';
-import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld, type ReapCandidateRow, type ReapWrite } from '../db/store/reaper.ts';
+import type { JobStore } from '../db/store/port.ts';
+import type { ReapCandidateRow, ReapWrite } from '../db/store/reaper.ts';
 
 export interface RescueReport {
   requeued: { id: string; reason: ReapReason }[];
@@ -36,8 +36,13 @@ export interface RescueOptions {
   onJob?: RescueObserver;
 }
 
-export async function rescueOnce(db: Db, at: number, config: Config, options: RescueOptions = {}): Promise<RescueReport> {
-  const { take, defer } = await jobsGetReapCandidates(db, { now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
+export async function rescueOnce(
+  store: Pick<JobStore, 'jobsGetReapCandidates' | 'jobsReapIfUnchanged' | 'jobsRecordHeld'>,
+  at: number,
+  config: Config,
+  options: RescueOptions = {},
+): Promise<RescueReport> {
+  const { take, defer } = await store.jobsGetReapCandidates({ now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
   const writes: ReapWrite[] = [];
   // decideReap has the last word on every row, so a row of the defer list it
   // takes still counts against the batch (the next pass gets the rest).
@@ -52,8 +57,8 @@ export async function rescueOnce(db: Db, at: number, config: Config, options: Re
     else writes.push({ candidate, decision });
   }
   const [taken] = await Promise.all([
-    jobsReapIfUnchanged(db, { now: at, writes, defaults: config }),
-    options.holdLostLeases ? jobsRecordHeld(db, { now: at, candidates: held, why: options.holdLostLeases.why }) : undefined,
+    store.jobsReapIfUnchanged({ now: at, writes, defaults: config }),
+    options.holdLostLeases ? store.jobsRecordHeld({ now: at, candidates: held, why: options.holdLostLeases.why }) : undefined,
   ]);
   const report: RescueReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0 };
   for (const { candidate, decision } of writes) {

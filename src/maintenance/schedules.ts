@@ -10,8 +10,8 @@
  */
 import type { Config } from '../core/config.ts';
 import { latestDueOccurrence, nextOccurrence, nextOccurrences, type ScheduleSpec } from '../core/schedule.ts';
-import type { Db } from '../db/db.ts';
-import { scheduleAdvanceIfUnchanged, scheduleEnqueueOccurrence, schedulesDue, type ScheduleRecord } from '../db/store/schedules.ts';
+import type { JobStore } from '../db/store/port.ts';
+import type { ScheduleRecord } from '../db/store/schedules.ts';
 
 export const SCHEDULES_PER_PASS = 100;
 
@@ -28,20 +28,24 @@ export interface SchedulesReport {
 
 export const specOf = (s: ScheduleRecord): ScheduleSpec => ({ cron: s.cron, timeZone: s.time_zone, intervalMs: s.interval_ms });
 
-export async function schedulesOnce(db: Db, at: number, config: Config): Promise<SchedulesReport> {
+export async function schedulesOnce(
+  store: Pick<JobStore, 'schedulesDue' | 'scheduleEnqueueOccurrence' | 'scheduleAdvanceIfUnchanged'>,
+  at: number,
+  config: Config,
+): Promise<SchedulesReport> {
   const report: SchedulesReport = { enqueued: 0, alreadyEnqueued: 0, missedSkipped: 0, errors: [] };
-  for (const s of await schedulesDue(db, { now: at, limit: SCHEDULES_PER_PASS })) {
+  for (const s of await store.schedulesDue({ now: at, limit: SCHEDULES_PER_PASS })) {
     try {
       const spec = specOf(s);
       const occurrence = latestDueOccurrence(spec, s.next_run_at, at)!;
       // Occurrences between the one read and the one run: skipped (at most a day's worth are counted).
       if (occurrence > s.next_run_at) report.missedSkipped += nextOccurrences(spec, s.next_run_at, 1440, s.next_run_at).filter((o) => o < occurrence).length + 1;
-      const { job, deduplicated } = await scheduleEnqueueOccurrence(db, { schedule: s, occurrence, now: at, defaults: config, maxQueues: config.maxQueues });
+      const { job, deduplicated } = await store.scheduleEnqueueOccurrence({ schedule: s, occurrence, now: at, defaults: config, maxQueues: config.maxQueues });
       if (deduplicated) report.alreadyEnqueued++;
       else report.enqueued++;
       const next = nextOccurrence(spec, occurrence, s.next_run_at);
       // A cron that never matches again: park the schedule far away rather than fire it every pass.
-      await scheduleAdvanceIfUnchanged(db, { name: s.name, readNextRunAt: s.next_run_at, occurrence, nextRunAt: next ?? Number.MAX_SAFE_INTEGER, jobId: job.id, now: at });
+      await store.scheduleAdvanceIfUnchanged({ name: s.name, readNextRunAt: s.next_run_at, occurrence, nextRunAt: next ?? Number.MAX_SAFE_INTEGER, jobId: job.id, now: at });
     } catch (err) {
       report.errors.push({ schedule: s.name, error: err instanceof Error ? err.message : String(err) });
     }

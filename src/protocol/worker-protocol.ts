@@ -23,7 +23,7 @@ import type { EffectFinishOutcome, EffectStartOutcome } from '../db/store/effect
 import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
 import type { JobStore } from '../db/store/port.ts';
 import type { RateWait } from '../db/store/read.ts';
-import { parsed, toClaimedJob, type JobRecord } from '../db/store/record.ts';
+import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
 import type { WorkerLiveness as StoredLiveness } from '../db/store/workers.ts';
 import type { JobStatus } from '../db/schema.ts';
 

@@ -110,6 +110,25 @@ describe('every change through the admin API is audited, as the token that made 
     const events = (await t.get(`/api/v1/jobs/${id}`, bearer(ADMIN))).json.events as { type: string; actor: string }[];
     expect(events.find((e) => e.type === 'cancelled')!.actor).toBe('ci-bot');
   });
+
+  test('requeues, the reaper-approved and the forced, name the job queue and its new status', async () => {
+    t = await setup({ ...base, leaseMs: 30_000, graceMs: 10_000, workerAliveMs: 15_000 });
+    const claimOne = async (queue: string) => {
+      const id = (await t.post(`/api/v1/queues/${queue}/jobs`, { payload: 1 }, bearer(WORKER))).json.job.id as string;
+      expect((await t.post(`/api/v1/queues/${queue}/claim`, { workerId: 'w1' }, bearer(WORKER))).json.jobs[0].id).toBe(id);
+      return id;
+    };
+    const lost = await claimOne('mail');
+    t.clock.advance(40_001); // lease + grace passed, w1 not seen since: the reaper would take it
+    expect((await t.post(`/api/v1/jobs/${lost}/requeue`, { reason: 'host died' }, bearer(ADMIN))).status).toBe(200);
+    const live = await claimOne('sms');
+    expect((await t.post(`/api/v1/jobs/${live}/requeue`, { force: true, reason: 'rollback' }, bearer(CI))).status).toBe(200);
+    const { entries } = await audit();
+    expect(entries.map((e) => [e.action, e.jobId, e.queue, e.after, e.reason])).toEqual([
+      ['job.force_requeue', live, 'sms', { status: 'pending' }, 'rollback'],
+      ['job.requeue', lost, 'mail', { status: 'pending' }, 'host died'],
+    ]);
+  });
 });
 
 describe('GET /api/v1/audit', () => {

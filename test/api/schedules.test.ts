@@ -5,6 +5,7 @@
  * connections, and runs only the latest of several missed occurrences.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { createStore } from '../../src/db/store/create-store.ts';
 import { latestDueOccurrence, nextOccurrence, nextOccurrences, scheduleSpecProblem } from '../../src/core/schedule.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
 import { schedulesOnce } from '../../src/maintenance/schedules.ts';
@@ -72,10 +73,10 @@ describe('schedules through the API and the maintenance pass', () => {
     expect(res.json.schedule).toMatchObject({ name: 'report', queue: 'reports', paused: false, nextRunAt: '2030-01-01T10:00:00.000Z' });
     expect(res.json.schedule.nextRuns.slice(0, 3)).toEqual(['2030-01-01T10:00:00.000Z', '2030-01-01T11:00:00.000Z', '2030-01-01T12:00:00.000Z']);
 
-    expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
     t.clock.set(utc('2030-01-01T10:00:05Z'));
-    expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
-    expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
     const [listed] = await jobs('reports');
     // Lists carry summaries; the job itself has the payload.
     const job = (await t.get(`${api}/jobs/${listed!.id}`)).json.job;
@@ -91,7 +92,7 @@ describe('schedules through the API and the maintenance pass', () => {
   test('after a long gap only the latest missed occurrence runs, once: never a burst', async () => {
     await create({ name: 'tick', queue: 'ticks', intervalMs: 60_000 });
     t.clock.set(utc('2030-01-01T10:10:45Z')); // ten intervals missed
-    const report = await schedulesOnce(t.db, t.clock.now(), t.config);
+    const report = await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
     expect(report).toMatchObject({ enqueued: 1, missedSkipped: 10 });
     const list = await jobs('ticks');
     expect(list.map((j) => j.idempotencyKey)).toEqual(['schedule:tick:2030-01-01T10:10:30.000Z']);
@@ -104,7 +105,7 @@ describe('schedules through the API and the maintenance pass', () => {
     try {
       for (let i = 1; i <= 5; i++) {
         t.clock.set(utc('2030-01-01T10:00:30Z') + (i - 1) * 60_000);
-        const reports = await Promise.all([schedulesOnce(t.db, t.clock.now(), t.config), schedulesOnce(other.db, t.clock.now(), t.config)]);
+        const reports = await Promise.all([schedulesOnce(createStore(t.db), t.clock.now(), t.config), schedulesOnce(createStore(other.db), t.clock.now(), t.config)]);
         expect(reports.reduce((s, r) => s + r.enqueued, 0)).toBe(1);
         expect(reports.every((r) => r.errors.length === 0)).toBe(true);
       }
@@ -119,10 +120,10 @@ describe('schedules through the API and the maintenance pass', () => {
   test('paused: nothing is enqueued; resuming runs from now, not the occurrences missed while paused', async () => {
     await create({ name: 'p', queue: 'q', cron: '*/5 * * * *', paused: true });
     t.clock.set(utc('2030-01-01T11:00:00Z'));
-    expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
     const resumed = await t.call('PATCH', `${api}/schedules/p`, { paused: false });
     expect(resumed.json.schedule).toMatchObject({ paused: false, nextRunAt: '2030-01-01T11:05:00.000Z' });
-    expect(await schedulesOnce(t.db, t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
     // A new timing also counts from now.
     const changed = await t.call('PATCH', `${api}/schedules/p`, { intervalMs: 120_000 });
     expect(changed.json.schedule).toMatchObject({ cron: null, intervalMs: 120_000, nextRunAt: '2030-01-01T11:02:00.000Z' });

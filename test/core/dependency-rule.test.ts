@@ -1,16 +1,18 @@
 /**
  * The dependency rule (scripts/check-deps.mjs) holds for src/, and it would
- * catch the two ways it breaks: a cycle (type-only imports count) and an
- * import from a lower layer into a higher one.
+ * catch the ways it breaks: a cycle (type-only imports count), an import
+ * from a lower layer into a higher one, and a store function imported
+ * around the store port.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without type declarations
-import { checkDependencies } from '../../scripts/check-deps.mjs';
+import { checkDependencies, STORE_PORT as storePort } from '../../scripts/check-deps.mjs';
 
 const check = checkDependencies as (srcDir: string) => string[];
+const STORE_PORT = storePort as { notYetConverted: string[] };
 
 function tree(files: Record<string, string>): string {
   const root = mkdtempSync(path.join(tmpdir(), 'leasehold-deps-'));
@@ -50,5 +52,49 @@ describe('the dependency rule', () => {
   it('names a folder the rule does not know', () => {
     const root = tree({ 'plugins/x.ts': 'export const x = 1;\n' });
     expect(check(root)).toEqual(["plugins/x.ts: folder 'plugins' has no place in LAYERS (scripts/check-deps.mjs)"]);
+  });
+
+  describe('the store port', () => {
+    const WHY = 'outside src/db the store is called through its port (deps.store, or createStore(db) from db/store/create-store.ts); import types with `import type`';
+    /** A store file with a value and a type, the port's two files, and `files` beside them. */
+    const withStore = (files: Record<string, string>) =>
+      tree({
+        'db/store/read.ts': 'export type QueueHealth = { name: string };\nexport const queuesHealth = async (db: unknown) => [db];\n',
+        'db/store/port.ts': "import type { QueueHealth } from './read.ts';\nexport interface JobStore { queuesHealth(): Promise<QueueHealth[]> }\n",
+        'db/store/create-store.ts': "import type { JobStore } from './port.ts';\nimport { queuesHealth } from './read.ts';\nexport const createStore = (db: unknown): JobStore => ({ queuesHealth: () => queuesHealth(db) as never });\n",
+        ...files,
+      });
+
+    it('fails a route, a maintenance service, a CLI command or the protocol that imports a store function, naming the file', () => {
+      const root = withStore({
+        'api/admin-routes.ts': "import { queuesHealth } from '../db/store/read.ts';\nexport const r = queuesHealth;\n",
+        'maintenance/prune.ts': "import { queuesHealth, type QueueHealth } from '../db/store/read.ts';\nexport const p = (q: QueueHealth) => [q, queuesHealth];\n",
+        'cli/main.ts': "export const stats = async () => (await import('../db/store/read.ts')).queuesHealth;\n",
+        'protocol/worker-protocol.ts': "export { queuesHealth } from '../db/store/read.ts';\n",
+      });
+      expect(check(root).sort()).toEqual([
+        `api/admin-routes.ts imports db/store/read.ts: ${WHY}`,
+        `cli/main.ts imports db/store/read.ts: ${WHY}`,
+        `maintenance/prune.ts imports db/store/read.ts: ${WHY}`,
+        `protocol/worker-protocol.ts imports db/store/read.ts: ${WHY}`,
+      ]);
+    });
+
+    it('allows type-only imports, createStore, the store itself and the composition points', () => {
+      const root = withStore({
+        'api/admin-routes.ts': "import type { QueueHealth } from '../db/store/read.ts';\nimport type { JobStore } from '../db/store/port.ts';\nexport type V = [QueueHealth, JobStore];\n",
+        'cli/main.ts': "export const stats = async (db: unknown) => (await import('../db/store/create-store.ts')).createStore(db).queuesHealth();\n",
+        'db/other.ts': "import { queuesHealth } from './store/read.ts';\nexport const o = queuesHealth;\n",
+        'app.ts': "import { queuesHealth } from './db/store/read.ts';\nexport const a = queuesHealth;\n",
+        'runtime/node.ts': "import { queuesHealth } from '../db/store/read.ts';\nexport const n = queuesHealth;\n",
+      });
+      expect(check(root)).toEqual([]);
+    });
+
+    it('lets the dashboard through only while it is listed as not yet converted', () => {
+      const root = withStore({ 'dashboard/routes.tsx': "import { queuesHealth } from '../db/store/read.ts';\nexport const d = queuesHealth;\n" });
+      const listed = STORE_PORT.notYetConverted.includes('dashboard/');
+      expect(check(root)).toEqual(listed ? [] : [`dashboard/routes.tsx imports db/store/read.ts: ${WHY}`]);
+    });
   });
 });

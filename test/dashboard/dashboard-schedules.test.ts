@@ -1,5 +1,6 @@
 /** The dashboard's schedules page: each schedule's timing, next runs, last run and the job it made (open mode). */
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { createStore } from '../../src/db/store/create-store.ts';
 import { schedulesOnce } from '../../src/maintenance/schedules.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
@@ -23,7 +24,7 @@ test('lists schedules with next runs, last run and a link to the job that run en
   expect(html).toMatch(/<tr id="schedule-hourly">.*0 \* \* \* \* \(Europe\/Berlin\).*2030-01-01 10:00:00Z · 2030-01-01 11:00:00Z · 2030-01-01 12:00:00Z/s);
   expect(html).toMatch(/<tr id="schedule-off">.*every 60000 ms.*<td class="next-runs">paused<\/td>/s);
   t.clock.set(Date.parse('2030-01-01T10:00:01Z'));
-  await schedulesOnce(t.db, t.clock.now(), t.config);
+  await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
   const [job] = (await t.get('/api/v1/jobs?queue=reports')).json.jobs;
   html = await page();
   expect(html).toMatch(new RegExp(`<tr id="schedule-hourly">.*2030-01-01 10:00:00Z</td><td><a href="/dashboard/jobs/${job.id}">#${job.id}</a>`, 's'));

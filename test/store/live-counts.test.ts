@@ -6,6 +6,7 @@
  * requeue, the reaper, and retention pruning.
  */
 import { afterEach, expect, test } from 'vitest';
+import { createStore } from '../../src/db/store/create-store.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
 import { pruneOnce } from '../../src/maintenance/prune.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -103,7 +104,7 @@ test('kept counts equal COUNT(*) after a mix of every transition, the reaper and
   }
   await expectHealthExact();
   t.clock.advance(120_000);
-  const pruned = await pruneOnce(t.db, t.clock.now() as number, t.config);
+  const pruned = await pruneOnce(createStore(t.db), t.clock.now() as number, t.config);
   expect(pruned.jobs).toBeGreaterThan(0);
   await expectHealthExact();
 });

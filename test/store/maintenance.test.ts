@@ -5,6 +5,7 @@
  * alert-webhook.test.ts and the runtimes' tests.
  */
 import { afterEach, describe, expect, test } from 'vitest';
+import { createStore } from '../../src/db/store/create-store.ts';
 import type { Config } from '../../src/core/config.ts';
 import { sampleActivityOnce } from '../../src/maintenance/activity.ts';
 import { alertsOnce, type Fetch } from '../../src/maintenance/alerts.ts';
@@ -36,7 +37,7 @@ describe('rescueOnce', () => {
     await bed();
     const id = await abandonedJob();
     const seen: unknown[] = [];
-    const report = await rescueOnce(t.db, at(), t.config, { onJob: (e) => seen.push(e) });
+    const report = await rescueOnce(createStore(t.db), at(), t.config, { onJob: (e) => seen.push(e) });
     expect(report).toEqual({ requeued: [{ id, reason: 'reaped_due_to_expired_lease' }], failed: [], deferred: [], held: [], raced: 0 });
     expect(seen).toEqual([{ id, queue: 'q', workerId: 'A', action: 'requeue', reason: 'reaped_due_to_expired_lease' }]);
     expect((await t.get(`${api}/jobs/${id}`)).json.job.status).toBe('pending');
@@ -45,7 +46,7 @@ describe('rescueOnce', () => {
   test('after a gap it holds expired leases for their owners and says why', async () => {
     await bed();
     const id = await abandonedJob();
-    const report = await rescueOnce(t.db, at(), t.config, { holdLostLeases: { why: 'the server was paused' } });
+    const report = await rescueOnce(createStore(t.db), at(), t.config, { holdLostLeases: { why: 'the server was paused' } });
     expect(report).toMatchObject({ requeued: [], held: [{ id, reason: 'server_gap' }] });
     expect((await t.get(`${api}/jobs/${id}`)).json.job.status).toBe('running');
   });
@@ -59,23 +60,23 @@ describe('pruneOnce', () => {
     expect((await t.post(`${api}/jobs/${old.id}/complete`, { workerId: 'A', lockToken: c!.lockToken })).status).toBe(200);
     t.clock.advance(60_001);
     const young = await t.enqueue('q');
-    expect(await pruneOnce(t.db, at(), t.config)).toEqual({ jobs: 1 });
+    expect(await pruneOnce(createStore(t.db), at(), t.config)).toEqual({ jobs: 1 });
     expect((await t.get(`${api}/jobs/${old.id}`)).status).toBe(404);
     expect((await t.get(`${api}/jobs/${young.id}`)).status).toBe(200);
-    expect(await pruneOnce(t.db, at(), t.config)).toEqual({ jobs: 0 });
+    expect(await pruneOnce(createStore(t.db), at(), t.config)).toEqual({ jobs: 0 });
   });
 });
 
 describe('sampleActivityOnce', () => {
   test('samples each queue with running jobs, and none without', async () => {
     await bed();
-    expect(await sampleActivityOnce(t.db, at())).toEqual({ queuesSampled: 0 });
+    expect(await sampleActivityOnce(createStore(t.db), at())).toEqual({ queuesSampled: 0 });
     await t.enqueue('q');
     await t.enqueue('r');
     await t.claim('q', 'A');
     await t.claim('r', 'A');
     t.clock.advance(2_000);
-    expect(await sampleActivityOnce(t.db, at())).toEqual({ queuesSampled: 2 });
+    expect(await sampleActivityOnce(createStore(t.db), at())).toEqual({ queuesSampled: 2 });
     const rows = await t.client.execute('SELECT queue_name, max_heartbeat_lag_ms AS lag FROM queue_minutes ORDER BY queue_name');
     expect(rows.rows.map((r) => [r.queue_name, Number(r.lag)])).toEqual([['q', 2_000], ['r', 2_000]]);
   });
@@ -91,10 +92,10 @@ describe('alertsOnce', () => {
     };
     await t.enqueue('q');
     await t.claim('q', 'A');
-    expect(await alertsOnce(t.db, at(), t.config, fetchSpy)).toEqual({ evaluated: true, started: 0, cleared: 0, delivered: 0, failed: 0 });
+    expect(await alertsOnce(createStore(t.db), at(), t.config, fetchSpy)).toEqual({ evaluated: true, started: 0, cleared: 0, delivered: 0, failed: 0 });
     // Not heartbeated for over 3 intervals of 5 s: heartbeat_lag fires.
     t.clock.advance(15_001);
-    expect(await alertsOnce(t.db, at(), t.config, fetchSpy)).toEqual({ evaluated: true, started: 1, cleared: 0, delivered: 1, failed: 0 });
+    expect(await alertsOnce(createStore(t.db), at(), t.config, fetchSpy)).toEqual({ evaluated: true, started: 1, cleared: 0, delivered: 1, failed: 0 });
     expect(posted).toEqual([{ url: 'https://hooks.example/leasehold', body: expect.objectContaining({ type: 'alert.firing', queue: 'q', alert: 'heartbeat_lag' }) }]);
   });
 
@@ -102,12 +103,12 @@ describe('alertsOnce', () => {
     await bed({ alertWebhookUrl: 'https://hooks.example/leasehold', alertEveryMs: 1_000, workerAliveMs: 3_600_000 });
     await t.enqueue('q');
     await t.claim('q', 'A');
-    await alertsOnce(t.db, at(), t.config, async () => new Response('', { status: 200 }));
+    await alertsOnce(createStore(t.db), at(), t.config, async () => new Response('', { status: 200 }));
     t.clock.advance(15_001);
     const down: Fetch = async () => {
       throw new TypeError('fetch failed');
     };
-    expect(await alertsOnce(t.db, at(), t.config, down)).toMatchObject({ started: 1, delivered: 0, failed: 1 });
+    expect(await alertsOnce(createStore(t.db), at(), t.config, down)).toMatchObject({ started: 1, delivered: 0, failed: 1 });
   });
 });
 

@@ -166,3 +166,19 @@ export function alertNotificationMarkFailedIfHeld(db: Db, p: NotificationRef & {
     SET notify_attempts = notify_attempts + 1, last_notify_error = ${p.error}, notify_until = ${p.retryAt}
     WHERE queue_name = ${p.queue} AND name = ${p.name} AND notify_until = ${p.leaseUntil} RETURNING name`);
 }
+
+/** What one claimed notification's POST came to: delivered (with the state sent) or failed (with why and when to retry). */
+export type NotificationOutcome = NotificationRef & ({ sent: Alert['state'] } | { error: string; retryAt: number });
+
+/**
+ * Every outcome of a pass's POSTs in one batch (one request), each the
+ * statement above under its own hold. Returns, per outcome in order, whether
+ * this caller still held the notification.
+ */
+export async function alertNotificationsMarkIfHeld(db: Db, p: { outcomes: readonly NotificationOutcome[] }): Promise<boolean[]> {
+  const results = await batchList(
+    db,
+    p.outcomes.map((o) => ('sent' in o ? alertNotificationMarkDeliveredIfHeld(db, o) : alertNotificationMarkFailedIfHeld(db, o))),
+  );
+  return results.map((rows) => (rows as unknown[]).length > 0);
+}

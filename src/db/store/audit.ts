@@ -14,6 +14,7 @@ import type { Now } from '../../core/clock.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
+import { formNonceClaim, type FormNonce } from './form-nonces.ts';
 
 /** Who acted: the same for every entry of one request. */
 export interface AuditActor {
@@ -27,34 +28,9 @@ export interface AuditActor {
   client: string | null;
 }
 
-export type AuditAction =
-  | 'login'
-  | 'login_failed'
-  | 'logout'
-  | 'queue.settings'
-  | 'queue.pause'
-  | 'queue.resume'
-  | 'queue.alert_thresholds'
-  | 'jobs.bulk'
-  | 'job.retry'
-  | 'job.cancel'
-  | 'job.requeue'
-  | 'job.force_requeue';
-
-export const AUDIT_ACTIONS: readonly AuditAction[] = [
-  'login',
-  'login_failed',
-  'logout',
-  'queue.settings',
-  'queue.pause',
-  'queue.resume',
-  'queue.alert_thresholds',
-  'jobs.bulk',
-  'job.retry',
-  'job.cancel',
-  'job.requeue',
-  'job.force_requeue',
-];
+// The vocabulary lives in core (routes check filters against it); re-exported for the store's callers.
+import type { AuditAction } from '../../core/audit-actions.ts';
+export { AUDIT_ACTIONS, type AuditAction } from '../../core/audit-actions.ts';
 
 export interface AuditEntry {
   by: AuditActor;
@@ -143,10 +119,17 @@ export function auditPruneStatements(db: Db, p: { now: number; retentionMs: numb
 }
 
 /**
- * What commits with an operator's change: `first` leads the batch (a form
- * token's claim, whose refusal undoes everything), `audit` follows the change.
+ * What commits with an operator's change: `formNonce` (the form token, whose
+ * claim leads the batch: its refusal undoes everything) or statements of the
+ * caller's own in `first`, then the change, then `audit`.
  */
 export interface Alongside {
+  formNonce?: FormNonce;
   first?: BatchItem<'sqlite'>[];
   audit?: AuditEntry;
+}
+
+/** The statements that lead an operator's batch: the form token's claim, then the caller's own. */
+export function alongsideFirst(db: Db, also: Alongside | undefined): BatchItem<'sqlite'>[] {
+  return [...(also?.formNonce ? [formNonceClaim(db, also.formNonce)] : []), ...(also?.first ?? [])];
 }

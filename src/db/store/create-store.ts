@@ -14,20 +14,34 @@ import {
   alertNotificationMarkDeliveredIfHeld,
   alertNotificationMarkFailedIfHeld,
   alertNotificationsClaimDue,
+  alertNotificationsMarkIfHeld,
   alertStatesList,
   alertStatesRecord,
 } from './alert-states.ts';
 import { jobsClaimPending, jobsClaimPendingWithRateWait } from './claim.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
-import { jobsInsert } from './enqueue.ts';
+import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
-import type { JobStore } from './port.ts';
-import { eventsForJob, jobGet, jobsList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
+import { auditInsert, auditList } from './audit.ts';
+import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
+import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
+import { retentionPrune } from './retention.ts';
+import {
+  scheduleAdvanceIfUnchanged,
+  scheduleCreate,
+  scheduleDelete,
+  scheduleEnqueueOccurrence,
+  scheduleGet,
+  scheduleReplace,
+  schedulesDue,
+  schedulesList,
+} from './schedules.ts';
 import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
 import { jobsListStalled } from './stalls.ts';
 import { workersHeldJobs } from './worker-jobs.ts';
@@ -99,5 +113,36 @@ export function createStore(db: Db): JobStore {
 
     sessionRevoke: (p) => sessionRevoke(db, p),
     sessionIsRevoked: (p) => sessionIsRevoked(db, p.sid),
+
+    ...apiAndMaintenanceParts(db),
+  };
+}
+
+/** The port's sections for the API, the CLI and the maintenance services (port.ts, after JobStore). */
+function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleStore & MaintenanceServices & AuditAndFormWrites {
+  return {
+    auditList: (p) => auditList(db, p),
+
+    jobSummariesList: (p) => jobSummariesList(db, p),
+    jobsInsertSummaries: (p) => jobsInsertSummaries(db, p),
+
+    schedulesList: () => schedulesList(db),
+    scheduleGet: (p) => scheduleGet(db, p.name),
+    scheduleCreate: (p) => scheduleCreate(db, p),
+    scheduleReplace: (p) => scheduleReplace(db, p),
+    scheduleDelete: (p) => scheduleDelete(db, p.name),
+    schedulesDue: (p) => schedulesDue(db, p),
+    scheduleEnqueueOccurrence: (p) => scheduleEnqueueOccurrence(db, p),
+    scheduleAdvanceIfUnchanged: (p) => scheduleAdvanceIfUnchanged(db, p),
+
+    queueMinutesSampleHeartbeatLag: async (p) => await queueMinutesSampleHeartbeatLag(db, p),
+    retentionPrune: (p) => retentionPrune(db, p),
+    alertNotificationsMarkIfHeld: (p) => alertNotificationsMarkIfHeld(db, p),
+
+    auditInsert: async (p) => {
+      await auditInsert(db, p);
+    },
+    formNonceUsed: (p) => formNonceUsed(db, p.nonce),
+    isFormNonceReplay: (p) => isFormNonceReplay(p.error),
   };
 }

@@ -84,6 +84,14 @@ export class EnqueuePartlyStored extends Error {
   }
 }
 
+/**
+ * jobsInsert, each job returned with SUMMARY_COLUMNS only (a bulk answer's
+ * fields): a large batch's payloads are not read back.
+ */
+export function jobsInsertSummaries(db: Db, p: Omit<EnqueueParams, 'columns'>): Promise<Enqueued[]> {
+  return jobsInsert(db, { ...p, columns: SUMMARY_COLUMNS });
+}
+
 /** Lets timers and other requests run between chunks (setTimeout: every runtime has it). */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 

@@ -5,7 +5,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
 import { batchList, type Db } from '../db.ts';
-import { auditInsertIfChanged, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
+import { jobQueueSql, jobStatusSql } from './read.ts';
 import type { JobRecord } from './record.ts';
 
 /** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
@@ -24,13 +25,23 @@ export type OperatorOutcome =
   | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
   | { ok: false; reason: 'not_found' };
 
+/**
+ * A job action's audit entry names the job's queue and its status after the
+ * action, both read inside the batch, unless the caller gave them: so a
+ * caller (API route, dashboard form) passes who, what and why, never SQL.
+ */
+export function jobActionAudit(entry: AuditEntry, id: number): AuditEntry {
+  return { ...entry, queue: entry.queue === undefined ? jobQueueSql(id) : entry.queue, after: entry.after === undefined ? jobStatusSql(id) : entry.after };
+}
+
 /** The guarded UPDATE, with what commits alongside it: the audit entry right after it (changes() is its own). */
 export async function guardedWithAudit(db: Db, id: number, update: SQL, also: Alongside | undefined): Promise<OperatorOutcome> {
-  const first = also?.first ?? [];
+  const first = alongsideFirst(db, also);
+  const audit = also?.audit && jobActionAudit(also.audit, id);
   const results = await batchList(db, [
     ...first,
     db.all<JobRecord>(update),
-    ...(also?.audit ? [auditInsertIfChanged(db, also.audit)] : []),
+    ...(audit ? [auditInsertIfChanged(db, audit)] : []),
     // What the job is now, and (for a retry refused by uniqueness) which active job holds its key.
     db.all<{ status: JobStatus; key_held_by: number | null }>(sql`SELECT status, (SELECT a.id FROM jobs a WHERE a.queue_name = j.queue_name
       AND a.idempotency_key = j.idempotency_key AND a.status IN ('pending', 'running') AND a.id <> j.id) AS key_held_by FROM jobs j WHERE id = ${id}`),

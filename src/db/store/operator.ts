@@ -18,7 +18,11 @@ import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { guardedWithAudit, type OperatorOutcome } from './operator-outcome.ts';
 import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRules } from './requeue.ts';
-import { auditInsert, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
+import { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
+
+// The status rule lives in core (routes check it first); re-exported for the store's callers.
+export { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
 
 export type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
 
@@ -64,8 +68,6 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
  *   (src/db/store/requeue.ts), each guarded by "unchanged since read"; with
  *   `force` (admin API only, with a reason) any running job.
  */
-export type BulkKind = 'retry' | 'cancel' | 'requeue';
-
 export interface BulkFilter {
   kind: BulkKind;
   queue: string | undefined;
@@ -89,14 +91,6 @@ export interface BulkParams extends BulkFilter {
   rules: RequeueRules;
   /** A form token's claim and the audit entry of the run (its `after` gets the count changed), in the same batch. */
   also?: Alongside;
-}
-
-/** The status a bulk kind acts on, or undefined if it does not take that status. */
-export function bulkKindFor(status: JobStatus): BulkKind | undefined {
-  if (status === 'failed' || status === 'cancelled') return 'retry';
-  if (status === 'pending') return 'cancel';
-  if (status === 'running') return 'requeue';
-  return undefined;
 }
 
 function bulkWhere(f: BulkFilter): SQL {
@@ -169,7 +163,7 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
         lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
       WHERE ${pick} RETURNING id`;
   }
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const entry = p.also?.audit;
   const results = await batchList(db, [
     ...first,

@@ -21,10 +21,12 @@ import type { Alert, AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { MinuteRow } from './activity.ts';
+import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
 import type { ClaimParams, Claimed } from './claim.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
 import type { EnqueueParams, Enqueued } from './enqueue.ts';
+import type { NotificationOutcome } from './alert-states.ts';
 import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
 import type { CheckpointParams, HeartbeatParams } from './lease.ts';
 import type { MetricsSnapshot } from './metrics.ts';
@@ -32,7 +34,8 @@ import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorP
 import type { OwnedOutcome } from './owned.ts';
 import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord, JobSummaryRecord } from './record.ts';
+import type { ScheduleFields, ScheduleRecord } from './schedules.ts';
 import type { RequeueRefusal } from './operator-outcome.ts';
 import type { RequeueRules } from './requeue.ts';
 import type { StalledJob } from './stalls.ts';
@@ -107,9 +110,9 @@ export interface MaintenanceStore {
 export interface QueueAndWorkerStore {
   queuesHealth(p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]>;
   /** Creates the queue if needed and sets the given overrides (null: back to the default). */
-  queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now }): Promise<void>;
+  queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
-  queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now }): Promise<void>;
+  queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void>;
   /** A worker's own liveness beat. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */
@@ -149,3 +152,68 @@ export interface SessionStore {
 
 /** The whole store: one backend (libSQL, D1, Turso) behind one contract. */
 export interface JobStore extends WorkerJobWrites, EffectWrites, OperatorActions, MaintenanceStore, QueueAndWorkerStore, StoreReads, AlertStore, SessionStore {}
+
+// ---------------------------------------------------------------------------
+// What the API routes, the CLI and the maintenance services need besides the
+// above (issue 12, part 2). Each section below joins JobStore by declaration
+// merging (the last line of this block), so a part added in parallel adds its
+// own line instead of editing the one above.
+// ---------------------------------------------------------------------------
+
+/** The operator audit, read (store/audit). Entries are written with the change they describe: a write's `also.audit`. */
+export interface AuditReads {
+  /** Newest first, at most `limit`, filtered; `next` is the `before` of the next page (null on the last). */
+  auditList(p: AuditFilter): Promise<{ entries: AuditRecord[]; next: number | null }>;
+}
+
+/** Jobs as the API's list and bulk enqueue answer them: without the JSON they carry (store/read, enqueue). */
+export interface JobSummaries {
+  /** jobsList's page, each job with sizes and previews instead of payload, result, progress and checkpoint. */
+  jobSummariesList(p: ListParams): Promise<{ jobs: JobSummaryRecord[]; next: number | null }>;
+  /** jobsInsert, each job read back with a bulk answer's columns only (no payload echoed). */
+  jobsInsertSummaries(p: Omit<EnqueueParams, 'columns'>): Promise<Enqueued[]>;
+}
+
+/** Recurring jobs: the /schedules API, and the two steps of firing an occurrence (store/schedules). */
+export interface ScheduleStore {
+  /** Every schedule, by name. */
+  schedulesList(): Promise<ScheduleRecord[]>;
+  scheduleGet(p: { name: string }): Promise<ScheduleRecord | undefined>;
+  /** A new schedule, or undefined when one has that name already (nothing changed). */
+  scheduleCreate(p: ScheduleFields & { name: string; now: Now }): Promise<ScheduleRecord | undefined>;
+  /** Replaces a schedule's fields (the caller merged the patch); undefined: no such schedule. */
+  scheduleReplace(p: ScheduleFields & { name: string; now: Now }): Promise<ScheduleRecord | undefined>;
+  /** False: no such schedule. */
+  scheduleDelete(p: { name: string }): Promise<boolean>;
+  /** Unpaused schedules whose next occurrence is due, oldest first, at most `limit`. */
+  schedulesDue(p: { now: number; limit: number }): Promise<ScheduleRecord[]>;
+  /** Step 1: the occurrence's job, under its occurrence key (or the job an earlier pass made for it). */
+  scheduleEnqueueOccurrence(p: { schedule: ScheduleRecord; occurrence: number; now: Now; defaults: QueueDefaults; maxQueues?: number }): Promise<Enqueued>;
+  /** Step 2: next_run_at moves on only if it is still what the pass read; false: another pass moved it. */
+  scheduleAdvanceIfUnchanged(p: { name: string; readNextRunAt: number; occurrence: number; nextRunAt: number; jobId: number; now: Now }): Promise<boolean>;
+}
+
+/** The maintenance pass's other services: activity sampling, retention, webhook outcomes (store/activity, retention, alert-states). */
+export interface MaintenanceServices {
+  /** Each queue's worst heartbeat lag folded into this minute's sample; the queues sampled. */
+  queueMinutesSampleHeartbeatLag(p: { now: number }): Promise<{ queue_name: string }[]>;
+  /** Retention in one batch: finished jobs, stale workers, old activity, old audit entries and form tokens; the job ids deleted. */
+  retentionPrune(p: { now: number; limit: number; defaults: QueueDefaults; forgetWorkersAfterMs: number; auditRetentionMs: number }): Promise<number[]>;
+  /** Every webhook outcome of a pass in one batch, each under its own hold; per outcome, whether it was still held. */
+  alertNotificationsMarkIfHeld(p: { outcomes: readonly NotificationOutcome[] }): Promise<boolean[]>;
+}
+
+/**
+ * Audit entries of their own (a login, a failed one) and one-time form tokens
+ * (store/audit, form-nonces). An action's own entry and its form token commit
+ * in the action's batch instead: its `also: { audit, formNonce }`.
+ */
+export interface AuditAndFormWrites {
+  auditInsert(p: AuditEntry): Promise<void>;
+  /** Whether a form token was used already (one primary-key lookup), to refuse a re-sent form before any work. */
+  formNonceUsed(p: { nonce: string }): Promise<boolean>;
+  /** Whether an error a write threw is a form token's second use (its claim's primary key), as this backend words it. */
+  isFormNonceReplay(p: { error: unknown }): boolean;
+}
+
+export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, MaintenanceServices, AuditAndFormWrites {}

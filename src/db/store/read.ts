@@ -4,7 +4,7 @@ import type { Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
-import { auditInsert, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth, RateLimit } from '../../core/metrics-snapshot.ts';
@@ -309,7 +309,7 @@ export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresh
   const text = Object.keys(p.thresholds).length === 0 ? null : JSON.stringify(p.thresholds);
   const audit = p.also?.audit;
   await batchList(db, [
-    ...(p.also?.first ?? []),
+    ...alongsideFirst(db, p.also),
     // Before the change, so `before` is read in the transaction that replaces it.
     ...(audit ? [auditInsert(db, { ...audit, before: sql`coalesce((SELECT alert_thresholds FROM queues WHERE name = ${p.queue}), '{}')`, after: text ?? '{}' })] : []),
     db.run(sql`INSERT INTO queues (name, created_at, updated_at, alert_thresholds) VALUES (${p.queue}, ${now}, ${now}, ${text})
@@ -339,7 +339,7 @@ export async function queueUpsertSettings(db: Db, p: { queue: string; patch: Que
   const values = entries.map((e) => sql`, ${e.value}`);
   const sets = entries.map((e) => sql`${e.column} = excluded.${e.column}`);
   await batchList(db, [
-    ...(p.also?.first ?? []),
+    ...alongsideFirst(db, p.also),
     ...(audit && entries.length > 0 ? [auditInsert(db, { ...audit, before, after: JSON.stringify(p.patch) })] : []),
     db.run(sql`INSERT INTO queues (name, created_at, updated_at ${sql.join(columns, sql``)})
       VALUES (${p.queue}, ${now}, ${now} ${sql.join(values, sql``)})

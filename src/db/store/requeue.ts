@@ -23,8 +23,8 @@ import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { guardedWithAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
-import { auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
+import { guardedWithAudit, jobActionAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
+import { alongsideFirst, auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import type { JobRecord } from './record.ts';
 import { ownerLastSeenSql } from './workers.ts';
@@ -63,9 +63,9 @@ export async function jobRequeueIfReaperWould(
   const d = decideReap(row, row.now, p.rules);
   if (!takes(d)) return { ok: false, reason: 'reaper_would_wait', status: 'running', why: d.why, takesAt: d.takesAt };
   const update = requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` });
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const job = p.also
-    ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, p.also.audit)] : [])]))[first.length] as JobRecord[])[0]
+    ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, jobActionAudit(p.also.audit, p.id))] : [])]))[first.length] as JobRecord[])[0]
     : (await db.all<JobRecord>(update))[0];
   if (job) return { ok: true, job };
   const [after] = await db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${p.id}`);
@@ -110,7 +110,7 @@ export async function jobsBulkRequeue(
   p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null; also?: Alongside },
 ): Promise<number[]> {
   const rows = (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit);
-  const first = p.also?.first ?? [];
+  const first = alongsideFirst(db, p.also);
   const audit = p.also?.audit;
   // The run is audited even when nothing matched: the operator asked.
   const changed = rows.length === 0

@@ -7,12 +7,12 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import { batchList } from '../db.ts';
-import { auditInsert, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 
 /** Ends a session for good, and forgets sessions that have expired by themselves (an index range). */
 export async function sessionRevoke(db: Db, p: { sid: string; expiresAt: number; now: number; also?: Alongside }): Promise<void> {
   await batchList(db, [
-    ...(p.also?.first ?? []),
+    ...alongsideFirst(db, p.also),
     ...(p.also?.audit ? [auditInsert(db, p.also.audit)] : []),
     db.run(sql`INSERT INTO revoked_sessions (sid, expires_at) VALUES (${p.sid}, ${p.expiresAt}) ON CONFLICT (sid) DO NOTHING`),
     db.run(sql`DELETE FROM revoked_sessions WHERE expires_at < ${p.now}`),

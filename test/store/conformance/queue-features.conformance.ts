@@ -1,13 +1,11 @@
 /**
  * Issue 17's queue features on every backend: max_running and rate limits
  * (both counted inside the claim statement), uniqueWhile, and schedules
- * firing each due occurrence once. Schedules have no JobStore method: they
- * are called with the bundle's db.
+ * firing each due occurrence once (schedulesOnce over the bundle's store).
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import type { Config } from '../../../src/core/config.ts';
-import { scheduleCreate } from '../../../src/db/store/schedules.ts';
 import { schedulesOnce } from '../../../src/maintenance/schedules.ts';
 import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
 
@@ -83,37 +81,37 @@ export function defineQueueFeatures(backend: StoreBackend) {
 
     describe('schedules', () => {
       const every = (name: string) =>
-        scheduleCreate(t().db, { name, queue: 'ticks', cron: null, timeZone: null, intervalMs: 60_000, payload: { n: name }, jobOptions: {}, paused: false, nextRunAt: T0 + 60_000, now: T0 });
+        t().store.scheduleCreate({ name, queue: 'ticks', cron: null, timeZone: null, intervalMs: 60_000, payload: { n: name }, jobOptions: {}, paused: false, nextRunAt: T0 + 60_000, now: T0 });
       const keys = async () => (await t().db.all<{ k: string }>(sql`SELECT idempotency_key AS k FROM jobs ORDER BY id`)).map((r) => r.k);
 
       test('an interval schedule enqueues one job per due occurrence', async () => {
-        const { db, clock } = t();
+        const { store, clock } = t();
         expect(await every('tick')).toBeDefined();
-        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
+        expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
         for (let i = 1; i <= 3; i++) {
           clock.set(T0 + i * 60_000 + 5_000);
-          expect(await schedulesOnce(db, clock.now(), CONFIG)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
-          expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
+          expect(await schedulesOnce(store, clock.now(), CONFIG)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
+          expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
         }
         expect(await keys()).toEqual([1, 2, 3].map((i) => `schedule:tick:${new Date(T0 + i * 60_000).toISOString()}`));
       });
 
       test('two passes at the same instant make one job', async () => {
-        const { db, clock } = t();
+        const { store, clock } = t();
         await every('both');
         clock.set(T0 + 60_000);
-        const reports = await Promise.all([schedulesOnce(db, clock.now(), CONFIG), schedulesOnce(db, clock.now(), CONFIG)]);
+        const reports = await Promise.all([schedulesOnce(store, clock.now(), CONFIG), schedulesOnce(store, clock.now(), CONFIG)]);
         expect(reports.every((r) => r.errors.length === 0)).toBe(true);
         expect(reports.reduce((s, r) => s + r.enqueued, 0)).toBe(1);
         expect(await t().count('jobs')).toBe(1);
       });
 
       test('after a long gap only the latest missed occurrence runs, once', async () => {
-        const { db, clock } = t();
+        const { store, clock } = t();
         await every('gap');
         clock.set(T0 + 10 * 60_000 + 45_000); // occurrences at 1..10 minutes are due
-        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 1, missedSkipped: 9, errors: [] });
-        expect(await schedulesOnce(db, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
+        expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 1, missedSkipped: 9, errors: [] });
+        expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
         expect(await keys()).toEqual([`schedule:gap:${new Date(T0 + 10 * 60_000).toISOString()}`]);
       });
     });

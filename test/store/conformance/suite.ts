@@ -6,6 +6,7 @@
  */
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
+import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
@@ -25,5 +26,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReads(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
+    defineAuditAndForms(backend);
   });
 }

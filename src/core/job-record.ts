@@ -1,0 +1,146 @@
+/**
+ * The job row as the store's statements return it (snake_case), and its
+ * wire form. Plain data and pure functions: the API, the worker protocol,
+ * the CLI and the dashboard encode what the store port returns without
+ * importing the store (src/db/store/record.ts re-exports this for the
+ * store's own files).
+ */
+import type { ClaimedJobWire, Job, JobStatus, JobSummary, UniqueWhile } from './wire.ts';
+
+export type { ClaimedJobWire, Job, JobSummary };
+
+export interface JobRecord {
+  id: number;
+  queue_name: string;
+  payload: string;
+  status: JobStatus;
+  priority: number;
+  attempt_count: number;
+  max_attempts: number;
+  errored_attempts: number;
+  lost_attempts: number;
+  lease_epoch: number;
+  available_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  failed_at: number | null;
+  cancelled_at: number | null;
+  finished_at: number | null;
+  last_heartbeat_at: number | null;
+  lease_ms: number | null;
+  lease_expires_at: number | null;
+  locked_by: string | null;
+  locked_by_instance: string | null;
+  lock_token: string | null;
+  idempotency_key: string | null;
+  unique_while: UniqueWhile;
+  dedup_count: number;
+  last_error: string | null;
+  progress: string | null;
+  checkpoint: string | null;
+  result: string | null;
+  timeout_ms: number | null;
+  deadline_at: number | null;
+  reaper_deferrals: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/** Stored JSON text as a value (NULL stays null). */
+export const parsed = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
+
+export function toJob(r: JobRecord): Job {
+  return {
+    id: String(r.id),
+    queue: r.queue_name,
+    status: r.status,
+    payload: parsed(r.payload),
+    priority: r.priority,
+    attempt: r.attempt_count,
+    maxAttempts: r.max_attempts,
+    erroredAttempts: r.errored_attempts,
+    lostAttempts: r.lost_attempts,
+    fencingToken: r.lease_epoch,
+    idempotencyKey: r.idempotency_key,
+    uniqueWhile: r.unique_while,
+    availableAt: iso(r.available_at)!,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    startedAt: iso(r.started_at),
+    completedAt: iso(r.completed_at),
+    failedAt: iso(r.failed_at),
+    cancelledAt: iso(r.cancelled_at),
+    lastHeartbeatAt: iso(r.last_heartbeat_at),
+    leaseExpiresAt: iso(r.lease_expires_at),
+    leaseMs: r.lease_ms,
+    lockedBy: r.locked_by,
+    timeoutMs: r.timeout_ms,
+    deadlineAt: iso(r.deadline_at),
+    lastError: r.last_error,
+    progress: parsed(r.progress),
+    checkpoint: parsed(r.checkpoint),
+    result: parsed(r.result),
+  };
+}
+
+/** A jobs row without its JSON columns, with their sizes and previews (jobSummariesList). */
+export interface JobSummaryRecord extends Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'> {
+  payload_bytes: number;
+  payload_preview: string;
+  result_bytes: number | null;
+  result_preview: string | null;
+  progress_bytes: number | null;
+  checkpoint_bytes: number | null;
+}
+
+export function toJobSummary(r: JobSummaryRecord): JobSummary {
+  const { payload: _p, result: _r, progress: _g, checkpoint: _c, ...rest } = toJob({ ...r, payload: 'null', result: null, progress: null, checkpoint: null });
+  return {
+    ...rest,
+    payloadBytes: r.payload_bytes,
+    payloadPreview: r.payload_preview,
+    resultBytes: r.result_bytes,
+    resultPreview: r.result_preview,
+    progressBytes: r.progress_bytes,
+    checkpointBytes: r.checkpoint_bytes,
+  };
+}
+
+export function toClaimedJob(j: {
+  id: number;
+  queue_name: string;
+  payload: string;
+  attempt_count: number;
+  max_attempts: number;
+  priority: number;
+  lock_token: string | null;
+  lease_epoch: number;
+  lease_ms: number | null;
+  lease_expires_at: number | null;
+  deadline_at: number | null;
+  heartbeat_ms: number;
+  idempotency_key: string | null;
+  checkpoint: string | null;
+  progress: string | null;
+  timeout_ms: number | null;
+}): ClaimedJobWire {
+  return {
+    id: String(j.id),
+    queue: j.queue_name,
+    payload: parsed(j.payload),
+    attempt: j.attempt_count,
+    maxAttempts: j.max_attempts,
+    priority: j.priority,
+    lockToken: j.lock_token!,
+    fencingToken: j.lease_epoch,
+    leaseMs: j.lease_ms!,
+    leaseExpiresAt: iso(j.lease_expires_at)!,
+    deadlineAt: iso(j.deadline_at),
+    heartbeatIntervalMs: j.heartbeat_ms,
+    idempotencyKey: j.idempotency_key,
+    checkpoint: parsed(j.checkpoint),
+    progress: parsed(j.progress),
+    timeoutMs: j.timeout_ms,
+  };
+}

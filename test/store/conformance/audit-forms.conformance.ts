@@ -1,0 +1,64 @@
+/**
+ * The operator audit and one-time form tokens through the port: entries
+ * written alone or with the change they describe (a job action's entry gets
+ * the job's queue and new status from the store), listed newest first and
+ * pruned past retention; a form token claimed in its action's batch, so a
+ * second use fails the whole batch, changes nothing, and is recognised.
+ */
+import { describe, expect, test } from 'vitest';
+import type { AuditActor } from '../../../src/db/store/audit.ts';
+import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+
+const BY: AuditActor = { actor: 'Ada', role: 'admin', credential: 'default', source: 'dashboard', client: '10.0.0.1' };
+
+export function defineAuditAndForms(backend: StoreBackend) {
+  describe('audit and one-time forms', () => {
+    const t = useBundle(backend);
+
+    test('entries alone and with a job action, newest first, filtered, paged; pruned past retention', async () => {
+      const { store, pendingJob } = t();
+      await store.auditInsert({ by: BY, action: 'login', target: 'dashboard', now: T0 });
+      const job = await pendingJob({ queue: 'mail' });
+      const audit = { by: BY, action: 'job.cancel' as const, jobId: job.id, target: `job ${job.id}`, reason: 'dup', now: T0 + 1 };
+      expect(await store.jobCancelIfPending({ id: job.id, actor: 'Ada', reason: 'dup', now: T0 + 1, also: { audit } })).toMatchObject({ ok: true });
+      // A refused action writes no entry.
+      expect(await store.jobCancelIfPending({ id: job.id, actor: 'Ada', reason: 'dup', now: T0 + 2, also: { audit } })).toMatchObject({ ok: false, reason: 'conflict' });
+
+      const all = await store.auditList({ limit: 10 });
+      expect(all.next).toBeNull();
+      expect(all.entries.map((e) => [e.action, e.at, e.queue_name, e.job_id, e.after, e.actor, e.client])).toEqual([
+        ['job.cancel', T0 + 1, 'mail', job.id, JSON.stringify({ status: 'cancelled' }), 'Ada', '10.0.0.1'],
+        ['login', T0, null, null, null, 'Ada', '10.0.0.1'],
+      ]);
+      expect((await store.auditList({ action: 'login', limit: 10 })).entries).toHaveLength(1);
+      const page = await store.auditList({ limit: 1 });
+      expect(page.next).toBe(all.entries[0]!.id);
+      expect((await store.auditList({ before: page.next!, limit: 1 })).entries.map((e) => e.action)).toEqual(['login']);
+
+      await store.retentionPrune({ now: T0 + 60_000, limit: 100, defaults: DEFAULTS, forgetWorkersAfterMs: 3_600_000, auditRetentionMs: 59_999 });
+      expect((await store.auditList({ limit: 10 })).entries.map((e) => e.action)).toEqual(['job.cancel']);
+    });
+
+    test('a form token is claimed by its action: a second use changes nothing and is recognised', async () => {
+      const { store } = t();
+      const formNonce = { nonce: 'n-1', expiresAt: T0 + 3_600_000 };
+      const audit = { by: BY, action: 'queue.pause' as const, queue: 'mail', target: 'queue mail', now: T0 };
+      expect(await store.formNonceUsed({ nonce: 'n-1' })).toBe(false);
+      await store.queueUpsertSettings({ queue: 'mail', patch: { paused: true }, now: T0, also: { formNonce, audit } });
+      expect(await store.formNonceUsed({ nonce: 'n-1' })).toBe(true);
+
+      const again = store.queueUpsertSettings({ queue: 'mail', patch: { paused: false }, now: T0 + 1, also: { formNonce, audit: { ...audit, action: 'queue.resume' } } });
+      const error = await again.then(() => undefined, (err: unknown) => err);
+      expect(error).toBeDefined();
+      expect(store.isFormNonceReplay({ error })).toBe(true);
+      expect(store.isFormNonceReplay({ error: new Error('UNIQUE constraint failed: jobs.id') })).toBe(false);
+      const [mail] = await store.queuesHealth({ now: T0 + 2, defaults: DEFAULTS, queue: 'mail' });
+      expect(mail!.paused).toBe(true);
+      expect((await store.auditList({ limit: 10 })).entries.map((e) => e.action)).toEqual(['queue.pause']);
+
+      // Used tokens go once their session would have expired.
+      await store.retentionPrune({ now: formNonce.expiresAt + 1, limit: 100, defaults: DEFAULTS, forgetWorkersAfterMs: 3_600_000, auditRetentionMs: 3_600_000 * 24 });
+      expect(await store.formNonceUsed({ nonce: 'n-1' })).toBe(false);
+    });
+  });
+}
