@@ -21,7 +21,8 @@ import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import { bulkKindFor, type BulkKind, type BulkPreviewRow } from '../db/store/operator.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
-import { reaperView, runningJobViews, zombieCandidates, type RunningJobView } from './queries.ts';
+import type { RunningJobView } from '../db/store/dashboard-reads.ts';
+import { reaperView } from './reaper-view.ts';
 import { fmtRelative } from './format.ts';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { alongside, once } from './acting.ts';
@@ -95,10 +96,10 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const matching = await store.jobsBulkMatching({ ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
     const limit = Math.min(matching, batch);
     const preview = await store.jobsBulkPreview({ ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
-    const views = f.kind === 'requeue' ? await runningJobViews(db, { ids: preview.map((r) => r.id), now: t, config }) : [];
+    const views = f.kind === 'requeue' ? await store.jobsRunningFlagged({ ids: preview.map((r) => r.id), now: t, defaults: config }) : [];
     const leftAlone =
       f.kind === 'requeue'
-        ? (await zombieCandidates(db, { now: t, config, limit: 500 }))
+        ? (await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 }))
             .filter((j) => (f.queue === undefined || j.queue_name === f.queue) && j.lease_expires_at !== null && j.lease_expires_at < t && !reaperTakes(j, t, config))
             .slice(0, LEFT_ALONE_ROWS)
         : [];

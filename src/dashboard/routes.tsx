@@ -21,7 +21,6 @@ import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
-import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
@@ -282,7 +281,7 @@ export function dashboardRoutes(deps: AppDeps) {
     // Running jobs the zombies page lists are marked, with what the reaper will do.
     const running = list.filter((j) => j.status === 'running').map((j) => j.id);
     const flags = new Map<number, JobFlag>();
-    for (const v of await runningJobViews(db, { ids: running, now: t, config })) {
+    for (const v of await deps.store.jobsRunningFlagged({ ids: running, now: t, defaults: config })) {
       const flag = jobFlag(v, t, config);
       if (flag) flags.set(v.id, flag);
     }
@@ -313,7 +312,7 @@ export function dashboardRoutes(deps: AppDeps) {
   type JobPart = 'summary' | 'details' | 'all';
   const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
-    const job = await jobWithSettings(db, { id, config });
+    const job = await deps.store.jobGetWithSettings({ id, defaults: config });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
@@ -358,7 +357,7 @@ export function dashboardRoutes(deps: AppDeps) {
   const zombies = async (c: Context<Env>) => {
     const t = await now();
     const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await zombieCandidates(db, { now: t, config, limit: 500 })} now={t} config={config} csrf={csrf} />;
+    return <ZombiesFragment jobs={await deps.store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 })} now={t} config={config} csrf={csrf} />;
   };
   app.get('/dashboard/zombies', async (c) =>
     shell(

@@ -9,7 +9,8 @@ import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
-import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
+import type { RunningJobView } from '../db/store/dashboard-reads.ts';
+import { jobStalledForMs, reaperView } from './reaper-view.ts';
 import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
