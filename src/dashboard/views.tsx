@@ -2,7 +2,7 @@
  * Dashboard views (hono/jsx, server-rendered). Every value is rendered as
  * JSX text or attribute, which hono/jsx escapes; nothing here uses raw HTML.
  */
-import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../db/store/record.ts';

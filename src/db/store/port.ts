@@ -147,7 +147,8 @@ export interface AlertStore {
 
 /** Dashboard logouts (store/sessions). */
 export interface SessionStore {
-  sessionRevoke(p: { sid: string; expiresAt: number; now: number }): Promise<void>;
+  /** Also: the logout's form token and audit entry, in the same batch. */
+  sessionRevoke(p: { sid: string; expiresAt: number; now: number; also?: Alongside }): Promise<void>;
   sessionIsRevoked(p: { sid: string }): Promise<boolean>;
 }
 
