@@ -4,9 +4,8 @@
  * where, and the form's one-time token, claimed in the action's own batch.
  */
 import type { Context } from 'hono';
-import type { Db } from '../db/db.ts';
 import type { AuditActor, AuditEntry, Alongside } from '../db/store/audit.ts';
-import { formNonceClaim, isFormNonceReplay } from '../db/store/form-nonces.ts';
+import type { JobStore } from '../db/store/port.ts';
 import { clientAddress } from '../api/throttle.ts';
 import type { DashboardEnv } from './page.tsx';
 import type { Session } from './session.ts';
@@ -22,21 +21,20 @@ export function sessionActor(c: Context, session: Session, trustProxy: boolean):
   };
 }
 
-/** The form token's claim and the audit entry, for a store call's batch. */
-export function alongside(c: Context<DashboardEnv>, db: Db, audit: Omit<AuditEntry, 'by'> & { by?: AuditActor }, trustProxy: boolean): Alongside {
-  const nonce = c.get('formNonce');
+/** The form token (the store claims it first in the action's batch) and the audit entry, for a store call. */
+export function alongside(c: Context<DashboardEnv>, audit: Omit<AuditEntry, 'by'> & { by?: AuditActor }, trustProxy: boolean): Alongside {
   return {
-    first: nonce ? [formNonceClaim(db, nonce)] : [],
+    formNonce: c.get('formNonce'),
     audit: { ...audit, by: audit.by ?? sessionActor(c, c.get('session'), trustProxy) },
   };
 }
 
 /** Runs an action; undefined when its form was sent a second time (its token claimed meanwhile): nothing changed. */
-export async function once<T>(run: () => Promise<T>): Promise<{ value: T } | undefined> {
+export async function once<T>(store: Pick<JobStore, 'isFormNonceReplay'>, run: () => Promise<T>): Promise<{ value: T } | undefined> {
   try {
     return { value: await run() };
   } catch (err) {
-    if (isFormNonceReplay(err)) return undefined;
+    if (store.isFormNonceReplay({ error: err })) return undefined;
     throw err;
   }
 }

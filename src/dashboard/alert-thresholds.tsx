@@ -12,7 +12,6 @@ import type { AppDeps } from '../api/deps.ts';
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { hasToken } from '../core/tokens.ts';
-import { queueAlertThresholds, queueSetAlertThresholds } from '../db/store/read.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 import { alongside, once } from './acting.ts';
 
@@ -21,7 +20,7 @@ type Key = keyof AlertThresholds;
 const KEYS = Object.keys(ALERT_THRESHOLD_LIMITS) as Key[];
 
 export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
   const path = '/dashboard/alerts/thresholds/:queue';
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
     layoutPage(c, { title, nav: 'alerts', loggedIn: hasToken(config, 'admin') }, children, status);
@@ -30,7 +29,7 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
   const queueOf = async (c: Context<Env>) => {
     const name = c.req.param('queue') ?? '';
     if (!QUEUE_PATTERN.test(name)) return undefined;
-    return queueAlertThresholds(db, { queue: name });
+    return store.queueAlertThresholds({ queue: name });
   };
   const notFound = (c: Context<Env>) => shell(c, 'No such queue', <p class="notice error">No queue has that name.</p>, 404);
 
@@ -78,8 +77,8 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
         400,
       );
     }
-    const also = alongside(c, db, { action: 'queue.alert_thresholds', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
-    if (!(await once(() => queueSetAlertThresholds(db, { queue: q.name, thresholds, now: clock.now(), also })))) return alreadySubmitted(c);
+    const also = alongside(c, { action: 'queue.alert_thresholds', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    if (!(await once(store, () => store.queueSetAlertThresholds({ queue: q.name, thresholds, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/alerts/thresholds/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });
 }

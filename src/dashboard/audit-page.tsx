@@ -7,7 +7,8 @@ import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import { hasToken } from '../core/tokens.ts';
-import { AUDIT_ACTIONS, auditList, type AuditAction, type AuditRecord } from '../db/store/audit.ts';
+import { AUDIT_ACTIONS, type AuditAction } from '../core/audit-actions.ts';
+import type { AuditRecord } from '../db/store/audit.ts';
 import { fmtTime } from './format.ts';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { ErrorPage } from './views.tsx';
@@ -50,11 +51,11 @@ const query = (f: AuditFilterForm) => {
 const shown = (text: string | null) => (text === null ? '' : text.length > 300 ? `${text.slice(0, 300)}…` : text);
 
 export function registerAuditPage(app: Hono<Env>, deps: AppDeps) {
-  const { db, config } = deps;
+  const { store, config } = deps;
   app.get('/dashboard/audit', async (c) => {
     const f = parse(c);
     if (typeof f === 'string') return htmlDocument(c, <ErrorPage title="Bad filter" message={f} />, 400);
-    const { entries, next } = await auditList(db, { ...f, limit: PAGE_SIZE });
+    const { entries, next } = await store.auditList({ ...f, limit: PAGE_SIZE });
     return layoutPage(
       c,
       { title: 'Audit', nav: 'audit', loggedIn: hasToken(config, 'admin') },

@@ -19,9 +19,11 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import { bulkKindFor, type BulkKind, type BulkPreviewRow } from '../db/store/operator.ts';
+import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
+import type { BulkPreviewRow } from '../db/store/operator.ts';
 import { ErrorPage, isJobStatus, jobsQuery } from './views.tsx';
-import { reaperView, runningJobViews, zombieCandidates, type RunningJobView } from './queries.ts';
+import type { RunningJobView } from '../db/store/dashboard-reads.ts';
+import { reaperView } from './reaper-view.ts';
 import { fmtRelative } from './format.ts';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { alongside, once } from './acting.ts';
@@ -50,7 +52,7 @@ const VERB: Record<BulkKind, { button: string; done: string; what: (status: stri
 const doc = htmlDocument;
 
 export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
-  const { db, store, config, clock } = deps;
+  const { store, config, clock } = deps;
   const open = !hasToken(config, 'admin');
   const cap = () => config.bulkActionCap ?? 100;
 
@@ -95,10 +97,10 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const matching = await store.jobsBulkMatching({ ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
     const limit = Math.min(matching, batch);
     const preview = await store.jobsBulkPreview({ ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
-    const views = f.kind === 'requeue' ? await runningJobViews(db, { ids: preview.map((r) => r.id), now: t, config }) : [];
+    const views = f.kind === 'requeue' ? await store.jobsRunningFlagged({ ids: preview.map((r) => r.id), now: t, defaults: config }) : [];
     const leftAlone =
       f.kind === 'requeue'
-        ? (await zombieCandidates(db, { now: t, config, limit: 500 }))
+        ? (await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 }))
             .filter((j) => (f.queue === undefined || j.queue_name === f.queue) && j.lease_expires_at !== null && j.lease_expires_at < t && !reaperTakes(j, t, config))
             .slice(0, LEFT_ALONE_ROWS)
         : [];
@@ -205,8 +207,8 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const actor = session.name;
     const limit = Math.min(expected, cap());
     const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
-    const also = alongside(c, db, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
-    const ran = await once(() => store.jobsBulkAct({ ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
+    const also = alongside(c, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
+    const ran = await once(store, () => store.jobsBulkAct({ ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
     if (!ran) return alreadySubmitted(c);
     const ids = ran.value;
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;

@@ -7,8 +7,10 @@
  * Buckets are clock minutes: bucket CHART_MINUTES - 1 is the minute holding
  * `now` (still filling), bucket 0 the minute CHART_MINUTES - 1 before it.
  */
-import type { Db } from '../db/db.ts';
-import { MINUTE_MS, queueMinutesSince } from '../db/store/activity.ts';
+import type { JobStore } from '../db/store/port.ts';
+
+/** queue_minutes rows are clock minutes. */
+const MINUTE_MS = 60_000;
 
 export const CHART_MINUTES = 60;
 
@@ -25,10 +27,10 @@ export interface QueueActivity {
 }
 
 /** Activity per queue (sorted by name) over the last CHART_MINUTES clock minutes; queues with no rows are absent. */
-export async function activityLastHour(db: Db, p: { now: number }): Promise<QueueActivity[]> {
+export async function activityLastHour(store: Pick<JobStore, 'queueMinutesSince'>, p: { now: number }): Promise<QueueActivity[]> {
   const currentMinute = p.now - (p.now % MINUTE_MS);
   const firstMinute = currentMinute - (CHART_MINUTES - 1) * MINUTE_MS;
-  const rows = await queueMinutesSince(db, { sinceMinuteAt: firstMinute });
+  const rows = await store.queueMinutesSince({ sinceMinuteAt: firstMinute });
   const byQueue = new Map<string, QueueActivity>();
   for (const r of rows) {
     const b = (r.minuteAt - firstMinute) / MINUTE_MS;

@@ -1,13 +1,14 @@
 /**
  * What the jobs list says about a running job beyond "running": a zombie
  * (expired lease), a late heartbeat or a stall, exactly when the zombies page
- * lists it (the same SQL condition, src/dashboard/queries.ts), with what the
+ * lists it (the same SQL condition, src/db/store/dashboard-reads.ts), with what the
  * reaper will do from the reaper's own decision (src/core/reaper.ts
  * decideReap, through reaperView). Pure: no HTML, no SQL.
  */
 import type { Config } from '../core/config.ts';
 import { fmtDuration, fmtRelative } from './format.ts';
-import { jobStalledForMs, reaperView, type FlaggableJobView, type RunningJobView } from './queries.ts';
+import type { FlaggableJobView, RunningJobView } from '../db/store/dashboard-reads.ts';
+import { jobStalledForMs, reaperView } from './reaper-view.ts';
 
 export interface JobFlag {
   /** zombie: the lease expired; late: heartbeat over two of its intervals late; stalled: heartbeating without progress. */

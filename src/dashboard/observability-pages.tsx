@@ -15,8 +15,8 @@ import type { AppDeps } from '../api/deps.ts';
 import { DB_CLOCK } from '../core/clock.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
-import { alertStatesList, type AlertStateRow } from '../db/store/alert-states.ts';
-import { metricsSnapshot, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../db/store/metrics.ts';
+import type { AlertStateRow } from '../db/store/alert-states.ts';
+import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/metrics.ts';
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { sharedRead } from './shared-read.ts';
@@ -36,12 +36,12 @@ const ms = (v: number | null | undefined) => (v === null || v === undefined ? 'â
  * around its table: the summary line (firing alerts, live workers), the
  * hour's charts, and per queue its throughput, busy workers and firing alerts.
  */
-export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'config' | 'clock'>) {
-  const { db, config, clock } = deps;
+export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' | 'config' | 'clock'>) {
+  const { store, config, clock } = deps;
   const read = async () => {
     // The snapshot reads the database clock itself and says what it was (m.now).
-    const m = await metricsSnapshot(db, { now: clock.now(), config });
-    return { m, activity: await activityLastHour(db, { now: m.now }) };
+    const m = await store.metricsSnapshot({ now: clock.now(), config });
+    return { m, activity: await activityLastHour(store, { now: m.now }) };
   };
   // On the database clock (every real server) polls share one read a second;
   // a manual clock (tests) reads afresh each time, so what a test just wrote shows.
@@ -90,7 +90,7 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'db' | 'c
     'alerts',
     async (m, s) => {
       // What the reaper's alert pass last recorded: since when, and what the webhook was told.
-      const recorded = await alertStatesList(db);
+      const recorded = await store.alertStatesList();
       const all = evaluateAlerts(m);
       const trouble = troubleOf(m, all);
       const p = pageOfQueues(m.queues, s, (q) => q.queue, (q) => trouble(q.queue));

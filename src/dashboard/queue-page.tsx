@@ -11,7 +11,7 @@ import { maxRunningField, rateLimitField } from '../api/admin-routes.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';
-import { queuesHealth, queueUpsertSettings, readNow, type QueueHealth, type QueueSettingsPatch } from '../db/store/read.ts';
+import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
@@ -19,7 +19,7 @@ type Env = DashboardEnv;
 type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
 
 export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
   const path = '/dashboard/queues/:queue';
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
     layoutPage(c, { title, nav: 'overview', loggedIn: !!config.adminToken }, children, status);
@@ -28,13 +28,13 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   const queueOf = async (c: Context<Env>) => {
     const name = c.req.param('queue') ?? '';
     if (!QUEUE_PATTERN.test(name)) return undefined;
-    const [q] = await queuesHealth(db, { now: clock.now(), defaults: config, queue: name });
+    const [q] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
     return q;
   };
   const notFound = (c: Context<Env>) => shell(c, 'No such queue', <p class="notice error">No queue has that name.</p>, 404);
   const now = async () => {
     const n = clock.now();
-    return typeof n === 'number' ? n : readNow(db);
+    return typeof n === 'number' ? n : store.readNow();
   };
   const csrfOf = (c: Context<Env>) => (c.get('session').role === 'admin' ? c.get('csrf') : undefined);
 
@@ -83,7 +83,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
         400,
       );
     }
-    await queueUpsertSettings(db, { queue: q.name, patch, now: clock.now() });
+    await store.queueUpsertSettings({ queue: q.name, patch, now: clock.now() });
     return c.redirect(`/dashboard/queues/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });
 }

@@ -13,25 +13,18 @@ import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
 import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
-import { eventsForJob, jobsList, readNow } from '../db/store/read.ts';
-import { workersList } from '../db/store/workers.ts';
-import type { JobStatus } from '../db/schema.ts';
+import type { JobStatus } from '../core/wire.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
-import { jobWithSettings, runningJobViews, zombieCandidates } from './queries.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
 import { QueueTotals } from './queue-totals.tsx';
 import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
-import { sessionIsRevoked, sessionRevoke } from '../db/store/sessions.ts';
 import { roleTokens } from '../core/tokens.ts';
-import { auditInsert } from '../db/store/audit.ts';
-import { formNonceUsed } from '../db/store/form-nonces.ts';
-import { jobQueueSql, jobStatusSql } from '../db/store/read.ts';
 import { alongside, once } from './acting.ts';
 import { AuthThrottle, clientAddress } from '../api/throttle.ts';
 import { LeaseholdError } from '../core/errors.ts';
@@ -74,7 +67,7 @@ function safeLocal(path: unknown, fallback: string): string {
 }
 
 export function dashboardRoutes(deps: AppDeps) {
-  const { db, config, clock } = deps;
+  const { store, config, clock } = deps;
   const tokens = roleTokens(config);
   const keys = new SessionKeys(tokens);
   const throttle = deps.authThrottle ?? new AuthThrottle();
@@ -84,7 +77,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   const now = async () => {
     const n = clock.now();
-    return typeof n === 'number' ? n : readNow(db);
+    return typeof n === 'number' ? n : store.readNow();
   };
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
@@ -150,12 +143,12 @@ export function dashboardRoutes(deps: AppDeps) {
     const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
     if (!login) {
       throttle.failed(client);
-      await auditInsert(db, { by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
+      await store.auditInsert({ by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
       return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
     }
     throttle.succeeded(client);
     const { cookie } = await keys.issue(login.role, Date.now(), { tok: login.tok, name: named.name });
-    await auditInsert(db, { by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
+    await store.auditInsert({ by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
     setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
     return c.redirect(next, 303);
   });
@@ -165,7 +158,7 @@ export function dashboardRoutes(deps: AppDeps) {
     if (c.req.path === '/dashboard/login') return next();
     let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());
     // Logged out: the cookie may still be signed and unexpired, but it is over.
-    if (session && (await sessionIsRevoked(db, session.sid))) session = undefined;
+    if (session && (await store.sessionIsRevoked({ sid: session.sid }))) session = undefined;
     if (!session) {
       if (open) {
         // Loopback development without an admin token: the dashboard is open,
@@ -195,7 +188,7 @@ export function dashboardRoutes(deps: AppDeps) {
         return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
       }
       // Used already: refused here with a clear answer; two copies racing are settled by the action's own batch.
-      if (await formNonceUsed(db, nonce.nonce)) return alreadySubmitted(c);
+      if (await store.formNonceUsed({ nonce: nonce.nonce })) return alreadySubmitted(c);
       c.set('formNonce', nonce);
       // Every state-changing route is refused to a read-only login here, once,
       // so a new POST route cannot forget it. Logging out changes nothing.
@@ -208,8 +201,8 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
-    const also = alongside(c, db, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
-    if (!(await once(() => sessionRevoke(db, { sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
+    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
+    if (!(await once(store, () => store.sessionRevoke({ sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
   });
@@ -270,7 +263,7 @@ export function dashboardRoutes(deps: AppDeps) {
   }
   const jobs = async (f: JobsFilter) => {
     const t = await now();
-    const { jobs: list, next } = await jobsList(db, {
+    const { jobs: list, next } = await store.jobsList({
       queue: f.queue,
       status: f.status as JobStatus | undefined,
       id: f.id,
@@ -282,7 +275,7 @@ export function dashboardRoutes(deps: AppDeps) {
     // Running jobs the zombies page lists are marked, with what the reaper will do.
     const running = list.filter((j) => j.status === 'running').map((j) => j.id);
     const flags = new Map<number, JobFlag>();
-    for (const v of await runningJobViews(db, { ids: running, now: t, config })) {
+    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config })) {
       const flag = jobFlag(v, t, config);
       if (flag) flags.set(v.id, flag);
     }
@@ -313,11 +306,11 @@ export function dashboardRoutes(deps: AppDeps) {
   type JobPart = 'summary' | 'details' | 'all';
   const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
-    const job = await jobWithSettings(db, { id, config });
+    const job = await store.jobGetWithSettings({ id, defaults: config });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
-    const { events, olderNotShown } = await eventsForJob(db, { jobId: id, limit: 1000 });
+    const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
     const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} />;
     return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
   };
@@ -358,7 +351,7 @@ export function dashboardRoutes(deps: AppDeps) {
   const zombies = async (c: Context<Env>) => {
     const t = await now();
     const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await zombieCandidates(db, { now: t, config, limit: 500 })} now={t} config={config} csrf={csrf} />;
+    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 })} now={t} config={config} csrf={csrf} />;
   };
   app.get('/dashboard/zombies', async (c) =>
     shell(
@@ -382,7 +375,7 @@ export function dashboardRoutes(deps: AppDeps) {
   // ---- workers ----
   const workers = async () => {
     const t = await now();
-    return <WorkersFragment workers={await workersList(db, { sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
+    return <WorkersFragment workers={await store.workersList({ sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
   };
   app.get('/dashboard/workers', async (c) =>
     shell(
@@ -413,15 +406,17 @@ export function dashboardRoutes(deps: AppDeps) {
       const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
       return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
     };
-    const auditAction = action === 'force-requeue' ? 'job.force_requeue' : (`job.${action}` as 'job.retry' | 'job.cancel' | 'job.requeue');
-    const also = alongside(c, db, { action: auditAction, jobId: id, queue: jobQueueSql(id), target: `job ${id}`, after: jobStatusSql(id), reason, now: clock.now() }, trustProxy);
-    const p = { id, actor, reason, now: clock.now(), also };
     const force = action === 'force-requeue';
+    const operatorAction: OperatorAction = force ? 'requeue' : (action as OperatorAction);
+    const auditAction = force ? 'job.force_requeue' : (`job.${operatorAction}` as const);
+    // The store names the job's queue and its status after the action in the entry (read in the same batch).
+    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, trustProxy);
+    const p = { id, actor, reason, now: clock.now(), also };
     if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
     // The rule the API and the CLI keep too: a forced requeue needs a reason.
     if (forceRuleProblem({ action: 'requeue', force, reason })) return go('reason_required');
     const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
-    const ran = await once<OperatorOutcome>(() => runOperatorAction(deps.store, { ...p, action: force ? 'requeue' : (action as OperatorAction), force, rules: config }));
+    const ran = await once<OperatorOutcome>(store, () => runOperatorAction(store, { ...p, action: operatorAction, force, rules: config }));
     if (!ran) return alreadySubmitted(c);
     const outcome = ran.value;
     if (outcome.ok) return go(done);

@@ -6,15 +6,15 @@
 import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { nextOccurrences } from '../core/schedule.ts';
-import { schedulesList, type ScheduleRecord } from '../db/store/schedules.ts';
+import type { ScheduleRecord } from '../db/store/schedules.ts';
 import { specOf } from '../maintenance/schedules.ts';
 import { fmtTime } from './format.ts';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 
 export function registerSchedulesPage(app: Hono<DashboardEnv>, deps: AppDeps) {
-  const { db, config } = deps;
+  const { store, config } = deps;
   app.get('/dashboard/schedules', async (c: Context<DashboardEnv>) =>
-    layoutPage(c, { title: 'Schedules', nav: 'schedules', loggedIn: !!config.adminToken }, <SchedulesTable schedules={await schedulesList(db)} />),
+    layoutPage(c, { title: 'Schedules', nav: 'schedules', loggedIn: !!config.adminToken }, <SchedulesTable schedules={await store.schedulesList()} />),
   );
 }
 

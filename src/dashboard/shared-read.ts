@@ -9,7 +9,7 @@
  * until it is `ttlMs` old. A failed read is not kept.
  *
  * @example
- *   const snapshot = sharedRead(() => metricsSnapshot(db, { now: DB_CLOCK, config }), 1_000);
+ *   const snapshot = sharedRead(() => store.metricsSnapshot({ now: DB_CLOCK, config }), 1_000);
  *   await Promise.all([snapshot(), snapshot()]); // one read
  */
 export function sharedRead<T>(read: () => Promise<T>, ttlMs: number, clock: () => number = () => Date.now()): () => Promise<T> {

@@ -2,14 +2,16 @@
  * Dashboard views (hono/jsx, server-rendered). Every value is rendered as
  * JSX text or attribute, which hono/jsx escapes; nothing here uses raw HTML.
  */
-import { JOB_STATUSES, type JobStatus } from '../db/schema.ts';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../protocol/operator-actions.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
-import { jobStalledForMs, reaperView, type RunningJobView } from './queries.ts';
+import type { RunningJobView } from '../db/store/dashboard-reads.ts';
+import { jobStalledForMs, reaperView } from './reaper-view.ts';
 import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
@@ -22,9 +24,9 @@ const NOTICES: Record<string, string> = {
   conflict: 'Nothing changed: the job is not in a state that allows this action (it may have moved on). See its current status below.',
   not_found: 'Nothing changed: there is no such job.',
   confirm_mismatch: 'Nothing changed: to force a requeue, type the job id exactly.',
-  reason_required: 'Nothing changed: a force requeue needs a reason.',
-  reaper_would_wait:
-    'Nothing changed: the reaper would not take this job back now (see Reaper below for why). It acts by itself when it should; only a force requeue acts sooner.',
+  // The force/reason rule and the reaper's refusal in the words the API and the CLI use (src/protocol/operator-actions.ts).
+  reason_required: `Nothing changed: ${FORCE_NEEDS_REASON}.`,
+  reaper_would_wait: `Nothing changed: the reaper would not take this job back now (see Reaper below for why); ${REAPER_ACTS_ITSELF}.`,
 };
 
 export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; children?: Child }) {

@@ -26,6 +26,8 @@ export const ACTION_WANTS: Record<OperatorAction, string> = {
 
 export const FORCE_ONLY_FOR_REQUEUE = 'force is only for requeue';
 export const FORCE_NEEDS_REASON = 'a forced requeue needs a reason: it is kept in the audit trail';
+/** What a requeue refused by the reaper's decision leaves the operator: wait, or force it (with a reason). */
+export const REAPER_ACTS_ITSELF = 'the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)';
 
 /**
  * The force/reason rule, checked before anything is read or written: force
@@ -59,7 +61,7 @@ export function operatorRefusal(
   if (o.reason === 'reaper_would_wait') {
     return {
       code: 'conflict',
-      message: `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)`,
+      message: `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; ${REAPER_ACTS_ITSELF}`,
       details: { status: o.status, why: o.why, takesAt: o.takesAt },
     };
   }

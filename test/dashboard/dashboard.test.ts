@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../../src/protocol/operator-actions.ts';
 
 const ADMIN = 'a'.repeat(24);
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -314,6 +315,20 @@ describe('with an admin token', () => {
     const page = await (await req(`/dashboard/jobs/${j.id}?notice=retried`, { cookie })).text();
     expect(page).toContain('duplicate &lt;b&gt;order&lt;/b&gt;');
     expect(page).toContain('fresh attempt budget');
+  });
+
+  test('a refused requeue says the rule in the words the API and the CLI use (src/protocol/operator-actions.ts)', async () => {
+    const j = await t.enqueue('q', { payload: 1 });
+    await t.claim('q', 'w-1');
+    const cookie = await login();
+    const csrf = await csrfOf(cookie, `/dashboard/jobs/${j.id}`);
+    const shown = async (res: Response) => (await req(res.headers.get('location')!, { cookie })).text();
+
+    const noReason = await req(`/dashboard/jobs/${j.id}/force-requeue`, { cookie, form: { _csrf: csrf, confirm: j.id } });
+    expect(await shown(noReason)).toContain(`Nothing changed: ${FORCE_NEEDS_REASON}.`);
+    const waiting = await req(`/dashboard/jobs/${j.id}/requeue`, { cookie, form: { _csrf: csrf } });
+    expect(await shown(waiting)).toContain(REAPER_ACTS_ITSELF);
+    expect((await job(j.id)).job.status).toBe('running');
   });
 
   test('requeue: refused while the reaper would wait; allowed once it would act; force needs the typed id and a reason', async () => {

@@ -16,6 +16,7 @@ import { metricsSnapshot } from '../../src/db/store/metrics.ts';
 import { queuesHealth } from '../../src/db/store/read.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
 import { activityLastHour } from '../../src/dashboard/charts.ts';
+import { createStore } from '../../src/db/store/create-store.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../../src/db/store/lease.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../../src/db/store/finish.ts';
 import type { Db } from '../../src/db/db.ts';
@@ -67,7 +68,7 @@ test('reaper pass, metrics, queue health and activity never walk the whole jobs 
   await metricsSnapshot(db, { now, config: t.config });
   await queuesHealth(db, { now, defaults: t.config });
   await queuesHealth(db, { now, defaults: t.config, queue: 'a' });
-  await activityLastHour(db, { now });
+  await activityLastHour(createStore(db), { now });
   expect(seen.length).toBeGreaterThan(10);
 
   const dialect = new SQLiteSyncDialect();

@@ -19,6 +19,7 @@ import {
   alertStatesRecord,
 } from './alert-states.ts';
 import { jobsClaimPending, jobsClaimPendingWithRateWait } from './claim.ts';
+import { createDashboardStore } from './create-dashboard-store.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
@@ -115,6 +116,8 @@ export function createStore(db: Db): JobStore {
     sessionIsRevoked: (p) => sessionIsRevoked(db, p.sid),
 
     ...apiAndMaintenanceParts(db),
+    // The dashboard's section (dashboard-port.ts), from its own factory.
+    ...createDashboardStore(db),
   };
 }
 

@@ -24,6 +24,7 @@ import type { MinuteRow } from './activity.ts';
 import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
 import type { ClaimParams, Claimed } from './claim.ts';
+import type { DashboardReads } from './dashboard-port.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
 import type { EnqueueParams, Enqueued } from './enqueue.ts';
 import type { NotificationOutcome } from './alert-states.ts';
@@ -146,7 +147,8 @@ export interface AlertStore {
 
 /** Dashboard logouts (store/sessions). */
 export interface SessionStore {
-  sessionRevoke(p: { sid: string; expiresAt: number; now: number }): Promise<void>;
+  /** Also: the logout's form token and audit entry, in the same batch. */
+  sessionRevoke(p: { sid: string; expiresAt: number; now: number; also?: Alongside }): Promise<void>;
   sessionIsRevoked(p: { sid: string }): Promise<boolean>;
 }
 
@@ -217,3 +219,6 @@ export interface AuditAndFormWrites {
 }
 
 export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, MaintenanceServices, AuditAndFormWrites {}
+
+/** The reads only the dashboard makes (dashboard-port.ts), joined the same way. */
+export interface JobStore extends DashboardReads {}

@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
+import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
@@ -27,5 +28,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineLimits(backend);
     defineQueueFeatures(backend);
     defineAuditAndForms(backend);
+    defineDashboardReads(backend);
   });
 }

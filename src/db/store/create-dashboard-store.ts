@@ -1,0 +1,12 @@
+/** The dashboard's section of createStore (dashboard-port.ts): each method delegates to its store function. */
+import type { Db } from '../db.ts';
+import type { DashboardReads } from './dashboard-port.ts';
+import { jobGetWithSettings, jobsListZombieCandidates, jobsRunningFlagged } from './dashboard-reads.ts';
+
+export function createDashboardStore(db: Db): DashboardReads {
+  return {
+    jobsListZombieCandidates: (p) => jobsListZombieCandidates(db, p),
+    jobsRunningFlagged: (p) => jobsRunningFlagged(db, p),
+    jobGetWithSettings: (p) => jobGetWithSettings(db, p),
+  };
+}

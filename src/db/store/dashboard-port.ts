@@ -1,0 +1,21 @@
+/**
+ * The dashboard's section of the store port (port.ts joins it to JobStore):
+ * the reads only the dashboard's pages make. Everything else the dashboard
+ * shows or does goes through the methods the API and the CLI use too
+ * (jobsList, queuesHealth, metricsSnapshot, auditList, the operator actions,
+ * auditInsert and the form tokens, ...). Each method is the store function of
+ * the same name without its `db` argument, as in port.ts.
+ *
+ * Types only, from src/db/store, like port.ts.
+ */
+import type { DashboardReadDefaults, FlaggableJobView, RunningJobView } from './dashboard-reads.ts';
+
+/** Running jobs with what the reaper's decision needs (store/dashboard-reads). */
+export interface DashboardReads {
+  /** The zombies page: expired lease, heartbeat over two intervals late, or stalled; oldest expiry first. */
+  jobsListZombieCandidates(p: { now: number; defaults: DashboardReadDefaults; limit: number }): Promise<RunningJobView[]>;
+  /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
+  jobsRunningFlagged(p: { ids: readonly number[]; now: number; defaults: DashboardReadDefaults }): Promise<FlaggableJobView[]>;
+  /** One job, in any status, with its queue's settings and its owner's liveness (the job page). */
+  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults }): Promise<RunningJobView | undefined>;
+}
