@@ -1,0 +1,43 @@
+ALTER TABLE `jobs` ADD `enqueued_by` text;--> statement-breakpoint
+-- A clean job's routine transitions no longer write their own event rows
+-- (issue 15): `enqueued` and `completed` are read from the job row
+-- (created_at and enqueued_by; completed_at, result and the last claim) and
+-- shown in the timeline as derived entries. Every claim keeps its event, and
+-- so does every exceptional one (refusals, reaps, deferrals, deadlines,
+-- operator actions, failures, dedups). Events already stored stay: the
+-- timeline derives an entry only where no stored one exists.
+DROP TRIGGER IF EXISTS `jobs_audit_enqueued`;
+--> statement-breakpoint
+-- The durable counters those events fed (events_count: 'enqueued';
+-- events_count_finished: 'completed', and the status of a row inserted
+-- finished, as an import does) are counted from the job row instead, inside
+-- the same statement.
+CREATE TRIGGER `jobs_count_enqueued` AFTER INSERT ON `jobs`
+BEGIN
+  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, 'enqueued', '', 1)
+    ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
+  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`)
+    SELECT NEW.`queue_name`, NEW.`status`, '', 1 WHERE NEW.`status` IN ('completed', 'failed', 'cancelled')
+    ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
+END;
+--> statement-breakpoint
+DROP TRIGGER IF EXISTS `jobs_audit_transition`;
+--> statement-breakpoint
+-- As in 0001, for every transition but a completion.
+CREATE TRIGGER `jobs_audit_transition` AFTER UPDATE OF `last_event` ON `jobs`
+  WHEN NEW.`last_event` <> 'completed'
+BEGIN
+  INSERT INTO `events` (`job_id`, `queue_name`, `type`, `from_status`, `to_status`, `reason`, `message`, `actor`, `worker_id`, `attempt`, `at`)
+  VALUES (
+    NEW.`id`, NEW.`queue_name`, NEW.`last_event`, OLD.`status`, NEW.`status`, NEW.`last_event_reason`,
+    CASE WHEN NEW.`last_error` IS NOT OLD.`last_error` THEN NEW.`last_error` END,
+    NEW.`last_event_actor`, coalesce(NEW.`locked_by`, OLD.`locked_by`), NEW.`attempt_count`, NEW.`updated_at`
+  );
+END;
+--> statement-breakpoint
+CREATE TRIGGER `jobs_count_completed` AFTER UPDATE OF `last_event` ON `jobs`
+  WHEN NEW.`last_event` = 'completed' AND OLD.`status` IS NOT NEW.`status`
+BEGIN
+  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, 'completed', '', 1)
+    ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
+END;
