@@ -41,3 +41,20 @@ BEGIN
   INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, 'completed', '', 1)
     ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
 END;
+--> statement-breakpoint
+-- Unchanged, created again only to keep the order triggers fire in: SQLite
+-- fires the newest first, and a duplicate claim's event has always come
+-- before the claim's own (0006 was newer than 0001's audit trigger).
+DROP TRIGGER IF EXISTS `jobs_duplicate_claim`;
+--> statement-breakpoint
+CREATE TRIGGER `jobs_duplicate_claim` AFTER UPDATE OF `status` ON `jobs`
+  WHEN NEW.`status` = 'running' AND OLD.`status` <> 'running' AND OLD.`taken_back` IS NOT NULL
+BEGIN
+  INSERT INTO `events` (`job_id`, `queue_name`, `type`, `from_status`, `to_status`, `reason`, `message`, `actor`, `worker_id`, `attempt`, `at`)
+  VALUES (
+    NEW.`id`, NEW.`queue_name`, 'duplicate_execution', OLD.`status`, NEW.`status`, OLD.`taken_back`,
+    'the previous claim was taken back (' || OLD.`taken_back` || ') while its worker may still have been running it',
+    NEW.`last_event_actor`, NEW.`locked_by`, NEW.`attempt_count`, NEW.`updated_at`
+  );
+  UPDATE `jobs` SET `taken_back` = NULL WHERE `id` = NEW.`id`;
+END;

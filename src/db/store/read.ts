@@ -79,7 +79,8 @@ interface DerivationRow {
 export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<{ events: EventRecord[]; olderNotShown: number }> {
   const refusals = Math.min(REFUSALS_SHOWN, p.limit);
   const [lifecycle, refused, total, derivation] = await db.batch([
-    db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type <> 'stale_write_rejected' ORDER BY id DESC LIMIT ${p.limit}`),
+    // One more than can be shown: whether older lifecycle events were left out.
+    db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type <> 'stale_write_rejected' ORDER BY id DESC LIMIT ${p.limit + 1}`),
     db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type = 'stale_write_rejected' ORDER BY id DESC LIMIT ${refusals}`),
     db.all<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE job_id = ${p.jobId}`),
     // An older database's stored enqueue is its job's first event (the insert
@@ -94,10 +95,12 @@ export async function eventsForJob(db: Db, p: { jobId: number; limit: number }):
       FROM jobs j WHERE j.id = ${p.jobId}`),
   ]);
   // Refusals take at most their share; the newest lifecycle events fill the rest.
-  const shown = [...lifecycle.slice(0, p.limit - refused.length), ...refused].sort((a, b) => Number(a.id) - Number(b.id));
+  const lifecycleShown = p.limit - refused.length;
+  const shown = [...lifecycle.slice(0, lifecycleShown), ...refused].sort((a, b) => Number(a.id) - Number(b.id));
   const olderNotShown = Math.max(0, Number(total[0]?.n ?? 0) - shown.length);
   const stored = shown.map((e): EventRecord => ({ ...e, derived: false }));
-  return derivation[0] ? withDerived(p.jobId, stored, olderNotShown, derivation[0]) : { events: stored, olderNotShown };
+  const lifecycleCut = lifecycle.length > lifecycleShown;
+  return derivation[0] ? withDerived(p.jobId, stored, { olderNotShown, lifecycleCut }, derivation[0]) : { events: stored, olderNotShown };
 }
 
 /**
@@ -105,9 +108,14 @@ export async function eventsForJob(db: Db, p: { jobId: number; limit: number }):
  * job before it) and `completed` (after every shown event at or before its
  * time: it is the last transition, only refusals and dedups come later).
  * Where an older database stored the event, it is not derived again. A
- * derived enqueue older than a cut window counts among the older not shown.
+ * derived enqueue older than a cut lifecycle counts among the older not shown.
  */
-function withDerived(jobId: number, events: EventRecord[], olderNotShown: number, d: DerivationRow): { events: EventRecord[]; olderNotShown: number } {
+function withDerived(
+  jobId: number,
+  events: EventRecord[],
+  { olderNotShown, lifecycleCut }: { olderNotShown: number; lifecycleCut: boolean },
+  d: DerivationRow,
+): { events: EventRecord[]; olderNotShown: number } {
   const out = [...events];
   const base = { job_id: jobId, queue_name: d.queue_name, reason: null, message: null, id: null, derived: true } as const;
   if (d.completed_at !== null && !Number(d.stored_completed)) {
@@ -129,7 +137,8 @@ function withDerived(jobId: number, events: EventRecord[], olderNotShown: number
     });
   }
   if (!Number(d.stored_enqueued)) {
-    if (olderNotShown > 0) return { events: out, olderNotShown: olderNotShown + 1 };
+    // Older than every lifecycle event: left out with them when the window cut them (refusals cut alone do not hide it).
+    if (lifecycleCut) return { events: out, olderNotShown: olderNotShown + 1 };
     out.unshift({ ...base, type: 'enqueued', from_status: null, to_status: 'pending', actor: d.enqueued_by, worker_id: null, attempt: 0, at: Number(d.created_at) });
   }
   return { events: out, olderNotShown };
