@@ -16,8 +16,13 @@ CREATE TRIGGER `jobs_count_enqueued` AFTER INSERT ON `jobs`
 BEGIN
   INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, 'enqueued', '', 1)
     ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
-  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`)
-    SELECT NEW.`queue_name`, NEW.`status`, '', 1 WHERE NEW.`status` IN ('completed', 'failed', 'cancelled')
+END;
+--> statement-breakpoint
+-- A row inserted finished (never by the API): its WHEN keeps the enqueue path to one upsert.
+CREATE TRIGGER `jobs_count_inserted_finished` AFTER INSERT ON `jobs`
+  WHEN NEW.`status` IN ('completed', 'failed', 'cancelled')
+BEGIN
+  INSERT INTO `counters` (`queue_name`, `name`, `label`, `value`) VALUES (NEW.`queue_name`, NEW.`status`, '', 1)
     ON CONFLICT (`queue_name`, `name`, `label`) DO UPDATE SET `value` = `value` + 1;
 END;
 --> statement-breakpoint
