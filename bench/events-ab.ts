@@ -1,16 +1,17 @@
 /**
  * What the routine event rows cost (issue 15, drizzle/0015): the in-process
  * paths of bench/inprocess.ts on fresh databases, in one process, in two
- * variants that take turns going first:
+ * variants:
  * - `events`: the audit triggers as they were before 0015 (an `enqueued` and
  *   a `completed` event row per clean job, counted by the events triggers);
  * - `derived`: every migration as shipped (a clean job's only event row is
  *   its claim; the enqueue and completion are counted from the job row and
  *   derived in the timeline).
- * Per round and variant: single enqueues, bulk enqueues (500 per call), the
- * 8-slot claim+complete loop and the naive claim 1 / complete 1 loop (8
- * loops), and the event rows each clean job left behind.
- * `npx tsx bench/events-ab.ts [rounds]` (default 5; about 25 s per round).
+ * Per round: single enqueues (2,000), bulk enqueues (500 per call, 20,000),
+ * the 8-slot claim+complete loop (20,000) and the naive claim 1 / complete 1
+ * loop (8 loops, 4,000), each on the two variants' databases side by side in
+ * alternating slices; then the event rows each clean job left behind.
+ * `npx tsx bench/events-ab.ts [rounds]` (default 5).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,6 +38,7 @@ function triggerSql(file: string, name: string): string {
 /** Back to the triggers of drizzle/0001 (one event row per transition, enqueue and completion included). */
 const BEFORE_0015 = [
   'DROP TRIGGER jobs_count_enqueued',
+  'DROP TRIGGER jobs_count_inserted_finished',
   'DROP TRIGGER jobs_count_completed',
   'DROP TRIGGER jobs_audit_transition',
   triggerSql('0001_audit_triggers.sql', 'jobs_audit_enqueued'),
@@ -53,43 +55,66 @@ async function fresh(v: Variant) {
   return db;
 }
 
-async function round(v: Variant): Promise<Record<Metric, number>> {
-  const out = {} as Record<Metric, number>;
-  {
-    const db = await fresh(v);
-    const t0 = now();
-    let calls = 0;
-    while (calls < 3_000 && now() - t0 < 6_000) {
-      await jobsInsert(db.db, { queue: QUEUE, jobs: [{ payload: { n: calls } }], actor: 'bench', now: DB_CLOCK, defaults: config });
-      calls++;
+/**
+ * The two variants on two databases open side by side, the work cut into
+ * CHUNKS slices that alternate A B B A ..., each variant's time summed: a
+ * host whose load swings (2 cores shared with other work) slows both alike.
+ */
+const CHUNKS = 10;
+type Timed = (v: Variant, db: Awaited<ReturnType<typeof fresh>>, chunk: number) => Promise<number>;
+
+async function interleaved(prepare: (db: Awaited<ReturnType<typeof fresh>>) => Promise<void>, work: Timed): Promise<Record<Variant, number>> {
+  const dbs = { events: await fresh('events'), derived: await fresh('derived') };
+  const done = { events: 0, derived: 0 };
+  const ms = { events: 0, derived: 0 };
+  try {
+    for (const v of names) await prepare(dbs[v]);
+    for (let c = 0; c < CHUNKS; c++) {
+      for (const v of c % 2 === 0 ? names : [...names].reverse()) {
+        const t0 = now();
+        done[v] += await work(v, dbs[v], c);
+        ms[v] += now() - t0;
+      }
     }
-    out.enqueueSingle = calls / ((now() - t0) / 1000);
-    const t1 = now();
-    let inserted = 0;
-    for (let b = 0; b < 40 && now() - t1 < 6_000; b++) {
-      const jobs = Array.from({ length: 500 }, (_, i) => ({ payload: { n: b * 500 + i } }));
-      inserted += (await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config, columns: SUMMARY_COLUMNS })).length;
+    return { events: done.events / (ms.events / 1000), derived: done.derived / (ms.derived / 1000) };
+  } finally {
+    for (const v of names) dbs[v].done();
+  }
+}
+
+async function round(): Promise<Record<Variant, Record<Metric, number>>> {
+  const out = { events: {}, derived: {} } as Record<Variant, Record<Metric, number>>;
+  const put = (m: Metric, r: Record<Variant, number>) => names.forEach((v) => (out[v][m] = r[v]));
+  put('enqueueSingle', await interleaved(async () => {}, async (_v, db, c) => {
+    for (let i = 0; i < 200; i++) await jobsInsert(db.db, { queue: QUEUE, jobs: [{ payload: { n: c * 200 + i } }], actor: 'bench', now: DB_CLOCK, defaults: config });
+    return 200;
+  }));
+  put('enqueueBulk', await interleaved(async () => {}, async (_v, db, c) => {
+    let n = 0;
+    for (let b = 0; b < 4; b++) {
+      const jobs = Array.from({ length: 500 }, (_, i) => ({ payload: { n: (c * 4 + b) * 500 + i } }));
+      n += (await jobsInsert(db.db, { queue: QUEUE, jobs, actor: 'bench', now: DB_CLOCK, defaults: config, columns: SUMMARY_COLUMNS })).length;
     }
-    out.enqueueBulk = inserted / ((now() - t1) / 1000);
-    db.done();
-  }
-  {
+    return n;
+  }));
+  put('slots8', await interleaved((db) => seedPending(db.client, QUEUE, 20_000), async (_v, db) => {
+    const r = await runSlots(inProcessDriver(db.db), { total: 2_000, slots: 8, maxClaim: 50, maxSeconds: 10 });
+    return r.jobs;
+  }));
+  put('naive', await interleaved((db) => seedPending(db.client, QUEUE, 5_000), async (_v, db) => {
+    const r = await runNaive(inProcessDriver(db.db), { total: 400, loops: 8, maxSeconds: 10 });
+    return r.jobs;
+  }));
+  // Event rows per clean job: enqueued through the store, claimed and completed by the loop.
+  for (const v of names) {
     const db = await fresh(v);
-    await seedPending(db.client, QUEUE, 20_000);
-    const r = await runSlots(inProcessDriver(db.db), { total: 20_000, slots: 8, maxClaim: 50, maxSeconds: 6 });
-    out.slots8 = r.jobs / r.seconds;
-    // Every job the loop finished is a clean one: enqueued, claimed once, completed.
-    const [row] = (await db.client.execute(`SELECT (SELECT count(*) FROM events WHERE job_id IN (SELECT id FROM jobs WHERE status = 'completed')) AS events,
-        (SELECT count(*) FROM jobs WHERE status = 'completed') AS done`)).rows;
-    check(Number(row!.done) === r.jobs, `${v}: ${row!.done} completed, the loop says ${r.jobs}`);
-    out.eventsPerJob = Number(row!.events) / Number(row!.done);
-    db.done();
-  }
-  {
-    const db = await fresh(v);
-    await seedPending(db.client, QUEUE, 5_000);
-    const r = await runNaive(inProcessDriver(db.db), { total: 5_000, loops: 8, maxSeconds: 6 });
-    out.naive = r.jobs / r.seconds;
+    for (let b = 0; b < 4; b++) {
+      await jobsInsert(db.db, { queue: QUEUE, jobs: Array.from({ length: 500 }, (_, i) => ({ payload: { n: b * 500 + i } })), actor: 'bench', now: DB_CLOCK, defaults: config, columns: SUMMARY_COLUMNS });
+    }
+    const r = await runSlots(inProcessDriver(db.db), { total: 2_000, slots: 8, maxClaim: 50, maxSeconds: 30 });
+    const [row] = (await db.client.execute(`SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM jobs WHERE status = 'completed') AS done`)).rows;
+    check(Number(row!.done) === 2_000 && r.jobs === 2_000, `${v}: ${row!.done} completed of 2,000`);
+    out[v].eventsPerJob = Number(row!.events) / Number(row!.done);
     db.done();
   }
   return out;
@@ -98,14 +123,13 @@ async function round(v: Variant): Promise<Record<Metric, number>> {
 const names = Object.keys(VARIANTS) as Variant[];
 const res = Object.fromEntries(names.map((v) => [v, [] as Record<Metric, number>[]])) as Record<Variant, Record<Metric, number>[]>;
 for (let r = 0; r < ROUNDS; r++) {
-  // Rotate the order, so neither variant always runs first on a warming machine.
-  for (const v of r % 2 === 0 ? names : [...names].reverse()) res[v].push(await round(v));
+  const one = await round();
+  for (const v of names) res[v].push(one[v]);
 }
 const med = (v: Variant, m: Metric) => median(res[v].map((x) => x[m]));
 for (const m of METRICS) {
   const digits = m === 'eventsPerJob' ? 2 : 0;
   for (const v of names) console.log(`${m.padEnd(13)} ${v.padEnd(8)} ${res[v].map((x) => x[m].toFixed(digits)).join(' ')}  median ${med(v, m).toFixed(digits)}`);
-  // Paired: each round's variants ran back to back, so their ratio is less exposed to a host whose load drifts.
-  const paired = median(res.derived.map((x, i) => x[m] / res.events[i]![m]));
-  console.log(`${m.padEnd(13)} derived / events: ${(med('derived', m) / med('events', m)).toFixed(3)} (median of per-round ratios ${paired.toFixed(3)})`);
+  const paired = res.derived.map((x, i) => x[m] / res.events[i]![m]);
+  console.log(`${m.padEnd(13)} derived / events: ${(med('derived', m) / med('events', m)).toFixed(3)} (per-round ratios ${paired.map((x) => x.toFixed(2)).join(' ')}, median ${median(paired).toFixed(3)})`);
 }
