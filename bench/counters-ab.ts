@@ -5,7 +5,7 @@
  * - `no-live`: without the drizzle/0014 triggers (live_counts: pending and
  *   running per queue);
  * - `no-durable`: without the drizzle/0006 triggers (durable counters,
- *   duplicate-execution and once() counting);
+ *   duplicate-execution and once() counting) and 0015's counting ones;
  * - `none`: without those nor the drizzle/0004 ones (finished_counts,
  *   queue_minutes).
  * The variants take turns going first, `ROUNDS` rounds each (default 6).
@@ -18,8 +18,8 @@ import { runSlots } from './worker-loop.ts';
 
 /** Every trigger drizzle/0004 adds. */
 const DASHBOARD_TRIGGERS = ['jobs_finished_insert', 'jobs_finished_enter', 'jobs_finished_leave', 'jobs_finished_delete', 'jobs_minute_reaped'];
-/** Every trigger drizzle/0006 adds. */
-const DURABLE_TRIGGERS = ['events_count', 'events_count_finished', 'jobs_taken_back', 'jobs_duplicate_claim', 'effects_rerun'];
+/** Every trigger drizzle/0006 adds, and those 0015 adds to count enqueues and completions from the job row. */
+const DURABLE_TRIGGERS = ['events_count', 'events_count_finished', 'jobs_taken_back', 'jobs_duplicate_claim', 'effects_rerun', 'jobs_count_enqueued', 'jobs_count_inserted_finished', 'jobs_count_completed'];
 /** Every trigger drizzle/0014 adds. */
 const LIVE_TRIGGERS = ['jobs_live_insert', 'jobs_live_move', 'jobs_live_delete'];
 const VARIANTS = {

@@ -111,14 +111,3 @@ export async function seedPending(client: Client, queue: string, n: number): Pro
     });
   }
 }
-
-/**
- * The CREATE TRIGGER statement for the enqueue audit event, as the migration
- * has it: benchmarks drop it for a bulk load of finished rows and put it back.
- */
-export function enqueuedTriggerSql(): string {
-  const text = readFileSync(join(MIGRATIONS_DIR, '0001_audit_triggers.sql'), 'utf8');
-  const stmt = text.split('--> statement-breakpoint').find((s) => s.includes('CREATE TRIGGER `jobs_audit_enqueued`'));
-  check(stmt, 'jobs_audit_enqueued not found in drizzle/0001_audit_triggers.sql');
-  return stmt.trim();
-}

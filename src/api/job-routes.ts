@@ -143,10 +143,12 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
     return c.json({
       job: toJob(job),
-      // The newest 1,000 events; a job with more says how many older ones are left out.
+      // The newest 1,000 events (with the enqueue and completion read from the
+      // job row); a job with more says how many older ones are left out.
       olderEventsNotShown: olderNotShown,
       events: events.map((e) => ({
-        id: String(e.id),
+        id: e.id === null ? null : String(e.id),
+        derived: e.derived,
         type: e.type,
         at: iso(e.at),
         from: e.from_status,

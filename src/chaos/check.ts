@@ -4,8 +4,10 @@
  */
 import type { Behaviour, FaultKind, Plan, Timings } from './plan.ts';
 
-export interface EventRow { id: number; job_id: number; type: string; to_status: string | null; reason: string | null; message: string | null; actor: string | null; worker_id: string | null; at: number }
-export interface JobRow { id: number; status: string; last_error: string | null; idempotency_key: string | null; attempt_count: number; lost_attempts: number }
+/** A stored event; id 0 and `fence` (the completing run's fencing token): the completion read from the job row. */
+export interface EventRow { id: number; job_id: number; type: string; to_status: string | null; reason: string | null; message: string | null; actor: string | null; worker_id: string | null; at: number; fence?: number | undefined }
+/** `completed_at` and `result` stand for the completion, which has no event row (drizzle/0015). */
+export interface JobRow { id: number; status: string; last_error: string | null; idempotency_key: string | null; attempt_count: number; lost_attempts: number; completed_at: number | null; result: string | null }
 export interface EffectRow { job_id: number; key: string; state: string; completed_at: number | null }
 export interface Line { t: number; w: string; pid: number; k: 'run' | 'once_call' | 'once' | 'done'; job: string; attempt: number; fence: number; b?: Behaviour; aborted?: boolean }
 
@@ -72,6 +74,19 @@ export interface Report {
 
 const bump = (m: Record<string, number>, k: string, by = 1) => (m[k] = (m[k] ?? 0) + by);
 
+/** The run a completed chaos job's result names (see worker-process.ts: every handler returns { by, fence }). */
+function completedBy(result: string | null): { by: string; fence: number } | undefined {
+  try {
+    const r = JSON.parse(result ?? 'null') as { by?: unknown; fence?: unknown } | null;
+    return typeof r?.by === 'string' && typeof r.fence === 'number' ? { by: r.by, fence: r.fence } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How a violation names an event: its id, or, for the completion read from the job row, that. */
+const eventName = (e: EventRow) => (e.id === 0 ? 'the completion, from the job row' : `event ${e.id}`);
+
 function stats(values: { ms: number; outage: boolean }[], bound: number): LatencyStats {
   const clean = values.filter((v) => !v.outage).map((v) => v.ms).sort((a, b) => a - b);
   const all = values.map((v) => v.ms).sort((a, b) => a - b);
@@ -135,6 +150,24 @@ export function check(input: CheckInput): Report {
   const unfinished = Object.values(other).reduce((a, b) => a + b, 0);
   if (unfinished > 10) v(`… ${unfinished} jobs in all were left ${JSON.stringify(other)}`);
 
+  // A completion has no event row (drizzle/0015): it is read from the job row,
+  // placed after every event at or before its time (it is the last
+  // transition). Its worker is the one the result names: every chaos handler
+  // returns { by: workerId, fence }, written by the accepted completion
+  // itself, so the fencing checks below still see who completed it.
+  for (const j of input.jobs) {
+    if (j.status !== 'completed' || j.completed_at === null) continue;
+    const list = byJob.get(j.id) ?? [];
+    byJob.set(j.id, list);
+    if (list.some((e) => e.type === 'completed')) continue; // an older database stored it
+    const ran = completedBy(j.result);
+    if (!ran) v(`job ${j.id} is completed, but its result does not name the run that completed it: ${String(j.result).slice(0, 80)}`);
+    const completedAt = Number(j.completed_at);
+    let at = list.length;
+    while (at > 0 && Number(list[at - 1]!.at) > completedAt) at--;
+    list.splice(at, 0, { id: 0, job_id: j.id, type: 'completed', to_status: 'completed', reason: null, message: null, actor: ran?.by ?? null, worker_id: ran?.by ?? null, at: completedAt, fence: ran?.fence });
+  }
+
   // ---- 3. no write accepted from a stale token -------------------------------------------
   const eventCounts: Record<string, number> = {};
   const reapedBy: Record<string, number> = {};
@@ -159,8 +192,9 @@ export function check(input: CheckInput): Report {
           break;
         case 'completed':
           completions++;
-          if (owner === null) v(`job ${jobId}: completion by ${e.worker_id} accepted with no claim in force (event ${e.id}) — after a reap/requeue without a new claim`);
-          else if (e.worker_id !== owner) v(`job ${jobId}: completion by ${e.worker_id} accepted while ${owner} held the latest claim (event ${e.id})`);
+          if (owner === null) v(`job ${jobId}: completion by ${e.worker_id} accepted with no claim in force (${eventName(e)}) — after a reap/requeue without a new claim`);
+          else if (e.worker_id !== owner) v(`job ${jobId}: completion by ${e.worker_id} accepted while ${owner} held the latest claim (${eventName(e)})`);
+          else if (e.fence !== undefined && e.fence !== mine.length) v(`job ${jobId}: completion by the run with fencing token ${e.fence} accepted while the latest claim was token ${mine.length} (${eventName(e)})`);
           if (current && !current.end) current.end = e;
           owner = null;
           break;

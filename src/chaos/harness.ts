@@ -486,7 +486,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   let events: EventRow[] = [];
   let effects: EffectRow[] = [];
   try {
-    jobs = (await db.execute({ sql: 'SELECT id, status, last_error, idempotency_key, attempt_count, lost_attempts FROM jobs WHERE queue_name = ?', args: [QUEUE] })).rows.map((r) => ({ ...r }) as unknown as JobRow);
+    jobs = (await db.execute({ sql: 'SELECT id, status, last_error, idempotency_key, attempt_count, lost_attempts, completed_at, result FROM jobs WHERE queue_name = ?', args: [QUEUE] })).rows.map((r) => ({ ...r }) as unknown as JobRow);
     events = (await db.execute({ sql: 'SELECT id, job_id, type, to_status, reason, message, actor, worker_id, at FROM events WHERE queue_name = ? ORDER BY id', args: [QUEUE] })).rows.map((r) => ({ ...r }) as unknown as EventRow);
     effects = (await db.execute('SELECT job_id, key, state, completed_at FROM effects')).rows.map((r) => ({ ...r }) as unknown as EffectRow);
   } finally {

@@ -151,7 +151,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     );
     const latest = answer.events.slice(-15);
     print(`\nevents (latest ${latest.length} of ${answer.events.length + answer.olderEventsNotShown}):`);
-    print(table(['at', 'event', 'from -> to', 'attempt', 'actor', 'worker', 'reason'], latest.map((e) => [e.at, e.type, `${e.from ?? '-'} -> ${e.to ?? '-'}`, e.attempt, e.actor, e.workerId, e.reason ?? e.message])));
+    print(table(['at', 'event', 'from -> to', 'attempt', 'actor', 'worker', 'reason'], latest.map((e) => [e.at, e.derived ? `${e.type} (from the job row)` : e.type, `${e.from ?? '-'} -> ${e.to ?? '-'}`, e.attempt, e.actor, e.workerId, e.reason ?? e.message])));
     return 0;
   }
   if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel or requeue`);

@@ -103,9 +103,14 @@ export interface Enqueued {
   deduplicated: boolean;
 }
 
-/** One entry of a job's history (GET /jobs/:id). */
+/**
+ * One entry of a job's history (GET /jobs/:id). A clean job's `enqueued` and
+ * `completed` are read from the job row (`derived: true`, `id: null`): they
+ * have no event row of their own.
+ */
 export interface JobEvent {
-  id: string;
+  id: string | null;
+  derived: boolean;
   type: string;
   at: string;
   from: string | null;

@@ -531,10 +531,14 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         </thead>
         <tbody>
           {props.events.map((e) => (
-            <tr>
-              <td>{e.id}</td>
+            // A derived entry (a clean job's enqueue or completion) is read from the job row: it has no event row, so no #.
+            <tr class={e.derived ? 'derived' : undefined}>
+              <td>{e.id ?? '—'}</td>
               <td>{fmtTime(e.at)}</td>
-              <td>{e.type}</td>
+              <td>
+                {e.type}
+                {e.derived ? <span class="hint" title="read from the job row: this transition has no event row of its own"> (from the job row)</span> : null}
+              </td>
               <td>
                 {e.from_status ?? '—'} → {e.to_status ?? '—'}
               </td>

@@ -67,6 +67,9 @@ export const jobs = sqliteTable(
     lastEvent: text('last_event').notNull().default('enqueued'),
     lastEventReason: text('last_event_reason'),
     lastEventActor: text('last_event_actor'),
+    // Who enqueued the job (the API's actor; NULL: open mode or in-process):
+    // the timeline's derived `enqueued` entry (drizzle/0015), which has no event row.
+    enqueuedBy: text('enqueued_by'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -116,7 +119,11 @@ export const jobs = sqliteTable(
   ],
 );
 
-/** The audit trail: one row per transition, rejected stale write and reaper decision. */
+/**
+ * The audit trail: one row per transition, rejected stale write and reaper
+ * decision, except a clean job's routine enqueue and completion (drizzle/0015:
+ * the timeline derives those from the job row).
+ */
 export const events = sqliteTable(
   'events',
   {
@@ -135,9 +142,9 @@ export const events = sqliteTable(
   },
   (t) => [
     index('events_job_idx').on(t.jobId, t.id),
-    // Counters for metrics read the rare event types only; the three every job
-    // writes (enqueued, claimed, completed) stay out of this index, so it costs
-    // nothing on the hot path.
+    // Counters for metrics read the rare event types only; the per-job types
+    // (claimed, and enqueued and completed in databases from before
+    // drizzle/0015) stay out of this index, so it costs nothing on the hot path.
     index('events_rare_type_at_idx')
       .on(t.type, t.at)
       .where(sql`${t.type} NOT IN ('enqueued', 'claimed', 'completed')`),

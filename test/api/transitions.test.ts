@@ -325,6 +325,49 @@ describe('complete', () => {
     expect(t.errors).toEqual([]);
   });
 
+  test('a clean job stores one event row, its claim; GET shows enqueued, claimed, completed in order, the two read from the row marked derived', async () => {
+    const before = Number((await t.client.execute('SELECT count(*) AS n FROM events')).rows[0]!.n);
+    const e = await t.enqueue('q');
+    const created = t.clock.now();
+    t.clock.advance(5);
+    const c = await claimOne('q', 'w');
+    t.clock.advance(7);
+    expect((await t.post(`${api}/jobs/${e.id}/complete`, { workerId: 'w', lockToken: c.lockToken, result: 1 })).status).toBe(200);
+    const stored = (await t.client.execute({ sql: 'SELECT type FROM events WHERE job_id = ?', args: [Number(e.id)] })).rows.map((r) => r.type);
+    expect(stored).toEqual(['claimed']);
+    expect(Number((await t.client.execute('SELECT count(*) AS n FROM events')).rows[0]!.n) - before).toBe(1);
+    const trail = (await t.get(`${api}/jobs/${e.id}`)).json;
+    expect(trail.olderEventsNotShown).toBe(0);
+    expect(trail.events.map((x: any) => [x.type, x.derived, x.id === null, ms(x.at) - created, x.from, x.to, x.workerId, x.attempt])).toEqual([
+      ['enqueued', true, true, 0, null, 'pending', null, 0],
+      ['claimed', false, false, 5, 'pending', 'running', 'w', 1],
+      ['completed', true, true, 12, 'running', 'completed', 'w', 1],
+    ]);
+    expect(t.errors).toEqual([]);
+  });
+
+  test('a failed, retried and reaped job keeps every exceptional event; only its enqueue and final completion are derived', async () => {
+    const e = await t.enqueue('q', { payload: {}, maxAttempts: 5 });
+    const c1 = await claimOne('q', 'w1');
+    expect((await t.post(`${api}/jobs/${e.id}/fail`, { workerId: 'w1', lockToken: c1.lockToken, error: 'boom', retryAfterMs: 0 })).status).toBe(200);
+    const c2 = await claimOne('q', 'w2');
+    expect((await t.post(`${api}/jobs/${e.id}/fail`, { workerId: 'w2', lockToken: c2.lockToken, error: 'fatal', retryable: false })).status).toBe(200);
+    expect((await t.post(`${api}/jobs/${e.id}/retry`, { reason: 'fixed' })).status).toBe(200);
+    await claimOne('q', 'w3');
+    t.clock.advance(24 * 3600_000);
+    await t.post(`${api}/reaper/run`, {});
+    t.clock.advance(24 * 3600_000); // past the reap's backoff
+    const c4 = await claimOne('q', 'w4');
+    expect((await t.post(`${api}/jobs/${e.id}/complete`, { workerId: 'w4', lockToken: c4.lockToken })).status).toBe(200);
+    const stored = (await t.client.execute({ sql: 'SELECT type FROM events WHERE job_id = ? ORDER BY id', args: [Number(e.id)] })).rows.map((r) => r.type);
+    expect(stored).toEqual(['claimed', 'retry_scheduled', 'claimed', 'failed', 'retried_by_operator', 'claimed', 'reaped', 'duplicate_execution', 'claimed']);
+    const trail = (await t.get(`${api}/jobs/${e.id}`)).json;
+    expect(trail.events.map((x: any) => (x.derived ? `(${x.type})` : x.type))).toEqual(['(enqueued)', ...stored, '(completed)']);
+    // The completion names the last claim's worker and attempt (the reaped attempt 1 after the operator's retry counted).
+    expect(trail.events.at(-2)).toMatchObject({ type: 'claimed', workerId: 'w4', attempt: 2 });
+    expect(trail.events.at(-1)).toMatchObject({ type: 'completed', workerId: 'w4', attempt: 2 });
+  });
+
   test('batch completions: one outcome per job', async () => {
     const [a, b] = [await t.enqueue('q'), await t.enqueue('q')];
     const claimed = await t.claim('q', 'w', { limit: 2 });

@@ -106,11 +106,16 @@ async function check(tb: TestBed) {
   expect(api_.flatMap((q) => Object.entries(q.counts).filter(([, n]) => n > 0).map(([s, n]) => `${q.name}:${s}:${n}`)).sort()).toEqual(
     (await rows(`SELECT queue_name, status, count(*) FROM jobs GROUP BY 1, 2`)).sort(),
   );
-  // Per-minute activity against the events (nothing is pruned within a property run).
+  // Per-minute activity against the events and, for completions (which have
+  // no event row since drizzle/0015, and end a job for good), the completed
+  // jobs (nothing is pruned within a property run).
   expect(await rows(`SELECT queue_name, minute_at, completed, failed, reaped FROM queue_minutes WHERE completed + failed + reaped > 0 ORDER BY 1, 2`)).toEqual(
-    await rows(`SELECT queue_name, at - at % 60000 AS m, sum(to_status = 'completed' AND from_status <> 'completed'), sum(to_status = 'failed' AND from_status <> 'failed'), sum(type = 'reaped')
-      FROM events WHERE type <> 'stale_write_rejected' AND type <> 'reap_deferred' GROUP BY 1, 2
-      HAVING sum(to_status = 'completed' AND from_status <> 'completed') + sum(to_status = 'failed' AND from_status <> 'failed') + sum(type = 'reaped') > 0 ORDER BY 1, 2`),
+    await rows(`SELECT queue_name, m, sum(c), sum(f), sum(r) FROM (
+        SELECT queue_name, completed_at - completed_at % 60000 AS m, 1 AS c, 0 AS f, 0 AS r FROM jobs WHERE status = 'completed'
+        UNION ALL
+        SELECT queue_name, at - at % 60000, 0, to_status = 'failed' AND from_status <> 'failed', type = 'reaped'
+        FROM events WHERE type <> 'stale_write_rejected' AND type <> 'reap_deferred'
+      ) GROUP BY 1, 2 HAVING sum(c) + sum(f) + sum(r) > 0 ORDER BY 1, 2`),
   );
 }
 
@@ -118,19 +123,26 @@ async function check(tb: TestBed) {
  * The durable counters (drizzle/0006) against the events, counted from first
  * principles (nothing is pruned within a property run): each event type by
  * queue, finishes by the status they reached, and duplicate executions as
- * claims after a take-back with no claim in between.
+ * claims after a take-back with no claim in between. Enqueues and
+ * completions have no event row (drizzle/0015): every job is one enqueue,
+ * every completed job one completion (a completion is final).
  */
 async function checkDurable(tb: TestBed) {
   const rows = async (q: string) => (await tb.client.execute(q)).rows.map((r) => Object.values(r).join(':'));
+  expect(await rows(`SELECT type, count(*) FROM events WHERE type IN ('enqueued', 'completed') GROUP BY 1`)).toEqual([]);
   const expected = await rows(`SELECT queue_name, name, label, sum(n) FROM (
-      SELECT queue_name, CASE type WHEN 'enqueued' THEN 'enqueued' WHEN 'claimed' THEN 'claimed'
+      SELECT queue_name, 'enqueued' AS name, '' AS label, 1 AS n FROM jobs
+      UNION ALL
+      SELECT queue_name, 'completed', '', 1 FROM jobs WHERE status = 'completed'
+      UNION ALL
+      SELECT queue_name, CASE type WHEN 'claimed' THEN 'claimed'
           WHEN 'retry_scheduled' THEN 'retried' WHEN 'retried_by_operator' THEN 'retried' WHEN 'reaped' THEN 'reaped'
           WHEN 'reap_deferred' THEN 'reap_deferred' WHEN 'stale_write_rejected' THEN 'stale_write_rejected'
           WHEN 'requeued_by_operator' THEN 'requeued' WHEN 'force_requeued_by_operator' THEN 'requeued' END AS name,
         CASE type WHEN 'reaped' THEN reason WHEN 'force_requeued_by_operator' THEN 'forced' WHEN 'requeued_by_operator' THEN 'expired' ELSE '' END AS label,
         1 AS n FROM events
       UNION ALL
-      SELECT queue_name, to_status, '', 1 FROM events WHERE to_status IN ('completed', 'failed', 'cancelled') AND from_status IS NOT to_status
+      SELECT queue_name, to_status, '', 1 FROM events WHERE to_status IN ('failed', 'cancelled') AND from_status IS NOT to_status
       UNION ALL
       SELECT c.queue_name, 'duplicate_execution', '', 1 FROM events c WHERE c.type = 'claimed' AND EXISTS (
         SELECT 1 FROM events x WHERE x.job_id = c.job_id AND x.id < c.id AND x.type IN ('reaped', 'requeued_by_operator', 'force_requeued_by_operator')

@@ -1,6 +1,9 @@
 /**
  * Enqueue: — -> pending.
  *
+ * Writes no event (drizzle/0015): the timeline derives `enqueued` from the
+ * row (created_at, enqueued_by), and a trigger counts it.
+ *
  * Precondition: none, except that an idempotency key is unique per queue:
  * among the kept jobs enqueued with uniqueWhile 'retained' (the default), and
  * among the pending and running jobs whatever their mode (drizzle/0012).
@@ -143,11 +146,11 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
-      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, last_event_actor, created_at, updated_at)
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}

@@ -28,7 +28,8 @@ export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined>
   return row;
 }
 
-export interface EventRecord {
+/** An events row as stored. */
+export interface StoredEventRecord {
   id: number;
   job_id: number;
   queue_name: string;
@@ -44,25 +45,103 @@ export interface EventRecord {
 }
 
 /**
- * A job's events, oldest first: the newest `limit` of them (the latest reaps
- * and operator actions matter most), and how many older ones were left out.
+ * One entry of a job's timeline: a stored event, or one derived from the job
+ * row (`derived`, no id): a clean job's `enqueued` and `completed` have no
+ * event row since drizzle/0015.
  */
+export interface EventRecord extends Omit<StoredEventRecord, 'id'> {
+  id: number | null;
+  derived: boolean;
+}
+
+/** What the derived entries are read from: the job row, and whether an older database stored them. */
+interface DerivationRow {
+  queue_name: string;
+  created_at: number;
+  enqueued_by: string | null;
+  completed_at: number | null;
+  attempt_count: number;
+  last_event: string;
+  last_event_actor: string | null;
+  stored_enqueued: number;
+  stored_completed: number;
+  last_claimed_by: string | null;
+}
+
 /**
  * A job's trail, newest `limit` events, oldest first. Refused writes (stale
  * lock tokens: anyone who knows the id can send them) are capped at the
  * newest REFUSALS_SHOWN and the rest of the window goes to the lifecycle, so
  * a flood of refusals cannot push the job's real history out of view.
+ * The job's enqueue and completion come from its row, in time order with the
+ * stored events (see withDerived); they do not take a place in the window.
  */
 export async function eventsForJob(db: Db, p: { jobId: number; limit: number }): Promise<{ events: EventRecord[]; olderNotShown: number }> {
   const refusals = Math.min(REFUSALS_SHOWN, p.limit);
-  const [lifecycle, refused, total] = await db.batch([
-    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type <> 'stale_write_rejected' ORDER BY id DESC LIMIT ${p.limit}`),
-    db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type = 'stale_write_rejected' ORDER BY id DESC LIMIT ${refusals}`),
+  const [lifecycle, refused, total, derivation] = await db.batch([
+    // One more than can be shown: whether older lifecycle events were left out.
+    db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type <> 'stale_write_rejected' ORDER BY id DESC LIMIT ${p.limit + 1}`),
+    db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${p.jobId} AND type = 'stale_write_rejected' ORDER BY id DESC LIMIT ${refusals}`),
     db.all<{ n: number }>(sql`SELECT count(*) AS n FROM events WHERE job_id = ${p.jobId}`),
+    // An older database's stored enqueue is its job's first event (the insert
+    // trigger wrote it), and its stored completion the last one but for
+    // refusals and dedups (nothing else follows a completion): each found
+    // from one end of events_job_idx, not by reading the whole trail.
+    db.all<DerivationRow>(sql`SELECT j.queue_name, j.created_at, j.enqueued_by, j.completed_at, j.attempt_count, j.last_event, j.last_event_actor,
+        coalesce((SELECT type = 'enqueued' FROM events WHERE job_id = j.id ORDER BY id LIMIT 1), 0) AS stored_enqueued,
+        CASE WHEN j.completed_at IS NULL THEN 0 ELSE coalesce((SELECT type = 'completed' FROM events
+          WHERE job_id = j.id AND type NOT IN ('stale_write_rejected', 'deduplicated') ORDER BY id DESC LIMIT 1), 0) END AS stored_completed,
+        (SELECT worker_id FROM events WHERE job_id = j.id AND type = 'claimed' ORDER BY id DESC LIMIT 1) AS last_claimed_by
+      FROM jobs j WHERE j.id = ${p.jobId}`),
   ]);
   // Refusals take at most their share; the newest lifecycle events fill the rest.
-  const shown = [...lifecycle.slice(0, p.limit - refused.length), ...refused].sort((a, b) => Number(a.id) - Number(b.id));
-  return { events: shown, olderNotShown: Math.max(0, Number(total[0]?.n ?? 0) - shown.length) };
+  const lifecycleShown = p.limit - refused.length;
+  const shown = [...lifecycle.slice(0, lifecycleShown), ...refused].sort((a, b) => Number(a.id) - Number(b.id));
+  const olderNotShown = Math.max(0, Number(total[0]?.n ?? 0) - shown.length);
+  const stored = shown.map((e): EventRecord => ({ ...e, derived: false }));
+  const lifecycleCut = lifecycle.length > lifecycleShown;
+  return derivation[0] ? withDerived(p.jobId, stored, { olderNotShown, lifecycleCut }, derivation[0]) : { events: stored, olderNotShown };
+}
+
+/**
+ * The stored events with the derived `enqueued` (first: nothing happens to a
+ * job before it) and `completed` (after every shown event at or before its
+ * time: it is the last transition, only refusals and dedups come later).
+ * Where an older database stored the event, it is not derived again. A
+ * derived enqueue older than a cut lifecycle counts among the older not shown.
+ */
+function withDerived(
+  jobId: number,
+  events: EventRecord[],
+  { olderNotShown, lifecycleCut }: { olderNotShown: number; lifecycleCut: boolean },
+  d: DerivationRow,
+): { events: EventRecord[]; olderNotShown: number } {
+  const out = [...events];
+  const base = { job_id: jobId, queue_name: d.queue_name, reason: null, message: null, id: null, derived: true } as const;
+  if (d.completed_at !== null && !Number(d.stored_completed)) {
+    const completedAt = Number(d.completed_at);
+    // The owner that completed it: its last claim (fencing allows no other);
+    // the row's own actor when no claim event is kept.
+    const completer = d.last_claimed_by ?? (d.last_event === 'completed' ? d.last_event_actor : null);
+    let at = out.length;
+    while (at > 0 && Number(out[at - 1]!.at) > completedAt) at--;
+    out.splice(at, 0, {
+      ...base,
+      type: 'completed',
+      from_status: 'running',
+      to_status: 'completed',
+      actor: d.last_event === 'completed' ? d.last_event_actor : completer,
+      worker_id: completer,
+      attempt: Number(d.attempt_count),
+      at: completedAt,
+    });
+  }
+  if (!Number(d.stored_enqueued)) {
+    // Older than every lifecycle event: left out with them when the window cut them (refusals cut alone do not hide it).
+    if (lifecycleCut) return { events: out, olderNotShown: olderNotShown + 1 };
+    out.unshift({ ...base, type: 'enqueued', from_status: null, to_status: 'pending', actor: d.enqueued_by, worker_id: null, attempt: 0, at: Number(d.created_at) });
+  }
+  return { events: out, olderNotShown };
 }
 
 /** The newest refused writes a job's trail shows (the count of the rest is in olderNotShown). */

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import type { ManualClock } from '../../../src/core/clock.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { JobStatus } from '../../../src/db/schema.ts';
-import type { EventRecord } from '../../../src/db/store/read.ts';
+import type { StoredEventRecord } from '../../../src/db/store/read.ts';
 import type { JobRecord } from '../../../src/db/store/record.ts';
 import { DEFAULTS } from './settings.ts';
 
@@ -124,8 +124,8 @@ export function factories(db: Db, clock: ManualClock) {
       if (!r) throw new Error(`no job ${id}`);
       return r;
     },
-    /** Every event of a job, oldest first. */
-    events: (id: number) => db.all<EventRecord>(sql`SELECT * FROM events WHERE job_id = ${id} ORDER BY id`),
+    /** Every stored event of a job, oldest first (not the derived entries of its timeline). */
+    events: (id: number) => db.all<StoredEventRecord>(sql`SELECT * FROM events WHERE job_id = ${id} ORDER BY id`),
     /** How many rows a table has (for "changed nothing" checks). */
     async count(table: 'jobs' | 'events' | 'effects' | 'workers' | 'queue_minutes'): Promise<number> {
       const [r] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM ${sql.raw(table)}`);

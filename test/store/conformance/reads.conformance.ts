@@ -43,9 +43,50 @@ export function defineReads(backend: StoreBackend) {
       const job = await runningJob();
       for (let i = 0; i < 3; i++) await store.jobsHeartbeatIfOwned({ workerId: 'w1', leases: [{ id: job.id, lockToken: 'stale' }], now: T0 + i });
       const { events, olderNotShown } = await store.eventsForJob({ jobId: job.id, limit: 2 });
-      expect(events.map((e) => e.type)).toEqual(['stale_write_rejected', 'stale_write_rejected']);
-      expect(events[0]!.at).toBeLessThan(events[1]!.at);
-      expect(olderNotShown).toBe(2);
+      // The derived enqueue takes no place in the window, and no lifecycle event was cut before it.
+      expect(events.map((e) => [e.type, e.derived])).toEqual([['enqueued', true], ['stale_write_rejected', false], ['stale_write_rejected', false]]);
+      expect(events[1]!.at).toBeLessThan(events[2]!.at);
+      expect(olderNotShown).toBe(1);
+    });
+
+    test('a clean job stores one event, its claim; its timeline is enqueued -> claimed -> completed', async () => {
+      const { store, count } = t();
+      const [inserted] = await store.jobsInsert({ queue: 'q', jobs: [{ payload: {} }], actor: 'producer', now: T0, defaults: DEFAULTS });
+      const job = inserted!.job;
+      const [c] = await store.jobsClaimPending({ queue: 'q', workerId: 'w7', limit: 1, now: T0 + 10, defaults: DEFAULTS });
+      expect((await store.jobsCompleteIfOwned({ workerId: 'w7', results: [{ id: job.id, lockToken: c!.lock_token!, data: '1' }], now: T0 + 20 }))[0]).toMatchObject({ ok: true });
+      expect(await count('events')).toBe(1);
+      const { events, olderNotShown } = await store.eventsForJob({ jobId: job.id, limit: 1000 });
+      expect(events.map((e) => [e.type, e.derived, e.at, e.actor, e.worker_id, e.attempt])).toEqual([
+        ['enqueued', true, T0, 'producer', null, 0],
+        ['claimed', false, T0 + 10, 'w7', 'w7', 1],
+        ['completed', true, T0 + 20, 'w7', 'w7', 1],
+      ]);
+      expect(events.map((e) => e.id === null)).toEqual([true, false, true]);
+      expect(olderNotShown).toBe(0);
+      // A refusal after the completion stays after it; the window counts stored events only.
+      await store.jobsHeartbeatIfOwned({ workerId: 'w7', leases: [{ id: job.id, lockToken: c!.lock_token! }], now: T0 + 30 });
+      const later = await store.eventsForJob({ jobId: job.id, limit: 1 });
+      expect(later.events.map((e) => e.type)).toEqual(['completed', 'stale_write_rejected']);
+      // The claim and the derived enqueue are the two older entries not shown.
+      expect(later.olderNotShown).toBe(2);
+    });
+
+    test('a database from before drizzle/0015 keeps its stored enqueued and completed events, each shown once', async () => {
+      const { store, db, completedJob } = t();
+      const job = await completedJob({ finishedAt: T0 + 50 });
+      const ev = (type: string, from: string | null, to: string, at: number) =>
+        db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, actor, worker_id, attempt, at)
+          VALUES (${job.id}, ${job.queue_name}, ${type}, ${from}, ${to}, 'old', ${type === 'enqueued' ? null : 'w1'}, ${type === 'enqueued' ? 0 : 1}, ${at})`);
+      await ev('enqueued', null, 'pending', T0);
+      await ev('claimed', 'pending', 'running', T0 + 10);
+      await ev('completed', 'running', 'completed', T0 + 50);
+      const { events, olderNotShown } = await store.eventsForJob({ jobId: job.id, limit: 1000 });
+      expect(events.map((e) => [e.type, e.derived])).toEqual([['enqueued', false], ['claimed', false], ['completed', false]]);
+      expect(olderNotShown).toBe(0);
+      // A dedup after the completion (a retained key) does not hide the stored completion.
+      await ev('deduplicated', 'completed', 'completed', T0 + 60);
+      expect((await store.eventsForJob({ jobId: job.id, limit: 1000 })).events.map((e) => e.type)).toEqual(['enqueued', 'claimed', 'completed', 'deduplicated']);
     });
 
     test('queuesHealth: counts per status, ready and expired, settings with overrides, paused', async () => {

@@ -17,12 +17,19 @@ export function defineTransitions(backend: StoreBackend) {
       expect(a).toMatchObject({ deduplicated: false, job: { status: 'pending', available_at: T0, attempt_count: 0, max_attempts: DEFAULTS.maxAttempts } });
       expect(b!.job).toMatchObject({ status: 'pending', available_at: T0 + 5_000, priority: 3 });
       expect(JSON.parse((await row(a!.job.id)).payload)).toEqual({ n: 1 });
-      expect(await events(a!.job.id)).toMatchObject([{ type: 'enqueued', to_status: 'pending', actor: 'api' }]);
+      // No event row (drizzle/0015): the enqueue is read from the row, who enqueued it included.
+      expect(await events(a!.job.id)).toEqual([]);
+      expect(await row(a!.job.id)).toMatchObject({ enqueued_by: 'api', created_at: T0 });
+      expect((await store.eventsForJob({ jobId: a!.job.id, limit: 10 })).events).toEqual([
+        { id: null, derived: true, job_id: a!.job.id, queue_name: 'mail', type: 'enqueued', from_status: null, to_status: 'pending', reason: null, message: null, actor: 'api', worker_id: null, attempt: 0, at: T0 },
+      ]);
 
       const [first] = await store.jobsInsert({ queue: 'mail', jobs: [{ payload: {}, idempotencyKey: 'k' }], actor: 'api', now: T0, defaults: DEFAULTS });
       const [again] = await store.jobsInsert({ queue: 'mail', jobs: [{ payload: { other: true }, idempotencyKey: 'k' }], actor: 'api', now: T0 + 1, defaults: DEFAULTS });
       expect(again).toMatchObject({ deduplicated: true, job: { id: first!.job.id, dedup_count: 1 } });
-      expect((await events(first!.job.id)).map((e) => e.type)).toEqual(['enqueued', 'deduplicated']);
+      // A dedup is exceptional: it keeps its event.
+      expect((await events(first!.job.id)).map((e) => e.type)).toEqual(['deduplicated']);
+      expect((await store.eventsForJob({ jobId: first!.job.id, limit: 10 })).events.map((e) => [e.type, e.derived])).toEqual([['enqueued', true], ['deduplicated', false]]);
     });
 
     test('enqueue into a new queue past maxQueues is refused and stores nothing', async () => {
@@ -109,7 +116,11 @@ export function defineTransitions(backend: StoreBackend) {
       const [o] = await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: job.id, lockToken: job.lock_token, data: '{"ok":1}' }], now: T0 + 3_000, full: true });
       expect(o).toMatchObject({ ok: true, job: { status: 'completed', result: '{"ok":1}' } });
       expect(await row(job.id)).toMatchObject({ status: 'completed', completed_at: T0 + 3_000, finished_at: T0 + 3_000, lock_token: null, locked_by: null, lease_expires_at: null });
-      expect((await events(job.id)).at(-1)).toMatchObject({ type: 'completed', from_status: 'running', to_status: 'completed', actor: 'w1' });
+      // No event row (drizzle/0015): the timeline reads the completion from the row, after the claim.
+      expect((await events(job.id)).map((e) => e.type)).not.toContain('completed');
+      expect((await store.eventsForJob({ jobId: job.id, limit: 10 })).events.at(-1)).toMatchObject({
+        id: null, derived: true, type: 'completed', from_status: 'running', to_status: 'completed', actor: 'w1', worker_id: 'w1', attempt: 1, at: T0 + 3_000,
+      });
     });
 
     test('complete-then-claim completes first and refills the freed slot in the same transaction', async () => {

@@ -1,0 +1,73 @@
+/**
+ * drizzle/0015 on a database that already has a clean job's routine event
+ * rows (written by the 0001 triggers): it keeps them, each shows once in the
+ * timeline, and from then on a clean job writes only its claim while the
+ * durable counters go on counting enqueues and completions.
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, test } from 'vitest';
+import { createApp } from '../../src/app.ts';
+import { manualClock } from '../../src/core/clock.ts';
+import { defaultConfig } from '../../src/core/config.ts';
+import { silentLogger } from '../../src/core/log.ts';
+import { migrateLibsql, openLibsql } from '../../src/runtime/libsql.ts';
+import { MIGRATIONS } from '../support/helpers.ts';
+
+const api = '/api/v1';
+
+test('0015 keeps the stored enqueued/completed rows (each shown once) and counts on from the job row', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-0015-'));
+  try {
+    const before = join(dir, 'before');
+    mkdirSync(join(before, 'meta'), { recursive: true });
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS, 'meta', '_journal.json'), 'utf8'));
+    journal.entries = journal.entries.filter((e: { idx: number }) => e.idx < 15);
+    writeFileSync(join(before, 'meta', '_journal.json'), JSON.stringify(journal));
+    for (const e of journal.entries as { tag: string }[]) copyFileSync(join(MIGRATIONS, `${e.tag}.sql`), join(before, `${e.tag}.sql`));
+
+    const o = await openLibsql(`file:${join(dir, 'old.db')}`);
+    try {
+      await migrateLibsql(o, before);
+      const clock = manualClock();
+      const config = defaultConfig({ databaseUrl: 'file:old' });
+      const appOn = () => createApp({ db: o.db, config, clock, log: silentLogger });
+      const call = async (app: ReturnType<typeof appOn>, path: string, body?: unknown) =>
+        (await app.request(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const cleanJob = async (app: ReturnType<typeof appOn>, worker: string) => {
+        const { job } = await call(app, `${api}/queues/q/jobs`, { payload: {} });
+        clock.advance(10);
+        const [c] = (await call(app, `${api}/queues/q/claim`, { workerId: worker })).jobs;
+        clock.advance(10);
+        await call(app, `${api}/jobs/${c.id}/complete`, { workerId: worker, lockToken: c.lockToken });
+        return job.id as string;
+      };
+      const stored = async (id: string) => (await o.client.execute({ sql: 'SELECT type FROM events WHERE job_id = ? ORDER BY id', args: [Number(id)] })).rows.map((r) => r.type);
+      const counters = async () => (await o.client.execute(`SELECT name, value FROM counters WHERE name IN ('enqueued', 'claimed', 'completed') ORDER BY name`)).rows.map((r) => `${r.name}:${r.value}`);
+
+      // An old server's clean job (today's app writes 0015's column: add it for the replay, drop it after).
+      await o.client.execute('ALTER TABLE jobs ADD enqueued_by text');
+      const old = await cleanJob(appOn(), 'A');
+      await o.client.execute('ALTER TABLE jobs DROP COLUMN enqueued_by');
+      expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);
+      expect(await counters()).toEqual(['claimed:1', 'completed:1', 'enqueued:1']);
+
+      await migrateLibsql(o, MIGRATIONS);
+      expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);
+      const app = appOn();
+      const trail = await call(app, `${api}/jobs/${old}`);
+      expect(trail.events.map((e: any) => [e.type, e.derived])).toEqual([['enqueued', false], ['claimed', false], ['completed', false]]);
+
+      const fresh = await cleanJob(app, 'B');
+      expect(await stored(fresh)).toEqual(['claimed']);
+      expect(await counters()).toEqual(['claimed:2', 'completed:2', 'enqueued:2']);
+      const freshTrail = await call(app, `${api}/jobs/${fresh}`);
+      expect(freshTrail.events.map((e: any) => [e.type, e.derived, e.workerId])).toEqual([['enqueued', true, null], ['claimed', false, 'B'], ['completed', true, 'B']]);
+    } finally {
+      o.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
