@@ -64,6 +64,7 @@ function statOf(xs: number[]): Stat | undefined {
 }
 
 export function summarize(input: {
+  started: Date;
   sizes: PeersSizes;
   runs: Partial<Record<SystemName, PeerRun[]>>;
   skipped: Partial<Record<SystemName, string>>;
@@ -111,7 +112,7 @@ export function summarize(input: {
   const rss = stats['leasehold-sdk']?.serverPeakRssMb;
   if (rss) lines.push(`- leasehold server peak RSS (VmHWM, max over rounds): ${fmt(rss.max)} MB (goal < 200 MB) ${rss.max < 200 ? 'met' : 'MISSED'}`);
 
-  const date = new Date().toISOString();
+  const date = input.started.toISOString();
   const m = machineInfo();
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const cell = (s: Stat | undefined, digits = 0) => (s ? `${fmt(s.median, digits)} [${fmt(s.min, digits)}–${fmt(s.max, digits)}]` : '');
@@ -121,7 +122,7 @@ export function summarize(input: {
   };
   const throughput: SystemName[] = ['leasehold-sdk', 'bullmq', 'leasehold in-process', 'plainjob', 'leasehold-sdk bulk enqueue', 'bullmq bulk enqueue'];
   const md = [
-    `${date.slice(0, 16).replace('T', ' ')} UTC, ${m.nproc} cpus (${m.cpu}), node ${m.node}; load average ${load(input.loadBefore)} before, ${load(input.loadAfter)} after.`,
+    `Started ${date.slice(0, 16).replace('T', ' ')} UTC, ${m.nproc} cpus (${m.cpu}), node ${m.node}; load average ${load(input.loadBefore)} before, ${load(input.loadAfter)} after.`,
     `${fmt(sizes.jobs)} jobs, concurrency 8, median [min–max] of ${sizes.rounds} interleaved round(s); latency over ${sizes.latencyJobs} jobs per round.`,
     `${input.redis ?? 'no Redis'}; bullmq ${version('bullmq')}, ioredis ${version('ioredis')}, plainjob ${version('plainjob')}, better-sqlite3 ${version('better-sqlite3')}.`,
     '',

@@ -27,6 +27,7 @@ export function peersSizes(defaults: PeersSizes): PeersSizes {
 }
 
 export async function benchPeers(sizes: PeersSizes, log: (line: string) => void): Promise<PeersReport> {
+  const started = new Date();
   const loadBefore = loadavg();
   const redis = await findRedis();
   const Database = await loadBetterSqlite();
@@ -56,7 +57,7 @@ export async function benchPeers(sizes: PeersSizes, log: (line: string) => void)
       log(`  round ${round}/${sizes.rounds} ${name}: ${describe(r)}`);
     }
   }
-  return summarize({ sizes, runs, skipped, redis: 'skip' in redis ? undefined : redis.describe, loadBefore, loadAfter: loadavg() });
+  return summarize({ started, sizes, runs, skipped, redis: 'skip' in redis ? undefined : redis.describe, loadBefore, loadAfter: loadavg() });
 }
 
 function describe(r: PeerRun): string {
