@@ -23,7 +23,9 @@ export async function loadBetterSqlite(): Promise<Database | { skip: string }> {
     new Database(':memory:').close();
     return Database;
   } catch (err) {
-    return { skip: `better-sqlite3 cannot load (${(err as Error).message.split('\n')[0]}); npm ci does not compile it: run \`npm run bench:peers-setup\` once (1-3 min)` };
+    const message = (err as Error).message;
+    const why = /bindings file/.test(message) ? 'its native addon is not built' : `it cannot load (${message.split('\n')[0]})`;
+    return { skip: `better-sqlite3: ${why}; npm ci does not compile it, run \`npm run bench:peers-setup\` once (1-3 min)` };
   }
 }
 

@@ -49,7 +49,7 @@ export async function findRedis(): Promise<RedisTarget | { skip: string }> {
       const u = new URL(url);
       return { url, connection: connectionOf(url), describe: `Redis ${version} at ${u.hostname}:${u.port || 6379}, appendonly=${aof}, save='${save}'` };
     } catch (err) {
-      tried.push(`${url}: ${(err as Error).message}`);
+      tried.push(`${url}: not reachable (${(err as Error).message})`);
     } finally {
       redis.disconnect();
     }
