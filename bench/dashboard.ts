@@ -97,7 +97,7 @@ export async function benchDashboard(s: DashboardSizes, log: (line: string) => v
     const login = await app.request('/dashboard/login', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: ADMIN, next: '/dashboard' }).toString(),
+      body: new URLSearchParams({ name: 'bench', token: ADMIN, next: '/dashboard' }).toString(),
       redirect: 'manual',
     });
     const cookie = /leasehold_session=[^;]*/.exec(login.headers.get('set-cookie') ?? '')?.[0];

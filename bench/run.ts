@@ -1,5 +1,5 @@
 /**
- * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|sdk|reaper|dashboard] [-- --json]`.
+ * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|sdk|latency|reaper|dashboard|peers] [-- --json]`.
  *
  * Prints a table of medians beside the targets and writes every run's numbers
  * to bench/results.json (or, with --json, to stdout). Every scenario uses a
@@ -14,11 +14,13 @@ import { fmt, machineInfo } from './lib.ts';
 import { benchReaper, type ReaperSizes } from './reaper.ts';
 import { benchSdk, type SdkSizes } from './sdk.ts';
 import { benchLatency, type LatencySizes } from './latency.ts';
+import { benchPeers, peersSizes } from './peers/run.ts';
+import type { PeersSizes } from './peers/workload.ts';
 import type { loopStats } from './worker-loop.ts';
 
 type LoopStats = ReturnType<typeof loopStats>;
 
-const PARTS = ['inprocess', 'http', 'sdk', 'latency', 'reaper', 'dashboard'] as const;
+const PARTS = ['inprocess', 'http', 'sdk', 'latency', 'reaper', 'dashboard', 'peers'] as const;
 type Part = (typeof PARTS)[number];
 
 function parseArgs(argv: readonly string[]) {
@@ -41,7 +43,7 @@ function parseArgs(argv: readonly string[]) {
   return { quick, json, only };
 }
 
-const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; latency: LatencySizes; reaper: ReaperSizes; dashboard: DashboardSizes }> = {
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; latency: LatencySizes; reaper: ReaperSizes; dashboard: DashboardSizes; peers: PeersSizes }> = {
   full: {
     inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
     http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
@@ -49,6 +51,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     latency: { runs: 3, jobs: 30 },
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
     dashboard: { finished: 1_000_000, pending: 10_000, zombies: 100, workers: 50, renders: 20 },
+    peers: peersSizes({ rounds: 3, jobs: 20_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 100 }),
   },
   quick: {
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
@@ -57,6 +60,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     latency: { runs: 1, jobs: 10 },
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
     dashboard: { finished: 50_000, pending: 1_000, zombies: 100, workers: 50, renders: 5 },
+    peers: peersSizes({ rounds: 1, jobs: 2_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 10 }),
   },
 };
 
@@ -180,6 +184,26 @@ async function main() {
       rows.push({ section: 'dashboard', metric: p.page, value: p.medianMs, unit: 'ms', digits: 2, target: '< 100', met: p.medianMs < 100, note: `p90 ${fmt(p.p90Ms, 2)} ms; ${table}` });
     }
     for (const q of r.queries) rows.push({ section: 'dashboard', metric: `query: ${q.query}`, value: q.medianMs, unit: 'ms', digits: 2 });
+  }
+
+  if (args.only.includes('peers')) {
+    log('peers (leasehold vs BullMQ and plainjob, same workload, interleaved rounds)...');
+    const r = await benchPeers(sizes.peers, log);
+    results.peers = r;
+    for (const q of r.ratios) {
+      const latency = q.target.endsWith('ms');
+      rows.push({
+        section: 'peers',
+        metric: latency ? 'enqueue to handler start p50, idle SDK worker' : `${q.goal}, leasehold / peer`,
+        value: latency ? q.leasehold : q.ratio,
+        unit: latency ? 'ms' : 'x',
+        digits: latency ? 1 : 2,
+        target: latency ? '<= 5' : q.target,
+        met: q.met,
+        note: latency ? `BullMQ ${fmt(q.peer, 1)} ms` : `${fmt(q.leasehold)} vs ${fmt(q.peer)} jobs/s`,
+      });
+    }
+    log(`\n--- peers (markdown, for docs/benchmarks.md) ---\n${r.markdown}\n---`);
   }
 
   const document = {
