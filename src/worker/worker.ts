@@ -80,7 +80,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
 
   const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
   const concurrency = options.concurrency ?? 1;
-  const claimBatch = options.claimBatch ?? 50;
+  const claimBatch = options.claimBatch ?? 200;
   const runQueue = createRunQueue({
     concurrency,
     maxAhead: options.claimAhead ?? Math.max(0, claimBatch - concurrency),

@@ -80,6 +80,7 @@ test('fast handlers over HTTP: a round trip carries many more jobs than the slot
   let peakRunning = 0;
   const w = start(transport, {
     concurrency: 4,
+    claimBatch: 50,
     async handler(ctx) {
       running++;
       peakRunning = Math.max(peakRunning, running);
