@@ -8,10 +8,10 @@
 import { openLeasehold } from '../../src/embedded/leasehold.ts';
 import { tempDb } from '../lib.ts';
 import { statusCounts } from './leasehold-sdk.ts';
-import { deferred, enqueueSingle, now, rates, tally, type PeerRun, type PeersSizes } from './workload.ts';
+import { drainWithWorker, quiet } from './leasehold-drain.ts';
+import { enqueueSingle, now, rates, type PeerRun, type PeersSizes } from './workload.ts';
 
 const QUEUE = 'peers';
-const quiet = { info() {}, warn() {}, error() {} };
 
 export async function leaseholdInProcess(s: PeersSizes): Promise<PeerRun> {
   const tmp = tempDb('peers-inprocess');
@@ -22,30 +22,9 @@ export async function leaseholdInProcess(s: PeersSizes): Promise<PeerRun> {
       const t0 = now();
       await enqueueSingle(s.jobs, s.concurrency, (i) => lh.enqueue(QUEUE, { i }));
       const t1 = now();
-      const seen = tally('leasehold in-process', s.jobs);
-      const done = deferred();
-      let completed = 0;
-      let t3 = 0;
-      const worker = lh.createWorker<{ i: number }>({
-        queue: QUEUE,
-        concurrency: s.concurrency,
-        handler: (ctx) => {
-          seen.add(ctx.job.payload.i);
-          return null;
-        },
-        handleSignals: false,
-        logger: quiet,
-      });
-      worker.on('completed', () => {
-        if (++completed === s.jobs) {
-          t3 = now();
-          done.resolve();
-        }
-      });
-      const t2 = now();
-      worker.start();
-      await done.promise;
-      await worker.close();
+      const { t2, t3, seen } = await drainWithWorker('leasehold in-process', s, (handler) =>
+        lh.createWorker<{ i: number }>({ queue: QUEUE, concurrency: s.concurrency, handler, handleSignals: false, logger: quiet }),
+      );
       seen.check();
       result = rates(s.jobs, t0, t1, t2, t3);
     } finally {

@@ -12,10 +12,10 @@ import { createWorker, httpTransport } from '../../src/worker/index.ts';
 import { startServer } from '../http.ts';
 import { procMemory } from '../lib.ts';
 import { idleLatency, startClock } from './latency.ts';
-import { deferred, enqueueChunks, enqueueSingle, now, rates, tally, type PeerRun, type PeersSizes } from './workload.ts';
+import { drainWithWorker, quiet } from './leasehold-drain.ts';
+import { enqueueChunks, enqueueSingle, now, rates, type PeerRun, type PeersSizes } from './workload.ts';
 
 const QUEUE = 'peers';
-const quiet = { info() {}, warn() {}, error() {} };
 
 /** Job counts by status, read from the server's own database file (WAL lets a second reader in). */
 export async function statusCounts(url: string): Promise<Record<string, number>> {
@@ -44,32 +44,9 @@ export function leaseholdSdk(s: PeersSizes): Promise<PeerRun> {
     const t0 = now();
     await enqueueSingle(s.jobs, s.concurrency, (i) => client.enqueue(QUEUE, { i }));
     const t1 = now();
-    const seen = tally('leasehold-sdk', s.jobs);
-    const done = deferred();
-    let completed = 0;
-    let t3 = 0;
-    const worker = createWorker<{ i: number }>({
-      transport: httpTransport({ url: server.url }),
-      queue: QUEUE,
-      concurrency: s.concurrency,
-      handler: (ctx) => {
-        seen.add(ctx.job.payload.i);
-        return null;
-      },
-      handleSignals: false,
-      logger: quiet,
-    });
-    // 'completed' comes after the server accepted the completion.
-    worker.on('completed', () => {
-      if (++completed === s.jobs) {
-        t3 = now();
-        done.resolve();
-      }
-    });
-    const t2 = now();
-    worker.start();
-    await done.promise;
-    await worker.close();
+    const { t2, t3, seen } = await drainWithWorker('leasehold-sdk', s, (handler) =>
+      createWorker<{ i: number }>({ transport: httpTransport({ url: server.url }), queue: QUEUE, concurrency: s.concurrency, handler, handleSignals: false, logger: quiet }),
+    );
     const counts = await statusCounts(server.tmp.url);
     seen.check(`store: ${JSON.stringify(counts)}`);
     if (counts.completed !== s.jobs) throw new Error(`leasehold-sdk: store has ${JSON.stringify(counts)}, expected ${s.jobs} completed`);
