@@ -1,5 +1,5 @@
 /**
- * createWorker: a worker composed of four parts, each in its own file.
+ * createWorker: a worker composed of five parts, each in its own file.
  *
  * - claim-loop.ts: claims in batches up to the run queue's room, waits on
  *   the server (or polls with backoff) when idle.
@@ -200,6 +200,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     close,
     /** Counts since start: claimed, completed, failed, abandoned, leaseLost, eventLoopBlocked (and the longest, in ms), heartbeatFailures. Beats report the last four to the server. */
     stats,
+    /** Jobs the worker holds: running, claimed ahead and waiting for a slot, or with their result on its way. */
     get running() {
       return active.size;
     },
