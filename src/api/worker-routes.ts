@@ -5,7 +5,7 @@
  */
 import { iso, toJob } from '../core/job-record.ts';
 import { invalid } from '../core/errors.ts';
-import { createWorkerProtocol, type JobAnswer } from '../protocol/worker-protocol.ts';
+import { createWorkerProtocol, rateLimitedWait, type JobAnswer } from '../protocol/worker-protocol.ts';
 import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
@@ -89,9 +89,8 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
-      // Fewer than asked: if the rate limit is why, say when to come back
-      // (read in the claim's own round trip; advisory, the claim enforces).
-      const wait = claimed.length < (body.limit ?? 1) ? claimed.rateWait : undefined;
+      // Read in the claim's own round trip.
+      const wait = rateLimitedWait(claimed, body.limit ?? 1);
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
       return c.json({ jobs: claimed });
     },

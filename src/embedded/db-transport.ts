@@ -8,7 +8,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { createStore, type JobStore } from '../db/store/create-store.ts';
-import { createWorkerProtocol, type JobAnswer, type Refusal } from '../protocol/worker-protocol.ts';
+import { createWorkerProtocol, rateLimitedWait, type JobAnswer, type Refusal } from '../protocol/worker-protocol.ts';
 import type { LeaseAnswer, LeaseRef, Transport } from '../worker/transport.ts';
 
 function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {
@@ -32,10 +32,9 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store
         signal,
         claim: () => protocol.claim(params),
       });
-      // Fewer than asked because of the queue's rate limit: say when its next
-      // window opens, as the HTTP route does, so the worker sleeps until then
-      // instead of polling into the closed window.
-      const wait = claimed.length < params.limit ? claimed.rateWait : undefined;
+      // As the HTTP route does, so the worker sleeps until the next window
+      // instead of polling into the closed one.
+      const wait = rateLimitedWait(claimed, params.limit);
       const jobs = [...claimed];
       return wait ? Object.assign(jobs, { retryAfterMs: wait.waitMs }) : jobs;
     },

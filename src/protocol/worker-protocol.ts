@@ -50,6 +50,15 @@ export interface Lease {
 /** Claimed jobs; `rateWait` when the queue's rate limit held claims back. */
 export type ClaimResult = ClaimedJobWire[] & { rateWait?: RateWait };
 
+/**
+ * When to come back, for a claim that got fewer jobs than it asked for
+ * because of the queue's rate limit (advisory: the claim itself enforces the
+ * limit). Both transports answer it: the HTTP route and the in-process one.
+ */
+export function rateLimitedWait(claimed: ClaimResult, limit: number): RateWait | undefined {
+  return claimed.length < limit ? claimed.rateWait : undefined;
+}
+
 /** What a worker says about itself in its liveness beat (the wire's fields). */
 export type Liveness = WorkerLivenessWire;
 
