@@ -177,3 +177,29 @@ test('a job whose lease is lost while it waits in line does not run on that clai
   // It ran once, on the claim that came after the requeue.
   expect(runs.filter((r) => r.id === victim)).toEqual([{ id: victim, attempt: 2 }]);
 });
+
+test('jobs waiting in line for longer than their lease are renewed like running ones: none is lost or run twice', async () => {
+  // Lease 1.5 s: the 21st job holds the one slot for 4 s while the jobs claimed ahead wait.
+  const { t } = await bedWith(60);
+  const runs = new Map<string, number>();
+  let openGate!: () => void;
+  const gate = new Promise<void>((r) => (openGate = r));
+  const w = start(inProcess(t), {
+    concurrency: 1,
+    async handler(ctx) {
+      runs.set(ctx.job.id, (runs.get(ctx.job.id) ?? 0) + 1);
+      if (runs.size === 21) await gate;
+    },
+  });
+  await until('the 21st job is running with jobs waiting behind it', () => runs.size === 21 && w.stats.completed === 20 && w.running > 1);
+  const waitingIds = (await t.client.execute(`SELECT id FROM jobs WHERE status = 'running'`)).rows.map((r) => String(r.id)).filter((id) => runs.get(id) === undefined);
+  expect(waitingIds.length).toBeGreaterThan(0);
+  await new Promise((r) => setTimeout(r, 4_000));
+  // Still theirs, past two and a half leases: the heartbeats renewed them.
+  const renewed = await t.client.execute(`SELECT count(*) AS n FROM jobs WHERE status = 'running' AND lease_expires_at > (unixepoch('subsec') * 1000) AND id IN (${waitingIds.join(',')})`);
+  expect(Number(renewed.rows[0]!.n)).toBe(waitingIds.length);
+  openGate();
+  await until('every job completed', () => w.stats.completed === 60, 20_000);
+  expect(w.stats.leaseLost).toBe(0);
+  expect([...runs.values()].every((n) => n === 1) && runs.size === 60).toBe(true);
+});
