@@ -8,7 +8,7 @@
  *   const [job] = await store.jobsClaimPending({ queue: 'mail', workerId: 'w1', limit: 1, now: DB_CLOCK, defaults: config });
  */
 import { batchList, type Db } from '../db.ts';
-import { queueMinutesPrune, queueMinutesSampleHeartbeatLag, queueMinutesSince } from './activity.ts';
+import { queueMinutesSampleHeartbeatLag, queueMinutesSince } from './activity.ts';
 import {
   alertEvaluationClaimIfDue,
   alertNotificationMarkDeliveredIfHeld,
@@ -30,7 +30,7 @@ import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, Maintenanc
 import { auditInsert, auditList } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
-import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld, workersPruneStale } from './reaper.ts';
+import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
 import { retentionPrune } from './retention.ts';
 import {
@@ -78,15 +78,6 @@ export function createStore(db: Db): JobStore {
     async jobsPruneFinished(p) {
       const [, , deleted] = await batchList(db, jobsPruneFinishedStatements(db, p));
       return (deleted as { id: number }[]).map((r) => Number(r.id));
-    },
-    async housekeep(p) {
-      const [, , deleted] = await batchList(db, [
-        ...jobsPruneFinishedStatements(db, { now: p.now, limit: p.pruneLimit, defaults: p.defaults }),
-        workersPruneStale(db, { now: p.now, olderThanMs: p.forgetWorkersAfterMs }),
-        queueMinutesSampleHeartbeatLag(db, { now: p.now }),
-        queueMinutesPrune(db, { now: p.now }),
-      ]);
-      return { prunedJobs: (deleted as unknown[]).length };
     },
 
     queuesHealth: (p) => queuesHealth(db, p),

@@ -99,12 +99,6 @@ export interface MaintenanceStore {
   jobsRecordHeld(p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void>;
   /** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects; the ids deleted. */
   jobsPruneFinished(p: { now: number; limit: number; defaults: QueueDefaults }): Promise<number[]>;
-  /**
-   * The reaper pass's housekeeping in one batch (one request): retention
-   * pruning, workers not seen for `forgetWorkersAfterMs`, the heartbeat-lag
-   * sample of this minute and old activity minutes.
-   */
-  housekeep(p: { now: number; pruneLimit: number; defaults: QueueDefaults; forgetWorkersAfterMs: number }): Promise<{ prunedJobs: number }>;
 }
 
 /** Queues and workers (store/read, workers, worker-jobs). */

@@ -249,14 +249,15 @@ export function defineReaper(backend: StoreBackend) {
       expect(await store.jobsPruneFinished({ now: T0, limit: 10, defaults: DEFAULTS })).toEqual([]);
     });
 
-    test('housekeep prunes, forgets workers not seen for long, and samples the heartbeat lag of this minute', async () => {
+    test('retention prunes and forgets workers not seen for long in one batch; the heartbeat lag of this minute is sampled', async () => {
       const { store, runningJob, completedJob, count } = t();
       await store.workerBeat({ id: 'gone', now: T0 - 3 * 3_600_000 });
       await store.workerBeat({ id: 'here', now: T0 - 1_000 });
       await completedJob({ finishedAt: T0 - 2 * DEFAULTS.retentionMs });
       await runningJob({ queue: 'busy', lastHeartbeatAt: T0 - 4_000, startedAt: T0 - 10_000 });
-      const report = await store.housekeep({ now: T0, pruneLimit: 100, defaults: DEFAULTS, forgetWorkersAfterMs: 3_600_000 });
-      expect(report).toEqual({ prunedJobs: 1 });
+      const pruned = await store.retentionPrune({ now: T0, limit: 100, defaults: DEFAULTS, forgetWorkersAfterMs: 3_600_000, auditRetentionMs: 90 * 86_400_000 });
+      await store.queueMinutesSampleHeartbeatLag({ now: T0 });
+      expect(pruned).toHaveLength(1);
       expect((await store.workersList({ sinceMs: 0, limit: 10 })).map((w) => w.id)).toEqual(['here']);
       expect(await store.queueMinutesSince({ sinceMinuteAt: T0 - 60_000 })).toContainEqual(expect.objectContaining({ queue: 'busy', minuteAt: T0, maxHeartbeatLagMs: 4_000 }));
       expect(await count('jobs')).toBe(1);
