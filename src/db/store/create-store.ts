@@ -7,7 +7,7 @@
  *   const store = createStore(db);
  *   const [job] = await store.jobsClaimPending({ queue: 'mail', workerId: 'w1', limit: 1, now: DB_CLOCK, defaults: config });
  */
-import { batchList, type Db } from '../db.ts';
+import type { Db } from '../db.ts';
 import { queueMinutesSampleHeartbeatLag, queueMinutesSince } from './activity.ts';
 import {
   alertEvaluationClaimIfDue,
@@ -30,7 +30,7 @@ import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, Maintenanc
 import { auditInsert, auditList } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
-import { jobsGetReapCandidates, jobsPruneFinishedStatements, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
+import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { jobRequeueIfReaperWould } from './requeue.ts';
 import { retentionPrune } from './retention.ts';
 import {
@@ -75,10 +75,6 @@ export function createStore(db: Db): JobStore {
     jobsGetReapCandidates: (p) => jobsGetReapCandidates(db, p),
     jobsReapIfUnchanged: (p) => jobsReapIfUnchanged(db, p),
     jobsRecordHeld: (p) => jobsRecordHeld(db, p),
-    async jobsPruneFinished(p) {
-      const [, , deleted] = await batchList(db, jobsPruneFinishedStatements(db, p));
-      return (deleted as { id: number }[]).map((r) => Number(r.id));
-    },
 
     queuesHealth: (p) => queuesHealth(db, p),
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),

@@ -97,8 +97,6 @@ export interface MaintenanceStore {
   jobsReapIfUnchanged(p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>>;
   /** A `reap_held` event per candidate (after a gap in the reaper's own passes); nothing else changes. */
   jobsRecordHeld(p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void>;
-  /** Deletes up to `limit` finished jobs past their queue's retention, with their events and effects; the ids deleted. */
-  jobsPruneFinished(p: { now: number; limit: number; defaults: QueueDefaults }): Promise<number[]>;
 }
 
 /** Queues and workers (store/read, workers, worker-jobs). */
