@@ -59,6 +59,10 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     const problem = textProblem(value);
     if (problem) throw new TypeError(`createWorker: ${what} ${JSON.stringify(value)} ${problem}`);
   }
+  // A negative or fractional count would shrink the worker's room below its slots and stall it.
+  for (const [what, value, least] of [['concurrency', options.concurrency, 1], ['claimBatch', options.claimBatch, 1], ['claimAhead', options.claimAhead, 0]] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= least)) throw new TypeError(`createWorker: ${what} must be an integer of at least ${least}, got ${String(value)}`);
+  }
   const logger = withFields(options.logger ?? consoleLogger(workerId), { workerId });
   const events = createEmitter(() => logger);
   const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };

@@ -203,3 +203,10 @@ test('jobs waiting in line for longer than their lease are renewed like running 
   expect(w.stats.leaseLost).toBe(0);
   expect([...runs.values()].every((n) => n === 1) && runs.size === 60).toBe(true);
 });
+
+test('a count that would stall the worker is refused when it is created, naming the option', async () => {
+  const { t } = await bedWith(1);
+  for (const [option, value] of [['claimAhead', -1], ['claimAhead', 1.5], ['concurrency', 0], ['claimBatch', Number.NaN]] as const) {
+    expect(() => createWorker({ transport: inProcess(t), queue: 'q', handler: () => null, handleSignals: false, [option]: value })).toThrow(new RegExp(`createWorker: ${option} must be an integer of at least`));
+  }
+});
