@@ -26,13 +26,15 @@ import path from 'node:path';
  * operator may do, over the store, written once; api serves them;
  * the dashboard renders them; app wires both; runtimes and the CLI sit on top.
  * The worker SDK and the client are what users install next to their code,
- * so they see only core (the wire contract), never the server.
+ * so they see only core (the wire contract) and http (how they send a
+ * request), never the server.
  */
 export const LAYERS = {
   version: [],
   core: ['version'],
-  client: ['core', 'version'],
-  worker: ['core', 'version'],
+  http: [],
+  client: ['core', 'http', 'version'],
+  worker: ['core', 'http', 'version'],
   db: ['core', 'version'],
   maintenance: ['core', 'db', 'version'],
   protocol: ['core', 'db', 'version'],

@@ -8,6 +8,7 @@
  * of one item rejects that item's caller and is sent again without it.
  */
 import type { Enqueued, Job, JobStatus } from '../core/wire.ts';
+import { sdkFetch } from '../http/node-fetch.ts';
 import { LeaseholdApiError, LeaseholdNetworkError, LeaseholdTimeoutError } from './errors.ts';
 
 export interface ClientOptions {
@@ -91,7 +92,7 @@ type SingleAnswer = { job: Job; deduplicated?: boolean };
 
 export function createClient(options: ClientOptions): Client {
   const base = options.url.replace(/\/+$/, '') + '/api/v1';
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const doFetch = options.fetch ?? sdkFetch;
   const timeout = options.requestTimeoutMs ?? 30_000;
   const maxBatch = Math.min(options.maxBatchSize ?? 1000, SERVER_MAX_BULK);
   /** Enqueues waiting for the end of the tick, per queue. */

@@ -1,6 +1,9 @@
 /**
- * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers.
+ * The HTTP transport: only `fetch`, so it runs on Node, Deno, Bun and Workers
+ * (on Node the default fetch is node:http with a kept-alive connection, see
+ * src/http/node-fetch.ts).
  */
+import { sdkFetch } from '../http/node-fetch.ts';
 import type { ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
 import { TokenRefusedError, TransportError } from './transport.ts';
 
@@ -11,6 +14,7 @@ export interface HttpTransportOptions {
   token?: string | undefined;
   /** Per-request timeout; a request that takes longer counts as a failed call. Default 10 s. */
   requestTimeoutMs?: number;
+  /** Default: node:http with keep-alive on Node, the global fetch elsewhere. */
   fetch?: typeof fetch;
 }
 
@@ -25,7 +29,7 @@ const deadlineCause = (error: { cause?: string } | undefined) => (error?.cause =
 
 export function httpTransport(options: HttpTransportOptions): Transport {
   const base = options.url.replace(/\/+$/, '') + '/api/v1';
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const doFetch = options.fetch ?? sdkFetch;
   const timeout = options.requestTimeoutMs ?? 10_000;
 
   /**
