@@ -60,6 +60,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
   const { config } = deps;
   const protocol = createWorkerProtocol({ store: deps.store, config, clock: deps.clock });
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
+  // A claim's limit is a ceiling, and an answer may always hold fewer jobs:
+  // one above this server's LEASEHOLD_MAX_CLAIM_BATCH is taken as that
+  // maximum rather than refused, so a worker set up for a bigger server
+  // still gets work here instead of a 400 on every claim.
+  const claimLimitField = int({ min: 1, max: Number.MAX_SAFE_INTEGER, description: `most jobs to claim; above ${config.maxClaimBatch} (LEASEHOLD_MAX_CLAIM_BATCH) counts as ${config.maxClaimBatch}` });
+  const claimLimit = (asked: number) => Math.min(asked, config.maxClaimBatch);
 
   r.add(
     {
@@ -74,23 +80,24 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
-        limit: optional(int({ min: 1, max: config.maxClaimBatch })),
+        limit: optional(claimLimitField),
         leaseMs: optional(leaseMs),
         waitMs: optional(int({ min: 0, max: MAX_CLAIM_WAIT_MS, description: 'longest to wait for work when none is ready, in ms (0 or absent: answer at once)' })),
       }),
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
+      const limit = claimLimit(body.limit ?? 1);
       const claimed = await claimOrWait({
         waiters: claimWaiters(deps.db),
         queue,
         waitMs: body.waitMs ?? 0,
         signal: c.req.raw.signal,
-        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit: body.limit ?? 1, leaseMs: body.leaseMs }),
+        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
       // Read in the claim's own round trip.
-      const wait = rateLimitedWait(claimed, body.limit ?? 1);
+      const wait = rateLimitedWait(claimed, limit);
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
       return c.json({ jobs: claimed });
     },
@@ -201,14 +208,14 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
         results: arr(obj({ id: jobIdField, lockToken: lockTokenField, result: optional(json()) }), { min: 1, max: MAX_BATCH }),
-        claim: optional(obj({ queue: queueName, limit: int({ min: 1, max: config.maxClaimBatch }), leaseMs: optional(leaseMs) })),
+        claim: optional(obj({ queue: queueName, limit: claimLimitField, leaseMs: optional(leaseMs) })),
       }),
     },
     async (c, body) => {
       const results = uniqueIds(body.results, 'results').map((x) => ({ id: Number(x.id), lockToken: x.lockToken, result: x.result }));
       const completed = (a: JobAnswer) => batchEntry(a, (job) => ({ status: job.status, completedAt: iso(job.completed_at) }));
       if (!body.claim) return c.json({ results: (await protocol.complete({ workerId: body.workerId, results })).map(completed) });
-      const { answers, claimed } = await protocol.completeThenClaim({ workerId: body.workerId, instanceId: body.instanceId, results, claim: body.claim });
+      const { answers, claimed } = await protocol.completeThenClaim({ workerId: body.workerId, instanceId: body.instanceId, results, claim: { ...body.claim, limit: claimLimit(body.claim.limit) } });
       return c.json({ results: answers.map(completed), jobs: claimed });
     },
   );

@@ -93,7 +93,7 @@ export interface WorkerOptions<P = unknown> {
    * turns it off (poll with pollMs instead).
    */
   claimWaitMs?: number;
-  /** Most jobs per claim call (the server allows up to LEASEHOLD_MAX_CLAIM_BATCH, default 500). Default 200. */
+  /** Most jobs per claim call. Default 200. A server takes at most its LEASEHOLD_MAX_CLAIM_BATCH (default 500) per claim, and a larger claimBatch as that. */
   claimBatch?: number;
   /**
    * Most jobs held beyond `concurrency`, claimed ahead so that fast handlers
