@@ -278,6 +278,24 @@ export const liveCounts = sqliteTable(
 );
 
 /**
+ * The jobs of jobs_due_later_idx (pending, made pending for later) per queue
+ * and minute of their available_at, kept exact by triggers (drizzle/0016):
+ * "ready" subtracts the minutes after the current one from here and counts
+ * only the current minute in the index, so it does not grow with how many
+ * jobs wait for later. WITHOUT ROWID (in the migration).
+ */
+export const dueLaterCounts = sqliteTable(
+  'due_later_counts',
+  {
+    queueName: text('queue_name').notNull(),
+    /** available_at rounded down to its minute. */
+    minuteAt: integer('minute_at').notNull(),
+    jobs: integer('jobs').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.minuteAt] })],
+);
+
+/**
  * Per-queue activity per minute, for the last-hour charts: completed, failed
  * and reaped counted by triggers as they happen (never decremented), and the
  * worst heartbeat lag of running jobs sampled by each reaper pass. Pruned by

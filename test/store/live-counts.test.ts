@@ -1,10 +1,13 @@
 /**
- * The kept pending/running counts (live_counts, drizzle/0014) and the ready
+ * The kept pending/running counts (live_counts, drizzle/0014), the kept
+ * minutes of delayed jobs (due_later_counts, drizzle/0016) and the ready
  * count derived from them stay equal to a COUNT(*) of the jobs table across
  * every transition: enqueue (one, bulk, delayed, deduplicated), claim,
  * complete, fail (retried and final), release, cancel, operator retry and
  * requeue, the reaper, and retention pruning.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
@@ -27,9 +30,23 @@ async function counted(): Promise<Counts> {
   return Object.fromEntries(r.rows.map((row) => [`${row.queue_name}/${row.status}`, Number(row.n)]));
 }
 
+async function keptLater(): Promise<Counts> {
+  const r = await t.client.execute('SELECT queue_name, minute_at, jobs FROM due_later_counts ORDER BY 1, 2');
+  return Object.fromEntries(r.rows.map((row) => [`${row.queue_name}/${row.minute_at}`, Number(row.jobs)]));
+}
+
+async function countedLater(): Promise<Counts> {
+  const r = await t.client.execute(
+    "SELECT queue_name, available_at - available_at % 60000 AS minute_at, count(*) AS n FROM jobs WHERE status = 'pending' AND available_at > created_at GROUP BY 1, 2 ORDER BY 1, 2",
+  );
+  return Object.fromEntries(r.rows.map((row) => [`${row.queue_name}/${row.minute_at}`, Number(row.n)]));
+}
+
 /** What GET /queues answers against a COUNT(*) of the same table at the same clock. */
 async function expectHealthExact() {
   expect(await kept()).toEqual(await counted());
+  // No row for an emptied minute, none missing, none off by one.
+  expect(await keptLater()).toEqual(await countedLater());
   const now = t.clock.now() as number;
   const res = await t.get(`${api}/queues`);
   expect(res.status).toBe(200);
@@ -62,6 +79,8 @@ test('kept counts equal COUNT(*) after a mix of every transition, the reaper and
   await t.enqueue('a', { payload: {}, idempotencyKey: 'k' }); // deduplicated: no new row
   await t.post(`${api}/queues/b/jobs`, { jobs: [{ payload: 1 }, { payload: 2 }, { payload: 3, delayMs: 30_000 }] });
   await t.enqueue('b', { payload: {}, delayMs: 500 });
+  // Delays over several minutes, for the minutes summed from the kept rows.
+  for (const delayMs of [70_000, 130_000, 130_500, 3_600_000]) await t.enqueue('c', { payload: { delayMs }, delayMs });
   await expectHealthExact();
 
   const claimedA = await claim('a', 'w1', 4);
@@ -95,6 +114,18 @@ test('kept counts equal COUNT(*) after a mix of every transition, the reaper and
   await reapOnce(t.db, t.clock.now(), t.config);
   await expectHealthExact();
 
+  // the clock walks through the delayed minutes: each read splits the kept
+  // minutes from the one counted in the index at a different point
+  for (let i = 0; i < 5; i++) {
+    t.clock.advance(31_000);
+    await expectHealthExact();
+  }
+  // a due delayed job claimed, and one deleted with its queue's pending jobs by an operator's cancel
+  expect(await claim('c', 'w5', 1)).toHaveLength(1);
+  const later = (await t.client.execute("SELECT id FROM jobs WHERE queue_name = 'c' AND status = 'pending' ORDER BY available_at DESC LIMIT 1")).rows[0]!.id;
+  expect((await t.post(`${api}/jobs/${later}/cancel`, { reason: 'not needed' })).status).toBe(200);
+  await expectHealthExact();
+
   // drain everything that is due, finish it, and prune past retention
   for (;;) {
     const jobs = await claim('a', 'w4', 10);
@@ -119,5 +150,18 @@ test('the migration backfills the counts of jobs that were there before it', asy
     "INSERT INTO live_counts (queue_name, status, jobs) SELECT queue_name, status, count(*) FROM jobs WHERE status IN ('pending', 'running') GROUP BY queue_name, status",
   );
   expect(await kept()).toEqual({ 'a/pending': 2, 'a/running': 1 });
+  await expectHealthExact();
+});
+
+test("0016's backfill rebuilds the kept minutes of delayed jobs that were there before it", async () => {
+  t = await setup();
+  for (const delayMs of [0, 5_000, 70_000, 70_001, 3_600_000]) await t.enqueue('a', { payload: {}, delayMs });
+  const before = await keptLater();
+  expect(Object.values(before).reduce((a, b) => a + b, 0)).toBe(4);
+  await t.client.execute('DELETE FROM due_later_counts');
+  // The migration's last statement, as written in the file.
+  const statements = readFileSync(join(import.meta.dirname, '..', '..', 'drizzle', '0016_due_later_counts.sql'), 'utf8').split('--> statement-breakpoint');
+  await t.client.execute(statements.at(-1)!);
+  expect(await keptLater()).toEqual(before);
   await expectHealthExact();
 });

@@ -254,8 +254,9 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
   // here grows with the backlog.
   const live = (status: 'pending' | 'running') => sql`coalesce((SELECT c.jobs FROM live_counts c WHERE c.queue_name = q.name AND c.status = ${status}), 0)`;
   // ready = pending - the pending jobs not yet due, and only jobs made
-  // pending for later can be those (jobs_due_later_idx): a scan of the
-  // future, not of the backlog. oldest_ready: the claim index holds each
+  // pending for later can be those (jobs_due_later_idx). Of those, the
+  // minutes after the current one are kept counts (due_later_counts,
+  // drizzle/0016); only the current minute is counted in the index. oldest_ready: the claim index holds each
   // (queue, priority) in available_at order, so the first entry of each
   // priority is that priority's oldest; prio walks the distinct priorities
   // one index seek at a time (there are few), instead of reading every entry.
@@ -280,8 +281,10 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
       ${finished('completed')} AS c_completed,
       ${finished('failed')} AS c_failed,
       ${finished('cancelled')} AS c_cancelled,
-      ${live('pending')} - (SELECT count(*) FROM jobs j INDEXED BY jobs_due_later_idx
-        WHERE j.status = 'pending' AND j.available_at > j.created_at AND j.queue_name = q.name AND j.available_at > ${now}) AS ready, o.oldest_ready AS oldest_ready,
+      ${live('pending')} - coalesce((SELECT sum(d.jobs) FROM due_later_counts d WHERE d.queue_name = q.name AND d.minute_at > ${now}), 0)
+        - (SELECT count(*) FROM jobs j INDEXED BY jobs_due_later_idx
+          WHERE j.status = 'pending' AND j.available_at > j.created_at AND j.queue_name = q.name
+            AND j.available_at > ${now} AND j.available_at < ${now} - ${now} % 60000 + 60000) AS ready, o.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running,
       ${rateWindowSql('q', now)}
     FROM queues q LEFT JOIN o ON o.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
