@@ -121,6 +121,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   const db = opened.db;
   const store = createStore(db);
   const transport = dbTransport({ db, config, clock });
+  // One `now` per write, read when it starts: a batch's calls were all made in that same tick.
   async function insert(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     const enqueued = await store.jobsInsert({ queue, jobs, actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
     // Committed: claims waiting on this queue (on this database handle) look now, once per write.
