@@ -5,7 +5,7 @@
  * command serves. Workers elsewhere import `leasehold/worker`, producers
  * `leasehold/client`: neither carries any of this.
  */
-export { openLeasehold, type EmbeddedEnqueueOptions, type Leasehold, type OpenOptions } from './embedded/leasehold.ts';
+export { openLeasehold, type EmbeddedEnqueued, type EmbeddedEnqueueItem, type EmbeddedEnqueueOptions, type Leasehold, type OpenOptions } from './embedded/leasehold.ts';
 export { dbTransport } from './embedded/db-transport.ts';
 export { createApp, VERSION, type AppDeps, type AppInput } from './app.ts';
 export { reapOnce, type ReapReport } from './maintenance/pass.ts';

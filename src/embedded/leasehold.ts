@@ -8,6 +8,7 @@
  *   import { openLeasehold } from 'leasehold';
  *   const lh = await openLeasehold({ databaseUrl: 'file:./jobs.db' });
  *   await lh.enqueue('email', { to: 'ada@example.com' }, { idempotencyKey: 'welcome-ada' });
+ *   await lh.enqueueMany('email', users.map((u) => ({ payload: { to: u.email }, idempotencyKey: `welcome-${u.id}` })));
  *   const worker = lh.createWorker({ queue: 'email', handler: async (ctx) => send(ctx.job.payload) }).start();
  *   const stopReaper = lh.startReaper();
  *   // on shutdown:
@@ -18,10 +19,12 @@ import { claimWaiters } from '../api/claim-waiters.ts';
 import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
+import { invalid } from '../core/errors.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
 import { createStore } from '../db/store/create-store.ts';
+import { ENQUEUE_CHUNK, type Enqueued, type NewJob } from '../db/store/enqueue.ts';
 import { toJob } from '../core/job-record.ts';
 import { openDatabase } from '../runtime/node.ts';
 import { startReaperTimer } from '../runtime/reaper-timer.ts';
@@ -30,6 +33,7 @@ import { createLogger, type Logger } from '../core/log.ts';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/worker.ts';
 import type { Transport } from '../worker/transport.ts';
 import { dbTransport } from './db-transport.ts';
+import { enqueueBatches } from './enqueue-batches.ts';
 
 export interface OpenOptions {
   /** Default `file:./leasehold.db`; also `libsql://` and `http(s)://` URLs. */
@@ -52,6 +56,16 @@ export interface EmbeddedEnqueueOptions {
   timeoutMs?: number;
 }
 
+export interface EmbeddedEnqueueItem extends EmbeddedEnqueueOptions {
+  payload: unknown;
+}
+
+/** What an enqueue answers: the new job, or the existing one for a duplicate idempotency key. */
+export interface EmbeddedEnqueued {
+  job: Job;
+  deduplicated: boolean;
+}
+
 export interface Leasehold {
   /** The Drizzle database, for createApp({ db, config, clock }) when you also want the HTTP API. */
   readonly db: Db;
@@ -59,8 +73,25 @@ export interface Leasehold {
   readonly clock: Clock;
   /** The in-process transport a worker uses instead of httpTransport. */
   readonly transport: Transport;
-  /** Adds a job (input checked as the API checks it: LeaseholdError naming the field). */
-  enqueue(queue: string, payload: unknown, options?: EmbeddedEnqueueOptions): Promise<{ job: Job; deduplicated: boolean }>;
+  /**
+   * Adds a job (input checked as the API checks it: LeaseholdError naming the
+   * field). Calls for one queue made in the same tick (e.g. several callers in
+   * flight, or `Promise.all(items.map(...))`) are stored together in one
+   * transaction, up to 500 per transaction, with ids in call order; each caller
+   * still gets its own answer, and a call with bad input fails alone. If the
+   * write itself fails (a new queue past maxQueues, a storage fault), every
+   * call of that transaction rejects with the error and none of its jobs is stored.
+   */
+  enqueue(queue: string, payload: unknown, options?: EmbeddedEnqueueOptions): Promise<EmbeddedEnqueued>;
+  /**
+   * Adds many jobs; one answer per item, in order. Every item is checked first
+   * (a LeaseholdError names the item, `jobs[3].priority`, and nothing is
+   * stored); then 500 at a time, one transaction each. An empty list stores
+   * nothing. A storage fault after the first 500 leaves the earlier chunks
+   * stored (EnqueuePartlyStored says how many): with idempotency keys, calling
+   * again with the same items stores only the rest.
+   */
+  enqueueMany(queue: string, items: readonly EmbeddedEnqueueItem[]): Promise<EmbeddedEnqueued[]>;
   getJob(id: string): Promise<Job | undefined>;
   /** A worker on the in-process transport (call start() on it). */
   createWorker<P = unknown>(options: Omit<WorkerOptions<P>, 'transport'>): Worker;
@@ -72,7 +103,7 @@ export interface Leasehold {
    * (a Logger, or a function given each message), default stdout.
    */
   startReaper(log?: Logger | ((line: string) => void)): () => void;
-  /** Closes the database (stop workers and the reaper first). */
+  /** Closes the database (stop workers and the reaper first). Enqueues still gathering for their batch are started first. */
   close(): void;
 }
 
@@ -90,17 +121,30 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   const db = opened.db;
   const store = createStore(db);
   const transport = dbTransport({ db, config, clock });
+  // One `now` per write, read when it starts: a batch's calls were all made in that same tick.
+  async function insert(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
+    const enqueued = await store.jobsInsert({ queue, jobs, actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+    // Committed: claims waiting on this queue (on this database handle) look now, once per write.
+    if (enqueued.some((e) => !e.deduplicated)) claimWaiters(db).notify(queue);
+    return enqueued;
+  }
+  // Batches of at most one store chunk: a batch is then one transaction, stored whole or not at all.
+  const batches = enqueueBatches({ write: insert, maxBatch: ENQUEUE_CHUNK });
   return {
     db,
     config,
     clock,
     transport,
     async enqueue(queue, payload, opts = {}) {
-      const { runAt, ...rest } = opts;
-      const input = { ...rest, payload, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
-      const [result] = await store.jobsInsert({ queue: parseQueue(queue), jobs: [toNewJob(newJob.parse(input, ''), '')], actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
-      if (!result!.deduplicated) claimWaiters(db).notify(result!.job.queue_name);
-      return { job: toJob(result!.job), deduplicated: result!.deduplicated };
+      // Checked before joining a batch: a bad call rejects here, alone.
+      const job = checkedJob({ ...opts, payload }, '');
+      return answer(await batches.enqueue(parseQueue(queue), job));
+    },
+    async enqueueMany(queue, items) {
+      const name = parseQueue(queue);
+      const jobs = items.map((item, i) => checkedJob(item, `jobs[${i}]`));
+      if (jobs.length === 0) return [];
+      return (await insert(name, jobs)).map(answer);
     },
     async getJob(id) {
       if (!/^[0-9]{1,15}$/.test(id)) return undefined;
@@ -110,6 +154,30 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     createWorker: (workerOptions) => createWorker({ ...workerOptions, transport }),
     reap: () => reapOnce(db, clock.now(), config),
     startReaper: (log) => startReaperTimer(db, config, clock, typeof log === 'function' ? createLogger({ level: config.logLevel, sink: (r) => log(r.msg) }) : (log ?? streamLogger({ level: config.logLevel, format: config.logFormat }))),
-    close: () => opened.close(),
+    close() {
+      // Enqueues made this turn and not yet written go first, as they would have before batching.
+      batches.flush();
+      opened.close();
+    },
   };
+}
+
+/** One job's input, checked as the API checks it; `path` names it in a list (`jobs[3]`), '' for a lone job. */
+function checkedJob(item: EmbeddedEnqueueItem, path: string): NewJob {
+  const { runAt, ...rest } = item;
+  const input = { ...rest, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
+  const job = toNewJob(newJob.parse(input, path), path);
+  // The API's payloads arrived as JSON; ours are values, and one that JSON cannot
+  // hold (a BigInt, a throwing toJSON) would otherwise fail its whole batch.
+  try {
+    JSON.stringify(item.payload);
+  } catch (err) {
+    const field = path ? `${path}.payload` : 'payload';
+    throw invalid(field, `${field} must be JSON-serialisable: ${(err as Error).message}`);
+  }
+  return job;
+}
+
+function answer({ job, deduplicated }: Enqueued): EmbeddedEnqueued {
+  return { job: toJob(job), deduplicated };
 }
