@@ -4,6 +4,8 @@
  * and how long claims wait for the next window), and (admin) a form to set them. The same
  * validation as PATCH /api/v1/queues/:queue/settings: a bad value is a 400
  * naming the field, and nothing is saved. An empty field means "no limit".
+ * A save is in the audit trail (queue.settings, the operator's name), and a
+ * form sent twice is refused the second time.
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
@@ -13,7 +15,8 @@ import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
-import { layoutPage, type DashboardEnv } from './page.tsx';
+import { alongside, once } from './acting.ts';
+import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
 type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
@@ -83,7 +86,9 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
         400,
       );
     }
-    await store.queueUpsertSettings({ queue: q.name, patch, now: clock.now() });
+    // Audited like the API's PATCH, with the form's one-time token claimed in the same batch.
+    const also = alongside(c, { action: 'queue.settings', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    if (!(await once(store, () => store.queueUpsertSettings({ queue: q.name, patch, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/queues/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });
 }

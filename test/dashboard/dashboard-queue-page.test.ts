@@ -30,6 +30,8 @@ async function login(token: string): Promise<string> {
 }
 
 const csrfIn = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+/** A fresh one-time form token, as a browser gets by loading the page again. */
+const freshCsrf = async (cookie: string) => csrfIn(await (await req('/dashboard/queues/mail', { cookie })).text());
 const settings = async (queue: string) => (await t.get(`/api/v1/queues/${queue}`, admin)).json.queue.settings;
 
 test('an admin sees running against maxRunning and sets it from the form; bad values are named and not saved', async () => {
@@ -42,6 +44,11 @@ test('an admin sees running against maxRunning and sets it from the form; bad va
 
   const saved = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '2' } });
   expect(saved.status).toBe(303);
+  // The same form sent again: refused, nothing changed; the save is in the audit trail with the operator's name.
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '7' } })).status).toBe(409);
+  const audit = (await t.get('/api/v1/audit?action=queue.settings', admin)).json.entries;
+  expect(audit).toHaveLength(1);
+  expect(audit[0]).toMatchObject({ action: 'queue.settings', actor: 'Ada', source: 'dashboard', queue: 'mail' });
   expect(saved.headers.get('location')).toBe('/dashboard/queues/mail?notice=saved');
   expect((await settings('mail')).maxRunning).toBe(2);
   await t.post('/api/v1/queues/mail/claim', { workerId: 'w', limit: 5 }, admin);
@@ -51,7 +58,7 @@ test('an admin sees running against maxRunning and sets it from the form; bad va
   expect(full).toMatch(/name="maxRunning"[^>]*value="2"/);
 
   for (const [value, message] of [['0', 'maxRunning must be'], ['1.5', 'maxRunning must be a whole number'], ['many', 'maxRunning must be a whole number']] as const) {
-    const bad = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: value } });
+    const bad = await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), maxRunning: value } });
     expect(bad.status, value).toBe(400);
     const html = await bad.text();
     expect(html).toContain(message);
@@ -59,23 +66,23 @@ test('an admin sees running against maxRunning and sets it from the form; bad va
   }
   expect((await settings('mail')).maxRunning).toBe(2);
   // Empty: no limit. No CSRF token: refused, nothing changed.
-  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '' } })).status).toBe(303);
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), maxRunning: '' } })).status).toBe(303);
   expect((await settings('mail')).maxRunning).toBe(null);
   // The rate limit: both fields, or neither.
-  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, maxRunning: '', rateMax: '100', rateWindowMs: '60000' } })).status).toBe(303);
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), maxRunning: '', rateMax: '100', rateWindowMs: '60000' } })).status).toBe(303);
   expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
   const limited = await (await req('/dashboard/queues/mail', { cookie })).text();
   expect(limited).toMatch(/<dd id="queue-rate-limit">0 of 100 claims used in this 1 m 0 s window<\/dd>/);
-  const half = await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '100', rateWindowMs: '' } });
+  const half = await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), rateMax: '100', rateWindowMs: '' } });
   expect(half.status).toBe(400);
   expect(await half.text()).toContain('rateLimit.windowMs');
   expect((await settings('mail')).rateLimit).toEqual({ max: 100, windowMs: 60_000 });
-  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrf, rateMax: '', rateWindowMs: '' } })).status).toBe(303);
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), rateMax: '', rateWindowMs: '' } })).status).toBe(303);
   expect((await settings('mail')).rateLimit).toBe(null);
   expect((await req('/dashboard/queues/mail', { cookie, form: { maxRunning: '9' } })).status).toBe(403);
   expect((await settings('mail')).maxRunning).toBe(null);
   // A queue that does not exist is not created.
-  expect((await req('/dashboard/queues/nope', { cookie, form: { _csrf: csrf, maxRunning: '5' } })).status).toBe(404);
+  expect((await req('/dashboard/queues/nope', { cookie, form: { _csrf: await freshCsrf(cookie), maxRunning: '5' } })).status).toBe(404);
   expect((await t.get('/api/v1/queues/nope', admin)).status).toBe(404);
   // The metrics page links each queue to its page.
   expect(await (await req('/dashboard/metrics', { cookie })).text()).toContain('<a href="/dashboard/queues/mail">mail</a>');
