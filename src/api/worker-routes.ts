@@ -48,7 +48,7 @@ const beatFields = {
   pid: optional(int({ min: 0, max: 2 ** 31 })),
   version: optional(str({ max: 100 })),
   queues: optional(arr(queueName, { min: 0, max: 100 })),
-  runningCount: optional(int({ min: 0, max: 1_000_000 })),
+  runningCount: optional(int({ min: 0, max: 1_000_000, description: 'jobs this process holds a lease on: running, claimed ahead and waiting for a slot, or with their result on its way' })),
   // The process's own counters since it started; older SDKs send none.
   eventLoopBlocks: optional(int({ min: 0, max: MAX_COUNTER, description: 'times a heartbeat timer fired late because the event loop was blocked, since the process started' })),
   longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),

@@ -161,6 +161,7 @@ export interface WorkerLivenessWire {
   pid?: number | undefined;
   version?: string | undefined;
   queues?: readonly string[] | undefined;
+  /** Jobs the process holds a lease on: running, claimed ahead and waiting for a slot, or with their result on its way. */
   runningCount?: number | undefined;
   eventLoopBlocks?: number | undefined;
   longestEventLoopBlockMs?: number | undefined;

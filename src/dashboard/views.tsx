@@ -724,7 +724,7 @@ export function WorkersFragment(props: { workers: WorkerRecord[]; now: number; c
           <th>Id</th>
           <th>Alive</th>
           <th>Last seen</th>
-          <th>Running</th>
+          <th title="jobs this worker holds a lease on: running, claimed ahead and waiting for a free slot, or with their result on its way">Holding</th>
           <th title="times a new process took over this worker id (a crash loop shows here)">Restarts</th>
           <th title="times its heartbeat timer fired late because the event loop was blocked, and the longest block, since the process started: a worker alive with blocks is hung on CPU-bound work, not dead">
             Event-loop blocks
