@@ -256,8 +256,8 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
   // ready = pending - the pending jobs not yet due, and only jobs made
   // pending for later can be those (jobs_due_later_idx). Of those, the
   // minutes after the current one are kept counts (due_later_counts,
-  // drizzle/0016); only the current minute is counted in the index. oldest_ready: the claim index holds each
-  // (queue, priority) in available_at order, so the first entry of each
+  // drizzle/0016); only the current minute is counted in the index.
+  // oldest_ready: the claim index holds each (queue, priority) in available_at order, so the first entry of each
   // priority is that priority's oldest; prio walks the distinct priorities
   // one index seek at a time (there are few), instead of reading every entry.
   // The running jobs are read through their partial index (as many as the
