@@ -32,6 +32,12 @@ export interface AppDeps {
   assets?: (path: string) => Promise<Response | undefined>;
   /** Backs off clients that present wrong tokens; createApp makes one per app. */
   authThrottle?: AuthThrottle;
+  /**
+   * Single-job enqueue requests read in one event-loop turn share one
+   * transaction (src/core/tick-batches.ts). Default true; the Workers entry
+   * turns it off, because there one request cannot finish another's I/O.
+   */
+  batchEnqueues?: boolean;
 }
 
 /** What createApp takes: AppDeps, the store optional (built from `db`). */

@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import type { NewJob } from '../db/store/enqueue.ts';
+import { tickBatches } from '../core/tick-batches.ts';
 import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
 import { iso, toJob, toJobSummary } from '../core/job-record.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
@@ -71,8 +72,20 @@ const listQuery = obj({
   order: optional(str({ min: 3, max: 4, pattern: /^(asc|desc)$/, patternHelp: 'must be asc or desc' })),
 });
 
+/** Most single-job requests in one transaction: below the store's chunk (500), so a batch is one transaction, all or none. */
+const SINGLE_BATCH_MAX = 100;
+
+/** The next event-loop turn, after the I/O read in this one (setImmediate where the runtime has it). */
+const nextTurn = (run: () => void) => (typeof setImmediate === 'function' ? setImmediate(run) : setTimeout(run, 0));
+
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
+  const insert = (queue: string, jobs: NewJob[]) => store.jobsInsert({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+  // Independent producers each sending one job (other languages, curl, many
+  // processes) share commits: one request alone still writes in the turn it
+  // arrived. A failed write (a new queue past maxQueues, a storage fault)
+  // fails every request of its batch, as it would have failed each alone.
+  const singles = deps.batchEnqueues === false ? undefined : tickBatches({ write: insert, maxBatch: SINGLE_BATCH_MAX, schedule: nextTurn });
   r.add(
     {
       method: 'post',
@@ -96,8 +109,11 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
-      const params = { queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues };
-      const enqueued = await (body.bulk ? store.jobsInsertSummaries(params) : store.jobsInsert(params));
+      const enqueued = body.bulk
+        ? await store.jobsInsertSummaries({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues })
+        : singles
+          ? [await singles.add(queue, jobs[0]!)]
+          : await insert(queue, jobs);
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       // Committed: claims waiting on this queue look now rather than at their next re-poll
       // (the waiters are kept per database handle, shared by every app and transport on it).

@@ -20,6 +20,7 @@ import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
+import { tickBatches } from '../core/tick-batches.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
@@ -33,7 +34,6 @@ import { createLogger, type Logger } from '../core/log.ts';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/worker.ts';
 import type { Transport } from '../worker/transport.ts';
 import { dbTransport } from './db-transport.ts';
-import { enqueueBatches } from './enqueue-batches.ts';
 
 export interface OpenOptions {
   /** Default `file:./leasehold.db`; also `libsql://` and `http(s)://` URLs. */
@@ -129,7 +129,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     return enqueued;
   }
   // Batches of at most one store chunk: a batch is then one transaction, stored whole or not at all.
-  const batches = enqueueBatches({ write: insert, maxBatch: ENQUEUE_CHUNK });
+  const batches = tickBatches({ write: insert, maxBatch: ENQUEUE_CHUNK });
   return {
     db,
     config,
@@ -138,7 +138,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     async enqueue(queue, payload, opts = {}) {
       // Checked before joining a batch: a bad call rejects here, alone.
       const job = checkedJob({ ...opts, payload }, '');
-      return answer(await batches.enqueue(parseQueue(queue), job));
+      return answer(await batches.add(parseQueue(queue), job));
     },
     async enqueueMany(queue, items) {
       const name = parseQueue(queue);

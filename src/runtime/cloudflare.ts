@@ -163,7 +163,8 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
   }
 
   const log = workerLogger(config);
-  const app = createApp({ db, config, clock: databaseClock, log });
+  // No cross-request enqueue batching: a Workers request cannot finish another's I/O.
+  const app = createApp({ db, config, clock: databaseClock, log, batchEnqueues: false });
   return { db, config, log, app };
 }
 
