@@ -1,5 +1,5 @@
 /**
- * The embedded API's enqueue (src/embedded/leasehold.ts, enqueue-batches.ts):
+ * The embedded API's enqueue (src/embedded/leasehold.ts, src/core/tick-batches.ts):
  * calls for one queue made in the same tick are stored in one transaction,
  * each caller still gets its own answer or its own error; and enqueueMany.
  * A real database file per test, opened by openLeasehold as a user opens it.
