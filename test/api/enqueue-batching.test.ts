@@ -7,29 +7,14 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { createApp } from '../../src/app.ts';
-import type { Db } from '../../src/db/db.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { countTransactions } from '../support/count-transactions.ts';
 
 let t: TestBed;
 afterEach(() => {
   expect(t.errors).toEqual([]);
   t.close();
 });
-
-/**
- * Counts transactions: every write the store makes for an enqueue is one
- * `db.batch` on the handle the app's store holds, so a counter wrapped around
- * the real handle's `batch`, forwarding every call, counts commits.
- */
-function countTransactions(db: Db): () => number {
-  const real = db.batch.bind(db);
-  let count = 0;
-  (db as { batch: unknown }).batch = (queries: Parameters<typeof real>[0]) => {
-    count++;
-    return real(queries);
-  };
-  return () => count;
-}
 
 const post = (app: { request: TestBed['app']['request'] }, queue: string, body: unknown) =>
   app.request(`/api/v1/queues/${queue}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -12,8 +12,8 @@ import { afterEach, expect, test } from 'vitest';
 import { claimWaiters } from '../../src/api/claim-waiters.ts';
 import type { Config } from '../../src/core/config.ts';
 import { LeaseholdError } from '../../src/core/errors.ts';
-import type { Db } from '../../src/db/db.ts';
 import { openLeasehold, type Leasehold } from '../../src/embedded/leasehold.ts';
+import { countTransactions } from '../support/count-transactions.ts';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -29,22 +29,6 @@ async function open(config: Partial<Config> = {}, databaseUrl?: string): Promise
   const lh = await openLeasehold({ databaseUrl, config });
   cleanups.push(() => lh.close());
   return lh;
-}
-
-/**
- * Counts transactions. Every write jobsInsert makes is one `db.batch` (one
- * transaction, one commit), and the library's store holds this same handle,
- * so a counter wrapped around the real handle's `batch`, forwarding every
- * call to it, counts the commits an enqueue costs without faking anything.
- */
-function countTransactions(db: Db): () => number {
-  const real = db.batch.bind(db);
-  let count = 0;
-  (db as { batch: unknown }).batch = (queries: Parameters<typeof real>[0]) => {
-    count++;
-    return real(queries);
-  };
-  return () => count;
 }
 
 async function storedJobs(lh: Leasehold, queue: string): Promise<number> {
