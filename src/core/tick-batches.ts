@@ -5,8 +5,8 @@
  * embedded API gathers its `enqueue` calls of one microtask turn this way
  * (8 callers in flight went from about 3,800 to 16,600 jobs/s), and the
  * HTTP server its single-job enqueue requests of one event-loop turn
- * (independent producers sending one job per request went from about 1,400
- * to 2,400-4,300 jobs/s). The producer client does the same on its side
+ * (independent producers sending one job per request went from about 1,300
+ * to 2,400-4,100 jobs/s). The producer client does the same on its side
  * (src/client/client.ts).
  *
  * Each item gets its own answer (the write answers one per item, in order),
