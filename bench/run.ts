@@ -121,6 +121,7 @@ async function main() {
     rows.push(
       { section: s, metric: 'enqueue, 1 job per request, 1 client', value: r.enqueueSingle.median.sequentialJobsPerSec, unit: 'jobs/s' },
       { section: s, metric: 'enqueue, 1 job per request, 8 clients', value: r.enqueueSingle.median.concurrent8JobsPerSec, unit: 'jobs/s' },
+      { section: s, metric: 'enqueue, 1 job per request, 32 clients', value: r.enqueueSingle.median.concurrent32JobsPerSec, unit: 'jobs/s' },
       { section: s, metric: `enqueue, bulk ${sizes.http.bulkPerRequest}/request`, value: r.enqueueBulk.median.jobsPerSec, unit: 'jobs/s', target: '>= 100,000', met: r.enqueueBulk.median.jobsPerSec >= 100_000 },
       ...cycleRows(s, r, 10_000, 'claim 1 + complete 1 (naive, 8 loops)'),
       { section: s, metric: 'server peak RSS (VmHWM, max over runs)', value: r.serverPeakRssMb, unit: 'MB', digits: 1, target: '< 200', met: r.serverPeakRssMb < 200 },
