@@ -8,6 +8,9 @@
  */
 export const DB_CLOCK = 'db' as const;
 
+/** A clock minute: the per-minute activity rows and the kept counts of delayed jobs (drizzle/0016) are keyed by it. */
+export const MINUTE_MS = 60_000;
+
 /** The time a statement runs at: epoch milliseconds, or "ask the database". */
 export type Now = number | typeof DB_CLOCK;
 

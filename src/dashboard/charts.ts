@@ -7,10 +7,8 @@
  * Buckets are clock minutes: bucket CHART_MINUTES - 1 is the minute holding
  * `now` (still filling), bucket 0 the minute CHART_MINUTES - 1 before it.
  */
+import { MINUTE_MS } from '../core/clock.ts';
 import type { JobStore } from '../db/store/port.ts';
-
-/** queue_minutes rows are clock minutes. */
-const MINUTE_MS = 60_000;
 
 export const CHART_MINUTES = 60;
 

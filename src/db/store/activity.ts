@@ -7,9 +7,9 @@
  * once a minute). Rows older than a day are pruned by the reaper.
  */
 import { sql } from 'drizzle-orm';
+import { MINUTE_MS } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 
-export const MINUTE_MS = 60_000;
 /** queue_minutes rows are kept this long. */
 const ACTIVITY_KEEP_MS = 24 * 3_600_000;
 

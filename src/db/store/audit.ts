@@ -120,16 +120,15 @@ export function auditPruneStatements(db: Db, p: { now: number; retentionMs: numb
 
 /**
  * What commits with an operator's change: `formNonce` (the form token, whose
- * claim leads the batch: its refusal undoes everything) or statements of the
- * caller's own in `first`, then the change, then `audit`.
+ * claim leads the batch: its refusal undoes everything), then the change,
+ * then `audit`.
  */
 export interface Alongside {
   formNonce?: FormNonce;
-  first?: BatchItem<'sqlite'>[];
   audit?: AuditEntry;
 }
 
-/** The statements that lead an operator's batch: the form token's claim, then the caller's own. */
+/** The statements that lead an operator's batch: the form token's claim, when there is one. */
 export function alongsideFirst(db: Db, also: Alongside | undefined): BatchItem<'sqlite'>[] {
-  return [...(also?.formNonce ? [formNonceClaim(db, also.formNonce)] : []), ...(also?.first ?? [])];
+  return also?.formNonce ? [formNonceClaim(db, also.formNonce)] : [];
 }

@@ -1,6 +1,6 @@
 /** Reads: one job with its events, keyset-paginated lists, per-queue health. */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.ts';
+import { MINUTE_MS, type Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
@@ -284,7 +284,7 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
       ${live('pending')} - coalesce((SELECT sum(d.jobs) FROM due_later_counts d WHERE d.queue_name = q.name AND d.minute_at > ${now}), 0)
         - (SELECT count(*) FROM jobs j INDEXED BY jobs_due_later_idx
           WHERE j.status = 'pending' AND j.available_at > j.created_at AND j.queue_name = q.name
-            AND j.available_at > ${now} AND j.available_at < ${now} - ${now} % 60000 + 60000) AS ready, o.oldest_ready AS oldest_ready,
+            AND j.available_at > ${now} AND j.available_at < ${now} - ${now} % ${MINUTE_MS} + ${MINUTE_MS}) AS ready, o.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running,
       ${rateWindowSql('q', now)}
     FROM queues q LEFT JOIN o ON o.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
