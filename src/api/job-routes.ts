@@ -80,12 +80,14 @@ const nextTurn = (run: () => void) => (typeof setImmediate === 'function' ? setI
 
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
-  const insert = (queue: string, jobs: NewJob[]) => store.jobsInsert({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+  const inserting = (queue: string, jobs: NewJob[]) => ({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
+  const insert = (queue: string, jobs: NewJob[]) => store.jobsInsert(inserting(queue, jobs));
   // Independent producers each sending one job (other languages, curl, many
   // processes) share commits: one request alone still writes in the turn it
   // arrived. A failed write (a new queue past maxQueues, a storage fault)
   // fails every request of its batch, as it would have failed each alone.
   const singles = deps.batchEnqueues === false ? undefined : tickBatches({ write: insert, maxBatch: SINGLE_BATCH_MAX, schedule: nextTurn });
+  const insertOne = async (queue: string, job: NewJob) => (singles ? [await singles.add(queue, job)] : insert(queue, [job]));
   r.add(
     {
       method: 'post',
@@ -109,11 +111,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
-      const enqueued = body.bulk
-        ? await store.jobsInsertSummaries({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues })
-        : singles
-          ? [await singles.add(queue, jobs[0]!)]
-          : await insert(queue, jobs);
+      const enqueued = body.bulk ? await store.jobsInsertSummaries(inserting(queue, jobs)) : await insertOne(queue, jobs[0]!);
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       // Committed: claims waiting on this queue look now rather than at their next re-poll
       // (the waiters are kept per database handle, shared by every app and transport on it).
