@@ -82,7 +82,8 @@ export function createCompleter(w: Held, riding: RidingClaim) {
         nextFlush = undefined;
         return flushCompletions();
       });
-      lastFlush = nextFlush;
+      // A flush that threw must not stop every completion after it.
+      lastFlush = nextFlush.catch(() => {});
     }
     return nextFlush;
   }
