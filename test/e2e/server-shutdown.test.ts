@@ -6,6 +6,7 @@
  * connection to end and a polling worker never lets its connection rest.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
@@ -42,4 +43,30 @@ test('a server with polling workers on kept-alive connections stops without wait
   await new Promise((r) => setTimeout(r, 300));
   // Well inside the grace period after which connections are cut: it did not need the cut.
   expect(await timeClose(SHUTDOWN_GRACE_MS * 2)).toBeLessThan(SHUTDOWN_GRACE_MS);
+});
+
+test('a request on a kept-alive connection while the server stops is answered with Connection: close, and the connection ends', async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (method: string, path: string, body?: unknown) =>
+    new Promise<{ status: number; connection: string | undefined; port: number }>((resolve, reject) => {
+      const req = request(`${server.url}${path}`, { method, agent, headers: body === undefined ? {} : { 'content-type': 'application/json' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, port: req.socket!.localPort! }));
+      });
+      req.on('error', reject).end(body === undefined ? undefined : JSON.stringify(body));
+    });
+  try {
+    // A claim that waits for work holds the connection busy when the stop begins.
+    const waiting = send('POST', '/api/v1/queues/q/claim', { workerId: 'w', waitMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = timeClose(SHUTDOWN_GRACE_MS * 2);
+    const answered = await waiting; // the stop answers waiting claims at once
+    expect(answered.status).toBe(200);
+    // The next call goes on the same kept-alive connection and is told it ends there.
+    const next = await send('GET', '/healthz');
+    expect(next).toMatchObject({ status: 200, connection: 'close', port: answered.port });
+    expect(await closing).toBeLessThan(SHUTDOWN_GRACE_MS);
+  } finally {
+    agent.destroy();
+  }
 });
