@@ -106,7 +106,10 @@ export const SHUTDOWN_GRACE_MS = 5_000;
  */
 function stopAcceptingAndDrain(server: import('node:http').Server): Promise<void> {
   return new Promise<void>((resolve) => {
-    server.on('request', (_req, res) => res.setHeader('connection', 'close'));
+    // Not on an answer already written (an oversized body is refused before the app, node-http.ts).
+    server.on('request', (_req, res) => {
+      if (!res.headersSent) res.setHeader('connection', 'close');
+    });
     server.close(() => {
       clearTimeout(cut);
       resolve();

@@ -15,12 +15,15 @@ import { silentLogger } from '../../src/core/log.ts';
 import { SHUTDOWN_GRACE_MS, startServer, type RunningServer } from '../../src/runtime/node.ts';
 import { createWorker, httpTransport, type Worker } from '../../src/worker/index.ts';
 
+/** A small body limit, for a request refused before the app. */
+const LIMIT = 4_096;
+
 let dir: string;
 let server: RunningServer;
 const workers: Worker[] = [];
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'leasehold-shutdown-'));
-  server = await startServer(defaultConfig({ databaseUrl: `file:${join(dir, 'x.db')}`, port: 0 }), { log: silentLogger, reaper: false });
+  server = await startServer(defaultConfig({ databaseUrl: `file:${join(dir, 'x.db')}`, port: 0, maxPayloadBytes: LIMIT }), { log: silentLogger, reaper: false });
 });
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.close({ drainTimeoutMs: 0 })));
@@ -65,6 +68,29 @@ test('a request on a kept-alive connection while the server stops is answered wi
     // The next call goes on the same kept-alive connection and is told it ends there.
     const next = await send('GET', '/healthz');
     expect(next).toMatchObject({ status: 200, connection: 'close', port: answered.port });
+    expect(await closing).toBeLessThan(SHUTDOWN_GRACE_MS);
+  } finally {
+    agent.destroy();
+  }
+});
+
+test('a body over the limit sent while the server stops is refused with 413, and the stop goes on', async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const post = (path: string, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${server.url}${path}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject).end(body);
+      });
+    const waiting = post('/api/v1/queues/q/claim', JSON.stringify({ workerId: 'w', waitMs: 10_000 }));
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = timeClose(SHUTDOWN_GRACE_MS * 2);
+    expect(await waiting).toBe(200);
+    // Answered before the app (src/runtime/node-http.ts): the stop must not trip over its headers.
+    expect(await post('/api/v1/queues/q/jobs', JSON.stringify({ payload: 'x'.repeat(LIMIT) }))).toBe(413);
     expect(await closing).toBeLessThan(SHUTDOWN_GRACE_MS);
   } finally {
     agent.destroy();
