@@ -48,6 +48,8 @@ function loadSenders() {
 }
 
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
+/** Methods a request may be sent twice with (RFC 9110 idempotent reads). */
+const SAFE_TO_REPEAT = new Set(['GET', 'HEAD']);
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
 function send(sender: Sender, url: URL, init: RequestInit, body: string | undefined, signal: AbortSignal | undefined, retry: boolean): Promise<Response> {
@@ -55,7 +57,8 @@ function send(sender: Sender, url: URL, init: RequestInit, body: string | undefi
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const req = sender.http.request(url, { method: init.method ?? 'GET', headers, agent: sender.agent });
+    const method = (init.method ?? 'GET').toUpperCase();
+    const req = sender.http.request(url, { method, headers, agent: sender.agent });
     let answered = false;
     const onAbort = () => req.destroy(signal!.reason as Error);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -63,10 +66,13 @@ function send(sender: Sender, url: URL, init: RequestInit, body: string | undefi
     req.on('error', (err: NodeJS.ErrnoException) => {
       done();
       if (signal?.aborted) return reject(signal.reason);
-      // A kept-alive socket the server closed just as this request went out:
-      // nothing was answered, so the request never ran. Node's documented
-      // remedy is to send it again, once, on a fresh connection.
-      if (retry && !answered && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
+      // A kept-alive socket the server closed just as this request went out.
+      // Node's documented remedy is to send it again on a fresh connection,
+      // but a reset does not prove the server did nothing (a server cut off
+      // mid-request may have committed): only a read is safe to send twice.
+      // A POST fails as the global fetch fails it; the SDK decides (its
+      // completion with a claim must not claim twice, completer.ts).
+      if (retry && !answered && SAFE_TO_REPEAT.has(method) && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
         return resolve(send(sender, url, init, body, signal, false));
       }
       reject(new TypeError('fetch failed', { cause: err }));

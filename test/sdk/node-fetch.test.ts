@@ -2,7 +2,8 @@
  * The SDK's default fetch on Node (src/http/node-fetch.ts) answers like the
  * global fetch for everything the worker SDK and the client send: status,
  * headers and body both ways, refusals, aborts and timeouts, a server that
- * is not there, redirects, and a kept-alive connection the server closed.
+ * is not there, redirects, and a kept-alive connection the server closed
+ * (a read is sent again, a POST is not).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -83,7 +84,7 @@ test('a redirect is followed, as the global fetch does', async () => {
   expect(await (await sdkFetch(`${url}/old`, { method: 'POST', body: '{}' })).json()).toEqual({ at: '/new' });
 });
 
-test('calls share one kept-alive connection; one the server drops before answering is sent again on a fresh one', async () => {
+test('calls share one kept-alive connection; a read the server drops before answering is sent again on a fresh one', async () => {
   const seen: number[] = [];
   let dropNextReused = true;
   const url = await serve((req, res) => {
@@ -98,10 +99,24 @@ test('calls share one kept-alive connection; one the server drops before answeri
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ n: seen.length }));
   });
-  for (let i = 0; i < 4; i++) expect((await sdkFetch(`${url}/x`, { method: 'POST', body: '{}' })).status).toBe(200);
+  for (let i = 0; i < 4; i++) expect((await sdkFetch(`${url}/x`)).status).toBe(200);
   // Calls 1-3 went on one connection; the 3rd was dropped unanswered and went again on a new one, with call 4.
   expect(seen).toHaveLength(5);
   expect(new Set(seen.slice(0, 3)).size).toBe(1);
   expect(seen[3]).not.toBe(seen[0]);
   expect(seen[4]).toBe(seen[3]);
+});
+
+test('a POST the server drops before answering is not sent again: it fails as the global fetch fails it', async () => {
+  let received = 0;
+  const url = await serve((req, res) => {
+    received++;
+    // The second call, on the kept-alive connection: cut off unanswered (it may have been acted on).
+    if (received === 2) return req.socket.destroy();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  expect((await sdkFetch(`${url}/x`, { method: 'POST', body: '{}' })).status).toBe(200);
+  const err = await sdkFetch(`${url}/x`, { method: 'POST', body: '{}' }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(TypeError);
+  expect(received).toBe(2);
 });
