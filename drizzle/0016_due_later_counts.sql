@@ -11,8 +11,9 @@ CREATE TABLE `due_later_counts` (
 -- jobs not yet due: the minutes after the current one are summed from here,
 -- and only the current minute is counted in the index. Before, the whole
 -- future part of the index was counted on every read: with 100,000 delayed
--- jobs (1% of 10M pending) GET /metrics took 27 ms. A job that is not
--- delayed costs these triggers a WHEN that is false.
+-- jobs (1% of 10M pending) GET /metrics took 27 ms. A job enqueued to run
+-- now costs these triggers a WHEN that is false (a job put back to pending
+-- to run now, by a retry or requeue, is counted like a delayed one).
 CREATE TRIGGER `jobs_due_later_insert` AFTER INSERT ON `jobs`
   WHEN NEW.`status` = 'pending' AND NEW.`available_at` > NEW.`created_at`
 BEGIN

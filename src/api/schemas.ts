@@ -146,7 +146,7 @@ export const EnqueuedSchema = fields<Enqueued>({
 
 const JobEventSchema = fields<JobEvent>({
   id: nullable(string('null for a derived entry')),
-  derived: { ...boolean, description: "true: read from the job row, not a stored event (a clean job's enqueued and completed have no event row); false: a stored event" },
+  derived: { ...boolean, description: "true: read from the job row, not a stored event (a job's enqueued and completed have no event row); false: a stored event" },
   type: string('enqueued, claimed, completed, reaped, ...'),
   at: time,
   from: nullable(string()),

@@ -104,7 +104,7 @@ export interface Enqueued {
 }
 
 /**
- * One entry of a job's history (GET /jobs/:id). A clean job's `enqueued` and
+ * One entry of a job's history (GET /jobs/:id). A job's `enqueued` and
  * `completed` are read from the job row (`derived: true`, `id: null`): they
  * have no event row of their own.
  */

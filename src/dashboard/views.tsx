@@ -531,7 +531,7 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         </thead>
         <tbody>
           {props.events.map((e) => (
-            // A derived entry (a clean job's enqueue or completion) is read from the job row: it has no event row, so no #.
+            // A derived entry (a job's enqueue or completion) is read from the job row: it has no event row, so no #.
             <tr class={e.derived ? 'derived' : undefined}>
               <td>{e.id ?? '—'}</td>
               <td>{fmtTime(e.at)}</td>

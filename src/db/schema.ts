@@ -121,7 +121,7 @@ export const jobs = sqliteTable(
 
 /**
  * The audit trail: one row per transition, rejected stale write and reaper
- * decision, except a clean job's routine enqueue and completion (drizzle/0015:
+ * decision, except a job's routine enqueue and completion (drizzle/0015:
  * the timeline derives those from the job row).
  */
 export const events = sqliteTable(

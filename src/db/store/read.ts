@@ -46,7 +46,7 @@ export interface StoredEventRecord {
 
 /**
  * One entry of a job's timeline: a stored event, or one derived from the job
- * row (`derived`, no id): a clean job's `enqueued` and `completed` have no
+ * row (`derived`, no id): a job's `enqueued` and `completed` have no
  * event row since drizzle/0015.
  */
 export interface EventRecord extends Omit<StoredEventRecord, 'id'> {
