@@ -138,7 +138,11 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     for (const r of live) {
       if (timers.now() > r.leaseValidUntil) abortJob(w, r, 'lease_expired_locally', `job ${r.job.id}: no successful heartbeat within the ${r.leaseMs} ms lease`);
     }
-    const renew = live.filter((r) => !r.controller.signal.aborted);
+    // A job whose result is on its way is renewed only when its lease would
+    // otherwise run low before the next tick: a renewal that reaches the
+    // server after the completion is refused and recorded as a stale write,
+    // but a completion slow to get through must not lose the lease either.
+    const renew = live.filter((r) => !r.controller.signal.aborted && !(r.finishing && r.leaseValidUntil - timers.now() > interval));
     const sentAt = timers.now();
     try {
       // One request, one transaction: the renewals and the liveness beat

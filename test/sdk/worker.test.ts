@@ -316,6 +316,44 @@ describe.each(['in-process', 'http'] as const)('worker over %s, on a fake clock'
     expect(w.stats.leaseLost).toBe(0);
   });
 
+  test('a job whose completion is on its way is not renewed while its lease has time left (a renewal racing the completion would be refused as a stale write), and is renewed before the lease runs out', async () => {
+    const b = await fakeBed(kind);
+    const id = await enqueue(b);
+    let openGate!: () => void;
+    const gate = new Promise<void>((r) => (openGate = r));
+    const renewed: string[][] = [];
+    let completionSent = false;
+    // The real transport, with its completion held back until the test lets it go.
+    const transport: Transport = {
+      ...b.transport,
+      async complete(p) {
+        completionSent = true;
+        await gate;
+        return b.transport.complete(p);
+      },
+      heartbeat(p) {
+        renewed.push(p.leases.map((l) => l.id));
+        return b.transport.heartbeat(p);
+      },
+    };
+    const w = fakeWorker(b, { transport, handler: () => 'done' });
+    await b.timers.advanceUntil('completion on its way', () => completionSent, { stepMs: 10 });
+    const sentAt = b.timers.now();
+    renewed.length = 0;
+    // The lease (1,500 ms, heartbeat 300 ms) has time left: no renewal for it.
+    await b.timers.advance(600);
+    expect(renewed.length).toBeGreaterThan(0);
+    expect(renewed.every((ids) => !ids.includes(id))).toBe(true);
+    // Still on its way as the lease nears its end: renewed, so the reaper cannot take it.
+    await b.timers.advanceUntil('renewed near the end of the lease', () => renewed.some((ids) => ids.includes(id)), { stepMs: 50, maxMs: 1_500 });
+    expect(b.timers.now() - sentAt).toBeLessThan(1_500);
+    openGate();
+    await b.timers.advanceUntil('completed', async () => (await jobState(b, id)).status === 'completed');
+    const refused = await b.t.client.execute({ sql: "SELECT count(*) AS n FROM events WHERE job_id = ? AND type = 'stale_write_rejected'", args: [Number(id)] });
+    expect(Number(refused.rows[0]!.n)).toBe(0);
+    expect(w.stats).toMatchObject({ completed: 1, leaseLost: 0 });
+  });
+
   test('a refused heartbeat aborts the handler with lease_lost, and its late completion is abandoned', async () => {
     const b = await fakeBed(kind);
     const id = await enqueue(b);
