@@ -1,24 +1,54 @@
 /**
  * An in-process TCP proxy (node:net, loopback only) between a worker and its
- * server, which can cut the worker off while it stays alive: `stall` holds
- * every byte (and every new connection) until it ends; `drop` resets every
- * open connection and every new one until it ends.
+ * server, which can cut the worker off while it stays alive:
+ *
+ * - `stall`: every byte in both directions (and every new connection) is held
+ *   until the partition ends;
+ * - `stall_requests`: bytes from the worker are held (the server never hears
+ *   the request), answers still flow;
+ * - `stall_answers`: bytes from the server are held (the server acted, the
+ *   worker never hears it), requests still flow;
+ * - `drop`: every open connection and every new one is reset until it ends.
+ *
+ * Held bytes are not lost: the sockets are paused, so the kernel's buffers
+ * fill and the peer's writes stop moving, as on a link that went quiet.
+ *
+ * `dropAnswers(match, n)` forwards the next `n` requests whose head matches
+ * (e.g. `POST /api/v1/completions`) and resets the worker's connection as the
+ * server's answer to each arrives: the server acted, the worker saw a reset.
  */
 import { createServer, connect, type Socket } from 'node:net';
 
+export type PartitionMode = 'stall' | 'stall_requests' | 'stall_answers' | 'drop';
+type Mode = 'open' | PartitionMode;
+
 export interface Proxy {
   port: number;
-  partition(mode: 'stall' | 'drop', ms: number): Promise<void>;
-  readonly mode: 'open' | 'stall' | 'drop';
+  partition(mode: PartitionMode, ms: number): Promise<void>;
+  /** Lets the next `count` matching requests through and drops their answers (see above). */
+  dropAnswers(match: (head: string) => boolean, count?: number): void;
+  readonly mode: Mode;
   close(): Promise<void>;
-  stats: { connections: number; reset: number; stalled: number };
+  stats: { connections: number; reset: number; stalled: number; answersDropped: number };
 }
 
+interface Pair {
+  client: Socket;
+  upstream: Socket | undefined;
+  /** The request just forwarded matched dropAnswers: reset the client when its answer arrives. */
+  dropNextAnswer: boolean;
+}
+
+/** Which directions a mode holds. */
+const holdsRequests = (m: Mode) => m === 'stall' || m === 'stall_requests';
+const holdsAnswers = (m: Mode) => m === 'stall' || m === 'stall_answers';
+
 export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
-  let mode: 'open' | 'stall' | 'drop' = 'open';
-  const pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+  let mode: Mode = 'open';
+  const pairs = new Set<Pair>();
   const held: (() => void)[] = [];
-  const stats = { connections: 0, reset: 0, stalled: 0 };
+  const stats = { connections: 0, reset: 0, stalled: 0, answersDropped: 0 };
+  const droppers: { match: (head: string) => boolean; left: number }[] = [];
 
   const reset = (s: Socket | undefined) => {
     if (!s || s.destroyed) return;
@@ -26,26 +56,47 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
     else s.destroy();
   };
 
-  function wire(pair: { client: Socket; upstream: Socket | undefined }) {
+  /** Pauses the directions the mode holds, resumes the others. */
+  function apply(p: Pair) {
+    if (!p.upstream) return;
+    if (holdsRequests(mode)) p.client.pause();
+    else p.client.resume();
+    if (holdsAnswers(mode)) p.upstream.pause();
+    else p.upstream.resume();
+  }
+
+  function wire(pair: Pair) {
     const { client } = pair;
     const upstream = connect({ port: upstreamPort(), host: '127.0.0.1' });
     pair.upstream = upstream;
     // Forwarded by hand (not pipe()) so that only the proxy ever resumes a paused socket.
-    client.on('data', (d) => upstream.write(d));
-    upstream.on('data', (d) => client.write(d));
+    client.on('data', (d) => {
+      const dropper = droppers.find((x) => x.left > 0 && x.match(d.toString('latin1', 0, 256)));
+      if (dropper) {
+        dropper.left--;
+        pair.dropNextAnswer = true;
+      }
+      upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (pair.dropNextAnswer) {
+        stats.answersDropped++;
+        reset(client);
+        upstream.destroy();
+        return;
+      }
+      client.write(d);
+    });
     client.on('end', () => upstream.end());
     upstream.on('end', () => client.end());
     upstream.on('error', () => reset(client));
     upstream.on('close', () => client.destroy());
-    if (mode === 'stall') {
-      client.pause();
-      upstream.pause();
-    }
+    apply(pair);
   }
 
   const server = createServer({ pauseOnConnect: true }, (client) => {
     stats.connections++;
-    const pair = { client, upstream: undefined as Socket | undefined };
+    const pair: Pair = { client, upstream: undefined, dropNextAnswer: false };
     client.on('error', () => reset(pair.upstream));
     client.on('close', () => {
       pairs.delete(pair);
@@ -58,17 +109,14 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
     }
     pairs.add(pair);
     if (mode === 'stall') {
+      // Not even connected upstream: the connection hangs as a SYN to a dead link would.
       stats.stalled++;
       held.push(() => {
-        if (!client.destroyed) {
-          wire(pair);
-          client.resume();
-        }
+        if (!client.destroyed) wire(pair);
       });
       return;
     }
     wire(pair);
-    client.resume();
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -81,17 +129,9 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
   /** Ends the partition in force (a new one replaces it; its caller must not wait forever). */
   let endCurrent: (() => void) | undefined;
   function heal() {
-    const was = mode;
     mode = 'open';
-    if (was === 'stall') {
-      for (const p of pairs) {
-        if (p.upstream) {
-          p.client.resume();
-          p.upstream.resume();
-        }
-      }
-      for (const h of held.splice(0)) h();
-    }
+    for (const p of pairs) apply(p);
+    for (const h of held.splice(0)) h();
   }
 
   return {
@@ -105,17 +145,14 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
       endCurrent?.();
       if (mode !== 'open') heal();
       mode = m;
-      if (m === 'drop') {
-        for (const p of pairs) {
+      for (const p of pairs) {
+        if (m === 'drop') {
           stats.reset++;
           reset(p.client);
           reset(p.upstream);
-        }
-      } else {
-        for (const p of pairs) {
+        } else {
           stats.stalled++;
-          p.client.pause();
-          p.upstream?.pause();
+          apply(p);
         }
       }
       return new Promise((resolve) => {
@@ -128,6 +165,9 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
           endCurrent?.();
         }, ms);
       });
+    },
+    dropAnswers(match, count = 1) {
+      droppers.push({ match, left: count });
     },
     async close() {
       clearTimeout(timer);
