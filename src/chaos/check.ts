@@ -76,6 +76,10 @@ export interface Report {
   defects: { unhandledRejections: number; unhandledRejectionSamples: string[]; unexpectedExits: string[] };
 }
 
+/** Writes that end an attempt, and the events of their outcomes. */
+const FINISHING_WRITES = new Set(['complete', 'fail', 'release']);
+const ENDED_BY_OWNER = new Set(['completed', 'failed', 'retry_scheduled', 'released']);
+
 const bump = (m: Record<string, number>, k: string, by = 1) => (m[k] = (m[k] ?? 0) + by);
 
 /** The run a completed chaos job's result names (see worker-process.ts: every handler returns { by, fence }). */
@@ -222,6 +226,12 @@ export function check(input: CheckInput): Report {
           break;
         case 'stale_write_rejected':
           staleRejected++;
+          // A finishing write sent again after its own outcome was stored (its
+          // first answer was lost) is the same write, not a stale one. Only
+          // when the worker claimed the job once is the token unambiguous.
+          if (FINISHING_WRITES.has(e.reason ?? '') && current?.end && current.end.worker_id === e.worker_id && ENDED_BY_OWNER.has(current.end.type) && mine.filter((c) => c.worker === e.worker_id).length === 1) {
+            v(`job ${jobId}: ${e.worker_id}'s ${e.reason} sent again after its own outcome was stored was refused as a stale write (event ${e.id}: ${e.message})`);
+          }
           break;
       }
     }
@@ -245,12 +255,14 @@ export function check(input: CheckInput): Report {
   let extraRuns = 0;
   let overlapping = 0;
   const overlapsExcused: Record<string, number> = {};
-  /** Why a handler could not have been stopped before `until`, if it could not. */
-  const overlapExcuse = (run: Line, until: number): string | undefined => {
-    if (run.b === 'long_ignores_signal') return 'handler ignores its signal';
-    if (run.b === 'block' || run.b === 'block_past_lease') return 'handler blocks its event loop';
-    const frozen = input.faults.some((f) => f.kind === 'stop_worker' && f.workerId === run.w && f.wallAt !== undefined && f.wallAt <= until && (f.wallEnd ?? Infinity) >= run.t);
-    return frozen ? 'worker process was stopped (SIGSTOP)' : undefined;
+  /** Why two attempts' handlers could not have been kept apart, if they could not. */
+  const overlapExcuse = (older: Line, newer: Line): string | undefined => {
+    if (older.b === 'long_ignores_signal') return 'handler ignores its signal';
+    if (older.b === 'block' || older.b === 'block_past_lease') return 'handler blocks its event loop';
+    const from = Math.min(older.t, newer.t);
+    const until = Math.max(older.t, newer.t);
+    const frozen = (w: string) => input.faults.some((f) => f.kind === 'stop_worker' && f.workerId === w && f.wallAt !== undefined && f.wallAt <= until && (f.wallEnd ?? Infinity) >= from);
+    return frozen(older.w) || frozen(newer.w) ? 'worker process was stopped (SIGSTOP)' : undefined;
   };
   let applications = 0;
   let jobsApplied = 0;
@@ -291,25 +303,36 @@ export function check(input: CheckInput): Report {
           cause = `${end.type}${end.reason ? `: ${end.reason}` : ''} after ${[ctxFault, blocked, hang].filter(Boolean).join(', ') || 'lease loss (load)'}`;
         }
         bump(extraRunsByCause, cause);
-        // No handler may still run when the job's next attempt starts: the
-        // SDK aborts it before the server could hand the job on, however its
-        // requests fare. A killed worker wrote no end line (its handler died
-        // with it); a frozen process, or a handler that ignores its signal or
-        // blocks its own event loop, cannot be stopped and is excused.
-        const next = runLines[k]!;
-        const prevEnd = lines.find((l) => l.k === 'end' && l.fence === prev.fence);
-        if (prevEnd && prevEnd.t > next.t) {
-          overlapping++;
-          const excuse = overlapExcuse(prev, next.t);
-          if (excuse) bump(overlapsExcused, excuse);
-          else {
-            const abort = lines.find((l) => l.k === 'abort' && l.fence === prev.fence);
-            const aborted = abort ? `aborted at ${abort.t} (${abort.reason}), ` : 'never aborted, ';
-            v(`job ${j.id}: ${prev.w}'s handler (token ${prev.fence}, ${prev.b}) was still running when ${next.w} started token ${next.fence}: ${aborted}ended ${prevEnd.t - next.t} ms after the other started`);
-          }
-        }
       }
     }
+    // No handler may still run when the job's next attempt starts: the SDK
+    // aborts it before the server could hand the job on, however its
+    // requests fare, and never starts a handler for a claim it no longer
+    // holds. A killed worker wrote no end line (its handler died with it); a
+    // frozen process, or a handler that ignores its signal or blocks its own
+    // event loop, cannot be stopped and is excused.
+    const byFence = [...runLines].sort((a, b) => a.fence - b.fence);
+    const endOf = (r: Line) => lines.find((l) => l.k === 'end' && l.fence === r.fence);
+    for (let k = 1; k < byFence.length; k++) {
+      const older = byFence[k - 1]!;
+      const newer = byFence[k]!;
+      const olderEnd = endOf(older);
+      const newerEnd = endOf(newer);
+      const stillRunning = older.t <= newer.t && olderEnd !== undefined && olderEnd.t > newer.t;
+      const startedStale = older.t > newer.t && (newerEnd === undefined || newerEnd.t > older.t);
+      if (!stillRunning && !startedStale) continue;
+      overlapping++;
+      const excuse = overlapExcuse(older, newer);
+      if (excuse) {
+        bump(overlapsExcused, excuse);
+        continue;
+      }
+      const abort = lines.find((l) => l.k === 'abort' && l.fence === older.fence);
+      const aborted = abort ? `aborted at ${abort.t} (${abort.reason})` : 'never aborted';
+      if (stillRunning) v(`job ${j.id}: ${older.w}'s handler (token ${older.fence}, ${older.b}) was still running when ${newer.w} started token ${newer.fence}: ${aborted}, ended ${olderEnd!.t - newer.t} ms after the other started`);
+      else v(`job ${j.id}: ${older.w} started its handler for token ${older.fence} ${older.t - newer.t} ms after ${newer.w} had started token ${newer.fence}, which was still running (${aborted})`);
+    }
+
     // once(): applied exactly once per job, unless the documented window (the applier died
     // or lost its lease after fn ran, before the result was recorded) let a later attempt in.
     const onceLines = lines.filter((l) => l.k === 'once');

@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
-import { describeFault, DROPPED_CALLS, makePlan, type ChaosOptions, type Fault } from './plan.ts';
+import { describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
 import { startProxy, type PartitionMode, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 
@@ -244,7 +244,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   // ---- enqueuing -------------------------------------------------------------------
   const acked = new Map<number, string>();
   let enqueueGaveUp = false;
-  const enqueueSpan = Math.max(1_000, o.horizonMs * 0.8);
+  const enqueueSpan = Math.max(1_000, (o.horizonMs + networkSpanMs(o)) * 0.8);
   const batchSize = Math.max(20, Math.ceil(o.jobs / Math.max(1, Math.floor(enqueueSpan / 200))));
   const enqueuer = (async () => {
     let next = 0;
@@ -298,8 +298,20 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     return { child: s.child, from: rec.wallAt };
   }
 
-  /** Marks a fault on a proxied slot's current worker as started. */
-  function onProxiedWorker(f: Fault, rec: FaultRecord): WorkerProc {
+  /** The planned behaviour of a job, by the id its enqueue was acknowledged with. */
+  const behaviourOf = (jobId: string) => {
+    for (const [i, id] of acked) if (id === jobId) return plan.jobs[i]?.behaviour;
+    return undefined;
+  };
+  /**
+   * Marks a fault on a proxied slot's current worker as started. A one-way
+   * stall first waits (bounded) until the worker runs a job that outlasts its
+   * lease and heeds its signal: a short job ends before its lease matters.
+   */
+  async function onProxiedWorker(f: Fault, rec: FaultRecord): Promise<WorkerProc> {
+    const waitsForLongJob = f.kind === 'partition_stall_requests' || f.kind === 'partition_stall_answers';
+    const long = (w: WorkerProc) => [...w.inFlight].some((id) => behaviourOf(id) === 'long' || behaviourOf(id) === 'hang_io');
+    for (let i = 0; waitsForLongJob && i < 40 && !long(slots[f.target]!); i++) await sleep(100);
     const w = slots[f.target]!;
     rec.wallAt = Date.now();
     rec.atMs = elapsed();
@@ -354,7 +366,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       case 'partition_stall_requests':
       case 'partition_stall_answers': {
         const proxy = proxies.get(f.target)!;
-        const w = onProxiedWorker(f, rec);
+        const w = await onProxiedWorker(f, rec);
         const mode = PARTITION_MODES[f.kind];
         note(rec, `partition (${mode}) between ${w.id} and the server for ${f.durationMs} ms`);
         await proxy.partition(mode, f.durationMs);
@@ -363,7 +375,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       }
       case 'drop_answers': {
         const proxy = proxies.get(f.target)!;
-        const w = onProxiedWorker(f, rec);
+        const w = await onProxiedWorker(f, rec);
         const head = DROPPED_CALLS[f.call!];
         const before = proxy.dropped.length;
         const disarm = proxy.dropAnswers((h) => h.startsWith(head), f.count);
@@ -376,7 +388,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       }
       case 'slow_answers': {
         const proxy = proxies.get(f.target)!;
-        const w = onProxiedWorker(f, rec);
+        const w = await onProxiedWorker(f, rec);
         note(rec, `answers to ${w.id} arrive ${f.delayMs} ms late for ${f.durationMs} ms`);
         await proxy.delayAnswers(f.delayMs!, f.durationMs);
         rec.wallEnd = Date.now();

@@ -24,7 +24,7 @@ export interface ChaosOptions {
   jobs: number;
   workers: number;
   concurrency: number;
-  /** Faults are injected (and jobs enqueued) over this span. */
+  /** Faults are injected (and jobs enqueued) over this span; the network phase follows it (networkSpanMs). */
   horizonMs: number;
   /** The whole run, start to verdict, must fit in this; past it the run stops and fails. */
   durationLimitMs: number;
@@ -213,19 +213,30 @@ function serverPauses(o: ChaosOptions, others: readonly Fault[], servers: number
 }
 
 /**
+ * How long the network phase lasts: it follows the horizon, with nothing else
+ * going on, so that what a cut-off worker or a lost answer does is not hidden
+ * by a server outage (which excuses every lease it costs).
+ */
+export const networkSpanMs = (o: ChaosOptions) => (o.networkFaults ? Math.max(16_000, Math.round(o.horizonMs * 0.2)) : 0);
+
+/**
  * The network faults, from their own random stream (so adding them kept every
- * earlier seed's other faults): each kind twice, drop_answers once for each
- * call it can lose, spread over the horizon on proxied slots.
+ * earlier seed's other faults): each one-way stall and slow answers twice,
+ * drop_answers once for each call it can lose, on proxied slots. A stall
+ * outlasts lease + grace, so the server takes the job back and another
+ * worker can start it while the cut-off one is still alive.
  */
 function networkFaults(o: ChaosOptions, firstN: number, proxiedSlots: number[]): Fault[] {
   const t = o.timings;
   const r = rng((o.seed ^ 0x7e7f0) >>> 0);
   const calls = Object.keys(DROPPED_CALLS) as DroppedCall[];
-  const kinds: FaultKind[] = ['partition_stall_requests', 'partition_stall_requests', 'partition_stall_answers', 'partition_stall_answers', 'slow_answers', 'slow_answers', ...calls.map(() => 'drop_answers' as const)];
+  const kinds: FaultKind[] = ['partition_stall_requests', 'partition_stall_answers', 'slow_answers', ...calls.map(() => 'drop_answers' as const), 'partition_stall_requests', 'partition_stall_answers', 'slow_answers'];
+  const span = networkSpanMs(o) - 4_000;
   let call = 0;
   return kinds.map((kind, i) => {
-    const atMs = Math.round(2_000 + ((o.horizonMs - 3_000) * (i + r.next())) / kinds.length);
-    const target = r.pick(proxiedSlots);
+    const atMs = Math.round(o.horizonMs + (span * (i + r.next() * 0.5)) / kinds.length);
+    // Alternate the proxied slots, so two faults in a row do not land on one worker.
+    const target = proxiedSlots[i % proxiedSlots.length]!;
     const n = firstN + i;
     switch (kind) {
       case 'drop_answers':
@@ -233,7 +244,7 @@ function networkFaults(o: ChaosOptions, firstN: number, proxiedSlots: number[]):
       case 'slow_answers':
         return { n, atMs, kind, target, durationMs: r.int(t.leaseMs, t.leaseMs * 2), delayMs: r.int(Math.round(t.heartbeatMs / 2), t.heartbeatMs * 2) };
       default:
-        return { n, atMs, kind, target, durationMs: r.int(Math.round(t.leaseMs / 2), t.leaseMs * 2) };
+        return { n, atMs, kind, target, durationMs: t.leaseMs + t.graceMs + r.int(1_000, t.leaseMs * 2) };
     }
   });
 }

@@ -126,3 +126,22 @@ test('a claim whose answer was dropped and that then waited for the reaper is a 
   lost.faults.push({ n: 1, kind: 'partition_stall', target: 0, plannedAtMs: 0, wallAt: 700, wallEnd: 2_700, workerId: 'A' });
   expect(check(lost).lostAnswers.waitedForReaper).toBe(0);
 });
+
+test("a worker's completion sent again after its first was stored, refused as stale, is a violation", () => {
+  const report = check(input({ result: JSON.stringify({ by: 'A', fence: 1 }) }, [
+    { id: 1, type: 'claimed', worker_id: 'A', at: 100 },
+    { id: 2, type: 'stale_write_rejected', worker_id: 'A', at: 600 },
+  ].map((e) => (e.type === 'stale_write_rejected' ? { ...e, reason: 'complete', message: 'job is completed' } : e))));
+  expect(report.violations.join('\n')).toMatch(/job 1: A's complete sent again after its own outcome was stored was refused as a stale write/);
+});
+
+test('a handler started for a claim another attempt has replaced is a violation; a frozen worker is excused', () => {
+  const stale = handedOn(2_900);
+  // A's run line comes after B's: A started a claim it no longer held.
+  stale.lines = stale.lines.map((l) => (l.w === 'A' && l.k === 'run' ? { ...l, t: 3_160 } : l.w === 'A' && l.k === 'end' ? { ...l, t: 3_170 } : l));
+  expect(check(stale).violations.join('\n')).toMatch(/job 1: A started its handler for token 1 10 ms after B had started token 2, which was still running/);
+  stale.faults = [{ n: 0, kind: 'stop_worker', target: 0, plannedAtMs: 0, wallAt: 120, wallEnd: 3_155, workerId: 'A' }];
+  const frozen = check(stale);
+  expect(frozen.violations).toEqual([]);
+  expect(frozen.plainRuns.overlapsExcused).toEqual({ 'worker process was stopped (SIGSTOP)': 1 });
+});
