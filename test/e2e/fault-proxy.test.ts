@@ -82,5 +82,14 @@ describe('fault proxy', () => {
     expect(await post('/drop')).toBe('ok');
     expect(heard).toEqual(['POST /keep', 'POST /drop', 'POST /drop']);
     expect(proxy.stats.answersDropped).toBe(1);
+    expect(proxy.dropped).toEqual([{ at: expect.any(Number), head: 'POST /drop HTTP/1.1' }]);
+  });
+
+  it('delayAnswers holds answers for the delay, then passes them on whole', async () => {
+    void proxy.delayAnswers(400, 1_000);
+    const started = Date.now();
+    expect(await post('/slow', 2_000)).toBe('ok');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    expect(proxy.stats.answersDelayed).toBeGreaterThan(0);
   });
 });
