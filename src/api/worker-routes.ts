@@ -96,6 +96,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
+      // The claim statement kept the payloads and checkpoints within
+      // LEASEHOLD_MAX_CLAIM_BYTES (at most 256 MiB; one job over it comes
+      // alone, and is at most two request bodies of at most 128 MiB each), so
+      // this one JSON string stays below V8's ~512 MiB: encoding it cannot
+      // throw `RangeError: Invalid string length` after the jobs were marked
+      // running. The same holds for the claim riding on /completions.
       // Read in the claim's own round trip.
       const wait = rateLimitedWait(claimed, limit);
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
