@@ -4,11 +4,13 @@
  * event loop for seconds, and a larger one failed to encode (`RangeError:
  * Invalid string length`, a 500) after its jobs were already running under a
  * token nobody got. Now a claim, and the claim riding on a completion, take
- * what fits and leave the rest pending; a worker still runs every job.
+ * what fits and leave the rest pending; a worker still runs every job; an
+ * in-process worker's claims keep to the same budget.
  */
 import { afterEach, expect, test } from 'vitest';
 import { databaseClock } from '../../src/core/clock.ts';
 import { DEFAULT_MAX_CLAIM_BYTES } from '../../src/core/config.ts';
+import { openLeasehold } from '../../src/embedded/leasehold.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { startServer } from '../../src/runtime/node.ts';
 import { createWorker, httpTransport } from '../../src/worker/index.ts';
@@ -135,4 +137,17 @@ test('a worker runs every job, each claim (its own or riding on a completion) ta
   expect(claims.every((c) => c.bytes <= budget && c.jobs <= 6)).toBe(true);
   expect(claims.some((c) => c.jobs === 6)).toBe(true);
   expect(claims.reduce((n, c) => n + c.jobs, 0)).toBe(60);
+});
+
+test("in process, a worker's claim (its own, or riding on a completion) keeps to the embedding's budget", async () => {
+  const t = await setup({});
+  beds.push(t);
+  const lh = await openLeasehold({ databaseUrl: t.url, config: { maxClaimBytes: 64 * 1024, maxPayloadBytes: 32 * 1024 } });
+  cleanups.push(() => lh.close());
+  const ids = (await lh.enqueueMany('q', Array.from({ length: 14 }, () => ({ payload: 'x'.repeat(9_998) })))).map((e) => e.job.id);
+  const first = await lh.transport.claim({ queue: 'q', workerId: 'w1', limit: 14 });
+  expect(first.map((j) => j.id)).toEqual(ids.slice(0, 6));
+  const { answers, claimed } = await lh.transport.complete({ workerId: 'w1', results: first.map((j) => ({ id: j.id, lockToken: j.lockToken })), claim: { queue: 'q', limit: 14 } });
+  expect(answers.every((a) => a.ok)).toBe(true);
+  expect(claimed.map((j) => j.id)).toEqual(ids.slice(6, 12));
 });
