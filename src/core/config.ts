@@ -141,10 +141,11 @@ const MIB = 1024 * 1024;
  */
 export const DEFAULT_MAX_CLAIM_BYTES = 8 * MIB;
 /**
- * The largest claim budget: a claim answer is one JSON string, and V8 (Node,
+ * The largest claim budget. A claim answer is one JSON string, and V8 (Node,
  * Deno, Workers) holds at most 2^29 - 24 characters (~512 MiB) in one string.
- * Twice the budget (one job over it, alone: a full payload plus a full
- * checkpoint) stays below that, so encoding an answer cannot throw
+ * An answer is at most the budget, or one job alone that is over it: a payload
+ * and a checkpoint of at most maxPayloadBytes each, capped at half this. Both
+ * stay at 256 MiB plus the envelope, so encoding an answer cannot throw
  * `RangeError: Invalid string length`.
  */
 export const MAX_CLAIM_BYTES_LIMIT = 256 * MIB;
