@@ -76,7 +76,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs; an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
+        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
