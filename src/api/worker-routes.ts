@@ -76,7 +76,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs; an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
+        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
@@ -96,6 +96,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
+      // The claim statement kept the payloads and checkpoints within
+      // LEASEHOLD_MAX_CLAIM_BYTES (at most 256 MiB; one job over it comes
+      // alone, and is at most two request bodies of at most 128 MiB each), so
+      // this one JSON string stays below V8's ~512 MiB: encoding it cannot
+      // throw `RangeError: Invalid string length` after the jobs were marked
+      // running. The same holds for the claim riding on /completions.
       // Read in the claim's own round trip.
       const wait = rateLimitedWait(claimed, limit);
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });

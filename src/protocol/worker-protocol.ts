@@ -136,7 +136,7 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
      * claim's own round trip; advisory, the claim statement enforces).
      */
     async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
-      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, now: clock.now(), defaults: config });
+      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
       return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
     },
 
@@ -176,7 +176,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       results: (Lease & { result?: unknown })[];
       claim: ClaimRequest;
     }): Promise<{ answers: JobAnswer[]; claimed: ClaimedJobWire[] }> {
-      const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim: p.claim, instanceId: p.instanceId, defaults: config });
+      const claim = { ...p.claim, maxBytes: config.maxClaimBytes };
+      const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim, instanceId: p.instanceId, defaults: config });
       return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
     },
 

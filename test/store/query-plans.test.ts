@@ -19,6 +19,7 @@ import { activityLastHour } from '../../src/dashboard/charts.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../../src/db/store/lease.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../../src/db/store/finish.ts';
+import { jobsClaimPending } from '../../src/db/store/claim.ts';
 import type { Db } from '../../src/db/db.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
@@ -111,4 +112,25 @@ test("a worker's writes find its jobs by id, not by walking every running job (n
     expect(plan, sql).toContainEqual(expect.stringMatching(/^SEARCH jobs USING INTEGER PRIMARY KEY \(rowid=\?\)/));
     expect(plan.filter((step) => /jobs USING (COVERING )?INDEX/.test(step)), sql).toEqual([]);
   }
+});
+
+test('a claim reads its candidates in claim order from jobs_claim_idx, and sums the sizes of those LIMIT jobs only', async () => {
+  // The byte budget's running sum is a window function: over the whole
+  // pending set it would read every pending job (and sort them) on every
+  // claim. It runs over the first LIMIT candidates the index gives, in order.
+  t = await setup({});
+  await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+  await t.post('/api/v1/queues/other/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+
+  const seen: SQL[] = [];
+  const db = recording(t.db, seen);
+  await jobsClaimPending(db, { queue: 'q', workerId: 'w', limit: 50, now: t.clock.now(), defaults: t.config, maxBytes: t.config.maxClaimBytes });
+  const dialect = new SQLiteSyncDialect();
+  const [claim] = seen.map((q) => dialect.sqlToQuery(q)).filter((q) => /^\s*UPDATE jobs/.test(q.sql));
+  const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${claim!.sql}`, args: claim!.params as never[] })).rows.map((r) => String(r.detail));
+  expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\?\)/));
+  expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step))).toEqual([]);
+  // One sort: the window's, of the LIMIT candidates. A second would sort the
+  // candidates themselves, so the LIMIT could no longer stop the index search early.
+  expect(plan.filter((step) => /USE TEMP B-TREE/.test(step))).toEqual(['USE TEMP B-TREE FOR ORDER BY']);
 });

@@ -8,7 +8,11 @@
  * a time, so no two claims (from any worker or server) can both see the
  * same free slots. With a rate limit, it is also at most what is left of the
  * current window's claims; the jobs_rate_count trigger (drizzle/0012) counts
- * each claimed job inside this same statement.
+ * each claimed job inside this same statement. Of those jobs, in claim
+ * order, it takes the longest run whose payloads and checkpoints fit in
+ * `maxBytes`, and always the first: one answer cannot grow past the budget
+ * (except by one job larger than the budget, taken alone), and a job left out
+ * stays pending, untouched, for the next claim.
  * Postcondition: up to `limit` jobs, in order of priority (highest first), then
  * due time, then id, are running with a new random 128-bit lock token, one
  * more attempt, the next fencing token, a lease of `leaseMs` from now, and a
@@ -19,7 +23,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
-import type { QueueDefaults } from '../../core/config.ts';
+import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait, type RateWait } from './read.ts';
@@ -32,11 +36,19 @@ export interface ClaimParams {
   /** The claiming process (random per worker start), stored with the claim; absent from older SDKs. */
   instanceId?: string | undefined;
   limit: number;
+  /**
+   * Most bytes of payloads and checkpoints to answer (the server's
+   * LEASEHOLD_MAX_CLAIM_BYTES; its default when absent). Always at least one job.
+   */
+  maxBytes?: number | undefined;
   /** The lease asked for; the queue's or server's default when absent. */
   leaseMs?: number | undefined;
   now: Now;
   defaults: QueueDefaults;
 }
+
+/** The claim that rides on a completion: what of ClaimParams its caller chooses. */
+export type NextClaimParams = Pick<ClaimParams, 'queue' | 'limit' | 'leaseMs' | 'maxBytes'>;
 
 /** What a claimer needs of each job. */
 export interface Claimed
@@ -69,15 +81,37 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       deadline_at = ${now} + coalesce(timeout_ms, ${queueSettingSql('timeout_ms', queue, p.defaults.timeoutMs)}),
       progress = NULL, progressed_at = NULL, reaper_deferrals = 0, updated_at = ${now},
       last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-    WHERE status = 'pending' AND id IN (
-      SELECT id FROM jobs
-      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
-        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
-      ORDER BY priority DESC, available_at, id
-      LIMIT ${claimLimitSql(p.queue, p.limit, now)})
+    WHERE status = 'pending' AND id IN (${claimedIdsSql(p, now)})
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
       lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at,
       ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
+}
+
+/** Claim order: priority (highest first), then due time, then id; jobs_claim_idx holds it. */
+const CLAIM_ORDER = sql.raw('priority DESC, available_at, id');
+
+/**
+ * The ids a claim takes. The innermost SELECT reads the first `limit` ready
+ * jobs in claim order from jobs_claim_idx and stops there, so the window runs
+ * over at most `limit` rows, never over the queue's whole pending set. Each
+ * job's size is octet_length, which SQLite reads from the row's header without
+ * loading the value, so a job left out costs one row lookup, not its payload.
+ * Then the running sum of sizes in claim order keeps the first job and every
+ * one after it while the sum stays within the budget: a prefix, as the sum
+ * only grows.
+ */
+function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now: SQL) {
+  const candidates = sql`SELECT id, priority, available_at, octet_length(payload) + coalesce(octet_length(checkpoint), 0) AS bytes
+      FROM jobs
+      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
+      ORDER BY ${CLAIM_ORDER}
+      LIMIT ${claimLimitSql(p.queue, p.limit, now)}`;
+  return sql`SELECT id FROM (
+      SELECT id, row_number() OVER in_order AS n, sum(bytes) OVER in_order AS bytes_so_far
+      FROM (${candidates})
+      WINDOW in_order AS (ORDER BY ${CLAIM_ORDER} ROWS UNBOUNDED PRECEDING))
+    WHERE n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES}`;
 }
 
 /**

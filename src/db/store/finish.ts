@@ -17,7 +17,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
-import { claimStatement, inClaimOrder, type Claimed } from './claim.ts';
+import { claimStatement, inClaimOrder, type Claimed, type NextClaimParams } from './claim.ts';
 import { CLEAR_LEASE, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
 import type { JobRecord } from './record.ts';
 
@@ -52,7 +52,7 @@ const completeUpdate = (p: CompleteParams) => (v: SQL) => {
  */
 export async function jobsCompleteThenClaim(
   db: Db,
-  p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
+  p: CompleteParams & { claim: NextClaimParams; instanceId?: string | undefined; defaults: QueueDefaults },
 ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }> {
   const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
   const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(

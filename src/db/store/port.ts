@@ -23,7 +23,7 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { MinuteRow } from './activity.ts';
 import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
-import type { ClaimParams, Claimed } from './claim.ts';
+import type { ClaimParams, Claimed, NextClaimParams } from './claim.ts';
 import type { DashboardReads } from './dashboard-port.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
 import type { EnqueueParams, Enqueued } from './enqueue.ts';
@@ -58,7 +58,7 @@ export interface WorkerJobWrites {
   jobsCompleteIfOwned(p: CompleteParams): Promise<OwnedOutcome[]>;
   /** Completions, then a claim of the freed slots, in one transaction. */
   jobsCompleteThenClaim(
-    p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
+    p: CompleteParams & { claim: NextClaimParams; instanceId?: string | undefined; defaults: QueueDefaults },
   ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }>;
   /** running -> pending (retry after backoff) or failed, under the owner's guard. */
   jobFailIfOwned(p: FailParams): Promise<OwnedOutcome<JobRecord>[]>;

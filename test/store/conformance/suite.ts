@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
+import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
@@ -27,6 +28,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReads(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
+    defineClaimBudget(backend);
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
   });
