@@ -19,6 +19,7 @@ import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
+import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
@@ -198,6 +199,8 @@ export function dashboardRoutes(deps: AppDeps) {
   };
   app.use('/dashboard', guard);
   app.use('/dashboard/*', guard);
+  // Every page says when the reaper looks stopped (after the guard: only for a session).
+  registerMaintenanceBanner(app, deps);
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
@@ -306,7 +309,7 @@ export function dashboardRoutes(deps: AppDeps) {
   type JobPart = 'summary' | 'details' | 'all';
   const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
-    const job = await store.jobGetWithSettings({ id, defaults: config });
+    const job = await store.jobGetWithSettings({ id, defaults: config, now: t });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
@@ -361,9 +364,11 @@ export function dashboardRoutes(deps: AppDeps) {
       <>
         <Notice notice={c.req.query('notice')} />
         <p class="hint">
-          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, or that are stalled (heartbeating without progress past
-          their queue's stall setting). The reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its
-          deadline; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
+          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, that are stalled (heartbeating without progress past
+          their queue's stall setting), or that are suspect: heartbeating, but running longer than max(3 × the p99 runtime of the queue's jobs
+          completed in the last hour, its lease), or 10 leases when none completed (the long_running alert's thresholds, settable per queue). The
+          reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its deadline, and never for being
+          suspect or stalled; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
         </p>
         <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>

@@ -12,10 +12,10 @@ import type { DashboardReadDefaults, FlaggableJobView, RunningJobView } from './
 
 /** Running jobs with what the reaper's decision needs (store/dashboard-reads). */
 export interface DashboardReads {
-  /** The zombies page: expired lease, heartbeat over two intervals late, or stalled; oldest expiry first. */
+  /** The zombies page: expired lease, heartbeat over two intervals late, stalled, or suspect; oldest expiry first. */
   jobsListZombieCandidates(p: { now: number; defaults: DashboardReadDefaults; limit: number }): Promise<RunningJobView[]>;
   /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
   jobsRunningFlagged(p: { ids: readonly number[]; now: number; defaults: DashboardReadDefaults }): Promise<FlaggableJobView[]>;
-  /** One job, in any status, with its queue's settings and its owner's liveness (the job page). */
-  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults }): Promise<RunningJobView | undefined>;
+  /** One job, in any status, with its queue's settings and its owner's liveness (the job page); with `now`, its suspect threshold. */
+  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults; now?: number }): Promise<RunningJobView | undefined>;
 }

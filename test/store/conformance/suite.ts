@@ -10,6 +10,7 @@ import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
+import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
@@ -29,5 +30,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineQueueFeatures(backend);
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
+    defineMaintenanceWatch(backend);
   });
 }
