@@ -64,7 +64,7 @@ export function maintenanceVerdict(w: MaintenanceWatchInput): MaintenanceVerdict
     lateAfterMs,
     ageMs,
     message: late
-      ? `${ago}, over ${LATE_AFTER_INTERVALS} reaper intervals (${Math.round(lateAfterMs / 1000)} s), while ${w.runningJobs} jobs run and ${expired}: the reaper may have stopped, and alerts are evaluated only by its passes`
+      ? `${ago}, over ${LATE_AFTER_INTERVALS} reaper intervals (${Math.round(lateAfterMs / 1000)} s), while ${w.runningJobs} ${w.runningJobs === 1 ? 'job runs' : 'jobs run'} and ${expired}: the reaper may have stopped, and alerts are evaluated only by its passes`
       : ago,
   };
 }

@@ -36,7 +36,7 @@ export function BannerText(props: { state: MaintenanceBannerState | undefined })
     <p class="notice error banner" role="alert" id="maintenance-late">
       <strong>Reaper late.</strong>{' '}
       {w.lastCompletedAt === null ? 'No maintenance pass has been recorded on this database' : `The last maintenance pass completed ${fmtRelative(w.lastCompletedAt, w.now)} (${fmtTime(w.lastCompletedAt)})`}
-      , while {w.runningJobs} jobs run and {w.expiredLeases} {w.expiredLeases === 1 ? 'is' : 'are'} past lease + grace. Nothing takes lost jobs back, and
+      , while {w.runningJobs} {w.runningJobs === 1 ? 'job runs' : 'jobs run'} and {w.expiredLeases} {w.expiredLeases === 1 ? 'is' : 'are'} past lease + grace. Nothing takes lost jobs back, and
       alerts (evaluated by the passes) cannot fire. Check what runs the reaper: the server's timer (its log), the Workers cron trigger, or the cron
       calling <code>leasehold reap</code>. Late means over {Math.round(v.lateAfterMs / 1000)} s: 3 reaper intervals.
     </p>
