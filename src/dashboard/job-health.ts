@@ -54,7 +54,7 @@ export function jobFlag(j: FlaggableJobView, now: number, config: Config): JobFl
   if (stalled !== null) {
     return {
       kind: 'stalled',
-      label: `suspect · stalled: no progress for ${fmtDuration(stalled)}`,
+      label: `stalled: no progress for ${fmtDuration(stalled)} · suspect${deadlineText(j, now)}`,
       why: `heartbeating without progress past the queue's stall setting (${fmtDuration(j.q_stall_ms ?? 0)}); the reaper leaves it until its deadline${deadlineText(j, now)}`,
     };
   }

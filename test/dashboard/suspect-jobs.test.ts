@@ -126,7 +126,7 @@ test('stallMs: a job heartbeating without progress is shown as suspect (stalled)
   await heartbeatFor([job], 30_000, { step: 1 });
   const list = (await t.get('/dashboard/jobs?queue=q')).text;
   expect(list).toContain('running · stalled');
-  expect(list).toContain('suspect · stalled: no progress for 25.0 s');
+  expect(list).toContain('stalled: no progress for 25.0 s · suspect · deadline in 59 m 30 s');
   const row = zombieRow((await t.get('/dashboard/zombies')).text, job.id);
   expect(row).toContain('class="suspect"');
   expect(row).toContain('stalled 25.0 s');
