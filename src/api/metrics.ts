@@ -5,7 +5,7 @@
  */
 import { evaluateAlerts } from '../core/alerts.ts';
 import type { Config } from '../core/config.ts';
-import { LATE_AFTER_INTERVALS, maintenanceVerdict } from '../core/maintenance-watch.ts';
+import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
@@ -123,9 +123,7 @@ export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperI
   // database last saw it complete: alerts are evaluated inside the pass, so
   // a stopped reaper can only be seen from here (src/core/maintenance-watch.ts).
   const pass = m.maintenance;
-  const running = m.queues.reduce((s, r) => s + r.running.count, 0);
-  const expired = m.queues.reduce((s, r) => s + r.running.expiredPastGrace, 0);
-  const verdict = maintenanceVerdict({ now: m.now, lastPassAt: pass.lastCompletedAt, runningJobs: running, expiredLeases: expired, reaperIntervalMs: config.reaperIntervalMs });
+  const verdict = snapshotMaintenanceVerdict(m, config.reaperIntervalMs);
   metric('leasehold_maintenance_last_pass_timestamp_seconds', 'gauge', 'When the last maintenance (reaper) pass completed, Unix time in seconds, on the database clock; 0 when none was recorded.', [
     ['', (pass.lastCompletedAt ?? 0) / 1000],
   ]);

@@ -17,6 +17,8 @@
  * says so).
  */
 
+import type { MetricsSnapshot } from './metrics-snapshot.ts';
+
 /** How many reaper intervals without a completed pass make it late. */
 export const LATE_AFTER_INTERVALS = 3;
 
@@ -67,4 +69,15 @@ export function maintenanceVerdict(w: MaintenanceWatchInput): MaintenanceVerdict
       ? `${ago}, over ${LATE_AFTER_INTERVALS} reaper intervals (${Math.round(lateAfterMs / 1000)} s), while ${w.runningJobs} ${w.runningJobs === 1 ? 'job runs' : 'jobs run'} and ${expired}: the reaper may have stopped, and alerts are evaluated only by its passes`
       : ago,
   };
+}
+
+/** The verdict from a metrics snapshot (its last pass, and its queues' running and expired jobs). */
+export function snapshotMaintenanceVerdict(m: Pick<MetricsSnapshot, 'now' | 'maintenance' | 'queues'>, reaperIntervalMs: number): MaintenanceVerdict {
+  return maintenanceVerdict({
+    now: m.now,
+    lastPassAt: m.maintenance.lastCompletedAt,
+    runningJobs: m.queues.reduce((s, q) => s + q.running.count, 0),
+    expiredLeases: m.queues.reduce((s, q) => s + q.running.expiredPastGrace, 0),
+    reaperIntervalMs,
+  });
 }

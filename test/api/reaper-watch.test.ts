@@ -61,6 +61,7 @@ test('the last completed pass: none, then every pass (the admin API and reapOnce
   expect(sample(text, 'leasehold_maintenance_last_pass_timestamp_seconds')).toBe((t0 + 2_500) / 1000);
   expect(sample(text, 'leasehold_maintenance_passes_total')).toBe(2);
   expect((await health()).maintenance).toMatchObject({ lastPassAt: new Date(t0 + 2_500).toISOString(), lastPassAgeMs: 0, late: false, runningJobs: 0 });
+  expect((await t.get(`${api}/metrics`)).json.maintenance).toMatchObject({ lastStartedAt: t0 + 2_500, lastCompletedAt: t0 + 2_500, passes: 2, late: false, ageMs: 0, lateAfterMs: 15_000 });
 });
 
 test('expired leases are counted at read time while no reaper runs, and /healthz and /metrics call the reaper late (200 all the same)', async () => {
