@@ -52,11 +52,15 @@ import {
 } from './views.tsx';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
+import { DB_CLOCK } from '../core/clock.ts';
+import { sharedRead } from './shared-read.ts';
 
 type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
+/** How long one read of the suspect thresholds serves every page and poll (database clock only). */
+const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
 /** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
 const OPEN_OPERATOR = 'open dashboard (no login)';
 
@@ -80,6 +84,12 @@ export function dashboardRoutes(deps: AppDeps) {
     const n = clock.now();
     return typeof n === 'number' ? n : store.readNow();
   };
+  // The suspect thresholds read the hour's runtime sample (~40 ms at a
+  // million jobs, only while a live job is past its lease): on the database
+  // clock every page and poll shares one read for 10 s (a new suspect may
+  // show up to 10 s late); a manual clock (tests) reads afresh.
+  const sharedSuspects = sharedRead(async () => store.suspectThresholds({ now: await store.readNow(), defaults: config }), SUSPECT_THRESHOLDS_TTL_MS);
+  const suspects = async () => (clock.now() === DB_CLOCK ? sharedSuspects() : undefined);
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
 
@@ -278,7 +288,7 @@ export function dashboardRoutes(deps: AppDeps) {
     // Running jobs the zombies page lists are marked, with what the reaper will do.
     const running = list.filter((j) => j.status === 'running').map((j) => j.id);
     const flags = new Map<number, JobFlag>();
-    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config })) {
+    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config, suspects: running.length > 0 ? await suspects() : undefined })) {
       const flag = jobFlag(v, t, config);
       if (flag) flags.set(v.id, flag);
     }
@@ -309,7 +319,7 @@ export function dashboardRoutes(deps: AppDeps) {
   type JobPart = 'summary' | 'details' | 'all';
   const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
-    const job = await store.jobGetWithSettings({ id, defaults: config, now: t });
+    const job = await store.jobGetWithSettings({ id, defaults: config, now: t, suspects: await suspects() });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
@@ -354,7 +364,7 @@ export function dashboardRoutes(deps: AppDeps) {
   const zombies = async (c: Context<Env>) => {
     const t = await now();
     const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 })} now={t} config={config} csrf={csrf} />;
+    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500, suspects: await suspects() })} now={t} config={config} csrf={csrf} />;
   };
   app.get('/dashboard/zombies', async (c) =>
     shell(

@@ -10,6 +10,7 @@
  * heartbeat 5 s), the manual clock; the worker's heartbeats are real requests.
  */
 import { afterEach, expect, test } from 'vitest';
+import { databaseClock } from '../../src/core/clock.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed;
@@ -130,4 +131,17 @@ test('stallMs: a job heartbeating without progress is shown as suspect (stalled)
   const row = zombieRow((await t.get('/dashboard/zombies')).text, job.id);
   expect(row).toContain('class="suspect"');
   expect(row).toContain('stalled 25.0 s');
+});
+
+test('on the database clock (every real server) the pages share one read of the thresholds and still show the suspect', async () => {
+  t = await setup({}, { realClock: databaseClock });
+  const job = await hangingJob('q');
+  // Claimed 6 minutes ago by the database's clock, lease renewed just now: past 10 leases (nothing completed).
+  await t.client.execute({ sql: 'UPDATE jobs SET started_at = started_at - 360000 WHERE id = ?', args: [Number(job.id)] });
+  for (const path of ['/dashboard/zombies', '/dashboard/live/zombies', '/dashboard/jobs', `/dashboard/jobs/${job.id}`]) {
+    const res = await t.get(path);
+    expect(res.status, path).toBe(200);
+    expect(res.text, path).toContain('suspect');
+  }
+  expect(zombieRow((await t.get('/dashboard/zombies')).text, job.id)).toContain('suspect: past 5 m 0 s');
 });

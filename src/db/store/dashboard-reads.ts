@@ -63,6 +63,17 @@ const withSettings = (d: DashboardReadDefaults, suspects: readonly QueueSuspectT
   ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
   FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN ${suspectThresholdsSql(suspects)} sa ON sa.name = j.queue_name`;
 
+/**
+ * The time a read is made at, and the suspect thresholds to judge by: given
+ * (a caller that shares one read of them across polls, suspectThresholds in
+ * suspects.ts), or read first, a second statement.
+ */
+export interface SuspectAware {
+  now: number;
+  defaults: DashboardReadDefaults;
+  suspects?: readonly QueueSuspectThreshold[] | undefined;
+}
+
 /** Who is on the zombies page: the one condition, also used to mark jobs in the jobs list. */
 function zombieCandidateSql(now: number, d: DashboardReadDefaults) {
   return sql`(j.status = 'running' AND (
@@ -80,17 +91,17 @@ function zombieCandidateSql(now: number, d: DashboardReadDefaults) {
  * src/core/suspect.ts): oldest expiry first. Two statements: the suspect
  * thresholds (suspects.ts), then the list.
  */
-export async function jobsListZombieCandidates(db: Db, p: { now: number; defaults: DashboardReadDefaults; limit: number }): Promise<RunningJobView[]> {
-  const suspects = await suspectThresholds(db, p);
+export async function jobsListZombieCandidates(db: Db, p: SuspectAware & { limit: number }): Promise<RunningJobView[]> {
+  const suspects = p.suspects ?? (await suspectThresholds(db, p));
   return db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults, suspects)}
     WHERE ${zombieCandidateSql(p.now, p.defaults)}
     ORDER BY j.lease_expires_at, j.id LIMIT ${p.limit}`);
 }
 
 /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
-export async function jobsRunningFlagged(db: Db, p: { ids: readonly number[]; now: number; defaults: DashboardReadDefaults }): Promise<FlaggableJobView[]> {
+export async function jobsRunningFlagged(db: Db, p: SuspectAware & { ids: readonly number[] }): Promise<FlaggableJobView[]> {
   if (p.ids.length === 0) return [];
-  const suspects = await suspectThresholds(db, p);
+  const suspects = p.suspects ?? (await suspectThresholds(db, p));
   // One JSON parameter, not one per id: D1 allows at most 100 bound parameters per statement.
   return db.all<FlaggableJobView>(sql`SELECT ${withSettings(p.defaults, suspects, sql` ${zombieCandidateSql(p.now, p.defaults)} AS zombie_candidate,`)}
     WHERE j.status = 'running' AND j.id IN (SELECT value FROM json_each(${JSON.stringify(p.ids)}))`);
@@ -101,8 +112,8 @@ export async function jobsRunningFlagged(db: Db, p: { ids: readonly number[]; no
  * (the job page); given `now`, also its queue's suspect threshold when it may
  * apply.
  */
-export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults; now?: number }): Promise<RunningJobView | undefined> {
-  const suspects = p.now === undefined ? [] : await suspectThresholds(db, { now: p.now, defaults: p.defaults });
+export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined> {
+  const suspects = p.suspects ?? (p.now === undefined ? [] : await suspectThresholds(db, { now: p.now, defaults: p.defaults }));
   const [row] = await db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults, suspects)} WHERE j.id = ${p.id}`);
   return row;
 }

@@ -70,6 +70,14 @@ export function defineMaintenanceWatch(backend: StoreBackend) {
       ]);
       expect(await store.jobGetWithSettings({ id: suspect.id, defaults: DEFAULTS, now: T0 })).toMatchObject({ suspect_after_ms: 60_000 });
       expect(await store.jobGetWithSettings({ id: suspect.id, defaults: DEFAULTS })).toMatchObject({ suspect_after_ms: null });
+      // The thresholds alone (what the dashboard shares across polls), and the reads given them instead of reading them.
+      const thresholds = await store.suspectThresholds({ now: T0, defaults: DEFAULTS });
+      expect(thresholds.map((x) => [x.queue, x.afterMs]).sort()).toEqual([
+        ['new', 300_000],
+        ['q', 60_000],
+      ]);
+      expect((await store.jobsListZombieCandidates({ now: T0, defaults: DEFAULTS, limit: 10, suspects: thresholds })).map((j) => j.id)).toEqual([suspect.id]);
+      expect(await store.jobsListZombieCandidates({ now: T0, defaults: DEFAULTS, limit: 10, suspects: [] })).toEqual([]);
 
       const snapshot = await store.metricsSnapshot({ now: T0, config: CONFIG });
       const q = snapshot.queues.find((x) => x.queue === 'q')!;
