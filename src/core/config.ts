@@ -167,7 +167,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
   { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
-  { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs' },
+  { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs; also how often some reaper is expected to: /healthz, /metrics and the dashboard call it late past 3 intervals while jobs run (set it to the cron period where a cron runs it)' },
   { key: 'workerAliveMs', env: 'LEASEHOLD_WORKER_ALIVE_MS', flag: '--worker-alive-ms', kind: 'duration', default: 15_000, help: 'a worker seen this recently counts as alive' },
   { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
   { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },

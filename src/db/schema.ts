@@ -455,3 +455,23 @@ export const schedules = sqliteTable(
     index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
   ],
 );
+
+/**
+ * What the maintenance pass last did (drizzle/0019): one row, name 'pass',
+ * written by each pass that completed (src/maintenance/pass.ts), so every
+ * server, Workers isolate and scraper sharing the database can tell whether
+ * any reaper still runs (src/core/maintenance-watch.ts). A failed pass writes
+ * nothing: the row ages, and that is what is watched.
+ */
+export const maintenanceState = sqliteTable(
+  'maintenance_state',
+  {
+    name: text('name').primaryKey(),
+    // When the pass started and completed (the database's clock on servers; the pass's fixed time in tests).
+    lastStartedAt: integer('last_started_at').notNull(),
+    lastCompletedAt: integer('last_completed_at').notNull(),
+    // Completed passes since the row was made (never decreases): leasehold_maintenance_passes_total.
+    passes: integer('passes').notNull(),
+  },
+  (t) => [check('maintenance_state_times', sql`${t.lastCompletedAt} >= ${t.lastStartedAt} AND ${t.passes} >= 1`)],
+);

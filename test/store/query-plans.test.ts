@@ -16,6 +16,7 @@ import { metricsSnapshot } from '../../src/db/store/metrics.ts';
 import { queuesHealth } from '../../src/db/store/read.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
 import { activityLastHour } from '../../src/dashboard/charts.ts';
+import { suspectsByQueue } from '../../src/db/store/suspects.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../../src/db/store/lease.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../../src/db/store/finish.ts';
@@ -45,7 +46,7 @@ function recording(db: Db, seen: SQL[]): Db {
 /** Plans that read a bounded set, or search an index. */
 const BOUNDED_SCANS = /^SCAN (jobs|j) USING (COVERING )?INDEX (jobs_lease_expiry_idx|jobs_claim_idx|jobs_finished_idx|jobs_deadline_idx)\b|^SCAN (events|e) USING (COVERING )?INDEX events_rare_type_at_idx\b/;
 
-test('reaper pass, metrics, queue health and activity never walk the whole jobs or events table', async () => {
+test('reaper pass, metrics, queue health, activity, the reaper watch and the zombie reads never walk the whole jobs or events table', async () => {
   t = await setup({});
   const c = t.client;
   const now = t.clock.now() as number;
@@ -70,6 +71,15 @@ test('reaper pass, metrics, queue health and activity never walk the whole jobs 
   await queuesHealth(db, { now, defaults: t.config });
   await queuesHealth(db, { now, defaults: t.config, queue: 'a' });
   await activityLastHour(createStore(db), { now });
+  // What shows the zombies the reaper cannot see: the reaper-late watch
+  // (/healthz, the banner), the dashboard's zombie and job reads with their
+  // suspect thresholds, and the suspect count the snapshot adds when a job is past one.
+  const store = createStore(db);
+  await store.maintenanceWatch({ now, defaults: t.config });
+  await store.jobsListZombieCandidates({ now, defaults: t.config, limit: 500 });
+  await store.jobsRunningFlagged({ ids: [1, 2, 6_001], now, defaults: t.config });
+  await store.jobGetWithSettings({ id: 6_001, defaults: t.config, now });
+  await suspectsByQueue(db, { now, thresholds: [{ queue: 'a', afterMs: 1, basis: 'test' }], idsPerQueue: 10 });
   expect(seen.length).toBeGreaterThan(10);
 
   const dialect = new SQLiteSyncDialect();

@@ -30,6 +30,7 @@ import type { EnqueueParams, Enqueued } from './enqueue.ts';
 import type { NotificationOutcome } from './alert-states.ts';
 import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
 import type { CheckpointParams, HeartbeatParams } from './lease.ts';
+import type { MaintenanceWatchRow } from './maintenance-state.ts';
 import type { MetricsSnapshot } from './metrics.ts';
 import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
 import type { OwnedOutcome } from './owned.ts';
@@ -214,3 +215,13 @@ export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, Maint
 
 /** The reads only the dashboard makes (dashboard-port.ts), joined the same way. */
 export interface JobStore extends DashboardReads {}
+
+/** Whether a reaper still runs: the last completed maintenance pass, and what waits for it (store/maintenance-state). */
+export interface MaintenanceStateStore {
+  /** Written by each pass that completed, as its last step. */
+  maintenancePassRecord(p: { startedAt: number; now: Now }): Promise<void>;
+  /** The last pass, running jobs and those past lease + grace, read at `now` (one batch). */
+  maintenanceWatch(p: { now: Now; defaults: Pick<QueueDefaults, 'graceMs'> }): Promise<MaintenanceWatchRow>;
+}
+
+export interface JobStore extends MaintenanceStateStore {}

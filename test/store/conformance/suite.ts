@@ -11,6 +11,7 @@ import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
+import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
@@ -31,5 +32,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineClaimBudget(backend);
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
+    defineMaintenanceWatch(backend);
   });
 }
