@@ -10,6 +10,7 @@ import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
+import { defineLostAnswers } from './lost-answers.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
@@ -22,6 +23,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
   describe(`store conformance on ${backend.name}`, () => {
     defineTransitions(backend);
     defineGuards(backend);
+    defineLostAnswers(backend);
     defineReaper(backend);
     defineOperator(backend);
     defineReads(backend);
