@@ -32,7 +32,10 @@ export function lostClaimsReleaseStatement(db: Db, p: { workerId: string; instan
   const now = nowSql(p.now);
   // A worker that names its process releases only that process's claims.
   const instance = p.instanceId === undefined ? sql`` : sql`AND locked_by_instance IS ${p.instanceId}`;
-  return db.run(sql`UPDATE jobs SET status = 'pending', attempt_count = attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
+  // INDEXED BY: without statistics (nothing runs ANALYZE) SQLite would walk
+  // every running job by jobs_status_id_idx for the claim ids' IN list
+  // (test/store/query-plans.test.ts).
+  return db.run(sql`UPDATE jobs INDEXED BY jobs_claim_id_idx SET status = 'pending', attempt_count = attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
       last_event = 'released', last_event_reason = ${CLAIM_ANSWER_LOST}, last_event_actor = ${p.workerId}
     WHERE claim_id IN (SELECT value FROM json_each(${JSON.stringify(p.claimIds)})) AND locked_by = ${p.workerId} AND status = 'running' ${instance}`);
 }
