@@ -13,8 +13,9 @@
  * Held bytes are not lost: the sockets are paused, so the kernel's buffers
  * fill and the peer's writes stop moving, as on a link that went quiet.
  *
- * `dropAnswers(match, n)` forwards the next `n` requests whose head matches
- * (e.g. `POST /api/v1/completions`) and resets the worker's connection as the
+ * `dropAnswers(match, n)` forwards the next `n` requests whose start matches
+ * (e.g. `POST /api/v1/completions`; the head, and the body when it came in
+ * the same chunk) and resets the worker's connection as the
  * server's answer to each arrives: the server acted, the worker saw a reset.
  * `delayAnswers(delayMs, forMs)` holds every byte of every answer for
  * `delayMs` before passing it on (in order), for `forMs`: a slow link.
@@ -46,6 +47,9 @@ interface Pair {
   /** When the last delayed chunk goes out: later chunks (and the end) wait for it, so order holds. */
   releaseAt: number;
 }
+
+/** How much of a request's first bytes `dropAnswers` matches against. */
+const MATCHED_BYTES = 16_384;
 
 /** Which directions a mode holds. */
 const holdsRequests = (m: Mode) => m === 'stall' || m === 'stall_requests';
@@ -81,7 +85,8 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
     pair.upstream = upstream;
     // Forwarded by hand (not pipe()) so that only the proxy ever resumes a paused socket.
     client.on('data', (d) => {
-      const head = d.toString('latin1', 0, 256);
+      // The start of what the worker sent: the request's head, and its body when it came along (a small request is one write).
+      const head = d.toString('latin1', 0, MATCHED_BYTES);
       const dropper = droppers.find((x) => x.left > 0 && x.match(head));
       if (dropper) {
         dropper.left--;

@@ -66,6 +66,8 @@ export interface ClaimRequest {
   queue: string;
   limit: number;
   leaseMs?: number | undefined;
+  /** The worker's id for this claim: sent again, it answers the jobs it already took instead of claiming more. */
+  claimId?: string | undefined;
 }
 
 export type EffectStartAnswer = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };

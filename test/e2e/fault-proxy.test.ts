@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 
 /** One POST through the proxy: its answer's body, or the error that ended it (after `timeoutMs`: 'timeout'). */
-function post(path: string, timeoutMs = 600): Promise<string> {
+function post(path: string, timeoutMs = 600, body = '{}'): Promise<string> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port: proxy.port, path, method: 'POST', agent: false }, (res) => {
       let body = '';
@@ -42,7 +42,7 @@ function post(path: string, timeoutMs = 600): Promise<string> {
       resolve('timeout');
     });
     req.on('error', (e) => resolve((e as NodeJS.ErrnoException).code ?? 'error'));
-    req.end('{}');
+    req.end(body);
   });
 }
 
@@ -91,5 +91,12 @@ describe('fault proxy', () => {
     expect(await post('/slow', 2_000)).toBe('ok');
     expect(Date.now() - started).toBeGreaterThanOrEqual(390);
     expect(proxy.stats.answersDelayed).toBeGreaterThan(0);
+  });
+
+  it('dropAnswers matches the body too, when it came with the head', async () => {
+    proxy.dropAnswers((head) => head.startsWith('POST /a') && head.includes('"claim":{'));
+    expect(await post('/a', 600, '{"results":[]}')).toBe('ok');
+    expect(await post('/a', 600, '{"results":[],"claim":{"limit":1}}')).toBe('ECONNRESET');
+    expect(proxy.stats.answersDropped).toBe(1);
   });
 });

@@ -144,3 +144,28 @@ test('a claim reads its candidates in claim order from jobs_claim_idx, and sums 
   // candidates themselves, so the LIMIT could no longer stop the index search early.
   expect(plan.filter((step) => /USE TEMP B-TREE/.test(step))).toEqual(['USE TEMP B-TREE FOR ORDER BY']);
 });
+
+test('a claim with a claim id, sent again or not, and a beat naming lost claims find their jobs through jobs_claim_id_idx, not by walking every running job', async () => {
+  // Every SDK claim carries an id, so the replay's lookup and the claim's
+  // "nothing running under this id yet" run on every claim: they must read
+  // the claim's own jobs only (no ANALYZE, as in production).
+  t = await setup({});
+  await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+  const now = t.clock.now() as number;
+  for (let i = 0; i < 5; i++) await createStore(t.db).jobsClaimPending({ queue: 'q', workerId: `busy-${i}`, limit: 50, claimId: `c-${i}`, now, defaults: t.config });
+
+  const seen: SQL[] = [];
+  const store = createStore(recording(t.db, seen));
+  await store.jobsClaimPending({ queue: 'q', workerId: 'w', instanceId: 'i', limit: 5, claimId: 'fresh', now, defaults: t.config });
+  await store.jobsClaimPending({ queue: 'q', workerId: 'w', instanceId: 'i', limit: 5, claimId: 'fresh', now, defaults: t.config });
+  await store.workerBeat({ id: 'w', instanceId: 'i', lostClaims: ['fresh'], now });
+
+  const dialect = new SQLiteSyncDialect();
+  const touchingClaimIds = seen.map((q) => dialect.sqlToQuery(q)).filter((q) => /claim_id (=|IN)/.test(q.sql));
+  expect(touchingClaimIds.length).toBe(5);
+  for (const { sql, params } of touchingClaimIds) {
+    const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
+    expect(plan.filter((step) => /claim_id/.test(step) || /^(SCAN|SEARCH) (jobs|r)\b/.test(step)), sql).toContainEqual(expect.stringMatching(/USING INDEX jobs_claim_id_idx \(claim_id=\?/));
+    expect(plan.filter((step) => /^SCAN (jobs|r)\b/.test(step)), sql).toEqual([]);
+  }
+});

@@ -47,7 +47,8 @@ import {
 import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
 import { jobsListStalled } from './stalls.ts';
 import { workersHeldJobs } from './worker-jobs.ts';
-import { workerBeat, workersList } from './workers.ts';
+import { workerBeat } from './lost-claims.ts';
+import { workersList } from './workers.ts';
 
 export type { JobStore } from './port.ts';
 

@@ -47,7 +47,7 @@ import type { WorkerBeat, WorkerRecord } from './workers.ts';
 export interface WorkerJobWrites {
   /** — -> pending, many in one batch (all or none); an idempotency key already in the queue dedups. */
   jobsInsert(p: EnqueueParams): Promise<Enqueued[]>;
-  /** pending -> running, up to `limit`, in claim order; registers the worker. */
+  /** pending -> running, up to `limit`, in claim order; registers the worker. With `claimId` sent again: the jobs that id already took, and nothing more. */
   jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
   /** The same claim, and in the same round trip whether the queue's rate limit now holds claims back (what a worker's claim answers). */
   jobsClaimPendingWithRateWait(p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }>;
@@ -57,7 +57,7 @@ export interface WorkerJobWrites {
   /** running -> completed under the owner's guard; `full` returns whole rows. */
   jobsCompleteIfOwned(p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
   jobsCompleteIfOwned(p: CompleteParams): Promise<OwnedOutcome[]>;
-  /** Completions, then a claim of the freed slots, in one transaction. */
+  /** Completions, then a claim of the freed slots, in one transaction. A completion sent again under its token is answered as stored (`repeated`). */
   jobsCompleteThenClaim(
     p: CompleteParams & { claim: NextClaimParams; instanceId?: string | undefined; defaults: QueueDefaults },
   ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }>;
@@ -107,7 +107,7 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void>;
-  /** A worker's own liveness beat. */
+  /** A worker's own liveness beat; the jobs of the claims it says it lost go back to the queue in the same batch. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */
   workersList(p: { sinceMs: number; limit: number }): Promise<WorkerRecord[]>;

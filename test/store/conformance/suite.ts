@@ -11,6 +11,7 @@ import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
+import { defineLostAnswers } from './lost-answers.conformance.ts';
 import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
@@ -24,6 +25,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
   describe(`store conformance on ${backend.name}`, () => {
     defineTransitions(backend);
     defineGuards(backend);
+    defineLostAnswers(backend);
     defineReaper(backend);
     defineOperator(backend);
     defineReads(backend);
