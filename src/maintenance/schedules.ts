@@ -1,7 +1,7 @@
 /**
  * schedulesOnce: enqueue each due occurrence of every unpaused schedule,
- * exactly once however many passes run at once (the occurrence's idempotency
- * key, src/db/store/schedules.ts).
+ * exactly once however many passes run at once (one job per schedule and
+ * occurrence time, held by a unique index: src/db/store/schedules.ts).
  *
  * Missed occurrences (nothing ran the pass for a while, or the server was
  * down): only the latest one that is due is enqueued, once; the earlier ones

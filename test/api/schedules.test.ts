@@ -65,7 +65,7 @@ describe('schedules through the API and the maintenance pass', () => {
     t.close();
   });
   const create = (body: Record<string, unknown>) => t.post(`${api}/schedules`, body);
-  const jobs = async (queue: string) => (await t.get(`${api}/jobs?queue=${queue}&order=asc`)).json.jobs as { id: string; payload: unknown; idempotencyKey: string; priority: number }[];
+  const jobs = async (queue: string) => (await t.get(`${api}/jobs?queue=${queue}&order=asc`)).json.jobs as { id: string; payload: unknown; schedule: string; occurrenceAt: string; priority: number }[];
 
   test('an hourly schedule enqueues each occurrence once, with its payload and options; a second pass adds nothing', async () => {
     const res = await create({ name: 'report', queue: 'reports', cron: '0 * * * *', payload: { kind: 'hourly' }, jobOptions: { priority: 7 } });
@@ -80,7 +80,7 @@ describe('schedules through the API and the maintenance pass', () => {
     const [listed] = await jobs('reports');
     // Lists carry summaries; the job itself has the payload.
     const job = (await t.get(`${api}/jobs/${listed!.id}`)).json.job;
-    expect(job).toMatchObject({ payload: { kind: 'hourly' }, priority: 7, idempotencyKey: 'schedule:report:2030-01-01T10:00:00.000Z' });
+    expect(job).toMatchObject({ payload: { kind: 'hourly' }, priority: 7, schedule: 'report', occurrenceAt: '2030-01-01T10:00:00.000Z', idempotencyKey: null });
     const shown = (await t.get(`${api}/schedules/report`)).json.schedule;
     expect(shown).toMatchObject({ lastRunAt: '2030-01-01T10:00:00.000Z', lastJobId: job!.id, nextRunAt: '2030-01-01T11:00:00.000Z' });
     // The reaper pass runs the service too, and says so.
@@ -95,7 +95,7 @@ describe('schedules through the API and the maintenance pass', () => {
     const report = await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
     expect(report).toMatchObject({ enqueued: 1, missedSkipped: 10 });
     const list = await jobs('ticks');
-    expect(list.map((j) => j.idempotencyKey)).toEqual(['schedule:tick:2030-01-01T10:10:30.000Z']);
+    expect(list.map((j) => [j.schedule, j.occurrenceAt])).toEqual([['tick', '2030-01-01T10:10:30.000Z']]);
     expect((await t.get(`${api}/schedules/tick`)).json.schedule.nextRunAt).toBe('2030-01-01T10:11:30.000Z');
   });
 
@@ -112,7 +112,7 @@ describe('schedules through the API and the maintenance pass', () => {
     } finally {
       other.close();
     }
-    const keys = (await jobs('q')).map((j) => j.idempotencyKey);
+    const keys = (await jobs('q')).map((j) => j.occurrenceAt);
     expect(keys).toHaveLength(5);
     expect(new Set(keys).size).toBe(5);
   });
