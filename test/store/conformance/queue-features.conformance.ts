@@ -90,7 +90,7 @@ export function defineQueueFeatures(backend: StoreBackend) {
         expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 0 });
         for (let i = 1; i <= 3; i++) {
           clock.set(T0 + i * 60_000 + 5_000);
-          expect(await schedulesOnce(store, clock.now(), CONFIG)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
+          expect(await schedulesOnce(store, clock.now(), CONFIG)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, missedCountCapped: false, errors: [] });
           expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
         }
         expect(await keys()).toEqual([1, 2, 3].map((i) => `tick@${T0 + i * 60_000}`));
