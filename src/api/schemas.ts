@@ -77,6 +77,8 @@ export const JobSchema = fields<Job>(
     fencingToken: integer('grows by one per claim'),
     idempotencyKey: nullable(string()),
     uniqueWhile: { type: 'string', enum: [...UNIQUE_WHILE], description: "how long the key deduplicates: while a job enqueued with it is kept ('retained'), or while one is pending or running ('active')" },
+    schedule: nullable(string('the schedule that enqueued this job; null: a client enqueued it')),
+    occurrenceAt: nullable({ ...time, description: "the schedule's occurrence this job runs (one job per occurrence)" }),
     availableAt: time,
     createdAt: time,
     updatedAt: time,

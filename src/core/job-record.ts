@@ -34,6 +34,9 @@ export interface JobRecord {
   lock_token: string | null;
   idempotency_key: string | null;
   unique_while: UniqueWhile;
+  /** A schedule's occurrence job: its schedule and occurrence time (both null otherwise). */
+  schedule_name: string | null;
+  occurrence_at: number | null;
   dedup_count: number;
   last_error: string | null;
   progress: string | null;
@@ -64,6 +67,8 @@ export function toJob(r: JobRecord): Job {
     fencingToken: r.lease_epoch,
     idempotencyKey: r.idempotency_key,
     uniqueWhile: r.unique_while,
+    schedule: r.schedule_name,
+    occurrenceAt: iso(r.occurrence_at),
     availableAt: iso(r.available_at)!,
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,

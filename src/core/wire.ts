@@ -31,6 +31,9 @@ export interface Job {
   idempotencyKey: string | null;
   /** How long the key deduplicates: 'retained' or 'active'. */
   uniqueWhile: UniqueWhile;
+  /** The schedule that enqueued the job (null: a client did), and the occurrence it runs. */
+  schedule: string | null;
+  occurrenceAt: string | null;
   availableAt: string;
   createdAt: string;
   updatedAt: string;

@@ -498,6 +498,14 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         <dd>{j.lease_epoch}</dd>
         <dt>Idempotency key</dt>
         <dd>{j.idempotency_key ?? '—'}</dd>
+        {j.schedule_name !== null && (
+          <>
+            <dt>Schedule</dt>
+            <dd>
+              {j.schedule_name} · occurrence {fmtTime(j.occurrence_at)}
+            </dd>
+          </>
+        )}
         <dt>Available</dt>
         <dd>{fmtTime(j.available_at)}</dd>
         <dt>Created</dt>

@@ -82,6 +82,11 @@ export const jobs = sqliteTable(
     // Who enqueued the job (the API's actor; NULL: open mode or in-process):
     // the timeline's derived `enqueued` entry (drizzle/0015), which has no event row.
     enqueuedBy: text('enqueued_by'),
+    // Set on a schedule's occurrence job only (drizzle/0021): which schedule,
+    // and the occurrence it runs. Occurrences are deduplicated here, never by
+    // idempotency key: the key space belongs to the clients that enqueue.
+    scheduleName: text('schedule_name'),
+    occurrenceAt: integer('occurrence_at'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -103,6 +108,7 @@ export const jobs = sqliteTable(
     check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
     check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
     check('jobs_unique_while_known', sql`${t.uniqueWhile} IN ('retained', 'active')`),
+    check('jobs_occurrence_iff_schedule', sql`(${t.scheduleName} IS NULL) = (${t.occurrenceAt} IS NULL)`),
     // The claim: pending jobs of one queue in claim order.
     index('jobs_claim_idx')
       .on(t.queueName, sql`${t.priority} DESC`, t.availableAt, t.id)
@@ -130,6 +136,8 @@ export const jobs = sqliteTable(
       .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
     // Finding jobs by key, whatever their mode and status.
     index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
+    // One job per schedule occurrence, for as long as it is kept (drizzle/0021).
+    uniqueIndex('jobs_schedule_occurrence_idx').on(t.scheduleName, t.occurrenceAt).where(sql`${t.scheduleName} IS NOT NULL`),
   ],
 );
 

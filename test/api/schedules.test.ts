@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { latestDueOccurrence, nextOccurrence, nextOccurrences, scheduleSpecProblem } from '../../src/core/schedule.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
-import { schedulesOnce } from '../../src/maintenance/schedules.ts';
+import { MISSED_COUNT_STEPS_PER_PASS, schedulesOnce } from '../../src/maintenance/schedules.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
@@ -65,7 +65,7 @@ describe('schedules through the API and the maintenance pass', () => {
     t.close();
   });
   const create = (body: Record<string, unknown>) => t.post(`${api}/schedules`, body);
-  const jobs = async (queue: string) => (await t.get(`${api}/jobs?queue=${queue}&order=asc`)).json.jobs as { id: string; payload: unknown; idempotencyKey: string; priority: number }[];
+  const jobs = async (queue: string) => (await t.get(`${api}/jobs?queue=${queue}&order=asc`)).json.jobs as { id: string; payload: unknown; schedule: string; occurrenceAt: string; priority: number }[];
 
   test('an hourly schedule enqueues each occurrence once, with its payload and options; a second pass adds nothing', async () => {
     const res = await create({ name: 'report', queue: 'reports', cron: '0 * * * *', payload: { kind: 'hourly' }, jobOptions: { priority: 7 } });
@@ -75,12 +75,12 @@ describe('schedules through the API and the maintenance pass', () => {
 
     expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0 });
     t.clock.set(utc('2030-01-01T10:00:05Z'));
-    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, errors: [] });
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 0, missedCountCapped: false, errors: [] });
     expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 0, alreadyEnqueued: 0 });
     const [listed] = await jobs('reports');
     // Lists carry summaries; the job itself has the payload.
     const job = (await t.get(`${api}/jobs/${listed!.id}`)).json.job;
-    expect(job).toMatchObject({ payload: { kind: 'hourly' }, priority: 7, idempotencyKey: 'schedule:report:2030-01-01T10:00:00.000Z' });
+    expect(job).toMatchObject({ payload: { kind: 'hourly' }, priority: 7, schedule: 'report', occurrenceAt: '2030-01-01T10:00:00.000Z', idempotencyKey: null });
     const shown = (await t.get(`${api}/schedules/report`)).json.schedule;
     expect(shown).toMatchObject({ lastRunAt: '2030-01-01T10:00:00.000Z', lastJobId: job!.id, nextRunAt: '2030-01-01T11:00:00.000Z' });
     // The reaper pass runs the service too, and says so.
@@ -95,8 +95,35 @@ describe('schedules through the API and the maintenance pass', () => {
     const report = await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
     expect(report).toMatchObject({ enqueued: 1, missedSkipped: 10 });
     const list = await jobs('ticks');
-    expect(list.map((j) => j.idempotencyKey)).toEqual(['schedule:tick:2030-01-01T10:10:30.000Z']);
+    expect(list.map((j) => [j.schedule, j.occurrenceAt])).toEqual([['tick', '2030-01-01T10:10:30.000Z']]);
     expect((await t.get(`${api}/schedules/tick`)).json.schedule.nextRunAt).toBe('2030-01-01T10:11:30.000Z');
+  });
+
+  test('an every-second schedule after a day-long gap: one catch-up job, the 86,399 skipped counted exactly (by arithmetic)', async () => {
+    await create({ name: 'sec', queue: 'secs', cron: '* * * * * *' });
+    const start = t.clock.now();
+    t.clock.set(start + 24 * 3600_000 + 500);
+    const report = await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
+    expect(report).toEqual({ enqueued: 1, alreadyEnqueued: 0, missedSkipped: 86_399, missedCountCapped: false, errors: [] });
+    const latest = new Date(start + 24 * 3600_000).toISOString();
+    expect((await jobs('secs')).map((j) => j.occurrenceAt)).toEqual([latest]);
+    expect((await t.get(`${api}/schedules/sec`)).json.schedule).toMatchObject({ lastRunAt: latest, nextRunAt: new Date(start + 24 * 3600_000 + 1000).toISOString() });
+  });
+
+  test('an expression that is not a fixed period is counted one occurrence at a time, within the pass bound: past it the count says "at least"', async () => {
+    // Every 7 seconds within each minute (0, 7, ..., 56): 9 a minute, 12,960 a day.
+    await create({ name: 'odd', queue: 'odd', cron: '*/7 * * * * *' });
+    await create({ name: 'weekday', queue: 'weekday', cron: '0 9 * * MON-FRI', timeZone: 'Europe/Berlin' });
+    t.clock.set(t.clock.now() + 24 * 3600_000);
+    const report = await schedulesOnce(createStore(t.db), t.clock.now(), t.config);
+    expect(report).toMatchObject({ enqueued: 2, missedCountCapped: true, errors: [] });
+    expect(report.missedSkipped).toBeGreaterThanOrEqual(MISSED_COUNT_STEPS_PER_PASS);
+    expect(report.missedSkipped).toBeLessThan(12_960);
+    expect(await jobs('odd')).toHaveLength(1);
+    expect(await jobs('weekday')).toHaveLength(1);
+    // A short gap is counted exactly.
+    t.clock.set(t.clock.now() + 60_000);
+    expect(await schedulesOnce(createStore(t.db), t.clock.now(), t.config)).toMatchObject({ enqueued: 1, missedSkipped: 8, missedCountCapped: false });
   });
 
   test('two passes at once, on two connections to one database, make one job per occurrence', async () => {
@@ -112,7 +139,7 @@ describe('schedules through the API and the maintenance pass', () => {
     } finally {
       other.close();
     }
-    const keys = (await jobs('q')).map((j) => j.idempotencyKey);
+    const keys = (await jobs('q')).map((j) => j.occurrenceAt);
     expect(keys).toHaveLength(5);
     expect(new Set(keys).size).toBe(5);
   });

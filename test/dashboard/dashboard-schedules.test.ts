@@ -28,6 +28,8 @@ test('lists schedules with next runs, last run and a link to the job that run en
   const [job] = (await t.get('/api/v1/jobs?queue=reports')).json.jobs;
   html = await page();
   expect(html).toMatch(new RegExp(`<tr id="schedule-hourly">.*2030-01-01 10:00:00Z</td><td><a href="/dashboard/jobs/${job.id}">#${job.id}</a>`, 's'));
+  // The job's page names the schedule and the occurrence it runs.
+  expect(await (await t.app.request(`/dashboard/jobs/${job.id}`)).text()).toMatch(/<dt>Schedule<\/dt><dd>hourly · occurrence 2030-01-01 10:00:00Z<\/dd>/);
   // The nav leads there.
   expect(await (await t.app.request('/dashboard')).text()).toContain('href="/dashboard/schedules"');
 });

@@ -52,8 +52,8 @@ export interface EnqueueParams {
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
 export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, idempotency_key, dedup_count`;
 
-/** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012). */
-const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
+/** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012; a schedule's occurrence, drizzle/0021). */
+export const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
         last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at`;
 
 export interface Enqueued {
@@ -130,6 +130,27 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
   return out;
 }
 
+/**
+ * The first statement of an enqueue's batch: a new queue only while there are
+ * fewer than maxQueues (counted only when the queue is new: CASE evaluates
+ * lazily). The jobs that follow go only into a queue that exists, so past the
+ * cap they insert nothing.
+ */
+export function queueInsertWithinCap(db: Db, queue: string, now: SQL, maxQueues: number | undefined) {
+  return db.run(sql`INSERT INTO queues (name, created_at, updated_at) SELECT ${queue}, ${now}, ${now}
+      WHERE CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue}) THEN 0 ELSE ${maxQueues === undefined ? sql`1` : sql`(SELECT count(*) FROM queues) < ${maxQueues}`} END
+      ON CONFLICT (name) DO NOTHING`);
+}
+
+/** The refusal when a new queue would pass the cap (nothing was stored). */
+export function queueCapReached(queue: string, maxQueues: number | undefined) {
+  return new LeaseholdError(
+    'conflict',
+    `there is no queue named ${JSON.stringify(queue)} and leasehold already has ${maxQueues} queues (LEASEHOLD_MAX_QUEUES): enqueue to an existing queue, or raise the limit; nothing was stored`,
+    'queue',
+  );
+}
+
 /** One batch: the queue (within the cap), then the jobs, all or none. */
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   const now = nowSql(p.now);
@@ -138,11 +159,7 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
-    // A new queue only while there are fewer than maxQueues (counted only when
-    // the queue is new: CASE evaluates lazily); jobs only into a queue that exists.
-    db.run(sql`INSERT INTO queues (name, created_at, updated_at) SELECT ${p.queue}, ${now}, ${now}
-      WHERE CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) THEN 0 ELSE ${p.maxQueues === undefined ? sql`1` : sql`(SELECT count(*) FROM queues) < ${p.maxQueues}`} END
-      ON CONFLICT (name) DO NOTHING`),
+    queueInsertWithinCap(db, p.queue, now, p.maxQueues),
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
@@ -158,13 +175,7 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
       DO UPDATE SET ${dedupHit}
       RETURNING ${p.columns ?? sql`*`}`),
   ]);
-  if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) {
-    throw new LeaseholdError(
-      'conflict',
-      `there is no queue named ${JSON.stringify(p.queue)} and leasehold already has ${p.maxQueues} queues (LEASEHOLD_MAX_QUEUES): enqueue to an existing queue, or raise the limit; nothing was stored`,
-      'queue',
-    );
-  }
+  if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) throw queueCapReached(p.queue, p.maxQueues);
   // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
   return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0 }));
 }

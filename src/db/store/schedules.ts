@@ -2,18 +2,25 @@
  * Schedules (recurring jobs): create, read, change, delete, and the two steps
  * of firing an occurrence.
  *
- * Firing is: enqueue the occurrence's job with the idempotency key
- * schedule:<name>:<occurrence ISO time> (jobsInsert: a second pass, or a
- * pass on another server, gets the same job back), then move next_run_at on,
- * guarded by the next_run_at the pass read. No row back from the move: another
- * pass moved it first, and its job is the same job.
+ * Firing is: insert the occurrence's job, marked with its schedule and
+ * occurrence time (schedule_name, occurrence_at), which a unique index keeps
+ * to one job per occurrence (drizzle/0021): a second pass, or a pass on
+ * another server, gets the same job back. Then next_run_at moves on, guarded
+ * by the next_run_at the pass read. No row back from the move: another pass
+ * moved it first, and its job is the same job.
+ *
+ * An occurrence job has no idempotency key. Keys belong to the clients that
+ * enqueue: no key a client sends can name an occurrence (before, the key
+ * schedule:<name>:<time> could be enqueued first and the pass took that job
+ * for its own), and no occurrence can swallow a client's enqueue.
  */
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
-import { nowSql } from '../sql.ts';
-import { jobsInsert, type Enqueued } from './enqueue.ts';
+import { nowSql, queueSettingSql } from '../sql.ts';
+import { dedupHit, queueCapReached, queueInsertWithinCap, type Enqueued } from './enqueue.ts';
+import type { JobRecord } from './record.ts';
 
 export interface ScheduleRecord {
   name: string;
@@ -88,24 +95,33 @@ export async function schedulesDue(db: Db, p: { now: number; limit: number }): P
   return db.all<ScheduleRecord>(sql`SELECT * FROM schedules WHERE paused = 0 AND next_run_at <= ${p.now} ORDER BY next_run_at LIMIT ${p.limit}`);
 }
 
-/** The idempotency key of one occurrence's job: the same on every server. */
-export const occurrenceKey = (name: string, occurrence: number) => `schedule:${name}:${new Date(occurrence).toISOString()}`;
-
-/** Step 1: the occurrence's job (or the one an earlier pass made for it). */
+/**
+ * Step 1: the occurrence's job (or the one an earlier pass made for it). One
+ * batch, as an enqueue: the queue within the cap, then the job, which
+ * conflicts only on (schedule_name, occurrence_at). A repeat counts as a
+ * dedup hit on the existing job, as a repeated enqueue does.
+ */
 export async function scheduleEnqueueOccurrence(
   db: Db,
   p: { schedule: ScheduleRecord; occurrence: number; now: Now; defaults: QueueDefaults; maxQueues?: number },
 ): Promise<Enqueued> {
-  const options = JSON.parse(p.schedule.job_options) as ScheduleJobOptions;
-  const [enqueued] = await jobsInsert(db, {
-    queue: p.schedule.queue_name,
-    jobs: [{ payload: JSON.parse(p.schedule.payload), idempotencyKey: occurrenceKey(p.schedule.name, p.occurrence), ...options }],
-    actor: `schedule:${p.schedule.name}`,
-    now: p.now,
-    defaults: p.defaults,
-    ...(p.maxQueues === undefined ? {} : { maxQueues: p.maxQueues }),
-  });
-  return enqueued!;
+  const s = p.schedule;
+  const options = JSON.parse(s.job_options) as ScheduleJobOptions;
+  const now = nowSql(p.now);
+  const actor = `schedule:${s.name}`;
+  const maxAttempts = options.maxAttempts ?? queueSettingSql('max_attempts', sql`${s.queue_name}`, p.defaults.maxAttempts);
+  const [, inserted] = await db.batch([
+    queueInsertWithinCap(db, s.queue_name, now, p.maxQueues),
+    db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now})
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, timeout_ms, schedule_name, occurrence_at, last_event_actor, enqueued_by, created_at, updated_at)
+      SELECT ${s.queue_name}, ${s.payload}, ${options.priority ?? 0}, ${maxAttempts}, now, ${options.timeoutMs ?? null}, ${s.name}, ${p.occurrence}, ${actor}, ${actor}, now, now
+      FROM clock WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${s.queue_name})
+      ON CONFLICT (schedule_name, occurrence_at) WHERE schedule_name IS NOT NULL DO UPDATE SET ${dedupHit}
+      RETURNING *`),
+  ]);
+  const [job] = inserted as JobRecord[];
+  if (!job) throw queueCapReached(s.queue_name, p.maxQueues);
+  return { job, deduplicated: job.dedup_count > 0 };
 }
 
 /** Step 2: next_run_at moves on, only if it is still what the pass read. False: another pass moved it. */
