@@ -15,6 +15,7 @@
  * than lease + grace without a successful heartbeat) runs it twice; the old
  * worker's writes are then refused by its lock token.
  */
+import { redactUrl } from './redact.ts';
 import { checkTokens } from './tokens.ts';
 
 export interface QueueDefaults {
@@ -276,7 +277,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
     err('workerAliveMs', `must be at least the heartbeat interval (${c.heartbeatMs} ms), or every worker looks dead between beats`);
   }
   if (!/^(file:|libsql:|https?:|wss?:)/.test(c.databaseUrl)) {
-    err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
+    err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(redactUrl(c.databaseUrl))}`);
   }
   if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
   if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);

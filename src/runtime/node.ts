@@ -11,7 +11,7 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { limitedCreateServer } from './node-http.ts';
 import { publicAssets } from './public-assets.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
-import { redactUrl } from '../core/redact.ts';
+import { redactUrl, redactUrls } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import type { Logger } from '../core/log.ts';
@@ -39,7 +39,7 @@ export async function openDatabase(config: Config, options: { migrate?: boolean 
     const verb = config.databaseUrl.startsWith('file:') ? 'open' : 'reach';
     // A SQLite fault (not a database, damaged, locked) is said in words, not as a driver code.
     const why = storageFault(err)?.message ?? rootMessage(err);
-    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${why.replace(/\/\/[^@/\s]*@/g, '//***@')}`, { cause: err });
+    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${redactUrls(why)}`, { cause: err });
   }
 }
 
