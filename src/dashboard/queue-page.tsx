@@ -87,7 +87,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
       );
     }
     // Audited like the API's PATCH, with the form's one-time token claimed in the same batch.
-    const also = alongside(c, { action: 'queue.settings', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    const also = alongside(c, { action: 'queue.settings', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config);
     if (!(await once(store, () => store.queueUpsertSettings({ queue: q.name, patch, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/queues/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });

@@ -126,7 +126,7 @@ export function dashboardRoutes(deps: AppDeps) {
     if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: log in from this dashboard's own page.`} />, 403);
     const form = await c.req.parseBody();
     const next = safeLocal(form.next, '/dashboard');
-    const client = clientAddress(c, trustProxy);
+    const client = clientAddress(c, config);
     const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
     try {
       throttle.check(client);
@@ -201,7 +201,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
-    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
+    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, config);
     if (!(await once(store, () => store.sessionRevoke({ sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
@@ -410,7 +410,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const operatorAction: OperatorAction = force ? 'requeue' : (action as OperatorAction);
     const auditAction = force ? 'job.force_requeue' : (`job.${operatorAction}` as const);
     // The store names the job's queue and its status after the action in the entry (read in the same batch).
-    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, trustProxy);
+    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, config);
     const p = { id, actor, reason, now: clock.now(), also };
     if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
     // The rule the API and the CLI keep too: a forced requeue needs a reason.
