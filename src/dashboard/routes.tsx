@@ -58,6 +58,8 @@ const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
 /** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
 const OPEN_OPERATOR = 'open dashboard (no login)';
+/** Failed logins from one client within this long of its entry add to that entry's count. */
+const FAILED_LOGIN_WINDOW_MS = 60_000;
 
 const page = htmlDocument;
 
@@ -143,7 +145,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
     if (!login) {
       throttle.failed(client);
-      await store.auditInsert({ by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
+      // Folded per client and minute: a flood of guesses is one entry with a count, not a row each.
+      await store.auditLoginFailed({ by: { ...by, role: 'none' }, reason: 'the token is not valid', windowMs: FAILED_LOGIN_WINDOW_MS, now: clock.now() });
       return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
     }
     throttle.succeeded(client);
