@@ -4,10 +4,10 @@
  * Real server and CLI processes over a real database file.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, symlinkSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { afterEach, beforeEach, expect, test, vi } from 'vitest';
 import { databaseClock } from '../../src/core/clock.ts';
 import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -115,6 +115,34 @@ test('backup refuses to overwrite a file, a missing database and the database it
   expect(missing.stderr).toMatch(/no database file at .*typo\.db/);
   const self = await cli(['backup', live, '--force', '--database-url', `file:${live}`]);
   expect(self.stderr).toMatch(/must not be the database itself/);
+});
+
+test('a backup has the database file\'s mode, and is created exclusively: nothing at a predictable name is written through', async () => {
+  const live = join(dir, 'live.db');
+  expect((await cli(['migrate', '--database-url', `file:${live}`])).code).toBe(0);
+  chmodSync(live, 0o600);
+  const target = join(dir, 'copy.db');
+  // Run in this process, so the name a pid-based partial file would take is known, and planted.
+  const stolen = join(dir, 'elsewhere.db');
+  symlinkSync(stolen, `${target}.partial-${process.pid}`);
+  const { backupCommand } = await import('../../src/cli/backup.ts');
+  const { defaultConfig } = await import('../../src/core/config.ts');
+  const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+  try {
+    expect(await backupCommand(defaultConfig({ databaseUrl: `file:${live}` }), new Map(), target)).toBe(0);
+  } finally {
+    log.mockRestore();
+  }
+  expect(statSync(target).mode & 0o777).toBe(0o600);
+  expect(existsSync(stolen)).toBe(false);
+  // Beside the copy only the planted link is left: no partial file, no -wal or -shm of the copy.
+  expect(readdirSync(dir).filter((name) => name.startsWith('copy.db')).sort()).toEqual(['copy.db', `copy.db.partial-${process.pid}`]);
+
+  // A wider source gives a copy no wider than it (and the umask may narrow it).
+  chmodSync(live, 0o640);
+  const second = join(dir, 'second.db');
+  expect((await cli(['backup', second, '--database-url', `file:${live}`])).code).toBe(0);
+  expect(statSync(second).mode & 0o777 & ~0o640).toBe(0);
 });
 
 test('doctor reports a healthy database as ok, and in JSON', async () => {
