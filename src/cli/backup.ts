@@ -37,7 +37,7 @@ export async function backupCommand(config: Config, flags: Map<string, string | 
     import('../db/doctor.ts'),
     import('../runtime/libsql.ts'),
   ]);
-  const opened = await openDatabase(config, { migrate: false });
+  const opened = await openDatabase(config, { readOnly: true });
   try {
     // VACUUM INTO fills an empty file it finds, keeping its mode; 'wx' (O_CREAT | O_EXCL) refuses a name already taken, a dangling symlink too.
     closeSync(openSync(partial, 'wx', statSync(source).mode & 0o777));
@@ -51,7 +51,7 @@ export async function backupCommand(config: Config, flags: Map<string, string | 
     opened.close();
   }
   // Check the copy before it takes FILE's name.
-  const copy = await openLibsql(`file:${partial}`);
+  const copy = await openLibsql(`file:${partial}`, undefined, { readOnly: true });
   let problems: string[];
   try {
     problems = await integrityProblems(copy.db, { full: false, limit: 5 });

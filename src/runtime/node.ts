@@ -24,15 +24,20 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta
 export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 
 /**
- * Opens and migrates the database (`migrate: false` for tools that only look: doctor, backup). Failing to open or reach it is one
- * StartupError line naming the (redacted) URL and the real cause, not a
- * driver's wrapped query error.
+ * Opens and migrates the database. Tools that only look (doctor, backup) pass
+ * `readOnly: true`: no migration, an embedded file opened read-only (its
+ * journal mode untouched), and one `SELECT 1` so that a server that cannot be
+ * reached fails here. Failing to open or reach it is one StartupError line
+ * naming the (redacted) URL and the real cause, not a driver's wrapped query
+ * error.
  */
-export async function openDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<OpenedDb> {
+export async function openDatabase(config: Config, options: { readOnly?: boolean } = {}): Promise<OpenedDb> {
   let opened: OpenedDb | undefined;
   try {
-    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
-    if (options.migrate !== false) await migrateLibsql(opened, MIGRATIONS_DIR);
+    const readOnly = options.readOnly === true;
+    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, readOnly });
+    if (readOnly) await opened.client.execute('SELECT 1');
+    else await migrateLibsql(opened, MIGRATIONS_DIR);
     return opened;
   } catch (err) {
     opened?.close();

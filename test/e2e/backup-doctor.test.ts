@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, stat
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import Database from 'libsql';
 import { databaseClock } from '../../src/core/clock.ts';
 import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -197,4 +198,37 @@ test('doctor fails on a damaged database and on one migrated by a newer leasehol
   expect(unopenable.status).toBe(1);
   expect(unopenable.stdout, unopenable.stderr).toMatch(/^fail\s+integrity\s+(cannot be opened: the database file is damaged|\d+ problem)/m);
   expect(unopenable.stderr).toBe('');
+});
+
+test('doctor and backup only read: a rollback-journal database stays in its journal mode', async () => {
+  const live = join(dir, 'live.db');
+  expect((await cli(['migrate', '--database-url', `file:${live}`])).code).toBe(0);
+  const journalMode = () => {
+    const db = new Database(live);
+    try {
+      return (db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
+    } finally {
+      db.close();
+    }
+  };
+  const raw = new Database(live);
+  raw.exec('PRAGMA journal_mode = DELETE');
+  raw.close();
+  expect(journalMode()).toBe('delete');
+
+  const doctor = await cli(['doctor', '--database-url', `file:${live}`]);
+  expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
+  expect(journalMode()).toBe('delete');
+  expect((await cli(['backup', join(dir, 'copy.db'), '--database-url', `file:${live}`])).code).toBe(0);
+  expect(journalMode()).toBe('delete');
+  expect(existsSync(`${live}-wal`)).toBe(false);
+});
+
+test('doctor on a libSQL server it cannot reach: one line naming it, exit 1, no stack trace', async () => {
+  // Nothing listens on port 1.
+  const res = await cli(['doctor', '--database-url', 'libsql://127.0.0.1:1?authToken=not-printed']);
+  expect(res.code).toBe(1);
+  expect(res.stderr.trim().split('\n')).toHaveLength(1);
+  expect(res.stderr).toMatch(/^leasehold: cannot reach the database at libsql:\/\/127\.0\.0\.1:1\?authToken=\*\*\*: /);
+  expect(res.stderr + res.stdout).not.toMatch(/\n\s+at |not-printed/);
 });
