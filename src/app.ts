@@ -41,7 +41,7 @@ export function createApp(appDeps: AppInput) {
   const app = new Hono();
 
   // Outermost, so every answer (refusals by the guards below too) gets its line and its x-request-id.
-  app.use('*', requestLog(log));
+  app.use('*', requestLog(log, config));
   // Then: nothing else may build a URL from a bad Host, and in open mode
   // only loopback names are served (src/api/web-guards.ts).
   app.use('*', hostGuard(config));

@@ -5,12 +5,11 @@
  * tokens existed). The token's own name is always kept as the credential.
  */
 import type { Context } from 'hono';
-import type { Config } from '../core/config.ts';
 import { DEFAULT_TOKEN_NAME } from '../core/tokens.ts';
 import type { AuditActor } from '../db/store/audit.ts';
-import { clientAddress } from './throttle.ts';
+import { clientAddress, type ProxyTrust } from './throttle.ts';
 
-export function apiActor(c: Context, config: Pick<Config, 'trustProxy'>, bodyActor?: string): AuditActor {
+export function apiActor(c: Context, config: ProxyTrust, bodyActor?: string): AuditActor {
   const p = c.get('principal');
   const tokenActor = !p || p.name === DEFAULT_TOKEN_NAME ? (p?.role ?? 'admin') : p.name;
   return {
@@ -18,6 +17,6 @@ export function apiActor(c: Context, config: Pick<Config, 'trustProxy'>, bodyAct
     role: p?.role ?? 'admin',
     credential: p?.name ?? null,
     source: 'api',
-    client: clientAddress(c, config.trustProxy === 'true') || null,
+    client: clientAddress(c, config) || null,
   };
 }

@@ -13,7 +13,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { matchToken, roleTokens, sameSecret, type NamedToken, type TokenRole } from '../core/tokens.ts';
-import { clientAddress, type AuthThrottle } from './throttle.ts';
+import { clientAddress, type AuthThrottle, type ProxyTrust } from './throttle.ts';
 
 export { sameSecret };
 
@@ -47,7 +47,7 @@ const ROLE_TOKENS: Record<Role, TokenRole[]> = {
 const TOKEN_NAMES: Record<TokenRole, string> = { worker: 'worker', admin: 'admin', readonly: 'read-only' };
 
 /** `throttle`: wrong tokens back a client off (src/api/throttle.ts). */
-export function requireRole(role: Role, config: TokenConfig & Pick<Config, 'trustProxy'>, throttle?: AuthThrottle): MiddlewareHandler {
+export function requireRole(role: Role, config: TokenConfig & ProxyTrust, throttle?: AuthThrottle): MiddlewareHandler {
   const own = roleToken(role, config);
   const tokens = roleTokens(config);
   const accepted: NamedToken[] = ROLE_TOKENS[role].flatMap((r) => tokens[r]);
@@ -55,7 +55,7 @@ export function requireRole(role: Role, config: TokenConfig & Pick<Config, 'trus
   const needs = ROLE_TOKENS[role].filter((r) => tokens[r].length > 0).map((r) => TOKEN_NAMES[r]).join(' or ');
   return async function authorize(c, next) {
     if (own) {
-      const client = throttle ? clientAddress(c, config.trustProxy === 'true') : '';
+      const client = throttle ? clientAddress(c, config) : '';
       throttle?.check(client);
       const header = c.req.header('authorization') ?? '';
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);

@@ -2,6 +2,7 @@
  * One log record per request, written when the answer is ready: requestId,
  * method, route (the matched pattern such as /api/v1/jobs/:id, so lines group
  * by endpoint and no id or token in a path is copied), status, durationMs,
+ * the client's address (as the login back-off sees it: src/api/throttle.ts),
  * and jobId / queue where the call names them. A refused call also carries
  * the error code it was answered with.
  *
@@ -15,6 +16,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { LogFields, Logger, LogLevel } from '../core/log.ts';
+import { clientAddress, type ProxyTrust } from './throttle.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -35,7 +37,7 @@ export function logField(c: Context, fields: LogFields): void {
   Object.assign(c.get('logFields') ?? {}, fields);
 }
 
-export function requestLog(log: Logger, now: () => number = () => performance.now()): MiddlewareHandler {
+export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = () => performance.now()): MiddlewareHandler {
   return async function logRequest(c, next) {
     const started = now();
     const incoming = c.req.header(REQUEST_ID_HEADER);
@@ -59,6 +61,7 @@ export function requestLog(log: Logger, now: () => number = () => performance.no
       ...(route ? { route } : { path: c.req.path.slice(0, 200) }),
       status,
       durationMs: Math.round((now() - started) * 10) / 10,
+      client: clientAddress(c, proxy),
       ...(id !== undefined && route?.includes('/jobs/:id') ? { jobId: id } : {}),
       ...(queue !== undefined ? { queue } : {}),
       ...extra,

@@ -56,7 +56,7 @@ const AuditEntrySchema = fields<AuditEntryWire>({
   jobId: nullable(string()),
   target: string('what was acted on, for people'),
   before: anyJson('the fields the change set, as they were (null where not recorded)'),
-  after: anyJson('the fields the change set, as they became; a bulk run: its filter and how many jobs changed'),
+  after: anyJson('the fields the change set, as they became; a bulk run: its filter and how many jobs changed; login_failed: attempts from this client within a minute of the entry, and lastAt'),
   reason: nullable(string()),
   client: nullable(string('the client address, where known')),
 });

@@ -9,9 +9,11 @@
  * Loopback clients are not backed off: they are on the server's own machine
  * (and one misconfigured local worker must not lock out the others). Behind a
  * reverse proxy on the same machine every client looks like loopback, so set
- * LEASEHOLD_TRUST_PROXY=true there to back off per real client.
+ * LEASEHOLD_TRUST_PROXY=true there to back off per real client (and
+ * LEASEHOLD_TRUST_PROXY_HOPS to the number of proxies in front).
  */
 import type { Context } from 'hono';
+import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
 
 const FREE_FAILURES = 5;
@@ -68,14 +70,23 @@ export class AuthThrottle {
   }
 }
 
+/** What decides whether X-Forwarded-For is believed, and how much of it. */
+export type ProxyTrust = Pick<Config, 'trustProxy' | 'trustProxyHops'>;
+
 /**
  * The client's address, as well as the runtime tells it: the socket's peer on
- * Node; `X-Forwarded-For` only when a proxy in front is trusted
- * (LEASEHOLD_TRUST_PROXY); Cloudflare's `CF-Connecting-IP` on Workers.
+ * Node, Deno and Bun; Cloudflare's `CF-Connecting-IP` on Workers. Behind a
+ * proxy we were told to trust (LEASEHOLD_TRUST_PROXY), the address that proxy
+ * saw: X-Forwarded-For is a list each proxy appends its own client to, so
+ * only its right-most LEASEHOLD_TRUST_PROXY_HOPS entries were written by
+ * proxies we run, and the entry those hops name is the client's. Everything
+ * left of it is whatever the client sent: `X-Forwarded-For: 127.0.0.1`
+ * through nginx arrives as `127.0.0.1, <real address>`, and is the real one.
+ * With fewer entries than hops, the left-most (the request skipped a proxy).
  */
-export function clientAddress(c: Context, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
+export function clientAddress(c: Context, proxy: ProxyTrust): string {
+  if (proxy.trustProxy === 'true') {
+    const forwarded = forwardedClient(c.req.header('x-forwarded-for'), proxy.trustProxyHops);
     if (forwarded) return forwarded;
   }
   const env = c.env as RuntimeEnv | undefined;
@@ -84,6 +95,18 @@ export function clientAddress(c: Context, trustProxy: boolean): string {
   if (peer) return peer;
   return c.req.header('cf-connecting-ip') ?? UNKNOWN_CLIENT;
 }
+
+/** The entry `hops` from the right of an X-Forwarded-For list (several headers arrive joined by commas). */
+function forwardedClient(header: string | undefined, hops: number): string | undefined {
+  if (!header) return undefined;
+  const entries = header.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entry = entries[Math.max(0, entries.length - hops)];
+  // An address is short; anything longer was not written by a proxy.
+  return entry === undefined ? undefined : entry.slice(0, MAX_ADDRESS_LENGTH);
+}
+
+/** An IPv6 address with a zone and a port fits; the audit and the throttle keep no more. */
+const MAX_ADDRESS_LENGTH = 64;
 
 interface RuntimeEnv {
   incoming?: { socket?: { remoteAddress?: string } };

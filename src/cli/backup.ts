@@ -2,8 +2,15 @@
  * `leasehold backup FILE`: a consistent copy of the embedded database while
  * the server keeps serving (src/db/backup.ts), written beside FILE and renamed
  * into place only when complete and checked, so FILE is never half a backup.
+ *
+ * The copy holds everything the database does, so it is no easier to read:
+ * it is created with the database file's own mode (a 0600 database gives a
+ * 0600 backup; the umask may narrow it, nothing widens it), and created
+ * exclusively under a random name, so nothing already at that name (a file,
+ * a symlink planted to point elsewhere) is written through.
  */
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../core/config.ts';
 import { redactUrl } from '../core/redact.ts';
@@ -22,7 +29,7 @@ export async function backupCommand(config: Config, flags: Map<string, string | 
   const file = resolve(target);
   if (file === resolve(source)) throw new UsageError('the backup file must not be the database itself');
   if (existsSync(file) && !flags.has('--force')) throw new UsageError(`${file} exists: choose another name or pass --force`);
-  const partial = `${file}.partial-${process.pid}`;
+  const partial = `${file}.partial-${randomBytes(8).toString('hex')}`;
 
   const [{ openDatabase }, { backupInto }, { integrityProblems }, { openLibsql }] = await Promise.all([
     import('../runtime/node.ts'),
@@ -30,17 +37,21 @@ export async function backupCommand(config: Config, flags: Map<string, string | 
     import('../db/doctor.ts'),
     import('../runtime/libsql.ts'),
   ]);
-  const opened = await openDatabase(config, { migrate: false });
+  const opened = await openDatabase(config, { readOnly: true });
   try {
-    await backupInto(opened.db, partial);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    throw err;
+    // VACUUM INTO fills an empty file it finds, keeping its mode; 'wx' (O_CREAT | O_EXCL) refuses a name already taken, a dangling symlink too.
+    closeSync(openSync(partial, 'wx', statSync(source).mode & 0o777));
+    try {
+      await backupInto(opened.db, partial);
+    } catch (err) {
+      rmSync(partial, { force: true });
+      throw err;
+    }
   } finally {
     opened.close();
   }
   // Check the copy before it takes FILE's name.
-  const copy = await openLibsql(`file:${partial}`);
+  const copy = await openLibsql(`file:${partial}`, undefined, { readOnly: true });
   let problems: string[];
   try {
     problems = await integrityProblems(copy.db, { full: false, limit: 5 });

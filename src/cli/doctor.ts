@@ -2,8 +2,10 @@
  * `leasehold doctor`: one readable report on a database and the settings it
  * runs with: integrity, migration state, settings that break the lease rules
  * (server and per queue), leases that look stuck, and the database's size and
- * WAL size. Read-only: it applies no migration and changes nothing. Exit 1
- * when a check fails, 0 otherwise (warnings included).
+ * WAL size. Read-only: it applies no migration and changes nothing (an
+ * embedded file is opened read-only, so its journal mode stays as it was).
+ * Exit 1 when a check fails, 0 otherwise (warnings included); a database it
+ * cannot open or reach is one line and exit 1.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,7 +40,7 @@ export async function doctorCommand(config: Config, flags: Map<string, string | 
   const report: Record<string, unknown> = { database: redactUrl(config.databaseUrl), checks };
   let opened: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    opened = await openDatabase(config, { migrate: false });
+    opened = await openDatabase(config, { readOnly: true });
   } catch (err) {
     // A file too damaged to open (its schema pages) is the integrity check's finding.
     const fault = storageFault(err);

@@ -49,7 +49,7 @@ function usingDatabase(command: string, config: Config) {
 function givenServer(command: string, config: Config, flags: Map<string, string | true>, token = config.adminToken) {
   const url = urlGiven(flags);
   if (url === undefined) return undefined;
-  console.error(`leasehold ${command}: server ${url}`);
+  console.error(`leasehold ${command}: server ${redactUrl(url)}`);
   return serverApi(url, token);
 }
 
@@ -80,7 +80,7 @@ const COMMANDS: Record<string, Command> = {
       const { openDatabase } = await import('../runtime/node.ts');
       const opened = await openDatabase(config);
       opened.close();
-      console.log(`leasehold: migrations applied to ${config.databaseUrl}`);
+      console.log(`leasehold: migrations applied to ${redactUrl(config.databaseUrl)}`);
       return 0;
     },
   },

@@ -5,6 +5,7 @@
  */
 import type { Config } from '../core/config.ts';
 import { LeaseholdApiError, LeaseholdNetworkError } from '../client/errors.ts';
+import { redactUrl } from '../core/redact.ts';
 
 export { LeaseholdApiError, LeaseholdNetworkError };
 
@@ -25,7 +26,7 @@ export function urlGiven(flags: Map<string, string | true>, env: Record<string, 
 export function operatorServer(command: string, config: Config, flags: Map<string, string | true>): ServerApi {
   const given = urlGiven(flags);
   if (given) {
-    console.error(`leasehold ${command}: server ${given}`);
+    console.error(`leasehold ${command}: server ${redactUrl(given)}`);
     return serverApi(given, config.adminToken);
   }
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
@@ -60,14 +61,14 @@ export function serverApi(url: string, token: string | undefined, timeoutMs = 30
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new LeaseholdNetworkError(`cannot reach the server at ${base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      throw new LeaseholdNetworkError(`cannot reach the server at ${redactUrl(base)}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
     }
     const text = await res.text();
     let json: any;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new LeaseholdNetworkError(`the server at ${base} answered ${res.status} without JSON to ${method} ${path}: ${text.slice(0, 120)}`);
+      throw new LeaseholdNetworkError(`the server at ${redactUrl(base)} answered ${res.status} without JSON to ${method} ${path}: ${text.slice(0, 120)}`);
     }
     if (res.ok) return json as T;
     const e = json?.error ?? {};

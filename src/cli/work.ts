@@ -368,7 +368,7 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   const logger: Logger = { info: line, warn: line, error: line };
   const worker = createShellWorker({ transport, queue, command, args, concurrency, leaseMs, outputBytes, logger });
   worker.start();
-  console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${url ? url : redactUrl(config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
+  console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${redactUrl(url || config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
 
   // A refused token stops the worker (the SDK logged why): the command fails instead of retrying forever.
   worker.on('stopped', (e) => {

@@ -15,6 +15,7 @@
  * than lease + grace without a successful heartbeat) runs it twice; the old
  * worker's writes are then refused by its lock token.
  */
+import { redactUrl } from './redact.ts';
 import { checkTokens } from './tokens.ts';
 
 export interface QueueDefaults {
@@ -69,6 +70,12 @@ export interface Config extends QueueDefaults {
   auditRetentionMs: number;
   /** 'true': a proxy in front is trusted for X-Forwarded-For and X-Forwarded-Proto. */
   trustProxy: 'true' | 'false';
+  /**
+   * How many proxies we run stand in front (with trustProxy): the client is
+   * the X-Forwarded-For entry this many from the right, since only those
+   * entries were appended by our proxies; what a client sent sits left of it.
+   */
+  trustProxyHops: number;
   reaperIntervalMs: number;
   /** A worker seen (claim, heartbeat, liveness beat) this recently counts as alive. */
   workerAliveMs: number;
@@ -163,7 +170,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'adminTokens', env: 'LEASEHOLD_ADMIN_TOKENS', flag: '--admin-tokens', kind: 'secret', default: undefined, help: 'more admin tokens, name:token,name2:token2 (rotation; each name shows in the audit)' },
   { key: 'workerTokens', env: 'LEASEHOLD_WORKER_TOKENS', flag: '--worker-tokens', kind: 'secret', default: undefined, help: 'more worker tokens, name:token,name2:token2' },
   { key: 'readonlyTokens', env: 'LEASEHOLD_READONLY_TOKENS', flag: '--readonly-tokens', kind: 'secret', default: undefined, help: 'more read-only tokens, name:token,name2:token2' },
-  { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: the client address (for login back-off) from X-Forwarded-For, HTTPS (Secure cookie) from X-Forwarded-Proto' },
+  { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: the client address (login back-off, audit, request log) from X-Forwarded-For, HTTPS (Secure cookie) from X-Forwarded-Proto' },
+  { key: 'trustProxyHops', env: 'LEASEHOLD_TRUST_PROXY_HOPS', flag: '--trust-proxy-hops', kind: 'int', default: 1, help: 'with LEASEHOLD_TRUST_PROXY: how many proxies you run in front, each appending to X-Forwarded-For; the client is that many entries from the right (entries further left are what the client sent, never trusted)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
   { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
@@ -312,7 +320,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
     err('workerAliveMs', `must be at least the heartbeat interval (${c.heartbeatMs} ms), or every worker looks dead between beats`);
   }
   if (!/^(file:|libsql:|https?:|wss?:)/.test(c.databaseUrl)) {
-    err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(c.databaseUrl)}`);
+    err('databaseUrl', `must start with file:, libsql://, http:// or https://, got ${JSON.stringify(redactUrl(c.databaseUrl))}`);
   }
   if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
   if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);

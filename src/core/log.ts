@@ -13,6 +13,7 @@
  *   const log = createLogger({ level: 'info', sink: (r) => lines.push(r) });
  *   log.warn('reaper took a job back', { jobId: '42', queue: 'email', reason: 'lease_expired' });
  */
+import { redactUrls } from './redact.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -108,7 +109,7 @@ function redactValue(value: unknown, depth: number): unknown {
 
 /** Masks bearer tokens and URL credentials inside free text (an error message that quotes a header or a URL). */
 export function redactText(text: string): string {
-  return text.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]').replace(/\/\/[^@/\s"]*@/g, '//***@');
+  return redactUrls(text.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]'));
 }
 
 /** An error as log fields: its name and message, its cause's, and its stack. */

@@ -6,26 +6,26 @@
 import type { Context } from 'hono';
 import type { AuditActor, AuditEntry, Alongside } from '../db/store/audit.ts';
 import type { JobStore } from '../db/store/port.ts';
-import { clientAddress } from '../api/throttle.ts';
+import { clientAddress, type ProxyTrust } from '../api/throttle.ts';
 import type { DashboardEnv } from './page.tsx';
 import type { Session } from './session.ts';
 
 /** The actor of job events and audit entries for a session: the operator's own name. */
-export function sessionActor(c: Context, session: Session, trustProxy: boolean): AuditActor {
+export function sessionActor(c: Context, session: Session, proxy: ProxyTrust): AuditActor {
   return {
     actor: session.name,
     role: session.role,
     credential: session.tok === 'open' ? null : session.tok,
     source: 'dashboard',
-    client: clientAddress(c, trustProxy) || null,
+    client: clientAddress(c, proxy) || null,
   };
 }
 
 /** The form token (the store claims it first in the action's batch) and the audit entry, for a store call. */
-export function alongside(c: Context<DashboardEnv>, audit: Omit<AuditEntry, 'by'> & { by?: AuditActor }, trustProxy: boolean): Alongside {
+export function alongside(c: Context<DashboardEnv>, audit: Omit<AuditEntry, 'by'> & { by?: AuditActor }, proxy: ProxyTrust): Alongside {
   return {
     formNonce: c.get('formNonce'),
-    audit: { ...audit, by: audit.by ?? sessionActor(c, c.get('session'), trustProxy) },
+    audit: { ...audit, by: audit.by ?? sessionActor(c, c.get('session'), proxy) },
   };
 }
 

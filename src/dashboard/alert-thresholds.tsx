@@ -77,7 +77,7 @@ export function registerAlertThresholdRoutes(app: Hono<Env>, deps: AppDeps) {
         400,
       );
     }
-    const also = alongside(c, { action: 'queue.alert_thresholds', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    const also = alongside(c, { action: 'queue.alert_thresholds', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config);
     if (!(await once(store, () => store.queueSetAlertThresholds({ queue: q.name, thresholds, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/alerts/thresholds/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });

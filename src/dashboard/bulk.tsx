@@ -207,7 +207,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const actor = session.name;
     const limit = Math.min(expected, cap());
     const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
-    const also = alongside(c, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config.trustProxy === 'true');
+    const also = alongside(c, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config);
     const ran = await once(store, () => store.jobsBulkAct({ ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
     if (!ran) return alreadySubmitted(c);
     const ids = ran.value;

@@ -13,6 +13,7 @@ import { maxRunningField, rateLimitField } from '../api/admin-routes.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import { hasToken } from '../core/tokens.ts';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
@@ -25,7 +26,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   const { store, config, clock } = deps;
   const path = '/dashboard/queues/:queue';
   const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
-    layoutPage(c, { title, nav: 'overview', loggedIn: !!config.adminToken }, children, status);
+    layoutPage(c, { title, nav: 'overview', loggedIn: hasToken(config, 'admin') }, children, status);
 
   /** The queue, if the name is valid and the queue exists. */
   const queueOf = async (c: Context<Env>) => {
@@ -87,7 +88,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
       );
     }
     // Audited like the API's PATCH, with the form's one-time token claimed in the same batch.
-    const also = alongside(c, { action: 'queue.settings', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config.trustProxy === 'true');
+    const also = alongside(c, { action: 'queue.settings', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config);
     if (!(await once(store, () => store.queueUpsertSettings({ queue: q.name, patch, now: clock.now(), also })))) return alreadySubmitted(c);
     return c.redirect(`/dashboard/queues/${encodeURIComponent(q.name)}?notice=saved`, 303);
   });

@@ -63,6 +63,8 @@ const PAGE_SIZE = 50;
 const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
 /** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
 const OPEN_OPERATOR = 'open dashboard (no login)';
+/** Failed logins from one client within this long of its entry add to that entry's count. */
+const FAILED_LOGIN_WINDOW_MS = 60_000;
 
 const page = htmlDocument;
 
@@ -137,7 +139,7 @@ export function dashboardRoutes(deps: AppDeps) {
     if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: log in from this dashboard's own page.`} />, 403);
     const form = await c.req.parseBody();
     const next = safeLocal(form.next, '/dashboard');
-    const client = clientAddress(c, trustProxy);
+    const client = clientAddress(c, config);
     const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
     try {
       throttle.check(client);
@@ -154,7 +156,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
     if (!login) {
       throttle.failed(client);
-      await store.auditInsert({ by: { ...by, role: 'none' }, action: 'login_failed', target: 'dashboard', reason: 'the token is not valid', now: clock.now() });
+      // Folded per client and minute: a flood of guesses is one entry with a count, not a row each.
+      await store.auditLoginFailed({ by: { ...by, role: 'none' }, reason: 'the token is not valid', windowMs: FAILED_LOGIN_WINDOW_MS, now: clock.now() });
       return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
     }
     throttle.succeeded(client);
@@ -214,7 +217,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
-    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, trustProxy);
+    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, config);
     if (!(await once(store, () => store.sessionRevoke({ sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
     deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
     return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
@@ -425,7 +428,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const operatorAction: OperatorAction = force ? 'requeue' : (action as OperatorAction);
     const auditAction = force ? 'job.force_requeue' : (`job.${operatorAction}` as const);
     // The store names the job's queue and its status after the action in the entry (read in the same batch).
-    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, trustProxy);
+    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, config);
     const p = { id, actor, reason, now: clock.now(), also };
     if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
     // The rule the API and the CLI keep too: a forced requeue needs a reason.

@@ -6,6 +6,7 @@
 import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { nextOccurrences } from '../core/schedule.ts';
+import { hasToken } from '../core/tokens.ts';
 import type { ScheduleRecord } from '../db/store/schedules.ts';
 import { specOf } from '../maintenance/schedules.ts';
 import { fmtTime } from './format.ts';
@@ -14,7 +15,7 @@ import { layoutPage, type DashboardEnv } from './page.tsx';
 export function registerSchedulesPage(app: Hono<DashboardEnv>, deps: AppDeps) {
   const { store, config } = deps;
   app.get('/dashboard/schedules', async (c: Context<DashboardEnv>) =>
-    layoutPage(c, { title: 'Schedules', nav: 'schedules', loggedIn: !!config.adminToken }, <SchedulesTable schedules={await store.schedulesList()} />),
+    layoutPage(c, { title: 'Schedules', nav: 'schedules', loggedIn: hasToken(config, 'admin') }, <SchedulesTable schedules={await store.schedulesList()} />),
   );
 }
 

@@ -10,8 +10,17 @@
  *
  * It covers what our two callers send (a string URL, a method, plain
  * headers, a string body, an abort signal) and answers a real Response.
- * Anything else, and any redirect, goes to the global fetch, so a caller
- * never sees a difference but the time.
+ * Anything else goes to the global fetch, so a caller never sees a
+ * difference but the time.
+ *
+ * Redirects: a GET or HEAD answered with one is sent again through the
+ * global fetch, which follows it (a read may be sent twice). Any other
+ * method is sent once, and its redirect is the answer (status and Location,
+ * as `redirect: 'manual'` gives): following it would send the call again,
+ * and an enqueue or a completion must not be made twice behind the caller's
+ * back. Our API never redirects a call; a proxy or a wrong URL that does is
+ * for the caller to see. `redirect: 'manual'` answers every redirect as is,
+ * `redirect: 'error'` fails on one.
  */
 
 type NodeHttp = typeof import('node:http');
@@ -111,5 +120,8 @@ export const sdkFetch: typeof fetch = async (input, init = {}) => {
   if (!sender) return globalThis.fetch(input, init);
   signal?.throwIfAborted();
   const res = await send(sender, url, init, body ?? undefined, signal, true);
-  return REDIRECT.has(res.status) && res.headers.has('location') ? globalThis.fetch(input, init) : res;
+  if (!REDIRECT.has(res.status) || !res.headers.has('location')) return res;
+  const method = (init.method ?? 'GET').toUpperCase();
+  if (init.redirect === 'error') throw new TypeError(`fetch failed: ${method} ${url.origin}${url.pathname} was redirected (${res.status}) and redirect is 'error'`);
+  return init.redirect !== 'manual' && SAFE_TO_REPEAT.has(method) ? globalThis.fetch(input, init) : res;
 };

@@ -31,6 +31,12 @@ export interface EmbeddedOptions {
    */
   synchronous?: Synchronous;
   busyTimeoutMs?: number;
+  /**
+   * Open the file read-only (SQLite's `mode=ro`): every write is refused, and
+   * the journal mode is left as it is, for tools that only look (doctor,
+   * backup). Without it the connection switches the file to WAL.
+   */
+  readOnly?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -75,9 +81,11 @@ const CACHE_LIMIT = 500;
 
 export function createEmbeddedClient(options: EmbeddedOptions): Client {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
-  const db = new Database(options.path, { timeout: busyTimeoutMs });
-  db.exec('PRAGMA journal_mode = WAL');
-  db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  const db = new Database(options.readOnly ? readOnlyUri(options.path) : options.path, { timeout: busyTimeoutMs });
+  if (!options.readOnly) {
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  }
   db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
   const cache = new Map<string, Cached>();
   let closed = false;
@@ -172,6 +180,11 @@ export function createEmbeddedClient(options: EmbeddedOptions): Client {
     },
   };
   return client as unknown as Client;
+}
+
+/** A path as a SQLite URI opened read-only (`?` and `#` in the path escaped, so they stay part of it). */
+function readOnlyUri(path: string): string {
+  return `file:${encodeURIComponent(path).replace(/%2F/g, '/')}?mode=ro`;
 }
 
 function result(columns: string[], rows: Row[], rowsAffected: number, lastInsertRowid: bigint | undefined): ResultSet {

@@ -19,9 +19,10 @@ export interface OpenedDb {
 
 /**
  * A `file:` URL opens the embedded client (one connection, cached statements,
- * WAL); any other URL (libsql://, http(s)://) goes to @libsql/client.
+ * WAL; `readOnly`: neither writes nor changes the journal mode); any other
+ * URL (libsql://, http(s)://) goes to @libsql/client.
  */
-export async function openLibsql(url: string, authToken?: string, options: { synchronous?: Synchronous; busyTimeoutMs?: number } = {}): Promise<OpenedDb> {
+export async function openLibsql(url: string, authToken?: string, options: { synchronous?: Synchronous; busyTimeoutMs?: number; readOnly?: boolean } = {}): Promise<OpenedDb> {
   let client: Client;
   if (url.startsWith('file:')) {
     checkDatabaseFile(filePath(url));

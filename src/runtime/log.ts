@@ -9,14 +9,22 @@ import { createLogger, type LogFields, type Logger, type LogLevel, type LogRecor
 
 export type LogFormat = 'auto' | 'json' | 'text';
 
+/** One JSON line. JSON.stringify escapes C0 controls; DEL, C1 and U+2028/2029 are escaped too (the same text once parsed). */
 export function formatJson(record: LogRecord): string {
-  return JSON.stringify(record, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  return escapeControls(JSON.stringify(record, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)));
 }
 
 /**
  * `22:10:02.123 INFO  GET /api/v1/jobs/:id 200 3ms requestId=... jobId=42`:
  * time of day (UTC), level, message, then the fields as key=value (strings
- * with spaces quoted, objects as JSON). A stack goes on the lines below.
+ * with spaces, quotes, `=` or backslashes quoted, objects as JSON). A stack
+ * goes on the lines below, indented.
+ *
+ * One record is one line: control characters anywhere in it (a newline in a
+ * 404's path, a worker id, an error message; ANSI escapes; C1 controls) are
+ * written as escapes (`\n`, `\u001b`), so nobody who can put text into a
+ * field can forge a line or repaint the operator's terminal (JSON lines
+ * likewise, formatJson).
  */
 export function formatText(record: LogRecord): string {
   const { time, level, msg, ...fields } = record;
@@ -25,18 +33,29 @@ export function formatText(record: LogRecord): string {
     if (key === 'error' && value && typeof value === 'object' && 'stack' in value) {
       const { stack: s, ...rest } = value as LogFields;
       stack = typeof s === 'string' ? s : undefined;
-      return `${key}=${JSON.stringify(rest)}`;
+      return `${escapeControls(key)}=${escapeControls(JSON.stringify(rest))}`;
     }
-    return `${key}=${textValue(value)}`;
+    return `${escapeControls(key)}=${textValue(value)}`;
   });
-  const line = [time.slice(11, 23), level.toUpperCase().padEnd(5), msg, ...pairs].join(' ');
-  return stack ? `${line}\n${stack.replace(/^/gm, '    ')}` : line;
+  const line = [time.slice(11, 23), level.toUpperCase().padEnd(5), escapeControls(msg), ...pairs].join(' ');
+  return stack ? `${line}\n${stack.split('\n').map((l) => `    ${escapeControls(l)}`).join('\n')}` : line;
 }
 
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators: never written raw. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeControls(text: string): string {
+  return text.replace(CONTROL, (ch) => SHORT_ESCAPES[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A value written bare only when it cannot be mistaken for anything else. */
+const BARE = /^[^\s"=\\\u0000-\u001f\u007f-\u009f]+$/;
+
 function textValue(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
-  if (typeof value === 'object' && value !== null) return JSON.stringify(value);
-  return String(value);
+  if (typeof value === 'string') return BARE.test(value) ? value : escapeControls(JSON.stringify(value));
+  if (typeof value === 'object' && value !== null) return escapeControls(JSON.stringify(value));
+  return escapeControls(String(value));
 }
 
 interface Stream {

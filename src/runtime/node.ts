@@ -11,7 +11,7 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { limitedCreateServer } from './node-http.ts';
 import { publicAssets } from './public-assets.ts';
 import { listening, serverUrl, summarize } from './reaper-timer.ts';
-import { redactUrl } from '../core/redact.ts';
+import { redactUrl, redactUrls } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import type { Logger } from '../core/log.ts';
@@ -24,22 +24,27 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta
 export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url));
 
 /**
- * Opens and migrates the database (`migrate: false` for tools that only look: doctor, backup). Failing to open or reach it is one
- * StartupError line naming the (redacted) URL and the real cause, not a
- * driver's wrapped query error.
+ * Opens and migrates the database. Tools that only look (doctor, backup) pass
+ * `readOnly: true`: no migration, an embedded file opened read-only (its
+ * journal mode untouched), and one `SELECT 1` so that a server that cannot be
+ * reached fails here. Failing to open or reach it is one StartupError line
+ * naming the (redacted) URL and the real cause, not a driver's wrapped query
+ * error.
  */
-export async function openDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<OpenedDb> {
+export async function openDatabase(config: Config, options: { readOnly?: boolean } = {}): Promise<OpenedDb> {
   let opened: OpenedDb | undefined;
   try {
-    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
-    if (options.migrate !== false) await migrateLibsql(opened, MIGRATIONS_DIR);
+    const readOnly = options.readOnly === true;
+    opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, readOnly });
+    if (readOnly) await opened.client.execute('SELECT 1');
+    else await migrateLibsql(opened, MIGRATIONS_DIR);
     return opened;
   } catch (err) {
     opened?.close();
     const verb = config.databaseUrl.startsWith('file:') ? 'open' : 'reach';
     // A SQLite fault (not a database, damaged, locked) is said in words, not as a driver code.
     const why = storageFault(err)?.message ?? rootMessage(err);
-    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${why.replace(/\/\/[^@/\s]*@/g, '//***@')}`, { cause: err });
+    throw new StartupError(`leasehold: cannot ${verb} the database at ${redactUrl(config.databaseUrl)}: ${redactUrls(why)}`, { cause: err });
   }
 }
 

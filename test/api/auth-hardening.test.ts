@@ -8,7 +8,8 @@ import { afterEach, expect, test } from 'vitest';
 import { silentLogger } from '../../src/core/log.ts';
 import { createApp } from '../../src/app.ts';
 import { AuthThrottle } from '../../src/api/throttle.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { recordingLogger, setup, type TestBed } from '../support/helpers.ts';
+import type { LogRecord } from '../../src/core/log.ts';
 
 const ADMIN = 'a'.repeat(24);
 const READONLY = 'r'.repeat(24);
@@ -111,6 +112,36 @@ test('wrong dashboard logins back the client off with 429, even for the right to
   expect((await login(app, ADMIN, from('10.0.0.2'))).res.status).toBe(303);
   now += 1_000;
   expect((await login(app, ADMIN, from('10.0.0.1'))).res.status).toBe(303);
+});
+
+test('behind a trusted proxy the client is the entry the proxy appended: a spoofed left part neither exempts nor renames it', async () => {
+  t = await setup({ adminToken: ADMIN, workerToken: WORKER, trustProxy: 'true' });
+  let now = 1_000_000;
+  const logs: LogRecord[] = [];
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: recordingLogger(logs), authThrottle: new AuthThrottle(() => now) });
+  // nginx's $proxy_add_x_forwarded_for: what the client sent, then the address nginx saw.
+  const via = (sent: string, real: string) => ({ 'x-forwarded-for': `${sent}, ${real}` });
+  for (let i = 0; i < 6; i++) expect((await login(app, 'wrong-token-xxxxxxxxxxxx', via('127.0.0.1', '203.0.113.7'))).res.status).toBe(401);
+  // A loopback first entry does not exempt the client, and a new one does not make a new client.
+  expect((await login(app, ADMIN, via('127.0.0.1', '203.0.113.7'))).res.status).toBe(429);
+  expect((await login(app, ADMIN, via('10.9.9.1', '203.0.113.7'))).res.status).toBe(429);
+  expect((await login(app, ADMIN, { 'x-forwarded-for': '::1, 10.0.0.1, 203.0.113.7' })).res.status).toBe(429);
+  expect((await app.request('/api/v1/jobs', { headers: { authorization: `Bearer ${ADMIN}`, ...via('::1', '203.0.113.7') } })).status).toBe(429);
+  // Another real client, whatever it sends first, is itself.
+  expect((await login(app, ADMIN, via('203.0.113.7', '203.0.113.8'))).res.status).toBe(303);
+  // The request log and the audit name the real address too.
+  expect(logs.filter((r) => r.status !== undefined).map((r) => r.client)).toEqual([...Array(10).fill('203.0.113.7'), '203.0.113.8']);
+  const pause = await app.request('/api/v1/queues/q/pause', { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...via('1.1.1.1', '203.0.113.8') }, body: '{}' });
+  expect(pause.status).toBe(200);
+  const audit = (await (await app.request('/api/v1/audit', { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { entries: { action: string; client: string }[] };
+  const clients = (action: string) => [...new Set(audit.entries.filter((e) => e.action === action).map((e) => e.client))];
+  expect([clients('queue.pause'), clients('login'), clients('login_failed')]).toEqual([['203.0.113.8'], ['203.0.113.8'], ['203.0.113.7']]);
+
+  // Two proxies in front: the second appends the first's address; the client is one further left.
+  const twoHops = createApp({ db: t.db, config: { ...t.config, trustProxyHops: 2 }, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
+  for (let i = 0; i < 6; i++) expect((await login(twoHops, 'wrong-token-xxxxxxxxxxxx', { 'x-forwarded-for': `127.0.0.${i}, 198.51.100.4, 10.0.0.2` })).res.status).toBe(401);
+  expect((await login(twoHops, ADMIN, { 'x-forwarded-for': '198.51.100.4, 10.0.0.2' })).res.status).toBe(429);
+  expect((await login(twoHops, ADMIN, { 'x-forwarded-for': '198.51.100.5, 10.0.0.2' })).res.status).toBe(303);
 });
 
 test('wrong bearer tokens back the client off with 429 and Retry-After; the delay doubles', async () => {

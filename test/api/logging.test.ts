@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig, ConfigError } from '../../src/core/config.ts';
 import { createLogger, type LogRecord } from '../../src/core/log.ts';
+import { createApp } from '../../src/app.ts';
 import { formatText, streamLogger } from '../../src/runtime/log.ts';
 import { makeReaperPass } from '../../src/runtime/reaper-timer.ts';
 import { recordingLogger, setup, type TestBed } from '../support/helpers.ts';
@@ -232,4 +233,32 @@ test("the worker SDK's logger gets structured fields (workerId always; error and
   const failed = calls.find((c) => c.message.startsWith('claim failed'))!;
   expect(failed.level).toBe('warn');
   expect(failed.fields).toMatchObject({ workerId: 'w-fields', error: expect.any(String), retryInMs: expect.any(Number) });
+});
+
+test('text logs escape control characters: a newline in a 404 path or a worker id, or an ANSI escape, cannot forge a line', async () => {
+  const written: string[] = [];
+  const text = streamLogger({ level: 'debug', format: 'text', stream: { isTTY: true, write: (s: string) => written.push(s) } });
+  const json = streamLogger({ level: 'debug', format: 'json', stream: { isTTY: false, write: (s: string) => written.push(s) } });
+  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: text });
+  const forged = '00:00:00.000 INFO  GET /api/v1/queues 200';
+  expect((await app.request(`/nothing%0a${forged.replaceAll(" ", "%20")}%0d%1b[2J%c2%9b`)).status).toBe(404);
+
+  const job = await t.enqueue('mail');
+  await t.claim('mail', `w1\n${forged}\u001b[31m`);
+  t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
+  await makeReaperPass(t.db, t.config, t.clock, text, false)();
+  json.warn(`from w1\n${forged}\u009b`, { workerId: `w1\u2028x` });
+
+  expect(written.length).toBeGreaterThanOrEqual(4);
+  for (const line of written) {
+    // One record, one line; no raw control character anywhere.
+    expect(line.indexOf('\n'), line).toBe(line.length - 1);
+    expect(line.slice(0, -1), line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/);
+  }
+  expect(written[0]).toContain('/nothing\\n00:00:00.000 INFO  GET /api/v1/queues 200\\r\\u001b[2J\\u009b 404');
+  const reap = written.find((l) => l.includes(`took job ${job.id} back`))!;
+  expect(reap).toContain('from w1\\n00:00:00.000 INFO');
+  expect(reap).toContain('workerId="w1\\n00:00:00.000 INFO  GET /api/v1/queues 200\\u001b[31m"');
+  // JSON lines parse back to the same text.
+  expect(JSON.parse(written.at(-1)!)).toMatchObject({ msg: `from w1\n${forged}\u009b`, workerId: 'w1\u2028x' });
 });

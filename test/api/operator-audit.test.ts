@@ -191,6 +191,36 @@ describe('the dashboard: named operators, every action audited, one-time forms',
     expect(entries[1]!.client).toBeTruthy();
   });
 
+  test('failed logins are folded per client and minute: 300 guesses from loopback are one entry with a count', async () => {
+    t = await setup(base);
+    const from = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
+    const guess = (address: string, name = 'Mallory', i = 0) =>
+      t.app.request('/dashboard/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ name: `${name} ${i}`, token: `wrong-${i}`.padEnd(24, 'x') }).toString(), redirect: 'manual' }, from(address));
+    // Loopback is never backed off, so each of these is checked and refused.
+    for (let i = 0; i < 300; i++) expect((await guess('127.0.0.1', 'Mallory', i)).status).toBe(401);
+    let failed = (await audit('?action=login_failed&limit=500')).entries;
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ actor: 'Mallory 0', role: 'none', client: '127.0.0.1', reason: 'the token is not valid', after: { attempts: 300, lastAt: new Date(t.clock.now()).toISOString() } });
+
+    // Another client has its own entry; a minute later the same client opens a new one.
+    expect((await guess('::1', 'Eve')).status).toBe(401);
+    t.clock.advance(60_000);
+    expect((await guess('127.0.0.1', 'Mallory', 300)).status).toBe(401);
+    failed = (await audit('?action=login_failed&limit=500')).entries;
+    expect(failed.map((e) => [e.client, e.after.attempts])).toEqual([
+      ['127.0.0.1', 1],
+      ['::1', 1],
+      ['127.0.0.1', 300],
+    ]);
+
+    // Off loopback the back-off still applies: past 5 free wrong tokens, 429 (and nothing more is written).
+    for (let i = 0; i < 6; i++) expect((await guess('10.0.0.7', 'Bob', i)).status).toBe(401);
+    for (let i = 0; i < 3; i++) expect((await guess('10.0.0.7', 'Bob', i)).status).toBe(429);
+    failed = (await audit('?action=login_failed&limit=500')).entries;
+    expect(failed[0]).toMatchObject({ client: '10.0.0.7', after: { attempts: 6 } });
+    expect(failed).toHaveLength(4);
+  });
+
   test("a dashboard cancel, bulk, thresholds and logout are recorded as the operator's name", async () => {
     t = await setup(base);
     const j = await t.post('/api/v1/queues/mail/jobs', { payload: 1 }, bearer(WORKER));

@@ -4,10 +4,11 @@
  * Real server and CLI processes over a real database file.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, symlinkSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import Database from 'libsql';
 import { databaseClock } from '../../src/core/clock.ts';
 import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -117,6 +118,34 @@ test('backup refuses to overwrite a file, a missing database and the database it
   expect(self.stderr).toMatch(/must not be the database itself/);
 });
 
+test('a backup has the database file\'s mode, and is created exclusively: nothing at a predictable name is written through', async () => {
+  const live = join(dir, 'live.db');
+  expect((await cli(['migrate', '--database-url', `file:${live}`])).code).toBe(0);
+  chmodSync(live, 0o600);
+  const target = join(dir, 'copy.db');
+  // Run in this process, so the name a pid-based partial file would take is known, and planted.
+  const stolen = join(dir, 'elsewhere.db');
+  symlinkSync(stolen, `${target}.partial-${process.pid}`);
+  const { backupCommand } = await import('../../src/cli/backup.ts');
+  const { defaultConfig } = await import('../../src/core/config.ts');
+  const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+  try {
+    expect(await backupCommand(defaultConfig({ databaseUrl: `file:${live}` }), new Map(), target)).toBe(0);
+  } finally {
+    log.mockRestore();
+  }
+  expect(statSync(target).mode & 0o777).toBe(0o600);
+  expect(existsSync(stolen)).toBe(false);
+  // Beside the copy only the planted link is left: no partial file, no -wal or -shm of the copy.
+  expect(readdirSync(dir).filter((name) => name.startsWith('copy.db')).sort()).toEqual(['copy.db', `copy.db.partial-${process.pid}`]);
+
+  // A wider source gives a copy no wider than it (and the umask may narrow it).
+  chmodSync(live, 0o640);
+  const second = join(dir, 'second.db');
+  expect((await cli(['backup', second, '--database-url', `file:${live}`])).code).toBe(0);
+  expect(statSync(second).mode & 0o777 & ~0o640).toBe(0);
+});
+
 test('doctor reports a healthy database as ok, and in JSON', async () => {
   const live = join(dir, 'live.db');
   expect((await cli(['migrate', '--database-url', `file:${live}`])).code).toBe(0);
@@ -169,4 +198,37 @@ test('doctor fails on a damaged database and on one migrated by a newer leasehol
   expect(unopenable.status).toBe(1);
   expect(unopenable.stdout, unopenable.stderr).toMatch(/^fail\s+integrity\s+(cannot be opened: the database file is damaged|\d+ problem)/m);
   expect(unopenable.stderr).toBe('');
+});
+
+test('doctor and backup only read: a rollback-journal database stays in its journal mode', async () => {
+  const live = join(dir, 'live.db');
+  expect((await cli(['migrate', '--database-url', `file:${live}`])).code).toBe(0);
+  const journalMode = () => {
+    const db = new Database(live);
+    try {
+      return (db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
+    } finally {
+      db.close();
+    }
+  };
+  const raw = new Database(live);
+  raw.exec('PRAGMA journal_mode = DELETE');
+  raw.close();
+  expect(journalMode()).toBe('delete');
+
+  const doctor = await cli(['doctor', '--database-url', `file:${live}`]);
+  expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
+  expect(journalMode()).toBe('delete');
+  expect((await cli(['backup', join(dir, 'copy.db'), '--database-url', `file:${live}`])).code).toBe(0);
+  expect(journalMode()).toBe('delete');
+  expect(existsSync(`${live}-wal`)).toBe(false);
+});
+
+test('doctor on a libSQL server it cannot reach: one line naming it, exit 1, no stack trace', async () => {
+  // Nothing listens on port 1.
+  const res = await cli(['doctor', '--database-url', 'libsql://127.0.0.1:1?authToken=not-printed']);
+  expect(res.code).toBe(1);
+  expect(res.stderr.trim().split('\n')).toHaveLength(1);
+  expect(res.stderr).toMatch(/^leasehold: cannot reach the database at libsql:\/\/127\.0\.0\.1:1\?authToken=\*\*\*: /);
+  expect(res.stderr + res.stdout).not.toMatch(/\n\s+at |not-printed/);
 });

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { startServerProcess } from '../support/process-helpers.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 let dir: string;
@@ -56,4 +57,27 @@ test('bad usage is a clear error, not a stack trace', () => {
   expect(res.status).toBe(2);
   expect(res.stderr).toContain('--queue is required');
   expect(run('frobnicate').status).toBe(2);
+});
+
+test('credentials in a database URL are never printed: migrate, serve\'s start line and its failure line', async () => {
+  const secret = 'sekrit-auth-token';
+  const migrate = run('migrate', '--database-url', `${db}?authToken=${secret}`);
+  expect(migrate.status).toBe(0);
+  expect(migrate.stdout).toContain('authToken=***');
+  expect(migrate.stdout + migrate.stderr).not.toContain(secret);
+
+  // Nothing listens on port 1: the start fails with one line naming the (masked) URL.
+  const unreachable = run('serve', '--port', '0', '--database-url', `libsql://ada:pass-${secret}@127.0.0.1:1?authToken=${secret}`);
+  expect(unreachable.status).toBe(1);
+  expect(unreachable.stderr).toContain('cannot reach the database at libsql://***@127.0.0.1:1?authToken=***');
+  expect(unreachable.stdout + unreachable.stderr).not.toContain(secret);
+
+  const server = await startServerProcess(['--database-url', `${db}?authToken=${secret}`]);
+  try {
+    expect(server.output()).toContain('authToken=***');
+    expect(server.output()).not.toContain(secret);
+  } finally {
+    server.child.kill('SIGKILL');
+    await server.exited;
+  }
 });

@@ -67,6 +67,37 @@ export function auditInsertIfChanged(db: Db, e: AuditEntry) {
   return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)} WHERE changes() > 0`);
 }
 
+/**
+ * A failed dashboard login, folded per client: the first failure from a
+ * client address opens an entry (`after`: `{"attempts": 1, "lastAt": ...}`),
+ * and each further failure from that address within `windowMs` of the
+ * entry's own time adds one to its count instead of a row, so a flood of
+ * guesses (from loopback, which the login back-off exempts, or anywhere)
+ * costs at most one row per client per window, however many names it types
+ * (the entry keeps the first). One batch: the UPDATE, then the INSERT only
+ * when the UPDATE found no open entry (changes() is 0).
+ *
+ * The open entry is looked up by time first (operator_audit_at_idx): only
+ * the last window's entries are read, never the whole history of one action.
+ */
+export async function auditLoginFailed(db: Db, p: { by: AuditActor; reason: string; windowMs: number; now: Now }): Promise<void> {
+  const now = nowSql(p.now);
+  // ISO time with milliseconds, by integer arithmetic (a float of epoch seconds can round the last digit).
+  const ms = sql`CAST(${now} AS INTEGER)`;
+  const lastAt = sql`strftime('%Y-%m-%dT%H:%M:%S', ${ms} / 1000, 'unixepoch') || printf('.%03dZ', ${ms} % 1000)`;
+  await db.batch([
+    db.run(sql`UPDATE operator_audit
+      SET after = json_set(coalesce(after, '{}'), '$.attempts', coalesce(json_extract(after, '$.attempts'), 1) + 1, '$.lastAt', ${lastAt})
+      WHERE id = (SELECT id FROM operator_audit INDEXED BY operator_audit_at_idx
+        WHERE at > ${now} - ${p.windowMs} AND action = 'login_failed' AND client IS ${p.by.client}
+        ORDER BY id DESC LIMIT 1)`),
+    db.run(sql`INSERT INTO operator_audit ${COLUMNS}
+      SELECT ${now}, ${p.by.actor}, ${p.by.role}, ${p.by.credential}, ${p.by.source}, 'login_failed', NULL, NULL, 'dashboard', NULL,
+        json_object('attempts', 1, 'lastAt', ${lastAt}), ${p.reason}, ${p.by.client}
+      WHERE changes() = 0`),
+  ]);
+}
+
 export interface AuditRecord {
   id: number;
   at: number;

@@ -28,7 +28,7 @@ import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts'
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
 import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
-import { auditInsert, auditList } from './audit.ts';
+import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
@@ -136,6 +136,7 @@ function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleSto
     auditInsert: async (p) => {
       await auditInsert(db, p);
     },
+    auditLoginFailed: (p) => auditLoginFailed(db, p),
     formNonceUsed: (p) => formNonceUsed(db, p.nonce),
     isFormNonceReplay: (p) => isFormNonceReplay(p.error),
   };

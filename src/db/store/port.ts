@@ -21,7 +21,7 @@ import type { Alert, AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { MinuteRow } from './activity.ts';
-import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
+import type { Alongside, AuditActor, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
 import type { ClaimParams, Claimed, NextClaimParams } from './claim.ts';
 import type { DashboardReads } from './dashboard-port.ts';
@@ -205,6 +205,8 @@ export interface MaintenanceServices {
  */
 export interface AuditAndFormWrites {
   auditInsert(p: AuditEntry): Promise<void>;
+  /** A failed login: one entry per client per `windowMs`, counting its attempts (store/audit, auditLoginFailed). */
+  auditLoginFailed(p: { by: AuditActor; reason: string; windowMs: number; now: Now }): Promise<void>;
   /** Whether a form token was used already (one primary-key lookup), to refuse a re-sent form before any work. */
   formNonceUsed(p: { nonce: string }): Promise<boolean>;
   /** Whether an error a write threw is a form token's second use (its claim's primary key), as this backend words it. */

@@ -39,6 +39,24 @@ export function defineAuditAndForms(backend: StoreBackend) {
       expect((await store.auditList({ limit: 10 })).entries.map((e) => e.action)).toEqual(['job.cancel']);
     });
 
+    test('failed logins: one entry per client per window, counting attempts; a new window or client opens another', async () => {
+      const { store } = t();
+      const by = (client: string | null): AuditActor => ({ actor: 'Mallory', role: 'none', credential: null, source: 'dashboard', client });
+      for (let i = 0; i < 3; i++) await store.auditLoginFailed({ by: by('10.0.0.9'), reason: 'bad token', windowMs: 60_000, now: T0 + i });
+      await store.auditLoginFailed({ by: by(null), reason: 'bad token', windowMs: 60_000, now: T0 + 3 });
+      await store.auditLoginFailed({ by: by(null), reason: 'bad token', windowMs: 60_000, now: T0 + 4 });
+      // Other entries in between do not split the count.
+      await store.auditInsert({ by: BY, action: 'login', target: 'dashboard', now: T0 + 5 });
+      await store.auditLoginFailed({ by: by('10.0.0.9'), reason: 'bad token', windowMs: 60_000, now: T0 + 59_999 });
+      await store.auditLoginFailed({ by: by('10.0.0.9'), reason: 'bad token', windowMs: 60_000, now: T0 + 60_000 });
+      const { entries } = await store.auditList({ action: 'login_failed', limit: 10 });
+      expect(entries.map((e) => [e.at, e.client, JSON.parse(e.after!), e.reason, e.target])).toEqual([
+        [T0 + 60_000, '10.0.0.9', { attempts: 1, lastAt: new Date(T0 + 60_000).toISOString() }, 'bad token', 'dashboard'],
+        [T0 + 3, null, { attempts: 2, lastAt: new Date(T0 + 4).toISOString() }, 'bad token', 'dashboard'],
+        [T0, '10.0.0.9', { attempts: 4, lastAt: new Date(T0 + 59_999).toISOString() }, 'bad token', 'dashboard'],
+      ]);
+    });
+
     test('a form token is claimed by its action: a second use changes nothing and is recognised', async () => {
       const { store } = t();
       const formNonce = { nonce: 'n-1', expiresAt: T0 + 3_600_000 };
