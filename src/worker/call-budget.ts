@@ -29,7 +29,9 @@ export const LAST_TRY_MS = 500;
 /** Runs `call` with a signal that aborts at local time `until` (at least `floorMs` from now); rejects with a TransportError then. */
 export function withinLeases<T>(w: Pick<Held, 'timers'>, until: number, what: string, call: (options: CallOptions) => Promise<T>, floorMs = 0): Promise<T> {
   const { timers } = w;
-  const ms = Math.max(floorMs, until - timers.now());
+  // Rounded up: a timer fires on a whole millisecond, and the call must not be
+  // given up while its leases are still there (a retry would then follow).
+  const ms = Math.ceil(Math.max(floorMs, until - timers.now()));
   const controller = new AbortController();
   let timer: unknown;
   const givenUp = new Promise<never>((_, reject) => {
