@@ -20,6 +20,9 @@
  *   is good until t + lease; the fence is a tenth of the lease before that).
  *   It aborts the handler with `lease_expired_locally` whatever the calls in
  *   flight are doing, before the reaper could hand the job to someone else.
+ *   A tick fences what is due too, before it renews: after a pause every
+ *   overdue timer fires at once, and the first of the keeper's to run tells
+ *   the handler.
  * - The server's answers: a refused renewal aborts the handler with
  *   `lease_lost`, or `deadline_exceeded` when the attempt ran out of time.
  * - The job's own deadline (timeoutMs) aborts it locally too.
@@ -103,7 +106,9 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
         Math.max(0, sentAt + job.timeoutMs - timers.now()),
       );
     }
-    armFence(r);
+    // A claim answered too late (its lease already past the fence by the
+    // local clock) is fenced now, so its handler is never started.
+    if (!fenceIfDue(r)) armFence(r);
     if (options.heartbeatMs === undefined && job.heartbeatIntervalMs < interval) {
       // The server asks for quicker beats than the timer is set for: re-arm it
       // now (the one timer, so still one loop).
@@ -124,16 +129,22 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     r.fenceTimer = timers.setTimeout(
       () => {
         if (w.active.get(r.job.id) !== r || r.controller.signal.aborted) return;
-        if (timers.now() < r.fenceAt) return armFence(r);
-        abortJob(
-          w,
-          r,
-          'lease_expired_locally',
-          `job ${r.job.id}: no renewal got through, and its lease runs out by the worker's clock in ${Math.max(0, Math.round(r.leaseValidUntil - timers.now()))} ms: stopped before the reaper may give it to another worker`,
-        );
+        if (!fenceIfDue(r)) armFence(r);
       },
       Math.max(0, r.fenceAt - timers.now()),
     );
+  }
+
+  /** Aborts the handler if its fence has passed; says whether it has. */
+  function fenceIfDue(r: Running): boolean {
+    if (timers.now() < r.fenceAt) return false;
+    abortJob(
+      w,
+      r,
+      'lease_expired_locally',
+      `job ${r.job.id}: no renewal got through, and its lease runs out by the worker's clock in ${Math.max(0, Math.round(r.leaseValidUntil - timers.now()))} ms: stopped before the reaper may give it to another worker`,
+    );
+    return true;
   }
 
   /** The lease rules (lease-rules.ts) for a lease the server granted, said once per lease and interval. */
@@ -194,6 +205,10 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       });
       w.emit('event_loop_blocked', { delayMs: lateBy, jobs: ids });
     }
+    // After a pause (SIGSTOP, a suspended VM) every overdue timer fires at
+    // once, in no order this code chooses: whichever of the keeper's runs
+    // first fences what is due, before it renews anything.
+    for (const r of jobs) if (!r.controller.signal.aborted) fenceIfDue(r);
     if (inFlight >= MAX_BEATS_IN_FLIGHT) {
       // Both calls in flight are stuck or slow: a third would only add to
       // them. Each gives up when its leases run out, and the fences stand.

@@ -178,6 +178,38 @@ describe('self-fencing by the lease, whatever the calls in flight do', () => {
   });
 });
 
+describe('a claim answered too late', () => {
+  test('a claim whose answer arrives after its lease is past the fence (counted from when it was sent) is not run: dropped unstarted', async () => {
+    const b = await bed();
+    let late = true;
+    const transport = httpTransport({
+      url: 'http://127.0.0.1',
+      fetch: (async (input: string, init?: RequestInit) => {
+        const res = await b.t.app.request(input, init);
+        // The server claimed at once; its answer takes longer than the lease's fence to come back.
+        if (late && new URL(input).pathname.endsWith('/claim')) {
+          const body = await res.text();
+          if (body.includes('lockToken')) {
+            late = false;
+            await new Promise((r) => b.timers.setTimeout(() => r(undefined), FENCE + 50));
+          }
+          return new Response(body, { status: res.status, headers: res.headers });
+        }
+        return res;
+      }) as typeof fetch,
+    });
+    await b.t.enqueue('q');
+    let ran = 0;
+    const abandoned: string[] = [];
+    const w = worker(b, { transport, handler: () => void ran++ });
+    w.on('abandoned', (e) => abandoned.push(e.reason));
+    await b.timers.advanceUntil('dropped', () => abandoned.length > 0, { stepMs: 10, maxMs: 10 * LEASE });
+    expect(abandoned).toEqual(['lease lost before it started']);
+    expect(ran).toBe(0);
+    expect(w.stats.leaseLost).toBe(1);
+  });
+});
+
 describe('no call waits longer than the leases it carries', () => {
   test('a renewal gives up when its leases are fenced, not at the request timeout, and the next tick goes out while it hangs (two in flight at most)', async () => {
     const b = await bed();
