@@ -30,6 +30,7 @@ import { VERSION } from './version.ts';
 import { storageFault } from './db/storage-fault.ts';
 import { EnqueuePartlyStored } from './db/store/enqueue.ts';
 import { AuthThrottle } from './api/throttle.ts';
+import { healthBody } from './api/health.ts';
 
 export type { AppDeps, AppInput } from './api/deps.ts';
 export { VERSION } from './version.ts';
@@ -73,13 +74,14 @@ export function createApp(appDeps: AppInput) {
   api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
   app.route('/api/v1', api);
 
-  app.get('/healthz', async (c) => {
-    const now = await deps.store.readNow();
-    return c.json({ ok: true, databaseTime: new Date(now).toISOString() });
-  });
+  // Serving and the database answers: 200. A late reaper is said in
+  // `maintenance` but does not fail the probe: restarting this process would
+  // not bring back another server's timer or a removed cron trigger, and a
+  // load balancer should keep routing to a server that answers.
+  app.get('/healthz', async (c) => c.json(await healthBody(deps)));
   // Scrapable with the read-only token: a Prometheus needs no admin power.
   app.get('/metrics', requireRole('reader', config), async (c) => {
-    const text = prometheusText(await deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }));
+    const text = prometheusText(await deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }), deps.config);
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

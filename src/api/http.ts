@@ -60,6 +60,17 @@ export const instanceIdField = str({
 });
 export const lockTokenField = str({ min: 1, max: 200, description: 'the lockToken returned by the claim' });
 
+/** A claim request's own id, chosen by the worker: opaque to the server, compared as it is. */
+export const CLAIM_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,100}$/;
+export const claimIdField = str({
+  min: 1,
+  max: 100,
+  pattern: CLAIM_ID_PATTERN,
+  patternHelp: 'must be 1-100 characters of letters, digits, _ . : -',
+  description:
+    'an id the worker chose for this claim request, new for each claim: sent again (because the answer was lost), the claim answers the jobs still running under it, with the same tokens and their leases renewed, and claims nothing more',
+});
+
 export function errorBody(err: LeaseholdError) {
   return { error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}), ...(err.details ?? {}) } };
 }

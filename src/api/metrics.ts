@@ -4,11 +4,14 @@
  * gauges; every known queue reports every per-queue series, 0 included.
  */
 import { evaluateAlerts } from '../core/alerts.ts';
+import type { Config } from '../core/config.ts';
+import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
 
-export function prometheusText(m: MetricsSnapshot): string {
+/** `config.reaperIntervalMs`: how often a pass is meant to run, for leasehold_maintenance_late (the default interval without it). */
+export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperIntervalMs'> = { reaperIntervalMs: 5_000 }): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, rows: [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
@@ -26,6 +29,20 @@ export function prometheusText(m: MetricsSnapshot): string {
     m.queues.flatMap((r) => Object.entries(r.counts).map(([status, n]) => [`{${q(r.queue)},status=${label(status)}}`, n] as [string, number])),
   );
   perQueue('leasehold_expired_leases', 'gauge', 'Running jobs whose lease has expired (zombie candidates).', (r) => r.running.expiredLeases);
+  // Read now from the database's clock, not counted by the reaper: it rises
+  // while no reaper runs (leasehold_maintenance_last_pass_timestamp_seconds).
+  perQueue(
+    'leasehold_expired_leases_past_grace',
+    'gauge',
+    "Running jobs whose lease + grace has passed, read now: the reaper's to take back (or to defer while the owner reports in).",
+    (r) => r.running.expiredPastGrace,
+  );
+  perQueue(
+    'leasehold_suspect_jobs',
+    'gauge',
+    "Running jobs with a live lease that have run longer than max(k x p99 runtime, lease) of their queue (the long_running threshold): a handler that may never return while its heartbeat runs.",
+    (r) => r.running.suspect.count,
+  );
   perQueue('leasehold_oldest_running_job_age_seconds', 'gauge', 'Age of the oldest running job (0 when none runs).', (r) => (r.running.oldestAgeMs ?? 0) / 1000);
   perQueue('leasehold_queue_rate_limited', 'gauge', "1 while the queue's rate limit holds claims back (this window's claims are spent), else 0.", (r) => (r.rateLimitedUntil === null ? 0 : 1));
   perQueue(
@@ -102,6 +119,28 @@ export function prometheusText(m: MetricsSnapshot): string {
   windowed('leasehold_duplicate_executions_recent', 'Duplicate executions in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.duplicateExecutions]));
   metric('leasehold_ready_jobs', 'gauge', 'Pending jobs due now (queue depth).', m.queues.map((r) => [`{${q(r.queue)}}`, r.ready]));
   metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
+  // The maintenance pass (reaper, schedules, retention, alerts) as the
+  // database last saw it complete: alerts are evaluated inside the pass, so
+  // a stopped reaper can only be seen from here (src/core/maintenance-watch.ts).
+  const pass = m.maintenance;
+  const verdict = snapshotMaintenanceVerdict(m, config.reaperIntervalMs);
+  metric('leasehold_maintenance_last_pass_timestamp_seconds', 'gauge', 'When the last maintenance (reaper) pass completed, Unix time in seconds, on the database clock; 0 when none was recorded.', [
+    ['', (pass.lastCompletedAt ?? 0) / 1000],
+  ]);
+  metric('leasehold_maintenance_last_pass_age_seconds', 'gauge', 'Seconds since the last maintenance pass completed, on the database clock (the same clock as the timestamp; -1 when none was recorded).', [
+    ['', verdict.ageMs === null ? -1 : verdict.ageMs / 1000],
+  ]);
+  metric('leasehold_maintenance_last_pass_duration_seconds', 'gauge', 'How long the last completed maintenance pass took (0 when none was recorded).', [
+    ['', pass.lastCompletedAt === null || pass.lastStartedAt === null ? 0 : (pass.lastCompletedAt - pass.lastStartedAt) / 1000],
+  ]);
+  metric('leasehold_maintenance_passes_total', 'counter', 'Maintenance passes completed, by every reaper on this database.', [['', pass.passes]]);
+  metric('leasehold_maintenance_interval_seconds', 'gauge', 'How often a maintenance pass is meant to run (LEASEHOLD_REAPER_INTERVAL_MS).', [['', config.reaperIntervalMs / 1000]]);
+  metric(
+    'leasehold_maintenance_late',
+    'gauge',
+    `1 while jobs run and the last pass is over ${verdict.lateAfterMs / 1000} s old (${LATE_AFTER_INTERVALS} intervals), or none was ever recorded while leases are past grace; else 0.`,
+    [['', verdict.late ? 1 : 0]],
+  );
   metric('leasehold_active_workers', 'gauge', 'Workers seen within the worker-alive window.', [['', m.workers.active]]);
   metric('leasehold_busy_workers', 'gauge', 'Distinct workers holding a running job, by queue.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.busyWorkers]));
   metric('leasehold_serving_workers', 'gauge', 'Live workers that serve the queue (report it, or hold one of its jobs).', m.queues.map((r) => [`{${q(r.queue)}}`, r.servingWorkers]));

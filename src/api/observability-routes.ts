@@ -6,6 +6,7 @@
  * Times are epoch ms in `snapshot.now`, plus ISO `at`; durations are ms.
  */
 import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
+import { snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import { recommendTuning } from '../core/tuning.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -14,9 +15,11 @@ export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
   const snapshot = () => store.metricsSnapshot({ now: clock.now(), config });
 
-  r.add({ method: 'get', path: '/metrics', role: 'reader', operationId: 'getMetrics', tag: 'observability', answers: { schema: 'metrics' }, summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, all-time totals, attempts, runtimes' }, async (c) => {
+  r.add({ method: 'get', path: '/metrics', role: 'reader', operationId: 'getMetrics', tag: 'observability', answers: { schema: 'metrics' }, summary: 'Metrics as JSON: per-queue counts, leases, heartbeat lag, suspect jobs, reaps, stale writes, enqueue dedup, duplicate executions, once() effects, all-time totals, attempts, runtimes; the last maintenance pass' }, async (c) => {
     const m = await snapshot();
-    return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, queues: m.queues });
+    // `maintenance`: the last completed reaper pass and whether it is late (src/core/maintenance-watch.ts), as /healthz says it.
+    const maintenance = { ...m.maintenance, ...snapshotMaintenanceVerdict(m, config.reaperIntervalMs) };
+    return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, maintenance, queues: m.queues });
   });
 
   r.add({ method: 'get', path: '/alerts', role: 'reader', operationId: 'listAlerts', tag: 'observability', answers: { schema: 'alerts' }, summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {

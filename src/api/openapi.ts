@@ -106,7 +106,7 @@ export function openApiDocument(specs: readonly RouteSpec[], version: string) {
     get: {
       operationId: 'getHealth',
       tags: ['meta'],
-      summary: 'Liveness and database reachability, for load balancers and HEALTHCHECK (open)',
+      summary: 'Liveness, database reachability and whether a reaper still runs (maintenance), for load balancers and HEALTHCHECK (open; a late reaper is still 200)',
       security: [],
       responses: { '200': json('Serving, and the database answers', RESPONSES.health), ...errorResponses([400, 421, 500, 503]) },
     },

@@ -12,6 +12,7 @@
 import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
+import type { HealthMaintenance, HealthWire } from './health.ts';
 
 const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
 const time: JsonSchema = { type: 'string', format: 'date-time' };
@@ -212,7 +213,22 @@ export const RESPONSES = {
   metrics: loose(['at', 'now', 'windows', 'workers', 'queues'], 'metrics per queue'),
   alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
   tuning: loose(['at', 'queues'], 'recommended settings per queue'),
-  health: fields<{ ok: true; databaseTime: string }>({ ok: constant(true), databaseTime: time }),
+  health: fields<HealthWire>({
+    ok: constant(true),
+    databaseTime: time,
+    maintenance: fields<HealthMaintenance>(
+      {
+        lastPassAt: nullable(time),
+        lastPassAgeMs: nullable(integer('since the last completed maintenance pass, on the database clock')),
+        late: { type: 'boolean', description: 'jobs run and no pass completed for 3 reaper intervals (or none ever, while leases are past grace); /healthz still answers 200' },
+        lateAfterMs: integer('3 x LEASEHOLD_REAPER_INTERVAL_MS'),
+        runningJobs: integer(),
+        expiredLeases: integer('running jobs whose lease + grace has passed, read now'),
+        message: string(),
+      },
+      { description: 'whether a reaper still runs, from the last pass any reaper recorded in the database' },
+    ),
+  }),
   workers: loose(
     ['at', 'workerAliveMs', 'alive', 'workers'],
     'the worker registry: each worker with liveness, queues, host, pid, version, restarts, the jobs it holds, and counters (eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: what its last beat reported since the process started; null from SDKs that do not send them)',

@@ -6,7 +6,7 @@
 import { iso, toJob } from '../core/job-record.ts';
 import { invalid } from '../core/errors.ts';
 import { createWorkerProtocol, rateLimitedWait, type JobAnswer } from '../protocol/worker-protocol.ts';
-import { instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
+import { CLAIM_ID_PATTERN, claimIdField, instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
@@ -33,6 +33,9 @@ function single<T>(a: JobAnswer<T>): T {
   return a.job;
 }
 
+/** Most claim ids one beat may name as lost (the SDK sends the rest with its next beats). */
+const MAX_LOST_CLAIMS = 100;
+
 /** Caps on what a beat may report: a counter past a billion, or a block past a day, is a bug, not a measurement. */
 const MAX_COUNTER = 1_000_000_000;
 const MAX_BLOCK_MS = 24 * 3600 * 1000;
@@ -54,6 +57,18 @@ const beatFields = {
   longestEventLoopBlockMs: optional(int({ min: 0, max: MAX_BLOCK_MS, description: 'the longest of those blocks, in ms' })),
   heartbeatFailures: optional(int({ min: 0, max: MAX_COUNTER, description: 'heartbeat rounds that failed (network, server), since the process started' })),
   leasesLost: optional(int({ min: 0, max: MAX_COUNTER, description: 'jobs whose lease this process lost (refused, or expired before it could renew), since it started' })),
+  lostClaims: optional(
+    arr(
+      str({
+        min: 1,
+        max: 100,
+        pattern: CLAIM_ID_PATTERN,
+        patternHelp: 'must be a claimId: 1-100 characters of letters, digits, _ . : -',
+        description: 'the claimId of a claim whose answer this process never received and no longer waits for (it will never act on it): the jobs still running under it go back to the queue at once, the attempt not counted',
+      }),
+      { min: 0, max: MAX_LOST_CLAIMS },
+    ),
+  ),
 };
 
 export function workerRoutes(r: Routes, deps: AppDeps) {
@@ -76,12 +91,13 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs; an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens",
+        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens. With `claimId`, the claim can be sent again safely when its answer was lost: the same id from the same worker answers the jobs it already took (still running, before their deadline) instead of claiming more",
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
         limit: optional(claimLimitField),
         leaseMs: optional(leaseMs),
+        claimId: optional(claimIdField),
         waitMs: optional(int({ min: 0, max: MAX_CLAIM_WAIT_MS, description: 'longest to wait for work when none is ready, in ms (0 or absent: answer at once)' })),
       }),
     },
@@ -93,9 +109,15 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         queue,
         waitMs: body.waitMs ?? 0,
         signal: c.req.raw.signal,
-        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs }),
+        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs, claimId: body.claimId }),
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
+      // The claim statement kept the payloads and checkpoints within
+      // LEASEHOLD_MAX_CLAIM_BYTES (at most 256 MiB; one job over it comes
+      // alone, and is at most two request bodies of at most 128 MiB each), so
+      // this one JSON string stays below V8's ~512 MiB: encoding it cannot
+      // throw `RangeError: Invalid string length` after the jobs were marked
+      // running. The same holds for the claim riding on /completions.
       // Read in the claim's own round trip.
       const wait = rateLimitedWait(claimed, limit);
       if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
@@ -138,7 +160,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'heartbeats' },
       summary:
-        "Renew many of one worker's leases in one call; one result per lease. With `worker` (the fields of /workers/beat), the worker's liveness beat is recorded in the same transaction: one request per tick. `leases` may be empty only when `worker` is given (an idle worker's beat)",
+        "Renew many of one worker's leases in one call; one result per lease. With `worker` (the fields of /workers/beat), the worker's liveness beat is recorded in the same transaction: one request per tick, and the jobs of the claims it names in `worker.lostClaims` go back to the queue. `leases` may be empty only when `worker` is given (an idle worker's beat)",
       body: obj({
         workerId: workerIdField,
         leases: arr(obj({ id: jobIdField, lockToken: lockTokenField, progress: optional(json()) }), { min: 0, max: MAX_BATCH }),
@@ -203,12 +225,12 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'completions' },
       summary:
-        'Complete many jobs in one statement, each fenced by its own token; one outcome per job. With `claim`, also claim the next jobs in the same transaction (answered as `jobs`, like a claim)',
+        'Complete many jobs in one statement, each fenced by its own token; one outcome per job. With `claim`, also claim the next jobs in the same transaction (answered as `jobs`, like a claim). Safe to send again when the answer was lost: a completion already stored under the same token with the same result is answered ok again (not a stale write), and a `claim` with the same `claimId` answers the jobs it took the first time',
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
         results: arr(obj({ id: jobIdField, lockToken: lockTokenField, result: optional(json()) }), { min: 1, max: MAX_BATCH }),
-        claim: optional(obj({ queue: queueName, limit: claimLimitField, leaseMs: optional(leaseMs) })),
+        claim: optional(obj({ queue: queueName, limit: claimLimitField, leaseMs: optional(leaseMs), claimId: optional(claimIdField) })),
       }),
     },
     async (c, body) => {
@@ -304,7 +326,8 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       operationId: 'workerBeat',
       tag: 'worker',
       answers: { schema: 'beat' },
-      summary: "A worker's liveness beat: lets the reaper tell a dead worker from a slow job (the SDK sends it with its heartbeats instead; this call stays for other clients)",
+      summary:
+        "A worker's liveness beat: lets the reaper tell a dead worker from a slow job (the SDK sends it with its heartbeats instead; this call stays for other clients). `lostClaims`: claim ids whose answer this worker never received and no longer waits for (it will never act on them); the jobs still running under them go back to the queue at once, the attempt not counted (event `released`, reason `claim_answer_lost`)",
       body: obj({ workerId: workerIdField, ...beatFields }),
     },
     async (c, body) => {

@@ -9,7 +9,7 @@ export interface EventRow { id: number; job_id: number; type: string; to_status:
 /** `completed_at` and `result` stand for the completion, which has no event row (drizzle/0015). */
 export interface JobRow { id: number; status: string; last_error: string | null; idempotency_key: string | null; attempt_count: number; lost_attempts: number; completed_at: number | null; result: string | null }
 export interface EffectRow { job_id: number; key: string; state: string; completed_at: number | null }
-export interface Line { t: number; w: string; pid: number; k: 'run' | 'once_call' | 'once' | 'done'; job: string; attempt: number; fence: number; b?: Behaviour; aborted?: boolean }
+export interface Line { t: number; w: string; pid: number; k: 'run' | 'once_call' | 'once' | 'done' | 'abort' | 'end'; job: string; attempt: number; fence: number; b?: Behaviour; aborted?: boolean; reason?: string }
 
 export interface FaultRecord {
   n: number;
@@ -25,6 +25,8 @@ export interface FaultRecord {
   /** Jobs the worker said it was running at the moment of the fault. */
   inFlight?: number;
   skipped?: string;
+  /** drop_answers: when each answer was dropped (wall clock). */
+  drops?: number[];
 }
 
 export interface Outage { server: number; from: number; to: number }
@@ -63,7 +65,9 @@ export interface Report {
   events: Record<string, number>;
   reapedBy: Record<string, number>;
   staleWritesRejected: number;
-  plainRuns: { total: number; jobsRunMoreThanOnce: number; extraRuns: number; extraRunsByCause: Record<string, number>; overlapping: number };
+  plainRuns: { total: number; jobsRunMoreThanOnce: number; extraRuns: number; extraRunsByCause: Record<string, number>; overlapping: number; overlapsExcused: Record<string, number> };
+  /** Answers the proxy dropped after the server acted, and how the jobs they concerned ended. */
+  lostAnswers: { dropped: Record<string, number>; claimsConcerned: number; waitedForReaper: number };
   once: { applications: number; jobsApplied: number; reRunsDocumented: number; reRunsAfterRecorded: number; completedWithout: number };
   behavioursRun: Record<string, number>;
   faults: { planned: number; injected: Record<string, number>; skipped: number; killsMidJob: number };
@@ -71,6 +75,10 @@ export interface Report {
   workerEvents: Record<string, number>;
   defects: { unhandledRejections: number; unhandledRejectionSamples: string[]; unexpectedExits: string[] };
 }
+
+/** Writes that end an attempt, and the events of their outcomes. */
+const FINISHING_WRITES = new Set(['complete', 'fail', 'release']);
+const ENDED_BY_OWNER = new Set(['completed', 'failed', 'retry_scheduled', 'released']);
 
 const bump = (m: Record<string, number>, k: string, by = 1) => (m[k] = (m[k] ?? 0) + by);
 
@@ -218,6 +226,12 @@ export function check(input: CheckInput): Report {
           break;
         case 'stale_write_rejected':
           staleRejected++;
+          // A finishing write sent again after its own outcome was stored (its
+          // first answer was lost) is the same write, not a stale one. Only
+          // when the worker claimed the job once is the token unambiguous.
+          if (FINISHING_WRITES.has(e.reason ?? '') && current?.end && current.end.worker_id === e.worker_id && ENDED_BY_OWNER.has(current.end.type) && mine.filter((c) => c.worker === e.worker_id).length === 1) {
+            v(`job ${jobId}: ${e.worker_id}'s ${e.reason} sent again after its own outcome was stored was refused as a stale write (event ${e.id}: ${e.message})`);
+          }
           break;
       }
     }
@@ -240,6 +254,16 @@ export function check(input: CheckInput): Report {
   let jobsRunMoreThanOnce = 0;
   let extraRuns = 0;
   let overlapping = 0;
+  const overlapsExcused: Record<string, number> = {};
+  /** Why two attempts' handlers could not have been kept apart, if they could not. */
+  const overlapExcuse = (older: Line, newer: Line): string | undefined => {
+    if (older.b === 'long_ignores_signal') return 'handler ignores its signal';
+    if (older.b === 'block' || older.b === 'block_past_lease') return 'handler blocks its event loop';
+    const from = Math.min(older.t, newer.t);
+    const until = Math.max(older.t, newer.t);
+    const frozen = (w: string) => input.faults.some((f) => f.kind === 'stop_worker' && f.workerId === w && f.wallAt !== undefined && f.wallAt <= until && (f.wallEnd ?? Infinity) >= from);
+    return frozen(older.w) || frozen(newer.w) ? 'worker process was stopped (SIGSTOP)' : undefined;
+  };
   let applications = 0;
   let jobsApplied = 0;
   let reRunsDocumented = 0;
@@ -279,10 +303,36 @@ export function check(input: CheckInput): Report {
           cause = `${end.type}${end.reason ? `: ${end.reason}` : ''} after ${[ctxFault, blocked, hang].filter(Boolean).join(', ') || 'lease loss (load)'}`;
         }
         bump(extraRunsByCause, cause);
-        const prevDone = lines.find((l) => l.k === 'done' && l.fence === prev.fence);
-        if (prevDone && prevDone.t > runLines[k]!.t) overlapping++;
       }
     }
+    // No handler may still run when the job's next attempt starts: the SDK
+    // aborts it before the server could hand the job on, however its
+    // requests fare, and never starts a handler for a claim it no longer
+    // holds. A killed worker wrote no end line (its handler died with it); a
+    // frozen process, or a handler that ignores its signal or blocks its own
+    // event loop, cannot be stopped and is excused.
+    const byFence = [...runLines].sort((a, b) => a.fence - b.fence);
+    const endOf = (r: Line) => lines.find((l) => l.k === 'end' && l.fence === r.fence);
+    for (let k = 1; k < byFence.length; k++) {
+      const older = byFence[k - 1]!;
+      const newer = byFence[k]!;
+      const olderEnd = endOf(older);
+      const newerEnd = endOf(newer);
+      const stillRunning = older.t <= newer.t && olderEnd !== undefined && olderEnd.t > newer.t;
+      const startedStale = older.t > newer.t && (newerEnd === undefined || newerEnd.t > older.t);
+      if (!stillRunning && !startedStale) continue;
+      overlapping++;
+      const excuse = overlapExcuse(older, newer);
+      if (excuse) {
+        bump(overlapsExcused, excuse);
+        continue;
+      }
+      const abort = lines.find((l) => l.k === 'abort' && l.fence === older.fence);
+      const aborted = abort ? `aborted at ${abort.t} (${abort.reason})` : 'never aborted';
+      if (stillRunning) v(`job ${j.id}: ${older.w}'s handler (token ${older.fence}, ${older.b}) was still running when ${newer.w} started token ${newer.fence}: ${aborted}, ended ${olderEnd!.t - newer.t} ms after the other started`);
+      else v(`job ${j.id}: ${older.w} started its handler for token ${older.fence} ${older.t - newer.t} ms after ${newer.w} had started token ${newer.fence}, which was still running (${aborted})`);
+    }
+
     // once(): applied exactly once per job, unless the documented window (the applier died
     // or lost its lease after fn ran, before the result was recorded) let a later attempt in.
     const onceLines = lines.filter((l) => l.k === 'once');
@@ -336,6 +386,38 @@ export function check(input: CheckInput): Report {
   for (const [k, vals] of Object.entries(reclaim)) reclaimStats[k] = stats(vals, boundMs);
   for (const [k, vals] of Object.entries(reap)) reapStats[k] = stats(vals, boundMs);
 
+  // ---- 6. a lost answer leaves no job waiting for the reaper ---------------------------------
+  // A claim in force when one of its worker's answers was dropped must end
+  // the ordinary way (completed, failed, released or handed back early), not
+  // by the reaper taking a lost lease, unless something else hit that worker
+  // or its server while the claim was held.
+  const dropped: Record<string, number> = {};
+  let claimsConcerned = 0;
+  let waitedForReaper = 0;
+  const LOST_LEASE = new Set(['reaped_due_to_expired_lease', 'lost_too_many_times', 'attempts_exhausted']);
+  const otherTrouble = (worker: string, from: number, to: number) =>
+    input.faults.some(
+      (f) => f.workerId === worker && f.kind !== 'drop_answers' && f.kind !== 'slow_answers' && f.wallAt !== undefined && f.wallAt <= to && (f.wallEnd ?? f.wallAt) >= from,
+    ) || input.outages.some((o) => o.from <= to && o.to >= from);
+  for (const f of input.faults) {
+    if (f.kind !== 'drop_answers' || !f.workerId || !f.drops?.length) continue;
+    const call = input.plan.faults[f.n]?.call ?? '?';
+    bump(dropped, call, f.drops.length);
+    for (const [jobId, jc] of claims) {
+      jc.forEach((c, k) => {
+        if (c.worker !== f.workerId || !f.drops!.some((d) => c.at <= d && (!c.end || c.end.at >= d - 50))) return;
+        claimsConcerned++;
+        const end = c.end;
+        if (!end || end.type !== 'reaped' || !LOST_LEASE.has(end.reason ?? '')) return;
+        const run = (linesByJob.get(jobId) ?? []).find((l) => l.k === 'run' && l.fence === k + 1);
+        if (run && (run.b === 'block_past_lease' || run.b === 'long_ignores_signal')) return;
+        if (otherTrouble(c.worker, c.at, end.at)) return;
+        waitedForReaper++;
+        v(`job ${jobId}: after a dropped ${call} answer, ${c.worker}'s claim (token ${k + 1}) waited for the reaper (${end.reason}, ${end.at - c.at} ms after the claim)`);
+      });
+    }
+  }
+
   if (!input.finishedInTime) v('the run did not finish within its duration limit');
   for (const x of input.unexpectedExits) v(`process exited unexpectedly: ${x}`);
   const samples = [...new Set(input.unhandledRejections.map((u) => u.message))].slice(0, 5);
@@ -351,7 +433,8 @@ export function check(input: CheckInput): Report {
     events: eventCounts,
     reapedBy,
     staleWritesRejected: staleRejected,
-    plainRuns: { total: runs, jobsRunMoreThanOnce, extraRuns, extraRunsByCause, overlapping },
+    plainRuns: { total: runs, jobsRunMoreThanOnce, extraRuns, extraRunsByCause, overlapping, overlapsExcused },
+    lostAnswers: { dropped, claimsConcerned, waitedForReaper },
     once: { applications, jobsApplied, reRunsDocumented, reRunsAfterRecorded, completedWithout },
     behavioursRun,
     faults: { planned: input.faults.length, injected, skipped, killsMidJob },

@@ -12,5 +12,6 @@ export const CHAOS_FLAGS: CommandFlag[] = [
   { flag: '--dir', help: 'working directory for the database, logs and side-effect files (default: a new temp dir)' },
   { flag: '--long', help: 'the long run: 100000 jobs, longer leases, a second server, minutes', boolean: true },
   { flag: '--second-server', help: 'a second server on the same database (half the workers use it)', boolean: true },
+  { flag: '--no-network-faults', help: 'leave out the network faults (one-way stalls, dropped and slow answers) and run the earlier schedule', boolean: true },
   { flag: '--tolerate-unhandled-rejections', help: 'report unhandled rejections in workers as findings, not violations (see docs/chaos.md)', boolean: true },
 ];

@@ -12,8 +12,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
-import { describeFault, makePlan, type ChaosOptions, type Fault } from './plan.ts';
-import { startProxy, type Proxy } from './proxy.ts';
+import { describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
+import { startProxy, type PartitionMode, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -23,6 +23,14 @@ const COMPILED = import.meta.url.endsWith('.js');
 const BIN = COMPILED ? join(HERE, '..', 'cli', 'main.js') : join(ROOT, 'bin', 'leasehold.js');
 const WORKER_ARGS = COMPILED ? [join(HERE, 'worker-process.js')] : ['--import', 'tsx', join(HERE, 'worker-process.ts')];
 const QUEUE = 'chaos';
+
+/** What the proxy does for each partition fault. */
+const PARTITION_MODES = {
+  partition_stall: 'stall',
+  partition_drop: 'drop',
+  partition_stall_requests: 'stall_requests',
+  partition_stall_answers: 'stall_answers',
+} as const satisfies Record<string, PartitionMode>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -192,7 +200,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     const url = proxy ? `http://127.0.0.1:${proxy.port}` : serverUrl(slot % servers.length);
     const child = spawn(process.execPath, WORKER_ARGS, {
       cwd: ROOT,
-      env: { ...process.env, LEASEHOLD_URL: url, LEASEHOLD_WORKER_TOKEN: workerToken, WORKER_ID: id, EFFECTS_FILE: join(dir, `effects-${id}.jsonl`), CONCURRENCY: String(o.concurrency), REQUEST_TIMEOUT_MS: String(tm.leaseMs) },
+      env: { ...process.env, LEASEHOLD_URL: url, LEASEHOLD_WORKER_TOKEN: workerToken, WORKER_ID: id, EFFECTS_FILE: join(dir, `effects-${id}.jsonl`), CONCURRENCY: String(o.concurrency) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     children.add(child);
@@ -236,7 +244,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   // ---- enqueuing -------------------------------------------------------------------
   const acked = new Map<number, string>();
   let enqueueGaveUp = false;
-  const enqueueSpan = Math.max(1_000, o.horizonMs * 0.8);
+  const enqueueSpan = Math.max(1_000, (o.horizonMs + networkSpanMs(o)) * 0.8);
   const batchSize = Math.max(20, Math.ceil(o.jobs / Math.max(1, Math.floor(enqueueSpan / 200))));
   const enqueuer = (async () => {
     let next = 0;
@@ -290,6 +298,28 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     return { child: s.child, from: rec.wallAt };
   }
 
+  /** The planned behaviour of a job, by the id its enqueue was acknowledged with. */
+  const behaviourOf = (jobId: string) => {
+    for (const [i, id] of acked) if (id === jobId) return plan.jobs[i]?.behaviour;
+    return undefined;
+  };
+  /**
+   * Marks a fault on a proxied slot's current worker as started. A one-way
+   * stall first waits (bounded) until the worker runs a job that outlasts its
+   * lease and heeds its signal: a short job ends before its lease matters.
+   */
+  async function onProxiedWorker(f: Fault, rec: FaultRecord): Promise<WorkerProc> {
+    const waitsForLongJob = f.kind === 'partition_stall_requests' || f.kind === 'partition_stall_answers';
+    const long = (w: WorkerProc) => [...w.inFlight].some((id) => behaviourOf(id) === 'long' || behaviourOf(id) === 'hang_io');
+    for (let i = 0; waitsForLongJob && i < 40 && !long(slots[f.target]!); i++) await sleep(100);
+    const w = slots[f.target]!;
+    rec.wallAt = Date.now();
+    rec.atMs = elapsed();
+    rec.workerId = w.id;
+    rec.inFlight = w.inFlight.size;
+    return w;
+  }
+
   async function inject(f: Fault, rec: FaultRecord) {
     switch (f.kind) {
       case 'kill_worker': {
@@ -332,15 +362,35 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         break;
       }
       case 'partition_stall':
-      case 'partition_drop': {
+      case 'partition_drop':
+      case 'partition_stall_requests':
+      case 'partition_stall_answers': {
         const proxy = proxies.get(f.target)!;
-        const w = slots[f.target]!;
-        rec.wallAt = Date.now();
-        rec.atMs = elapsed();
-        rec.workerId = w.id;
-        rec.inFlight = w.inFlight.size;
-        note(rec, `partition (${f.kind === 'partition_stall' ? 'stall' : 'drop'}) between ${w.id} and the server for ${f.durationMs} ms`);
-        await proxy.partition(f.kind === 'partition_stall' ? 'stall' : 'drop', f.durationMs);
+        const w = await onProxiedWorker(f, rec);
+        const mode = PARTITION_MODES[f.kind];
+        note(rec, `partition (${mode}) between ${w.id} and the server for ${f.durationMs} ms`);
+        await proxy.partition(mode, f.durationMs);
+        rec.wallEnd = Date.now();
+        break;
+      }
+      case 'drop_answers': {
+        const proxy = proxies.get(f.target)!;
+        const w = await onProxiedWorker(f, rec);
+        const head = DROPPED_CALLS[f.call!];
+        const before = proxy.dropped.length;
+        const disarm = proxy.dropAnswers((h) => h.startsWith(head), f.count);
+        note(rec, `drop the next ${f.count} ${f.call} answer(s) to ${w.id} after the server acts`);
+        await sleep(f.durationMs);
+        disarm();
+        rec.wallEnd = Date.now();
+        rec.drops = proxy.dropped.slice(before).map((d) => d.at);
+        break;
+      }
+      case 'slow_answers': {
+        const proxy = proxies.get(f.target)!;
+        const w = await onProxiedWorker(f, rec);
+        note(rec, `answers to ${w.id} arrive ${f.delayMs} ms late for ${f.durationMs} ms`);
+        await proxy.delayAnswers(f.delayMs!, f.durationMs);
         rec.wallEnd = Date.now();
         break;
       }

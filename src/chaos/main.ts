@@ -40,6 +40,7 @@ function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
     durationLimitMs: num('--duration-limit', long ? 1200 : 150) * 1000,
     secondServer: long || flags.has('--second-server'),
     long,
+    networkFaults: !flags.has('--no-network-faults'),
     jsonPath: typeof json === 'string' ? json : undefined,
     dir: typeof dir === 'string' ? dir : undefined,
     tolerateUnhandledRejections: flags.has('--tolerate-unhandled-rejections'),

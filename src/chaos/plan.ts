@@ -24,12 +24,14 @@ export interface ChaosOptions {
   jobs: number;
   workers: number;
   concurrency: number;
-  /** Faults are injected (and jobs enqueued) over this span. */
+  /** Faults are injected (and jobs enqueued) over this span; the network phase follows it (networkSpanMs). */
   horizonMs: number;
   /** The whole run, start to verdict, must fit in this; past it the run stops and fails. */
   durationLimitMs: number;
   secondServer: boolean;
   long: boolean;
+  /** Add the network faults (NETWORK_FAULT_KINDS) to the schedule. */
+  networkFaults: boolean;
   jsonPath?: string | undefined;
   dir?: string | undefined;
   /** Report unhandled rejections in worker processes as findings, not violations. */
@@ -65,7 +67,23 @@ export const LONG_TIMINGS: Timings = {
 };
 
 export const FAULT_KINDS = ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+/**
+ * Faults of the network between a proxied worker and its server, with the
+ * worker and the server both running: one direction stalls (requests never
+ * arrive, or answers never come back), answers to one kind of call are dropped
+ * after the server acted on them, or every answer is slow.
+ */
+export const NETWORK_FAULT_KINDS = ['partition_stall_requests', 'partition_stall_answers', 'drop_answers', 'slow_answers'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof NETWORK_FAULT_KINDS)[number];
+
+/** The calls whose answers drop_answers loses, by the head of their request. */
+export const DROPPED_CALLS = {
+  claim: 'POST /api/v1/queues/',
+  completion: 'POST /api/v1/completions',
+  heartbeat: 'POST /api/v1/heartbeats',
+  fail: 'POST /api/v1/jobs/',
+} as const;
+export type DroppedCall = keyof typeof DROPPED_CALLS;
 
 export interface Fault {
   /** Index in the schedule. */
@@ -74,8 +92,17 @@ export interface Fault {
   kind: FaultKind;
   /** Worker slot (worker faults, partitions) or server index (kill_server, stop_server). */
   target: number;
-  /** stop: how long stopped; partition: how long cut off; kill_worker: delay before the replacement; kill_server: downtime; stop_server: how long paused. */
+  /**
+   * stop: how long stopped; partition: how long cut off; kill_worker: delay before the
+   * replacement; kill_server: downtime; stop_server: how long paused; drop_answers: how long
+   * its drops stay armed; slow_answers: how long answers are slow.
+   */
   durationMs: number;
+  /** drop_answers: which call's answers, and how many. */
+  call?: DroppedCall;
+  count?: number;
+  /** slow_answers: how late each answer arrives. */
+  delayMs?: number;
 }
 
 export const BEHAVIOURS = ['normal', 'block', 'block_past_lease', 'hang_io', 'throw_once', 'fatal', 'long', 'long_ignores_signal'] as const;
@@ -110,7 +137,7 @@ export function makePlan(o: ChaosOptions): Plan {
   const count = Math.max((FAULT_KINDS.length - 1) * 2, Math.floor(o.horizonMs / 1_500));
   // Server pauses are drawn apart (below), so adding them kept every earlier seed's schedule.
   const drawn = FAULT_KINDS.filter((k) => k !== 'stop_server');
-  const kinds: FaultKind[] = [...drawn, ...drawn];
+  const kinds: (typeof FAULT_KINDS)[number][] = [...drawn, ...drawn];
   while (kinds.length < count) kinds.push(r.pick(['kill_worker', 'kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server'] as const));
   for (let i = kinds.length - 1; i > 0; i--) {
     const j = r.int(0, i);
@@ -141,6 +168,7 @@ export function makePlan(o: ChaosOptions): Plan {
     }
   });
   faults.push(...serverPauses(o, faults, servers));
+  if (o.networkFaults) faults.push(...networkFaults(o, faults.length, proxiedSlots));
   faults.sort((a, b) => a.atMs - b.atMs || a.n - b.n);
   faults.forEach((f, n) => (f.n = n));
 
@@ -184,6 +212,43 @@ function serverPauses(o: ChaosOptions, others: readonly Fault[], servers: number
   return pauses;
 }
 
+/**
+ * How long the network phase lasts: it follows the horizon, with nothing else
+ * going on, so that what a cut-off worker or a lost answer does is not hidden
+ * by a server outage (which excuses every lease it costs).
+ */
+export const networkSpanMs = (o: ChaosOptions) => (o.networkFaults ? Math.max(16_000, Math.round(o.horizonMs * 0.2)) : 0);
+
+/**
+ * The network faults, from their own random stream (so adding them kept every
+ * earlier seed's other faults): each one-way stall and slow answers twice,
+ * drop_answers once for each call it can lose, on proxied slots. A stall
+ * outlasts lease + grace, so the server takes the job back and another
+ * worker can start it while the cut-off one is still alive.
+ */
+function networkFaults(o: ChaosOptions, firstN: number, proxiedSlots: number[]): Fault[] {
+  const t = o.timings;
+  const r = rng((o.seed ^ 0x7e7f0) >>> 0);
+  const calls = Object.keys(DROPPED_CALLS) as DroppedCall[];
+  const kinds: FaultKind[] = ['partition_stall_requests', 'partition_stall_answers', 'slow_answers', ...calls.map(() => 'drop_answers' as const), 'partition_stall_requests', 'partition_stall_answers', 'slow_answers'];
+  const span = networkSpanMs(o) - 4_000;
+  let call = 0;
+  return kinds.map((kind, i) => {
+    const atMs = Math.round(o.horizonMs + (span * (i + r.next() * 0.5)) / kinds.length);
+    // Alternate the proxied slots, so two faults in a row do not land on one worker.
+    const target = proxiedSlots[i % proxiedSlots.length]!;
+    const n = firstN + i;
+    switch (kind) {
+      case 'drop_answers':
+        return { n, atMs, kind, target, durationMs: t.leaseMs * 2, call: calls[call++]!, count: r.int(1, 3) };
+      case 'slow_answers':
+        return { n, atMs, kind, target, durationMs: r.int(t.leaseMs, t.leaseMs * 2), delayMs: r.int(Math.round(t.heartbeatMs / 2), t.heartbeatMs * 2) };
+      default:
+        return { n, atMs, kind, target, durationMs: t.leaseMs + t.graceMs + r.int(1_000, t.leaseMs * 2) };
+    }
+  });
+}
+
 export function describeFault(f: Fault): string {
   const at = `t+${(f.atMs / 1000).toFixed(2)}s`.padEnd(10);
   switch (f.kind) {
@@ -199,5 +264,13 @@ export function describeFault(f: Fault): string {
       return `${at} SIGKILL server ${f.target}, restart on the same port and database after ${f.durationMs} ms`;
     case 'stop_server':
       return `${at} SIGSTOP server ${f.target} for ${f.durationMs} ms, then SIGCONT`;
+    case 'partition_stall_requests':
+      return `${at} partition slot ${f.target}: proxy holds every byte the worker sends for ${f.durationMs} ms (answers flow)`;
+    case 'partition_stall_answers':
+      return `${at} partition slot ${f.target}: proxy holds every byte the server answers for ${f.durationMs} ms (requests arrive)`;
+    case 'drop_answers':
+      return `${at} slot ${f.target}: the next ${f.count} ${f.call} answer(s) within ${f.durationMs} ms are dropped after the server acted`;
+    case 'slow_answers':
+      return `${at} slot ${f.target}: every answer arrives ${f.delayMs} ms late for ${f.durationMs} ms`;
   }
 }

@@ -13,9 +13,12 @@
  * Held bytes are not lost: the sockets are paused, so the kernel's buffers
  * fill and the peer's writes stop moving, as on a link that went quiet.
  *
- * `dropAnswers(match, n)` forwards the next `n` requests whose head matches
- * (e.g. `POST /api/v1/completions`) and resets the worker's connection as the
+ * `dropAnswers(match, n)` forwards the next `n` requests whose start matches
+ * (e.g. `POST /api/v1/completions`; the head, and the body when it came in
+ * the same chunk) and resets the worker's connection as the
  * server's answer to each arrives: the server acted, the worker saw a reset.
+ * `delayAnswers(delayMs, forMs)` holds every byte of every answer for
+ * `delayMs` before passing it on (in order), for `forMs`: a slow link.
  */
 import { createServer, connect, type Socket } from 'node:net';
 
@@ -25,19 +28,28 @@ type Mode = 'open' | PartitionMode;
 export interface Proxy {
   port: number;
   partition(mode: PartitionMode, ms: number): Promise<void>;
-  /** Lets the next `count` matching requests through and drops their answers (see above). */
-  dropAnswers(match: (head: string) => boolean, count?: number): void;
+  /** Lets the next `count` matching requests through and drops their answers (see above); the answer disarms what is left. */
+  dropAnswers(match: (head: string) => boolean, count?: number): () => void;
+  /** Delays every answer by `delayMs` for the next `forMs`; resolves when the span ends. */
+  delayAnswers(delayMs: number, forMs: number): Promise<void>;
   readonly mode: Mode;
   close(): Promise<void>;
-  stats: { connections: number; reset: number; stalled: number; answersDropped: number };
+  stats: { connections: number; reset: number; stalled: number; answersDropped: number; answersDelayed: number };
+  /** Each dropped answer: when (Date.now()) and the head of the request it answered. */
+  dropped: { at: number; head: string }[];
 }
 
 interface Pair {
   client: Socket;
   upstream: Socket | undefined;
-  /** The request just forwarded matched dropAnswers: reset the client when its answer arrives. */
-  dropNextAnswer: boolean;
+  /** The request just forwarded matched dropAnswers: reset the client when its answer arrives (its head). */
+  dropNextAnswer: string | undefined;
+  /** When the last delayed chunk goes out: later chunks (and the end) wait for it, so order holds. */
+  releaseAt: number;
 }
+
+/** How much of a request's first bytes `dropAnswers` matches against. */
+const MATCHED_BYTES = 16_384;
 
 /** Which directions a mode holds. */
 const holdsRequests = (m: Mode) => m === 'stall' || m === 'stall_requests';
@@ -47,8 +59,10 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
   let mode: Mode = 'open';
   const pairs = new Set<Pair>();
   const held: (() => void)[] = [];
-  const stats = { connections: 0, reset: 0, stalled: 0, answersDropped: 0 };
+  const stats = { connections: 0, reset: 0, stalled: 0, answersDropped: 0, answersDelayed: 0 };
+  const dropped: { at: number; head: string }[] = [];
   const droppers: { match: (head: string) => boolean; left: number }[] = [];
+  let answerDelayMs = 0;
 
   const reset = (s: Socket | undefined) => {
     if (!s || s.destroyed) return;
@@ -71,32 +85,46 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
     pair.upstream = upstream;
     // Forwarded by hand (not pipe()) so that only the proxy ever resumes a paused socket.
     client.on('data', (d) => {
-      const dropper = droppers.find((x) => x.left > 0 && x.match(d.toString('latin1', 0, 256)));
+      // The start of what the worker sent: the request's head, and its body when it came along (a small request is one write).
+      const head = d.toString('latin1', 0, MATCHED_BYTES);
+      const dropper = droppers.find((x) => x.left > 0 && x.match(head));
       if (dropper) {
         dropper.left--;
-        pair.dropNextAnswer = true;
+        pair.dropNextAnswer = head.split('\r\n')[0];
       }
       upstream.write(d);
     });
+    /** Passes an answer's bytes (or its end) on now, or after the delay in force, never ahead of earlier ones. */
+    const toClient = (send: () => void) => {
+      const now = Date.now();
+      if (answerDelayMs === 0 && pair.releaseAt <= now) return send();
+      pair.releaseAt = Math.max(pair.releaseAt, now + answerDelayMs);
+      setTimeout(() => {
+        if (!client.destroyed) send();
+      }, pair.releaseAt - now);
+    };
     upstream.on('data', (d) => {
-      if (pair.dropNextAnswer) {
+      if (pair.dropNextAnswer !== undefined) {
         stats.answersDropped++;
+        dropped.push({ at: Date.now(), head: pair.dropNextAnswer });
+        pair.dropNextAnswer = undefined;
         reset(client);
         upstream.destroy();
         return;
       }
-      client.write(d);
+      if (answerDelayMs > 0) stats.answersDelayed++;
+      toClient(() => client.write(d));
     });
     client.on('end', () => upstream.end());
-    upstream.on('end', () => client.end());
+    upstream.on('end', () => toClient(() => client.end()));
     upstream.on('error', () => reset(client));
-    upstream.on('close', () => client.destroy());
+    upstream.on('close', () => toClient(() => client.destroy()));
     apply(pair);
   }
 
   const server = createServer({ pauseOnConnect: true }, (client) => {
     stats.connections++;
-    const pair: Pair = { client, upstream: undefined, dropNextAnswer: false };
+    const pair: Pair = { client, upstream: undefined, dropNextAnswer: undefined, releaseAt: 0 };
     client.on('error', () => reset(pair.upstream));
     client.on('close', () => {
       pairs.delete(pair);
@@ -140,6 +168,7 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
       return mode;
     },
     stats,
+    dropped,
     partition(m, ms) {
       clearTimeout(timer);
       endCurrent?.();
@@ -167,7 +196,16 @@ export async function startProxy(upstreamPort: () => number): Promise<Proxy> {
       });
     },
     dropAnswers(match, count = 1) {
-      droppers.push({ match, left: count });
+      const dropper = { match, left: count };
+      droppers.push(dropper);
+      return () => {
+        dropper.left = 0;
+      };
+    },
+    async delayAnswers(delayMs, forMs) {
+      answerDelayMs = delayMs;
+      await new Promise((r) => setTimeout(r, forMs));
+      answerDelayMs = 0;
     },
     async close() {
       clearTimeout(timer);

@@ -34,6 +34,9 @@ export function printSummary(r: Full, out: (line: string) => void) {
   section('side effects (workers\' files)');
   row('plain handler runs', `${r.plainRuns.total} (${r.plainRuns.jobsRunMoreThanOnce} jobs ran more than once, ${r.plainRuns.extraRuns} extra runs, ${r.plainRuns.overlapping} overlapping another run)`);
   for (const [cause, n] of Object.entries(r.plainRuns.extraRunsByCause).sort((a, b) => b[1] - a[1])) row(`  extra run: ${cause}`, n);
+  row('overlaps excused (handler could not be stopped)', kv(r.plainRuns.overlapsExcused));
+  row('answers dropped after the server acted', kv(r.lostAnswers.dropped));
+  row('claims they concerned / left for the reaper (violation)', `${r.lostAnswers.claimsConcerned} / ${r.lostAnswers.waitedForReaper}`);
   row('once() applications / jobs', `${r.once.applications} / ${r.once.jobsApplied}`);
   row('once() re-run in the documented window', r.once.reRunsDocumented);
   row('once() re-run after recorded (violation)', r.once.reRunsAfterRecorded);

@@ -6,10 +6,16 @@
  *   run   — the handler started (the plain, non-idempotent counter)
  *   once  — the once() side effect was applied (inside fn)
  *   done  — the handler returned
+ *   abort — the handler's signal was aborted (with the SDK's reason)
+ *   end   — the handler ended, however (returned, threw, or gave up on its signal)
  * Worker events go to stdout as JSON lines for the harness.
+ *
+ * The worker runs with the SDK's default settings (request timeout, polling,
+ * heartbeat from the server's claim answer) but for its concurrency and drain:
+ * a fault that only shows with tuned timeouts must not be hidden by them.
  */
 import { openSync, writeSync } from 'node:fs';
-import { createWorker, httpTransport, NonRetryableError } from '../worker/index.ts';
+import { createWorker, httpTransport, JobAbortedError, NonRetryableError, type JobContext } from '../worker/index.ts';
 import type { JobSpec } from './plan.ts';
 
 const workerId = process.env.WORKER_ID!;
@@ -36,11 +42,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 const worker = createWorker<JobSpec>({
-  transport: httpTransport({ url: process.env.LEASEHOLD_URL!, token: process.env.LEASEHOLD_WORKER_TOKEN, requestTimeoutMs: Number(process.env.REQUEST_TIMEOUT_MS ?? 2_000) }),
+  transport: httpTransport({ url: process.env.LEASEHOLD_URL!, token: process.env.LEASEHOLD_WORKER_TOKEN }),
   queue: 'chaos',
   concurrency: Number(process.env.CONCURRENCY ?? 4),
-  pollMs: 50,
-  maxPollMs: 250,
   drainTimeoutMs: 2_000,
   workerId,
   logger: { info() {}, warn() {}, error: (m) => say({ e: 'log_error', message: m.slice(0, 300) }) },
@@ -49,54 +53,69 @@ const worker = createWorker<JobSpec>({
     const { id, attempt } = ctx.job;
     const fence = ctx.fencingToken;
     record({ k: 'run', job: id, attempt, fence, b: spec.behaviour });
-    const effect = () => (
-      record({ k: 'once_call', job: id, attempt, fence }),
-      ctx.once('effect', () => {
-        record({ k: 'once', job: id, attempt, fence });
-        return { appliedBy: workerId, fence };
-      })
-    );
-    switch (spec.behaviour) {
-      case 'normal':
-        await effect();
-        await sleep(spec.ms, ctx.signal);
-        break;
-      case 'block':
-      case 'block_past_lease': {
-        await effect();
-        const end = performance.now() + spec.ms;
-        while (performance.now() < end) {
-          // blocking the event loop on purpose
-        }
-        break;
-      }
-      case 'hang_io':
-        await effect();
-        if (attempt === 1) await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }));
-        break;
-      case 'throw_once':
-        await effect();
-        await sleep(spec.ms, ctx.signal);
-        if (attempt === 1) throw new Error(`chaos: planned failure of attempt 1 of job ${id}`);
-        break;
-      case 'fatal':
-        await effect();
-        await sleep(spec.ms, ctx.signal);
-        throw new NonRetryableError(`chaos: planned permanent failure of job ${id}`);
-      case 'long':
-        // Heartbeats keep the lease; the side effect comes at the end.
-        await sleep(spec.ms, ctx.signal);
-        await effect();
-        break;
-      case 'long_ignores_signal':
-        await effect();
-        await sleep(spec.ms);
-        break;
+    ctx.signal.addEventListener('abort', () => record({ k: 'abort', job: id, attempt, fence, reason: abortReason(ctx.signal) }), { once: true });
+    try {
+      return await run(ctx, spec, id, attempt, fence);
+    } finally {
+      record({ k: 'end', job: id, attempt, fence, aborted: ctx.signal.aborted });
     }
-    record({ k: 'done', job: id, attempt, fence, aborted: ctx.signal.aborted });
-    return { by: workerId, fence };
   },
 });
+
+/** The reason the SDK gave for aborting (its code: lease_lost, lease_expired_locally, ...). */
+function abortReason(signal: AbortSignal): string {
+  const r = signal.reason as unknown;
+  return r instanceof JobAbortedError ? r.reason : String((r as Error | undefined)?.message ?? r).slice(0, 80);
+}
+
+async function run(ctx: JobContext<JobSpec>, spec: JobSpec, id: string, attempt: number, fence: number) {
+  const effect = () => (
+    record({ k: 'once_call', job: id, attempt, fence }),
+    ctx.once('effect', () => {
+      record({ k: 'once', job: id, attempt, fence });
+      return { appliedBy: workerId, fence };
+    })
+  );
+  switch (spec.behaviour) {
+    case 'normal':
+      await effect();
+      await sleep(spec.ms, ctx.signal);
+      break;
+    case 'block':
+    case 'block_past_lease': {
+      await effect();
+      const end = performance.now() + spec.ms;
+      while (performance.now() < end) {
+        // blocking the event loop on purpose
+      }
+      break;
+    }
+    case 'hang_io':
+      await effect();
+      if (attempt === 1) await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }));
+      break;
+    case 'throw_once':
+      await effect();
+      await sleep(spec.ms, ctx.signal);
+      if (attempt === 1) throw new Error(`chaos: planned failure of attempt 1 of job ${id}`);
+      break;
+    case 'fatal':
+      await effect();
+      await sleep(spec.ms, ctx.signal);
+      throw new NonRetryableError(`chaos: planned permanent failure of job ${id}`);
+    case 'long':
+      // Heartbeats keep the lease; the side effect comes at the end.
+      await sleep(spec.ms, ctx.signal);
+      await effect();
+      break;
+    case 'long_ignores_signal':
+      await effect();
+      await sleep(spec.ms);
+      break;
+  }
+  record({ k: 'done', job: id, attempt, fence, aborted: ctx.signal.aborted });
+  return { by: workerId, fence };
+}
 
 for (const event of ['claimed', 'completed', 'failed', 'abandoned', 'lease_lost', 'event_loop_blocked', 'heartbeat_failed'] as const) {
   worker.on(event, (raw: Record<string, unknown>) => {

@@ -14,6 +14,7 @@
  */
 import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from './alert-thresholds.ts';
 import type { MetricsSnapshot, QueueMetrics } from './metrics-snapshot.ts';
+import { suspectThreshold } from './suspect.ts';
 
 export { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, parseQueueAlertThresholds, type AlertThresholds } from './alert-thresholds.ts';
 
@@ -95,14 +96,23 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
     );
   }
 
-  // Oldest running job far beyond normal runtime.
+  // Oldest running job far beyond normal runtime: the suspect rule's
+  // threshold (src/core/suspect.ts), so the alert fires exactly when the
+  // zombies page can show a job past it. It names the suspect ones (lease
+  // live: a handler that never returns while its heartbeat runs, which the
+  // reaper leaves until the deadline); a job whose lease lapsed is the
+  // reaper's, and counts here only as the oldest.
   {
-    const p99 = q.runtime?.p99Ms;
-    const threshold = p99 !== undefined ? Math.max(p99 * t.longRunningP99Factor, q.settings.leaseMs) : q.settings.leaseMs * t.longRunningLeaseFactor;
+    const { afterMs: threshold, basis } = suspectThreshold({ runtime: q.runtime, leaseMs: q.settings.leaseMs, thresholds: t });
     const age = q.running.oldestAgeMs;
     const firing = age !== null && age > threshold;
-    const basis = p99 !== undefined ? `max(${t.longRunningP99Factor} x p99 runtime ${p99} ms, lease)` : `${t.longRunningLeaseFactor} leases (no completed jobs in the last hour)`;
-    add('long_running', firing, age, threshold, 'ms', firing ? `the oldest running job has run ${age} ms, over ${basis}` : `no running job is older than ${basis}`);
+    const s = q.running.suspect;
+    const more = s.count > s.ids.length ? ` and ${s.count - s.ids.length} more` : '';
+    const suspects =
+      s.count > 0
+        ? `; ${s.count} ${s.count === 1 ? 'is' : 'are'} suspect (heartbeating, so the reaper leaves ${s.count === 1 ? 'it' : 'them'} until the deadline): jobs ${s.ids.join(', ')}${more}`
+        : '';
+    add('long_running', firing, age, threshold, 'ms', firing ? `the oldest running job has run ${age} ms, over ${basis} = ${threshold} ms${suspects}` : `no running job is older than ${basis} = ${threshold} ms`);
   }
 
   // Reaper taking back too much too fast.

@@ -76,7 +76,17 @@ export interface Config extends QueueDefaults {
   maxReapDeferMs: number;
   reaperBatchSize: number;
   pruneBatchSize: number;
+  /** Largest request body accepted: so also the largest payload, checkpoint or result a client can send. */
   maxPayloadBytes: number;
+  /**
+   * Most bytes of payloads and checkpoints one claim answers (a claim, or the
+   * claim that rides on a completion): the claim statement takes jobs in claim
+   * order while their sum stays within it, and always at least one job, so a
+   * job larger than the budget is claimed alone. Keep it at least twice
+   * maxPayloadBytes (a warning says so), so a job with a full payload and a
+   * full checkpoint fits.
+   */
+  maxClaimBytes: number;
   /** Most queues there may be; enqueue to a new queue past it is refused. */
   maxQueues: number;
   requestTimeoutMs: number;
@@ -122,6 +132,23 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 /** The longest time limit an attempt may have (server, queue or job): there is no "never". */
 export const MAX_JOB_TIMEOUT_MS = 30 * DAY;
+const MIB = 1024 * 1024;
+/**
+ * The default claim budget: room for four jobs with a full 1 MiB payload and
+ * checkpoint, and small enough that building one answer (read, parse,
+ * encode) takes a fraction of a second on the event loop it shares with every
+ * other request.
+ */
+export const DEFAULT_MAX_CLAIM_BYTES = 8 * MIB;
+/**
+ * The largest claim budget. A claim answer is one JSON string, and V8 (Node,
+ * Deno, Workers) holds at most 2^29 - 24 characters (~512 MiB) in one string.
+ * An answer is at most the budget, or one job alone that is over it: a payload
+ * and a checkpoint of at most maxPayloadBytes each, capped at half this. Both
+ * stay at 256 MiB plus the envelope, so encoding an answer cannot throw
+ * `RangeError: Invalid string length`.
+ */
+export const MAX_CLAIM_BYTES_LIMIT = 256 * MIB;
 
 export const SETTINGS: readonly Setting[] = [
   { key: 'databaseUrl', env: 'LEASEHOLD_DATABASE_URL', flag: '--database-url', kind: 'string', default: 'file:./leasehold.db', help: 'file:, libsql:// or http(s):// database URL' },
@@ -140,7 +167,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
   { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
   { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
-  { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs' },
+  { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs; also how often some reaper is expected to: /healthz, /metrics and the dashboard call it late past 3 intervals while jobs run (set it to the cron period where a cron runs it)' },
   { key: 'workerAliveMs', env: 'LEASEHOLD_WORKER_ALIVE_MS', flag: '--worker-alive-ms', kind: 'duration', default: 15_000, help: 'a worker seen this recently counts as alive' },
   { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
   { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },
@@ -152,7 +179,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxLostAttempts', env: 'LEASEHOLD_MAX_LOST_ATTEMPTS', flag: '--max-lost-attempts', kind: 'int', default: 3, help: 'times a job may lose its worker before it fails' },
   { key: 'backoffBaseMs', env: 'LEASEHOLD_BACKOFF_BASE_MS', flag: '--backoff-base-ms', kind: 'duration', default: 1_000, help: 'first retry delay (doubles per attempt, jittered)' },
   { key: 'backoffMaxMs', env: 'LEASEHOLD_BACKOFF_MAX_MS', flag: '--backoff-max-ms', kind: 'duration', default: 10 * MINUTE, help: 'longest retry delay' },
-  { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted (413 above)' },
+  { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted (413 above): so also the largest payload, checkpoint or result; at most 134217728 (128 MiB)' },
+  { key: 'maxClaimBytes', env: 'LEASEHOLD_MAX_CLAIM_BYTES', flag: '--max-claim-bytes', kind: 'int', default: DEFAULT_MAX_CLAIM_BYTES, help: `most bytes of payloads and checkpoints one claim answers: jobs are taken in claim order while they fit, always at least one (a larger job comes alone); keep it at least twice the payload limit; at most ${MAX_CLAIM_BYTES_LIMIT} (256 MiB)` },
   { key: 'requestTimeoutMs', env: 'LEASEHOLD_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', kind: 'duration', default: 30_000, help: 'longest a client may take to send one request, headers and body; slower clients get 408 and are disconnected (at least 1000; Node server)' },
   { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped at once (Node server)' },
   { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues there may be: an enqueue that would create one more is a 409 naming the limit and stores nothing (existing queues keep working)' },
@@ -266,6 +294,14 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   const lease = checkQueueSettings(c);
   errors.push(...lease.errors);
   warnings.push(...lease.warnings);
+  if (c.maxClaimBytes > MAX_CLAIM_BYTES_LIMIT) {
+    err('maxClaimBytes', `must be at most ${MAX_CLAIM_BYTES_LIMIT} (256 MiB): a claim answer is built as one string, got ${c.maxClaimBytes}`);
+  }
+  if (c.maxPayloadBytes > MAX_CLAIM_BYTES_LIMIT / 2) {
+    err('maxPayloadBytes', `must be at most ${MAX_CLAIM_BYTES_LIMIT / 2} (128 MiB): a job's payload and checkpoint are answered in one string, got ${c.maxPayloadBytes}`);
+  } else if (c.maxClaimBytes < 2 * c.maxPayloadBytes) {
+    warn('maxClaimBytes', `is less than twice LEASEHOLD_MAX_PAYLOAD_BYTES (${2 * c.maxPayloadBytes}): a job with a full payload and checkpoint is over the claim budget, and is claimed alone`);
+  }
   if (c.maxLeaseMs < c.leaseMs) err('maxLeaseMs', `must be at least the default lease (${c.leaseMs} ms)`);
   if (c.reaperIntervalMs > c.leaseMs) {
     warn('reaperIntervalMs', `is longer than the lease (${c.leaseMs} ms): dead workers' jobs wait up to lease + grace + interval to run again`);

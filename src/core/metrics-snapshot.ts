@@ -97,6 +97,18 @@ export interface QueueMetrics {
     lateJobIds: string[];
     /** Running jobs heartbeating without progress past the queue's stallMs (src/core/stall.ts), and their ids (at most 20). */
     stalled: { count: number; ids: string[] };
+    /**
+     * Running jobs whose lease + grace has passed, read now: the reaper's to
+     * take (or to defer while the owner reports in). Rising while no pass
+     * runs means the reaper has stopped.
+     */
+    expiredPastGrace: number;
+    /**
+     * Suspect jobs (src/core/suspect.ts): lease live, running longer than
+     * `afterMs` (the queue's learned threshold; `basis` says how it was
+     * made), how many and their ids (at most 10, longest running first).
+     */
+    suspect: { count: number; ids: string[]; afterMs: number | null; basis: string | null };
   };
   /** Jobs through each transition, all-time (durable counters; never decrease). */
   jobsTotal: {
@@ -158,4 +170,6 @@ export interface MetricsSnapshot {
   queues: QueueMetrics[];
   /** The per-queue health the snapshot was built from (the dashboard's overview table). */
   health: QueueHealth[];
+  /** The last completed maintenance pass (null fields: none recorded); src/core/maintenance-watch.ts judges it. */
+  maintenance: { lastStartedAt: number | null; lastCompletedAt: number | null; passes: number };
 }

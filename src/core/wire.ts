@@ -167,4 +167,10 @@ export interface WorkerLivenessWire {
   longestEventLoopBlockMs?: number | undefined;
   heartbeatFailures?: number | undefined;
   leasesLost?: number | undefined;
+  /**
+   * Claim ids whose answer this process never received and no longer waits
+   * for: it will never act on them, so the jobs still running under them go
+   * back to the queue at once, without costing an attempt.
+   */
+  lostClaims?: readonly string[] | undefined;
 }

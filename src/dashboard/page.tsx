@@ -5,12 +5,21 @@ import type { Child } from 'hono/jsx';
 import type { FormNonce } from '../db/store/form-nonces.ts';
 import type { Session } from './session.ts';
 import { ErrorPage, Layout, type NavKey } from './views.tsx';
+import { MaintenanceBanner, type MaintenanceBannerState } from './maintenance-banner.tsx';
 
 /** What a re-sent form (its one-time token already used) is told. */
 export const ALREADY_SUBMITTED = 'This form was already submitted: nothing was changed this time. Reload the page for a fresh form, and check what the first submission did.';
 
 /** What the session middleware puts on every dashboard request. */
-export type DashboardEnv = { Variables: { session: Session; csrf: string; formNonce: FormNonce | undefined } };
+export type DashboardEnv = {
+  Variables: {
+    session: Session;
+    csrf: string;
+    formNonce: FormNonce | undefined;
+    /** Whether the reaper looks stopped, read for every full page (maintenance-banner.tsx). */
+    maintenance: MaintenanceBannerState | undefined;
+  };
+};
 
 type PageStatus = 200 | 400 | 401 | 403 | 404 | 409 | 429;
 
@@ -23,7 +32,14 @@ export function htmlDocument(c: Context, body: Child, status: PageStatus = 200) 
 export function layoutPage(c: Context<DashboardEnv>, p: { title: string; nav: NavKey; loggedIn: boolean }, children: Child, status: PageStatus = 200) {
   return htmlDocument(
     c,
-    <Layout title={p.title} nav={p.nav} csrf={c.get('csrf')} loggedIn={p.loggedIn} operator={p.loggedIn ? c.get('session')?.name : undefined}>
+    <Layout
+      title={p.title}
+      nav={p.nav}
+      csrf={c.get('csrf')}
+      loggedIn={p.loggedIn}
+      operator={p.loggedIn ? c.get('session')?.name : undefined}
+      banner={<MaintenanceBanner state={c.get('maintenance')} />}
+    >
       {children}
     </Layout>,
     status,

@@ -2,11 +2,13 @@
  * What the dashboard says about a running job from the rules themselves: what
  * the reaper would do with it now (src/core/reaper.ts decideReap, the function
  * the reaper and the operator's requeue use) and how long it has been stalled
- * (src/core/stall.ts). Pure: the rows come from the store's dashboard reads.
+ * (src/core/stall.ts), and whether it is suspect (src/core/suspect.ts). Pure:
+ * the rows come from the store's dashboard reads.
  */
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapDecision } from '../core/reaper.ts';
 import { stalledForMs } from '../core/stall.ts';
+import { suspectRanForMs } from '../core/suspect.ts';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 
 /**
@@ -40,3 +42,10 @@ export const jobStalledForMs = (j: RunningJobView, now: number) =>
   j.status === 'running'
     ? stalledForMs({ progressedAt: j.progressed_at, startedAt: j.started_at, leaseExpiresAt: j.lease_expires_at, stallMs: j.q_stall_ms }, now)
     : null;
+
+/**
+ * How long a running job has run when it is suspect (lease live, past its
+ * queue's learned threshold, which the row carries), or null.
+ */
+export const jobSuspectForMs = (j: RunningJobView, now: number) =>
+  j.status === 'running' ? suspectRanForMs({ startedAt: j.started_at, leaseExpiresAt: j.lease_expires_at }, j.suspect_after_ms, now) : null;

@@ -19,6 +19,7 @@ import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
+import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
@@ -51,11 +52,15 @@ import {
 } from './views.tsx';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
+import { DB_CLOCK } from '../core/clock.ts';
+import { sharedRead } from './shared-read.ts';
 
 type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
+/** How long one read of the suspect thresholds serves every page and poll (database clock only). */
+const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
 /** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
 const OPEN_OPERATOR = 'open dashboard (no login)';
 
@@ -79,6 +84,12 @@ export function dashboardRoutes(deps: AppDeps) {
     const n = clock.now();
     return typeof n === 'number' ? n : store.readNow();
   };
+  // The suspect thresholds read the hour's runtime sample (~40 ms at a
+  // million jobs, only while a live job is past its lease): on the database
+  // clock every page and poll shares one read for 10 s (a new suspect may
+  // show up to 10 s late); a manual clock (tests) reads afresh.
+  const sharedSuspects = sharedRead(async () => store.suspectThresholds({ now: await store.readNow(), defaults: config }), SUSPECT_THRESHOLDS_TTL_MS);
+  const suspects = async () => (clock.now() === DB_CLOCK ? sharedSuspects() : undefined);
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
 
@@ -198,6 +209,8 @@ export function dashboardRoutes(deps: AppDeps) {
   };
   app.use('/dashboard', guard);
   app.use('/dashboard/*', guard);
+  // Every page says when the reaper looks stopped (after the guard: only for a session).
+  registerMaintenanceBanner(app, deps);
 
   app.post('/dashboard/logout', async (c) => {
     const session = c.get('session');
@@ -275,7 +288,7 @@ export function dashboardRoutes(deps: AppDeps) {
     // Running jobs the zombies page lists are marked, with what the reaper will do.
     const running = list.filter((j) => j.status === 'running').map((j) => j.id);
     const flags = new Map<number, JobFlag>();
-    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config })) {
+    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config, suspects: running.length > 0 ? await suspects() : undefined })) {
       const flag = jobFlag(v, t, config);
       if (flag) flags.set(v.id, flag);
     }
@@ -306,7 +319,7 @@ export function dashboardRoutes(deps: AppDeps) {
   type JobPart = 'summary' | 'details' | 'all';
   const jobFragment = async (id: number, part: JobPart) => {
     const t = await now();
-    const job = await store.jobGetWithSettings({ id, defaults: config });
+    const job = await store.jobGetWithSettings({ id, defaults: config, now: t, suspects: await suspects() });
     if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
@@ -351,7 +364,7 @@ export function dashboardRoutes(deps: AppDeps) {
   const zombies = async (c: Context<Env>) => {
     const t = await now();
     const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500 })} now={t} config={config} csrf={csrf} />;
+    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500, suspects: await suspects() })} now={t} config={config} csrf={csrf} />;
   };
   app.get('/dashboard/zombies', async (c) =>
     shell(
@@ -361,9 +374,11 @@ export function dashboardRoutes(deps: AppDeps) {
       <>
         <Notice notice={c.req.query('notice')} />
         <p class="hint">
-          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, or that are stalled (heartbeating without progress past
-          their queue's stall setting). The reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its
-          deadline; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
+          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, that are stalled (heartbeating without progress past
+          their queue's stall setting), or that are suspect: heartbeating, but running longer than max(3 × the p99 runtime of the queue's jobs
+          completed in the last hour, its lease), or 10 leases when none completed (the long_running alert's thresholds, settable per queue). The
+          reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its deadline, and never for being
+          suspect or stalled; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
         </p>
         <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>

@@ -11,8 +11,8 @@ import type { Config } from '../core/config.ts';
 import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../protocol/operator-actions.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
-import { jobStalledForMs, reaperView } from './reaper-view.ts';
-import { heartbeatInterval, heartbeatLag, type JobFlag } from './job-health.ts';
+import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
 
@@ -29,7 +29,8 @@ const NOTICES: Record<string, string> = {
   reaper_would_wait: `Nothing changed: the reaper would not take this job back now (see Reaper below for why); ${REAPER_ACTS_ITSELF}.`,
 };
 
-export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; children?: Child }) {
+/** `banner`: shown above the page's title on every page (the reaper-late banner). */
+export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; banner?: Child; children?: Child }) {
   const link = (key: NavKey, href: string, label: string) => (
     <a href={href} class={props.nav === key ? 'active' : undefined} aria-current={props.nav === key ? 'page' : undefined}>
       {label}
@@ -67,6 +68,7 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
           ) : null}
         </header>
         <main>
+          {props.banner}
           <h1>{props.title}</h1>
           {props.children}
         </main>
@@ -426,6 +428,7 @@ export function JobSummary(props: { job: RunningJobView; now: number; config: Co
   const interval = heartbeatInterval(j);
   const reap = reaperView(j, now, props.config);
   const stalled = jobStalledForMs(j, now);
+  const suspect = jobSuspectForMs(j, now);
   return (
     <dl class="facts summary" id="job-summary">
       <dt>Status</dt>
@@ -458,6 +461,14 @@ export function JobSummary(props: { job: RunningJobView; now: number; config: Co
           ? '—'
           : `${fmtRelative(j.progressed_at ?? j.started_at, now)}${j.progressed_at === null ? ' (not since the claim)' : ''}${
               stalled !== null ? ` · stalled: no progress for ${fmtDuration(stalled)}, over the queue's ${fmtDuration(j.q_stall_ms!)}` : ''
+            }`}
+      </dd>
+      <dt>Running for</dt>
+      <dd id="job-runtime" class={suspect !== null ? 'bad suspect' : undefined} title={suspect !== null ? suspectWhy(j) : undefined}>
+        {j.status !== 'running' || j.started_at === null
+          ? '—'
+          : `${fmtDuration(now - j.started_at)} (this attempt)${
+              suspect !== null ? ` · suspect: past its queue's normal runtime, ${j.suspect_basis ?? ''} = ${fmtDuration(j.suspect_after_ms!)}${deadlineText(j, now)}` : ''
             }`}
       </dd>
       {j.last_error !== null ? (
@@ -640,7 +651,7 @@ export function PlaybookHint(props: { step: string }) {
 /** `csrf` undefined: a read-only login, shown without actions. */
 export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; config: Config; csrf: string | undefined }) {
   const { now, config } = props;
-  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease, a late heartbeat or a stall.</p>;
+  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease, a late heartbeat, a stall or a suspect runtime.</p>;
   return (
     <div class="table-scroll">
     <table class="zombies">
@@ -652,6 +663,7 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
           <th>Lease</th>
           <th>Heartbeat lag</th>
           <th>Progress</th>
+          <th title="this attempt's runtime; suspect past max(k x p99 runtime, lease) of its queue (src/core/suspect.ts)">Running</th>
           <th>Reaper</th>
           <th>Action</th>
         </tr>
@@ -663,8 +675,9 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
           const reap = reaperView(j, now, config);
           const takesNow = reap !== null && (reap.action === 'requeue' || reap.action === 'fail');
           const stalled = jobStalledForMs(j, now);
+          const suspect = jobSuspectForMs(j, now);
           return (
-            <tr id={`zombie-${j.id}`}>
+            <tr id={`zombie-${j.id}`} class={suspect !== null || stalled !== null ? 'suspect' : undefined}>
               <td>
                 <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
               </td>
@@ -673,6 +686,10 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
               <td class={expired ? 'bad' : undefined}>{leaseText(j, now)}</td>
               <td>{lag === null ? '—' : fmtDuration(lag)}</td>
               <td class={stalled !== null ? 'bad stalled' : undefined}>{stalled !== null ? `stalled ${fmtDuration(stalled)}` : '—'}</td>
+              <td class={suspect !== null ? 'bad suspect' : undefined} title={suspect !== null ? suspectWhy(j) : undefined}>
+                {j.started_at === null ? '—' : fmtDuration(now - j.started_at)}
+                {suspect !== null ? ` · suspect: past ${fmtDuration(j.suspect_after_ms!)}${deadlineText(j, now)}` : ''}
+              </td>
               <td title={reap?.why}>{reap === null ? '—' : takesNow || reap.takesAt <= now ? 'next pass' : fmtRelative(reap.takesAt, now)}</td>
               <td>
                 {props.csrf === undefined ? (

@@ -43,6 +43,18 @@ export const jobs = sqliteTable(
     // reusing its id is a new instance, and does not keep this claim alive.
     lockedByInstance: text('locked_by_instance'),
     lockToken: text('lock_token'),
+    // The id the claiming request carried (chosen by the worker, drizzle/0017):
+    // the same request sent again, because its answer was lost, gets back the
+    // jobs still running under it instead of claiming more; a worker that
+    // gives up on a claim names it, and its jobs go back to the queue.
+    claimId: text('claim_id'),
+    // The token of the claim whose owner ended the attempt (complete, fail,
+    // release) and what that write was (finishedWrite: which write, by which
+    // worker, with the parameters the row does not keep), until the next
+    // claim: the same write sent again (its answer was lost) is answered with
+    // what is stored instead of being refused as a stale write.
+    finishedToken: text('finished_token'),
+    finishedWrite: text('finished_write'),
     idempotencyKey: text('idempotency_key'),
     // How long the key deduplicates: 'retained' (while any job enqueued that
     // way is kept) or 'active' (while a job with the key is pending or running).
@@ -98,6 +110,8 @@ export const jobs = sqliteTable(
     // The reaper: running jobs by lease expiry, and by hard deadline.
     index('jobs_lease_expiry_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
     index('jobs_deadline_idx').on(t.deadlineAt).where(sql`${t.status} = 'running' AND ${t.deadlineAt} IS NOT NULL`),
+    // A claim sent again (claim.ts): the jobs still running under its id.
+    index('jobs_claim_id_idx').on(t.claimId, t.lockedBy).where(sql`${t.status} = 'running' AND ${t.claimId} IS NOT NULL`),
     // Retention pruning: finished jobs, oldest first.
     index('jobs_finished_idx').on(t.finishedAt).where(sql`${t.finishedAt} IS NOT NULL`),
     // Listing one queue (and status), keyset-paginated by id.
@@ -454,4 +468,24 @@ export const schedules = sqliteTable(
     check('schedules_json', sql`json_valid(${t.payload}) AND json_valid(${t.jobOptions})`),
     index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
   ],
+);
+
+/**
+ * What the maintenance pass last did (drizzle/0019): one row, name 'pass',
+ * written by each pass that completed (src/maintenance/pass.ts), so every
+ * server, Workers isolate and scraper sharing the database can tell whether
+ * any reaper still runs (src/core/maintenance-watch.ts). A failed pass writes
+ * nothing: the row ages, and that is what is watched.
+ */
+export const maintenanceState = sqliteTable(
+  'maintenance_state',
+  {
+    name: text('name').primaryKey(),
+    // When the pass started and completed (the database's clock on servers; the pass's fixed time in tests).
+    lastStartedAt: integer('last_started_at').notNull(),
+    lastCompletedAt: integer('last_completed_at').notNull(),
+    // Completed passes since the row was made (never decreases): leasehold_maintenance_passes_total.
+    passes: integer('passes').notNull(),
+  },
+  (t) => [check('maintenance_state_times', sql`${t.lastCompletedAt} >= ${t.lastStartedAt} AND ${t.passes} >= 1`)],
 );

@@ -34,5 +34,8 @@ export function backoffSql(attempt: SQL, queueExpr: SQL, d: QueueDefaults): SQL 
   return sql`(${ceiling} / 2 + abs(random() % (${ceiling} - ${ceiling} / 2 + 1)))`;
 }
 
+/** Columns that leave the running state: no token, no owner, no lease. */
+export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, locked_by_instance = NULL, lease_expires_at = NULL, lease_ms = NULL`;
+
 /** JSON text for a column, or NULL. */
 export const jsonOrNull = (value: unknown) => (value === undefined ? null : JSON.stringify(value));

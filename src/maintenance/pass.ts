@@ -12,6 +12,11 @@
  * 5. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
  *    failure is reported in `alerts.error` and never fails the pass: the
  *    jobs are already taken back, and the next pass tries again.
+ * 6. Last, the pass records that it completed (maintenance_state: when it
+ *    started and finished), so /healthz, /metrics and the dashboard on any
+ *    server or isolate can tell when no reaper runs any more
+ *    (src/core/maintenance-watch.ts). A pass that throws before this records
+ *    nothing, and the time it left behind ages.
  *
  * The time and `fetch` are the caller's, so tests run a pass at any instant
  * against any receiver. The services take the store port (src/db/store/port.ts):
@@ -76,5 +81,6 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     // A broken alert pass (a database error, a bug) is reported with the pass.
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
+  await store.maintenancePassRecord({ startedAt: at, now });
   return { at, ...rescued, pruned: pruned.jobs, schedules, alerts };
 }

@@ -66,6 +66,8 @@ export interface ClaimRequest {
   queue: string;
   limit: number;
   leaseMs?: number | undefined;
+  /** The worker's id for this claim: sent again, it answers the jobs it already took instead of claiming more. */
+  claimId?: string | undefined;
 }
 
 export type EffectStartAnswer = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };
@@ -136,7 +138,7 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
      * claim's own round trip; advisory, the claim statement enforces).
      */
     async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
-      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, now: clock.now(), defaults: config });
+      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
       return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
     },
 
@@ -176,7 +178,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       results: (Lease & { result?: unknown })[];
       claim: ClaimRequest;
     }): Promise<{ answers: JobAnswer[]; claimed: ClaimedJobWire[] }> {
-      const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim: p.claim, instanceId: p.instanceId, defaults: config });
+      const claim = { ...p.claim, maxBytes: config.maxClaimBytes };
+      const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim, instanceId: p.instanceId, defaults: config });
       return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
     },
 

@@ -12,13 +12,33 @@
  * - Idle otherwise (several queues, `claimWaitMs: 0`, or a server that
  *   answers at once): polls every `pollMs`, doubling while nothing comes up
  *   to `maxPollMs`, with jitter. Failed claims back off the same way.
+ * - Every claim request carries its own claim id. A claim whose answer did
+ *   not arrive (a dropped connection, a timeout) is sent again with the same
+ *   queue, limit and id, its room still reserved: the server answers the jobs
+ *   it took the first time, with the same tokens, instead of claiming more,
+ *   so a lost answer leaves no job running under a token nobody has. The
+ *   worker gives the claim up after retrying it for a lease, or when it starts
+ *   closing: its id goes to `lostClaims`, and the next beat has the server
+ *   give its jobs back.
  * - A refused token stops the worker (retrying cannot help).
  */
 import type { RidingClaim } from './completer.ts';
 import type { Held } from './held.ts';
 import { describe } from './log.ts';
 import { jitter, sleep } from './timers.ts';
-import { TokenRefusedError, type ClaimedJob } from './transport.ts';
+import { TokenRefusedError, type ClaimAnswer, type ClaimedJob } from './transport.ts';
+
+/** The lease a retry budget is counted in when the server has not said one yet (its default). */
+const DEFAULT_LEASE_MS = 30_000;
+
+/** A claim request on its way, or whose answer did not arrive. */
+interface SentClaim {
+  queue: string;
+  claimId: string;
+  limit: number;
+  /** Local time the first try was sent: the claim is given up a lease after it. */
+  firstSentAt: number;
+}
 
 export interface ClaimLoopOptions {
   /** How many more jobs the worker may hold now (the run queue's room), and how many are worth a claim call of their own. */
@@ -50,25 +70,53 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   /** The lease the server last gave: bounds the claim's wait, as the lease is counted from when the claim was sent. */
   let lastLeaseMs = o.leaseMs;
   const free = () => o.room() - reserved;
+  /** The claim request on its way now. */
+  let sending: SentClaim | undefined;
+  /** A claim whose answer did not arrive: the next round sends it again (its room stays reserved). */
+  let unanswered: SentClaim | undefined;
+
+  /** No more tries for this claim: the next beats name it, and the server gives back whatever it took. */
+  function giveUp(c: SentClaim) {
+    w.lostClaims.add(c.claimId);
+    reserved -= c.limit;
+    if (unanswered === c) unanswered = undefined;
+  }
 
   async function run() {
     let idleRounds = 0;
     let failures = 0;
     while (w.state() === 'running') {
-      const room = o.roomForOwnClaim() - reserved;
-      if (room <= 0) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
+      const retry = unanswered;
+      let limit: number;
+      if (retry) limit = retry.limit;
+      else {
+        const room = o.roomForOwnClaim() - reserved;
+        if (room <= 0) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          continue;
+        }
+        limit = Math.min(room, o.claimBatch);
+        reserved += limit;
       }
       let jobs: ClaimedJob[] = [];
       const sentAt = timers.now();
-      const limit = Math.min(room, o.claimBatch);
-      reserved += limit;
       const waitMs = queues.length === 1 ? Math.min(o.claimWaitMs, Math.floor((lastLeaseMs ?? 4_000) / 4)) : 0;
       try {
-        jobs = await claimRoundRobin(limit, waitMs);
+        if (retry) rateLimitedWait = undefined;
+        jobs = retry ? await claimOnce(retry, waitMs) : await claimRoundRobin(limit, waitMs);
+        unanswered = undefined;
+        reserved -= limit;
         failures = 0;
       } catch (err) {
+        // The claim in flight may have taken jobs its lost answer would have
+        // brought: send it again (same id), or give it up so the server
+        // gives them back.
+        const failed = retry ?? sending;
+        sending = undefined;
+        const retryFor = o.leaseMs ?? lastLeaseMs ?? DEFAULT_LEASE_MS;
+        if (!failed) reserved -= limit;
+        else if (o.stopping.aborted || err instanceof TokenRefusedError || timers.now() - failed.firstSentAt >= retryFor) giveUp(failed);
+        else unanswered = failed;
         // close() cut a waiting claim short: not a failure.
         if (o.stopping.aborted) continue;
         if (err instanceof TokenRefusedError) {
@@ -84,8 +132,6 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
         emit('error', { error: err, during: 'claim' });
         await sleep(timers, jitter(delay), o.stopping);
         continue;
-      } finally {
-        reserved -= limit;
       }
       if (w.state() !== 'running') {
         await o.releaseUnstarted(jobs);
@@ -105,6 +151,17 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
       idleRounds = 0;
       for (const job of jobs) o.start(job, sentAt);
     }
+    // Closing with a claim still unanswered: the closing beat names it.
+    if (unanswered) giveUp(unanswered);
+  }
+
+  /** One claim request (a first try, or the same claim sent again). */
+  async function claimOnce(c: Omit<SentClaim, 'firstSentAt'>, waitMs: number): Promise<ClaimAnswer> {
+    sending = { ...c, firstSentAt: timers.now() };
+    const jobs = await transport.claim({ queue: c.queue, workerId, instanceId, limit: c.limit, leaseMs: o.leaseMs, claimId: c.claimId, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
+    sending = undefined;
+    if (jobs.length > 0) lastLeaseMs = o.leaseMs ?? jobs[0]!.leaseMs;
+    return jobs;
   }
 
   /** After an empty round: the shortest rate-limit wait, when every queue answered one (else undefined). */
@@ -115,9 +172,8 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
     const waits: number[] = [];
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
-      const jobs = await transport.claim({ queue, workerId, instanceId, limit, leaseMs: o.leaseMs, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
+      const jobs = await claimOnce({ queue, claimId: w.nextClaimId(), limit }, waitMs);
       if (jobs.length > 0) {
-        lastLeaseMs = o.leaseMs ?? jobs[0]!.leaseMs;
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
       }
@@ -134,7 +190,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
       const queue = queues[nextQueue]!;
       nextQueue = (nextQueue + 1) % queues.length;
       reserved += limit;
-      return { claim: limit > 0 ? { queue, limit, leaseMs: o.leaseMs } : undefined, settle: () => void (reserved -= limit) };
+      return { claim: limit > 0 ? { queue, limit, leaseMs: o.leaseMs, claimId: w.nextClaimId() } : undefined, settle: () => void (reserved -= limit) };
     },
     start: (job, sentAt) => o.start(job, sentAt),
   };

@@ -3,7 +3,9 @@
  *
  * - Completions go in one call at a time, each carrying every completion
  *   that piled up meanwhile, and claiming jobs for the room they free (one
- *   transaction, one round trip).
+ *   transaction, one round trip). A call whose answer was lost is sent again
+ *   as it was: completions already stored are answered as stored (not a
+ *   stale write), and the claim, by its claim id, with the jobs it took.
  * - A failure goes alone, classified by what the handler threw
  *   (NonRetryableError, RetryAfter, anything else).
  * - `abandoned`: a result the server refused (the lease is gone) or that
@@ -39,7 +41,7 @@ export function classify(err: unknown): Extract<Outcome, { kind: 'fail' }> {
 /** Where a completion's claim for the slots it frees comes from (the claim loop's slots and queue rotation). */
 export interface RidingClaim {
   /** The claim to send along with completions, if there is room; `settle()` once the call is over. */
-  reserve(): { claim: { queue: string; limit: number; leaseMs?: number | undefined } | undefined; settle(): void };
+  reserve(): { claim: { queue: string; limit: number; leaseMs?: number | undefined; claimId: string } | undefined; settle(): void };
   /** Runs jobs the completion claimed (local time `sentAt`: when the call was sent). */
   start(job: ClaimedJob, sentAt: number): void;
 }
@@ -99,25 +101,26 @@ export function createCompleter(w: Held, riding: RidingClaim) {
   async function flushCompletions() {
     const batch = pending;
     pending = [];
-    const { claim: wanted, settle } = riding.reserve();
-    // Only the first try claims: if its answer was lost in transit, a retry
-    // must not claim again (those jobs would wait for the reaper).
-    let claim = wanted;
-    const sentAt = timers.now();
-    const until = batch.reduce((end, b) => Math.max(end, b.running.leaseValidUntil), -Infinity);
+    const { claim, settle } = riding.reserve();
+    // Every try is the same request: if an answer was lost in transit, the
+    // server answers the completions it already stored as stored, and the
+    // claim (same claim id) with the jobs it took the first time, never more.
+    let sentAt = timers.now();
+    const results = batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null }));
     const reply = await persist(w, leaseGone(w, ...batch.map((b) => b.running)), 'complete', () => {
-      const once = claim;
-      claim = undefined;
-      return withinLeases(w, until, 'complete', (c) =>
-        transport.complete({ workerId, instanceId, results: batch.map(({ running, result }) => ({ id: running.job.id, lockToken: running.job.lockToken, result: result ?? null })), claim: once }, c),
-        LAST_TRY_MS,
-      );
+      // The jobs it claims are leased from the try that brought them.
+      sentAt = timers.now();
+      // Each try waits as long as the leases (renewed meanwhile, perhaps) last now.
+      const until = batch.reduce((end, b) => Math.max(end, b.running.leaseValidUntil), -Infinity);
+      return withinLeases(w, until, 'complete', (c) => transport.complete({ workerId, instanceId, results, claim }, c), LAST_TRY_MS);
     })
       .catch((err) => {
         emit('error', { error: err, during: 'complete' });
         return undefined;
       })
       .finally(settle);
+    // No answer came back: the server may hold jobs for the claim; the next beat gives them back.
+    if (!reply && claim) w.lostClaims.add(claim.claimId);
     const answers = reply?.answers;
     const claimed = reply?.claimed ?? [];
     if (w.state() !== 'running') await releaseUnstarted(claimed);

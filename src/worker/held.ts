@@ -59,6 +59,14 @@ export interface Held {
   stats: WorkerStats;
   /** The jobs this worker holds, by id. */
   active: Map<string, Running>;
+  /**
+   * Ids of claims whose answer never arrived and that the worker gave up on
+   * (it will never act on them): the next beats name them, so the server
+   * gives their jobs back to the queue, until a beat naming them is answered.
+   */
+  lostClaims: Set<string>;
+  /** A new id for a claim request, unique to this process: sent again with a retry of that claim, never with another. */
+  nextClaimId(): string;
   state(): WorkerState;
 }
 

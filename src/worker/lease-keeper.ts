@@ -26,6 +26,9 @@
  * - The server's answers: a refused renewal aborts the handler with
  *   `lease_lost`, or `deadline_exceeded` when the attempt ran out of time.
  * - The job's own deadline (timeoutMs) aborts it locally too.
+ * - Each beat names the claims the worker gave up on without an answer
+ *   (`lostClaims`, at most MAX_LOST_CLAIMS a beat), until a beat that named
+ *   them is answered: the server gives their jobs back to the queue.
  * - A tick that fires late says the event loop was blocked.
  */
 import { withinLeases } from './call-budget.ts';
@@ -36,6 +39,9 @@ import type { CallOptions, ClaimedJob, LeaseAnswer, WorkerLiveness } from './tra
 
 /** Heartbeat calls in flight at most: one stuck and one fresh (see above). */
 const MAX_BEATS_IN_FLIGHT = 2;
+
+/** Most lost claim ids one beat names (the server's cap); the rest go with the next beats. */
+const MAX_LOST_CLAIMS = 100;
 
 export interface LeaseKeeperOptions {
   /** Fixed interval; default: 5 s, lowered to what the server asks for in each claim. */
@@ -68,12 +74,20 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       longestEventLoopBlockMs: Math.min(Math.round(stats.longestEventLoopBlockMs), 24 * 3600 * 1000),
       heartbeatFailures: Math.min(stats.heartbeatFailures, 1e9),
       leasesLost: Math.min(stats.leaseLost, 1e9),
+      ...(w.lostClaims.size > 0 ? { lostClaims: [...w.lostClaims].slice(0, MAX_LOST_CLAIMS) } : {}),
     };
   }
 
+  /** The server has recorded a beat: the lost claims it named are given back, not to be named again. */
+  function delivered(beat: WorkerLiveness) {
+    for (const id of beat.lostClaims ?? []) w.lostClaims.delete(id);
+  }
+
   /** A beat outside the ticks (start, end of close): the heartbeats call with no leases. */
-  function beat(runningCount: number): Promise<unknown> {
-    return w.transport.heartbeat({ workerId: w.workerId, leases: [], beat: liveness(runningCount) });
+  async function beat(runningCount: number): Promise<void> {
+    const b = liveness(runningCount);
+    await w.transport.heartbeat({ workerId: w.workerId, leases: [], beat: b });
+    delivered(b);
   }
 
   /** Starts keeping a lease claimed at local time `sentAt` (and its deadline, if it has one). */
@@ -224,12 +238,13 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     const sentAt = timers.now();
     // One request, one transaction: the renewals and the liveness beat
     // together. An idle worker sends the beat with no leases.
+    const b = liveness(w.active.size);
     const send = (call?: CallOptions) =>
       w.transport.heartbeat(
         {
           workerId: w.workerId,
           leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
-          beat: liveness(w.active.size),
+          beat: b,
         },
         call,
       );
@@ -237,6 +252,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     try {
       // A renewal answered after the last of its jobs was fenced saves nothing.
       const answers = await (renew.length > 0 ? withinLeases(w, renew.reduce((end, r) => Math.max(end, r.fenceAt), -Infinity), 'heartbeat', send) : send());
+      delivered(b);
       applyAnswers(answers, sentAt);
     } catch (err) {
       w.stats.heartbeatFailures++;

@@ -56,8 +56,19 @@ export interface Transport {
    * `waitMs`: when nothing is ready, the server waits up to that long for work
    * before answering an empty list (an idle worker's long poll); `signal` ends
    * that wait early (the worker is closing) with an empty list or an abort.
+   * `claimId`: this claim's own id (new per claim); sent again with the same
+   * id, the claim answers the jobs it already took instead of claiming more.
    */
-  claim(p: { queue: string; workerId: string; instanceId?: string | undefined; limit: number; leaseMs?: number | undefined; waitMs?: number | undefined; signal?: AbortSignal | undefined }): Promise<ClaimAnswer>;
+  claim(p: {
+    queue: string;
+    workerId: string;
+    instanceId?: string | undefined;
+    limit: number;
+    leaseMs?: number | undefined;
+    claimId?: string | undefined;
+    waitMs?: number | undefined;
+    signal?: AbortSignal | undefined;
+  }): Promise<ClaimAnswer>;
   /**
    * Renews many leases in one call; `leaseMs` also changes their length
    * (extend). With `beat`, the worker's liveness beat goes in the same call
@@ -68,13 +79,15 @@ export interface Transport {
   checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }, call?: CallOptions): Promise<LeaseAnswer>;
   /**
    * Completes many jobs in one call, each fenced by its own token; with
-   * `claim`, also claims the next jobs in the same transaction.
+   * `claim`, also claims the next jobs in the same transaction. Safe to send
+   * again: a completion already stored under its token is answered ok, and
+   * the claim with the same `claimId` answers the jobs it took.
    */
   complete(p: {
     workerId: string;
     instanceId?: string | undefined;
     results: (LeaseRef & { result?: unknown })[];
-    claim?: { queue: string; limit: number; leaseMs?: number | undefined } | undefined;
+    claim?: { queue: string; limit: number; leaseMs?: number | undefined; claimId?: string | undefined } | undefined;
   }, call?: CallOptions): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
   /** Gives many leases back in one call (shutdown), each fenced by its own token. */

@@ -76,6 +76,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const events = createEmitter(() => logger);
   const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
   let state: WorkerState = 'new';
+  /** Claim requests sent so far: each gets its own id (the instance id and this count). */
+  let claimsSent = 0;
   const w: Held = {
     transport: options.transport,
     workerId,
@@ -86,6 +88,8 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     emit: events.emit,
     stats,
     active: new Map(),
+    lostClaims: new Set(),
+    nextClaimId: () => `${instanceId}-${++claimsSent}`,
     state: () => state,
   };
   const { timers, active, emit } = w;

@@ -54,9 +54,9 @@ describe('GET /api/v1/metrics', () => {
     await bed();
     const runs = [];
     for (const ms of [1000, 2000, 3000, 4000]) runs.push(await runJob('q', ms));
-    // Two stale writes: the same completion again.
+    // Two stale writes: a completion with another result (the same one again would be a repeat, answered as stored).
     for (let i = 0; i < 2; i++) {
-      expect((await t.post(`${api}/jobs/${runs[0]!.id}/complete`, { workerId: 'W', lockToken: runs[0]!.lockToken })).status).toBe(409);
+      expect((await t.post(`${api}/jobs/${runs[0]!.id}/complete`, { workerId: 'W', lockToken: runs[0]!.lockToken, result: 'again' })).status).toBe(409);
     }
     // One dedup hit.
     await t.enqueue('q', { payload: {}, idempotencyKey: 'k' });
@@ -215,13 +215,13 @@ describe('GET /api/v1/alerts', () => {
     const run = await runJob('q', 100);
     await t.enqueue('q', { payload: {}, idempotencyKey: 'k' });
     for (let i = 0; i < 4; i++) {
-      expect((await t.post(`${api}/jobs/${run.id}/complete`, { workerId: 'W', lockToken: run.lockToken })).status).toBe(409);
+      expect((await t.post(`${api}/jobs/${run.id}/complete`, { workerId: 'W', lockToken: run.lockToken, result: 'again' })).status).toBe(409);
       await t.post(`${api}/queues/q/jobs`, { payload: {}, idempotencyKey: 'k' });
     }
     // 4 in 5 minutes: below the minimum of 5.
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'ok' });
     expect(await alert('q', 'enqueue_dedup_rate')).toMatchObject({ state: 'ok' });
-    expect((await t.post(`${api}/jobs/${run.id}/complete`, { workerId: 'W', lockToken: run.lockToken })).status).toBe(409);
+    expect((await t.post(`${api}/jobs/${run.id}/complete`, { workerId: 'W', lockToken: run.lockToken, result: 'again' })).status).toBe(409);
     await t.post(`${api}/queues/q/jobs`, { payload: {}, idempotencyKey: 'k' });
     expect(await alert('q', 'stale_write_rate')).toMatchObject({ state: 'firing', value: 1 });
     expect(await alert('q', 'enqueue_dedup_rate')).toMatchObject({ state: 'firing', value: 1 });

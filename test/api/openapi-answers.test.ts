@@ -97,7 +97,8 @@ test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, c
   expect(lost.json.error).toMatchObject({ code: 'lease_lost', status: 'completed' });
   await call('post', '/api/v1/jobs/{id}/fail', `/api/v1/jobs/${b!.id}/fail`, { ...own(b!), error: 'boom', retryable: false });
   await call('post', '/api/v1/jobs/{id}/release', `/api/v1/jobs/${c!.id}/release`, own(c!));
-  const released = await call('post', '/api/v1/releases', '/api/v1/releases', { workerId: 'w1', leases: [{ id: c!.id, lockToken: c!.lockToken }] });
+  // The same release again would be answered as stored (a repeat): a stale token is refused.
+  const released = await call('post', '/api/v1/releases', '/api/v1/releases', { workerId: 'w1', leases: [{ id: c!.id, lockToken: 'stale' }] });
   expect(released.json.results[0]).toMatchObject({ ok: false, error: { code: 'lease_lost', status: 'pending' } });
   const [d] = (await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1' })).json.jobs;
   const both = await call('post', '/api/v1/completions', '/api/v1/completions', { workerId: 'w1', results: [{ id: d.id, lockToken: d.lockToken }, { id: a!.id, lockToken: 'stale' }], claim: { queue: 'work', limit: 2 } });

@@ -201,7 +201,7 @@ test('every operation has a unique operationId, a tag, a summary and a schema fo
       expect(content?.schema, `${where} ${status} has no schema`).toBeDefined();
     }
   }
-  expect(doc.paths['/healthz'].get.responses['200'].content['application/json'].schema.required).toEqual(['ok', 'databaseTime']);
+  expect(doc.paths['/healthz'].get.responses['200'].content['application/json'].schema.required).toEqual(['ok', 'databaseTime', 'maintenance']);
   expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
 });
 

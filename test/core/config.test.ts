@@ -145,6 +145,18 @@ describe('checkConfig', () => {
     const { errors } = checkConfig(defaultConfig({ backoffBaseMs: 5000, backoffMaxMs: 1000 }));
     expect(settingsOf(errors)).toContain('LEASEHOLD_BACKOFF_MAX_MS');
   });
+
+  test('the claim budget: below twice the payload limit is a warning; over 256 MiB, or a payload limit over 128 MiB, is an error', () => {
+    expect(defaultConfig().maxClaimBytes).toBeGreaterThanOrEqual(2 * defaultConfig().maxPayloadBytes);
+    expect(checkConfig(defaultConfig({ maxClaimBytes: 2 * 1024 * 1024 }))).toEqual({ errors: [], warnings: [] });
+    const low = checkConfig(defaultConfig({ maxClaimBytes: 1024 * 1024 }));
+    expect(low.errors).toEqual([]);
+    expect(low.warnings).toEqual([{ setting: 'LEASEHOLD_MAX_CLAIM_BYTES', rule: expect.stringMatching(/twice LEASEHOLD_MAX_PAYLOAD_BYTES.*claimed alone/) }]);
+    expect(settingsOf(checkConfig(defaultConfig({ maxClaimBytes: 256 * 1024 * 1024 + 1 })).errors)).toEqual(['LEASEHOLD_MAX_CLAIM_BYTES']);
+    expect(settingsOf(checkConfig(defaultConfig({ maxPayloadBytes: 128 * 1024 * 1024 + 1, maxClaimBytes: 256 * 1024 * 1024 })).errors)).toEqual(['LEASEHOLD_MAX_PAYLOAD_BYTES']);
+    expect(settingsOf(problemsOf(() => loadConfig({ LEASEHOLD_MAX_CLAIM_BYTES: '0' })))).toEqual(['LEASEHOLD_MAX_CLAIM_BYTES']);
+    expect(loadConfig({}, ['--max-claim-bytes', '4194304']).config.maxClaimBytes).toBe(4 * 1024 * 1024);
+  });
 });
 
 describe('PATCH /queues/:queue/settings', () => {

@@ -91,7 +91,8 @@ describe('the jobs list marks what the zombies page lists', () => {
     const html = await page('/dashboard/jobs?queue=sq');
     const cell = statusCell(html, stuck.id);
     expect(cell).toContain('flagged stalled');
-    expect(text(cell)).toBe('running · stalled stalled: no progress for 6.0 s');
+    // A stalled job is suspect too: the reaper leaves it until its deadline (an hour by default).
+    expect(text(cell)).toBe('running · stalled stalled: no progress for 6.0 s · suspect · deadline in 59 m 54 s');
     const plain = statusCell(html, fresh.id);
     expect(plain).toBe('<td class="job-status"><span class="status running">running</span></td>');
   });

@@ -81,3 +81,67 @@ test('a completed job whose result does not name its run is a violation; a store
   expect(stored.violations).toEqual([]);
   expect(stored.events).toEqual({ claimed: 1, completed: 1 });
 });
+
+/** Job 1 reaped from A at 3000 and completed by B: A's and B's run lines, A's ending at `aEndsAt`. */
+function handedOn(aEndsAt: number, behaviour: 'normal' | 'long_ignores_signal' = 'normal') {
+  const i = input({ result: JSON.stringify({ by: 'B', fence: 2 }), attempt_count: 2, completed_at: 4_000 }, [
+    { id: 1, type: 'claimed', worker_id: 'A', at: 100 },
+    { id: 2, type: 'reaped', worker_id: 'A', at: 3_000 },
+    { id: 3, type: 'claimed', worker_id: 'B', at: 3_100 },
+  ]);
+  i.plan.jobs[0]!.behaviour = behaviour;
+  i.events[1]!.reason = 'reaped_due_to_expired_lease';
+  i.lines = [
+    { t: 100, w: 'A', pid: 1, k: 'run', job: '1', attempt: 1, fence: 1, b: behaviour },
+    { t: 110, w: 'A', pid: 1, k: 'once', job: '1', attempt: 1, fence: 1 },
+    { t: aEndsAt - 5, w: 'A', pid: 1, k: 'abort', job: '1', attempt: 1, fence: 1, reason: 'lease_expired_locally' },
+    { t: aEndsAt, w: 'A', pid: 1, k: 'end', job: '1', attempt: 1, fence: 1, aborted: true },
+    { t: 3_150, w: 'B', pid: 2, k: 'run', job: '1', attempt: 2, fence: 2, b: behaviour },
+    { t: 3_200, w: 'B', pid: 2, k: 'end', job: '1', attempt: 2, fence: 2, aborted: false },
+  ];
+  return i;
+}
+
+test('a handler still running when another worker starts the next attempt is a violation', () => {
+  const report = check(handedOn(3_400));
+  expect(report.violations.join('\n')).toMatch(/job 1: A's handler \(token 1, normal\) was still running when B started token 2: aborted at 3395 \(lease_expired_locally\), ended 250 ms after/);
+  expect(report.plainRuns.overlapping).toBe(1);
+});
+
+test('a handler that ended before the next attempt started is fine; one that ignores its signal is excused, not failed', () => {
+  expect(check(handedOn(2_900)).violations).toEqual([]);
+  const ignoring = check(handedOn(3_400, 'long_ignores_signal'));
+  expect(ignoring.violations).toEqual([]);
+  expect(ignoring.plainRuns.overlapsExcused).toEqual({ 'handler ignores its signal': 1 });
+});
+
+test('a claim whose answer was dropped and that then waited for the reaper is a violation, unless the worker was cut off too', () => {
+  const lost = handedOn(2_900);
+  lost.plan.faults = [{ n: 0, atMs: 0, kind: 'drop_answers', target: 0, durationMs: 2_000, call: 'completion', count: 1 }];
+  lost.faults = [{ n: 0, kind: 'drop_answers', target: 0, plannedAtMs: 0, wallAt: 150, wallEnd: 2_150, workerId: 'A', drops: [600] }];
+  const report = check(lost);
+  expect(report.violations.join('\n')).toMatch(/job 1: after a dropped completion answer, A's claim \(token 1\) waited for the reaper \(reaped_due_to_expired_lease/);
+  expect(report.lostAnswers).toEqual({ dropped: { completion: 1 }, claimsConcerned: 1, waitedForReaper: 1 });
+
+  lost.faults.push({ n: 1, kind: 'partition_stall', target: 0, plannedAtMs: 0, wallAt: 700, wallEnd: 2_700, workerId: 'A' });
+  expect(check(lost).lostAnswers.waitedForReaper).toBe(0);
+});
+
+test("a worker's completion sent again after its first was stored, refused as stale, is a violation", () => {
+  const report = check(input({ result: JSON.stringify({ by: 'A', fence: 1 }) }, [
+    { id: 1, type: 'claimed', worker_id: 'A', at: 100 },
+    { id: 2, type: 'stale_write_rejected', worker_id: 'A', at: 600 },
+  ].map((e) => (e.type === 'stale_write_rejected' ? { ...e, reason: 'complete', message: 'job is completed' } : e))));
+  expect(report.violations.join('\n')).toMatch(/job 1: A's complete sent again after its own outcome was stored was refused as a stale write/);
+});
+
+test('a handler started for a claim another attempt has replaced is a violation; a frozen worker is excused', () => {
+  const stale = handedOn(2_900);
+  // A's run line comes after B's: A started a claim it no longer held.
+  stale.lines = stale.lines.map((l) => (l.w === 'A' && l.k === 'run' ? { ...l, t: 3_160 } : l.w === 'A' && l.k === 'end' ? { ...l, t: 3_170 } : l));
+  expect(check(stale).violations.join('\n')).toMatch(/job 1: A started its handler for token 1 10 ms after B had started token 2, which was still running/);
+  stale.faults = [{ n: 0, kind: 'stop_worker', target: 0, plannedAtMs: 0, wallAt: 120, wallEnd: 3_155, workerId: 'A' }];
+  const frozen = check(stale);
+  expect(frozen.violations).toEqual([]);
+  expect(frozen.plainRuns.overlapsExcused).toEqual({ 'worker process was stopped (SIGSTOP)': 1 });
+});

@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 
 /** One POST through the proxy: its answer's body, or the error that ended it (after `timeoutMs`: 'timeout'). */
-function post(path: string, timeoutMs = 600): Promise<string> {
+function post(path: string, timeoutMs = 600, body = '{}'): Promise<string> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port: proxy.port, path, method: 'POST', agent: false }, (res) => {
       let body = '';
@@ -42,7 +42,7 @@ function post(path: string, timeoutMs = 600): Promise<string> {
       resolve('timeout');
     });
     req.on('error', (e) => resolve((e as NodeJS.ErrnoException).code ?? 'error'));
-    req.end('{}');
+    req.end(body);
   });
 }
 
@@ -81,6 +81,22 @@ describe('fault proxy', () => {
     expect(await post('/drop')).toBe('ECONNRESET');
     expect(await post('/drop')).toBe('ok');
     expect(heard).toEqual(['POST /keep', 'POST /drop', 'POST /drop']);
+    expect(proxy.stats.answersDropped).toBe(1);
+    expect(proxy.dropped).toEqual([{ at: expect.any(Number), head: 'POST /drop HTTP/1.1' }]);
+  });
+
+  it('delayAnswers holds answers for the delay, then passes them on whole', async () => {
+    void proxy.delayAnswers(400, 1_000);
+    const started = Date.now();
+    expect(await post('/slow', 2_000)).toBe('ok');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    expect(proxy.stats.answersDelayed).toBeGreaterThan(0);
+  });
+
+  it('dropAnswers matches the body too, when it came with the head', async () => {
+    proxy.dropAnswers((head) => head.startsWith('POST /a') && head.includes('"claim":{'));
+    expect(await post('/a', 600, '{"results":[]}')).toBe('ok');
+    expect(await post('/a', 600, '{"results":[],"claim":{"limit":1}}')).toBe('ECONNRESET');
     expect(proxy.stats.answersDropped).toBe(1);
   });
 });

@@ -561,3 +561,41 @@ describe('a new SDK against a server that predates the folded beat and POST /rel
     for (const id of ids) expect(await jobState(b, id)).toMatchObject({ status: 'pending', attempt_count: 0 });
   });
 });
+
+describe('a new SDK against a server that predates claim ids', () => {
+  test('the HTTP transport leaves claimId and lostClaims out once refused, and sends each claim to it once: a retried claim claims nothing more', async () => {
+    const b = await fakeBed('http');
+    const ids = [await enqueue(b), await enqueue(b)];
+    const sent: string[] = [];
+    let dropNextClaim = true;
+    // What the older server answers: claimId and lostClaims are no fields of its.
+    const older = (async (input: string, init?: RequestInit) => {
+      const path = new URL(input).pathname.replace('/api/v1', '');
+      const body = JSON.parse(String(init?.body ?? '{}'));
+      const refuse = (field: string) => new Response(JSON.stringify({ error: { code: 'invalid_request', message: `${field} is not a known field`, field } }), { status: 400, headers: { 'content-type': 'application/json' } });
+      if (path.endsWith('/claim') && body.claimId !== undefined) return (sent.push('claim +claimId'), refuse('claimId'));
+      if (path === '/completions' && body.claim?.claimId !== undefined) return (sent.push('completions +claimId'), refuse('claim.claimId'));
+      if (path === '/heartbeats' && body.worker?.lostClaims !== undefined) return (sent.push('heartbeats +lostClaims'), refuse('worker.lostClaims'));
+      sent.push(path.endsWith('/claim') ? 'claim' : path);
+      const res = await b.t.app.request(input, init);
+      // The first claim that gets through is acted on, and its answer is lost.
+      if (path.endsWith('/claim') && dropNextClaim) {
+        dropNextClaim = false;
+        throw new TypeError('socket hang up');
+      }
+      return res;
+    }) as typeof fetch;
+    b.transport = httpTransport({ url: 'http://127.0.0.1', fetch: older });
+    const w = fakeWorker(b, { workerId: 'new-sdk', handler: async () => 'ok' });
+    // The first claim took job 1 and its answer was lost; its retry may not claim again, so job 2 is claimed by a later claim.
+    await b.timers.advanceUntil('job 2 completed', async () => (await jobState(b, ids[1]!)).status === 'completed', { stepMs: 50 });
+    expect(await jobState(b, ids[0]!)).toMatchObject({ status: 'running', attempt_count: 1 });
+    expect(sent.filter((s) => s.includes('+claimId'))).toEqual(['claim +claimId']);
+    let closed = false;
+    void w.close({ drainTimeoutMs: 0 }).then(() => (closed = true));
+    await b.timers.advanceUntil('closed', () => closed);
+    // The given-up claim was named once, refused, and beats go on without it.
+    expect(sent.filter((s) => s.includes('+lostClaims')).length).toBeLessThanOrEqual(1);
+    expect(w.stats).toMatchObject({ completed: 1, abandoned: 0 });
+  });
+});

@@ -46,10 +46,11 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       const stored = async (id: string) => (await o.client.execute({ sql: 'SELECT type FROM events WHERE job_id = ? ORDER BY id', args: [Number(id)] })).rows.map((r) => r.type);
       const counters = async () => (await o.client.execute(`SELECT name, value FROM counters WHERE name IN ('enqueued', 'claimed', 'completed') ORDER BY name`)).rows.map((r) => `${r.name}:${r.value}`);
 
-      // An old server's clean job (today's app writes 0015's column: add it for the replay, drop it after).
-      await o.client.execute('ALTER TABLE jobs ADD enqueued_by text');
+      // An old server's clean job (today's app writes the columns of 0015 and 0017: add them for the replay, drop them after).
+      const later = ['enqueued_by', 'claim_id', 'finished_token', 'finished_write'];
+      for (const column of later) await o.client.execute(`ALTER TABLE jobs ADD ${column} text`);
       const old = await cleanJob(appOn(), 'A');
-      await o.client.execute('ALTER TABLE jobs DROP COLUMN enqueued_by');
+      for (const column of later) await o.client.execute(`ALTER TABLE jobs DROP COLUMN ${column}`);
       expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);
       expect(await counters()).toEqual(['claimed:1', 'completed:1', 'enqueued:1']);
 

@@ -357,6 +357,7 @@ describe('the migration that adds the durable counters', () => {
           ['jobs', 'locked_by_instance', 'text'], ['jobs', 'enqueued_by', 'text'], ['workers', 'instance_id', 'text'], ['workers', 'restarts', 'integer DEFAULT 0 NOT NULL'],
           ['jobs', 'unique_while', "text DEFAULT 'retained' NOT NULL"], ['queues', 'max_running', 'integer'], ['queues', 'rate_max', 'integer'],
           ['queues', 'rate_window_ms', 'integer'], ['queues', 'rate_window_start', 'integer'], ['queues', 'rate_claims', 'integer DEFAULT 0 NOT NULL'],
+          ['jobs', 'claim_id', 'text'], ['jobs', 'finished_token', 'text'], ['jobs', 'finished_write', 'text'],
         ];
         for (const [table, column, type] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} ADD ${column} ${type}`);
         // Today's enqueue names 0012's two key indexes as its conflict targets.
@@ -375,7 +376,8 @@ describe('the migration that adds the durable counters', () => {
         await post(`${api}/queues/q/jobs`, { payload: {}, idempotencyKey: 'k0' });
         const claimed = (await post(`${api}/queues/q/claim`, { workerId: 'A', limit: 2 })).jobs;
         for (const c of claimed) await post(`${api}/jobs/${c.id}/complete`, { workerId: 'A', lockToken: c.lockToken });
-        await post(`${api}/jobs/${claimed[0].id}/complete`, { workerId: 'A', lockToken: claimed[0].lockToken });
+        // Another result from a finished claim: a stale write (the same completion again would be a repeat, answered as stored).
+        await post(`${api}/jobs/${claimed[0].id}/complete`, { workerId: 'A', lockToken: claimed[0].lockToken, result: 'again' });
         await post(`${api}/queues/q/claim`, { workerId: 'B', limit: 2 });
         clock.advance(PAST_LEASE_OWNER_DEAD);
         await post(`${api}/reaper/run`, {});

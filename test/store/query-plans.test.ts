@@ -16,9 +16,11 @@ import { metricsSnapshot } from '../../src/db/store/metrics.ts';
 import { queuesHealth } from '../../src/db/store/read.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
 import { activityLastHour } from '../../src/dashboard/charts.ts';
+import { suspectsByQueue } from '../../src/db/store/suspects.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from '../../src/db/store/lease.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsReleaseIfOwned } from '../../src/db/store/finish.ts';
+import { jobsClaimPending } from '../../src/db/store/claim.ts';
 import type { Db } from '../../src/db/db.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
@@ -44,7 +46,7 @@ function recording(db: Db, seen: SQL[]): Db {
 /** Plans that read a bounded set, or search an index. */
 const BOUNDED_SCANS = /^SCAN (jobs|j) USING (COVERING )?INDEX (jobs_lease_expiry_idx|jobs_claim_idx|jobs_finished_idx|jobs_deadline_idx)\b|^SCAN (events|e) USING (COVERING )?INDEX events_rare_type_at_idx\b/;
 
-test('reaper pass, metrics, queue health and activity never walk the whole jobs or events table', async () => {
+test('reaper pass, metrics, queue health, activity, the reaper watch and the zombie reads never walk the whole jobs or events table', async () => {
   t = await setup({});
   const c = t.client;
   const now = t.clock.now() as number;
@@ -69,6 +71,15 @@ test('reaper pass, metrics, queue health and activity never walk the whole jobs 
   await queuesHealth(db, { now, defaults: t.config });
   await queuesHealth(db, { now, defaults: t.config, queue: 'a' });
   await activityLastHour(createStore(db), { now });
+  // What shows the zombies the reaper cannot see: the reaper-late watch
+  // (/healthz, the banner), the dashboard's zombie and job reads with their
+  // suspect thresholds, and the suspect count the snapshot adds when a job is past one.
+  const store = createStore(db);
+  await store.maintenanceWatch({ now, defaults: t.config });
+  await store.jobsListZombieCandidates({ now, defaults: t.config, limit: 500 });
+  await store.jobsRunningFlagged({ ids: [1, 2, 6_001], now, defaults: t.config });
+  await store.jobGetWithSettings({ id: 6_001, defaults: t.config, now });
+  await suspectsByQueue(db, { now, thresholds: [{ queue: 'a', afterMs: 1, basis: 'test' }], idsPerQueue: 10 });
   expect(seen.length).toBeGreaterThan(10);
 
   const dialect = new SQLiteSyncDialect();
@@ -110,5 +121,51 @@ test("a worker's writes find its jobs by id, not by walking every running job (n
     const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
     expect(plan, sql).toContainEqual(expect.stringMatching(/^SEARCH jobs USING INTEGER PRIMARY KEY \(rowid=\?\)/));
     expect(plan.filter((step) => /jobs USING (COVERING )?INDEX/.test(step)), sql).toEqual([]);
+  }
+});
+
+test('a claim reads its candidates in claim order from jobs_claim_idx, and sums the sizes of those LIMIT jobs only', async () => {
+  // The byte budget's running sum is a window function: over the whole
+  // pending set it would read every pending job (and sort them) on every
+  // claim. It runs over the first LIMIT candidates the index gives, in order.
+  t = await setup({});
+  await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+  await t.post('/api/v1/queues/other/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+
+  const seen: SQL[] = [];
+  const db = recording(t.db, seen);
+  await jobsClaimPending(db, { queue: 'q', workerId: 'w', limit: 50, now: t.clock.now(), defaults: t.config, maxBytes: t.config.maxClaimBytes });
+  const dialect = new SQLiteSyncDialect();
+  const [claim] = seen.map((q) => dialect.sqlToQuery(q)).filter((q) => /^\s*UPDATE jobs/.test(q.sql));
+  const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${claim!.sql}`, args: claim!.params as never[] })).rows.map((r) => String(r.detail));
+  expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\?\)/));
+  expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step))).toEqual([]);
+  // One sort: the window's, of the LIMIT candidates. A second would sort the
+  // candidates themselves, so the LIMIT could no longer stop the index search early.
+  expect(plan.filter((step) => /USE TEMP B-TREE/.test(step))).toEqual(['USE TEMP B-TREE FOR ORDER BY']);
+});
+
+test('a claim with a claim id, sent again or not, and a beat naming lost claims find their jobs through jobs_claim_id_idx, not by walking every running job', async () => {
+  // Every SDK claim carries an id, so the replay's lookup and the claim's
+  // "nothing running under this id yet" run on every claim: they must read
+  // the claim's own jobs only (no ANALYZE, as in production).
+  t = await setup({});
+  await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+  const now = t.clock.now() as number;
+  for (let i = 0; i < 5; i++) await createStore(t.db).jobsClaimPending({ queue: 'q', workerId: `busy-${i}`, limit: 50, claimId: `c-${i}`, now, defaults: t.config });
+
+  const seen: SQL[] = [];
+  const store = createStore(recording(t.db, seen));
+  await store.jobsClaimPending({ queue: 'q', workerId: 'w', instanceId: 'i', limit: 5, claimId: 'fresh', now, defaults: t.config });
+  await store.jobsClaimPending({ queue: 'q', workerId: 'w', instanceId: 'i', limit: 5, claimId: 'fresh', now, defaults: t.config });
+  await store.workerBeat({ id: 'w', instanceId: 'i', lostClaims: ['fresh'], now });
+
+  const dialect = new SQLiteSyncDialect();
+  const touchingClaimIds = seen.map((q) => dialect.sqlToQuery(q)).filter((q) => /claim_id (=|IN)/.test(q.sql));
+  expect(touchingClaimIds.length).toBe(5);
+  for (const { sql, params } of touchingClaimIds) {
+    const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
+    expect(plan.filter((step) => /claim_id/.test(step) || /^(SCAN|SEARCH) (jobs|r)\b/.test(step)), sql).toContainEqual(expect.stringMatching(/USING INDEX jobs_claim_id_idx \(claim_id=\?/));
+    expect(plan.filter((step) => /^SCAN (jobs|r)\b/.test(step)), sql).toEqual([]);
   }
 });

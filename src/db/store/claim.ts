@@ -8,7 +8,11 @@
  * a time, so no two claims (from any worker or server) can both see the
  * same free slots. With a rate limit, it is also at most what is left of the
  * current window's claims; the jobs_rate_count trigger (drizzle/0012) counts
- * each claimed job inside this same statement.
+ * each claimed job inside this same statement. Of those jobs, in claim
+ * order, it takes the longest run whose payloads and checkpoints fit in
+ * `maxBytes`, and always the first: one answer cannot grow past the budget
+ * (except by one job larger than the budget, taken alone), and a job left out
+ * stays pending, untouched, for the next claim.
  * Postcondition: up to `limit` jobs, in order of priority (highest first), then
  * due time, then id, are running with a new random 128-bit lock token, one
  * more attempt, the next fencing token, a lease of `leaseMs` from now, and a
@@ -16,11 +20,13 @@
  * every claim has one. The answer's timeout_ms is that effective timeout.
  * No rows back means nothing was ready. One UPDATE ... WHERE id IN (SELECT ...
  * LIMIT n) RETURNING: two claimers can never take the same job.
+ * With a claim id, a claim sent again answers the jobs it already took
+ * (claimReplayStatement, at the end of this file).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
-import type { QueueDefaults } from '../../core/config.ts';
-import type { Db } from '../db.ts';
+import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.ts';
+import { batchList, type Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait, type RateWait } from './read.ts';
 import type { JobRecord } from './record.ts';
@@ -32,11 +38,25 @@ export interface ClaimParams {
   /** The claiming process (random per worker start), stored with the claim; absent from older SDKs. */
   instanceId?: string | undefined;
   limit: number;
+  /**
+   * Most bytes of payloads and checkpoints to answer (the server's
+   * LEASEHOLD_MAX_CLAIM_BYTES; its default when absent). Always at least one job.
+   */
+  maxBytes?: number | undefined;
   /** The lease asked for; the queue's or server's default when absent. */
   leaseMs?: number | undefined;
+  /**
+   * The id the worker chose for this claim request; the same id sent again
+   * (its answer was lost) gets back the jobs still running under it instead
+   * of claiming more (see claimReplayStatement). Absent from older clients.
+   */
+  claimId?: string | undefined;
   now: Now;
   defaults: QueueDefaults;
 }
+
+/** The claim that rides on a completion: what of ClaimParams its caller chooses (the worker's id for it included). */
+export type NextClaimParams = Pick<ClaimParams, 'queue' | 'limit' | 'leaseMs' | 'maxBytes' | 'claimId'>;
 
 /** What a claimer needs of each job. */
 export interface Claimed
@@ -68,16 +88,40 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
       deadline_at = ${now} + coalesce(timeout_ms, ${queueSettingSql('timeout_ms', queue, p.defaults.timeoutMs)}),
       progress = NULL, progressed_at = NULL, reaper_deferrals = 0, updated_at = ${now},
-      last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-    WHERE status = 'pending' AND id IN (
-      SELECT id FROM jobs
-      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
-        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
-      ORDER BY priority DESC, available_at, id
-      LIMIT ${claimLimitSql(p.queue, p.limit, now)})
+      last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId},
+      claim_id = ${p.claimId ?? null}, finished_token = NULL, finished_write = NULL
+    WHERE status = 'pending' AND id IN (${claimedIdsSql(p, now)})
+      ${unlessReplayedSql(p)}
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
       lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at,
       ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
+}
+
+/** Claim order: priority (highest first), then due time, then id; jobs_claim_idx holds it. */
+const CLAIM_ORDER = sql.raw('priority DESC, available_at, id');
+
+/**
+ * The ids a claim takes. The innermost SELECT reads the first `limit` ready
+ * jobs in claim order from jobs_claim_idx and stops there, so the window runs
+ * over at most `limit` rows, never over the queue's whole pending set. Each
+ * job's size is octet_length, which SQLite reads from the row's header without
+ * loading the value, so a job left out costs one row lookup, not its payload.
+ * Then the running sum of sizes in claim order keeps the first job and every
+ * one after it while the sum stays within the budget: a prefix, as the sum
+ * only grows.
+ */
+function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now: SQL) {
+  const candidates = sql`SELECT id, priority, available_at, octet_length(payload) + coalesce(octet_length(checkpoint), 0) AS bytes
+      FROM jobs
+      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
+      ORDER BY ${CLAIM_ORDER}
+      LIMIT ${claimLimitSql(p.queue, p.limit, now)}`;
+  return sql`SELECT id FROM (
+      SELECT id, row_number() OVER in_order AS n, sum(bytes) OVER in_order AS bytes_so_far
+      FROM (${candidates})
+      WINDOW in_order AS (ORDER BY ${CLAIM_ORDER} ROWS UNBOUNDED PRECEDING))
+    WHERE n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES}`;
 }
 
 /**
@@ -99,8 +143,8 @@ export const inClaimOrder = (claimed: Claimed[]) =>
   claimed.sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
 
 export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
-  const [, claimed] = await db.batch([workerTouch(db, p.workerId, p.now, p.instanceId), claimStatement(db, p)]);
-  return inClaimOrder(claimed);
+  const [, ...claimed] = (await batchList(db, [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p)])) as Claimed[][];
+  return inClaimOrder(claimed.flat());
 }
 
 /**
@@ -109,10 +153,59 @@ export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[
  * counted against it: what a worker's claim answers.
  */
 export async function jobsClaimPendingWithRateWait(db: Db, p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }> {
-  const [, claimed, rate] = await db.batch([
-    workerTouch(db, p.workerId, p.now, p.instanceId),
-    claimStatement(db, p),
-    queueRateWaitStatement(db, { queue: p.queue, now: p.now }),
-  ]);
-  return { claimed: inClaimOrder(claimed), rateWait: toRateWait(rate) };
+  const results = await batchList(db, [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p), queueRateWaitStatement(db, { queue: p.queue, now: p.now })]);
+  const claimed = results.slice(1, -1) as Claimed[][];
+  return { claimed: inClaimOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
 }
+
+/**
+ * The statements of a claim, for its own batch or one shared with
+ * completions: with a claim id, the jobs it already took (a claim sent
+ * again), then the claim, which takes nothing when those exist. Their rows
+ * together are the claim's answer.
+ */
+export function claimStatements(db: Db, p: ClaimParams) {
+  const claim = claimStatement(db, p);
+  return p.claimId === undefined ? [claim] : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), claim];
+}
+
+// A claim sent again: its answer was lost, and the worker sends the same
+// request with the same claim id. It gets back the jobs still running under
+// that id (with the same tokens), and claims nothing more, so a retried claim
+// neither orphans the jobs of the answer that was lost nor holds more than
+// the worker asked for. A claim the worker gave up on: lost-claims.ts.
+
+/** Jobs (aliased `alias`) still running under the worker's claim id, before their deadline: what a claim sent again gets back. */
+const underClaimSql = (alias: string, p: { workerId: string; claimId: string; now: SQL }) => {
+  const j = sql.raw(alias);
+  return sql`${j}.claim_id = ${p.claimId} AND ${j}.locked_by = ${p.workerId} AND ${j}.status = 'running'
+    AND (${j}.deadline_at IS NULL OR ${j}.deadline_at > ${p.now})`;
+};
+
+/**
+ * For claimStatement's WHERE: no job is running under this claim id yet (a
+ * claim sent again gets its jobs back from claimReplayStatement and takes no
+ * more). Empty for a claim without an id (older clients).
+ */
+export function unlessReplayedSql(p: { workerId: string; claimId?: string | undefined; now: Now }): SQL {
+  if (p.claimId === undefined) return sql``;
+  return sql`AND NOT EXISTS (SELECT 1 FROM jobs r WHERE ${underClaimSql('r', { workerId: p.workerId, claimId: p.claimId, now: nowSql(p.now) })})`;
+}
+
+/**
+ * The jobs a claim with this id already took, answered again as the claim
+ * answers them: their leases renewed from now, `timeout_ms` the time left
+ * before the attempt's deadline (the worker counts it from its request). Run
+ * before the claim statement in the same batch.
+ */
+export function claimReplayStatement(db: Db, p: { workerId: string; claimId: string; now: Now; defaults: QueueDefaults }) {
+  const now = nowSql(p.now);
+  const heartbeat = queueSettingSql('heartbeat_ms', sql`jobs.queue_name`, p.defaults.heartbeatMs);
+  return db.all<Claimed>(sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(lease_expires_at, ${now} + lease_ms), updated_at = ${now},
+      last_event = 'claim_replayed', last_event_reason = NULL, last_event_actor = ${p.workerId}
+    WHERE ${underClaimSql('jobs', { workerId: p.workerId, claimId: p.claimId, now })}
+    RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
+      lock_token, idempotency_key, checkpoint, progress, deadline_at - ${now} AS timeout_ms, deadline_at, available_at,
+      ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
+}
+

@@ -24,6 +24,7 @@ import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
+import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts';
 import { metricsSnapshot } from './metrics.ts';
 import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobsBulkMatching, jobsBulkPreview } from './operator.ts';
 import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
@@ -46,7 +47,8 @@ import {
 import { sessionIsRevoked, sessionRevoke } from './sessions.ts';
 import { jobsListStalled } from './stalls.ts';
 import { workersHeldJobs } from './worker-jobs.ts';
-import { workerBeat, workersList } from './workers.ts';
+import { workerBeat } from './lost-claims.ts';
+import { workersList } from './workers.ts';
 
 export type { JobStore } from './port.ts';
 
@@ -105,6 +107,8 @@ export function createStore(db: Db): JobStore {
     ...apiAndMaintenanceParts(db),
     // The dashboard's section (dashboard-port.ts), from its own factory.
     ...createDashboardStore(db),
+    maintenancePassRecord: (p) => maintenancePassRecord(db, p),
+    maintenanceWatch: (p) => maintenanceWatch(db, p),
   };
 }
 

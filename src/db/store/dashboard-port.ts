@@ -8,14 +8,21 @@
  *
  * Types only, from src/db/store, like port.ts.
  */
-import type { DashboardReadDefaults, FlaggableJobView, RunningJobView } from './dashboard-reads.ts';
+import type { DashboardReadDefaults, FlaggableJobView, RunningJobView, SuspectAware } from './dashboard-reads.ts';
+import type { QueueSuspectThreshold } from './suspects.ts';
 
-/** Running jobs with what the reaper's decision needs (store/dashboard-reads). */
+/** Running jobs with what the reaper's decision needs, and the suspect thresholds (store/dashboard-reads, suspects). */
 export interface DashboardReads {
-  /** The zombies page: expired lease, heartbeat over two intervals late, or stalled; oldest expiry first. */
-  jobsListZombieCandidates(p: { now: number; defaults: DashboardReadDefaults; limit: number }): Promise<RunningJobView[]>;
+  /** The zombies page: expired lease, heartbeat over two intervals late, stalled, or suspect; oldest expiry first. */
+  jobsListZombieCandidates(p: SuspectAware & { limit: number }): Promise<RunningJobView[]>;
   /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
-  jobsRunningFlagged(p: { ids: readonly number[]; now: number; defaults: DashboardReadDefaults }): Promise<FlaggableJobView[]>;
-  /** One job, in any status, with its queue's settings and its owner's liveness (the job page). */
-  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults }): Promise<RunningJobView | undefined>;
+  jobsRunningFlagged(p: SuspectAware & { ids: readonly number[] }): Promise<FlaggableJobView[]>;
+  /** One job, in any status, with its queue's settings and its owner's liveness (the job page); with `now`, its suspect threshold. */
+  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined>;
+  /**
+   * The suspect thresholds of the queues that may have suspect jobs now (a
+   * live job past its lease): what the three reads above take as `suspects`
+   * (store/suspects), so polls can share one read of the runtime sample.
+   */
+  suspectThresholds(p: { now: number; defaults: DashboardReadDefaults }): Promise<QueueSuspectThreshold[]>;
 }

@@ -1,5 +1,5 @@
 /**
- * Reads only the dashboard makes: running jobs that look like zombies (the
+ * Reads only the dashboard makes: running jobs that look like zombies or are suspect (the
  * zombies page, the bulk requeue's "left alone" list), the same condition as
  * a flag on a page of the jobs list, and one job with its queue's settings
  * and its owner's liveness (the job page). Each row carries what the reaper's
@@ -12,10 +12,11 @@ import type { Db } from '../db.ts';
 import { claimHeartbeatSql } from './claim.ts';
 import type { JobRecord } from './record.ts';
 import { stalledSql } from './stalls.ts';
+import { suspectSql, suspectThresholds, suspectThresholdsSql, type QueueSuspectThreshold } from './suspects.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';
 
 /** The queue defaults these reads fill in where a queue has no override. */
-export type DashboardReadDefaults = Pick<QueueDefaults, 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
+export type DashboardReadDefaults = Pick<QueueDefaults, 'leaseMs' | 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
 
 export interface RunningJobView extends JobRecord {
   progressed_at: number | null;
@@ -32,11 +33,18 @@ export interface RunningJobView extends JobRecord {
   owner_last_seen_at: number | null;
   /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
   owner_replaced: number | null;
+  /**
+   * The queue's suspect threshold (src/core/suspect.ts) and how it was made,
+   * when the queue may have suspect jobs now (a live job past its lease);
+   * null otherwise, or when the read was not given a time.
+   */
+  suspect_after_ms: number | null;
+  suspect_basis: string | null;
 }
 
 /** A running job as the zombies page sees it, with whether it is on that page. */
 export interface FlaggableJobView extends RunningJobView {
-  /** 1: the zombies page lists it (expired lease, heartbeat over two intervals late, or stalled). */
+  /** 1: the zombies page lists it (expired lease, heartbeat over two intervals late, stalled, or suspect). */
   zombie_candidate: number;
 }
 
@@ -44,44 +52,68 @@ const queueHeartbeat = (d: DashboardReadDefaults) => sql`coalesce(q.heartbeat_ms
 /** The job's own interval where it has a lease, else the queue's. */
 const jobHeartbeat = (d: DashboardReadDefaults) => sql`coalesce(${claimHeartbeatSql(queueHeartbeat(d), sql`j.lease_ms`)}, ${queueHeartbeat(d)})`;
 
-const withSettings = (d: DashboardReadDefaults, extra = sql``) => sql`j.*,${extra}
+/** `suspects`: the thresholds of the queues that may have suspect jobs (suspects.ts), joined as `sa`. */
+const withSettings = (d: DashboardReadDefaults, suspects: readonly QueueSuspectThreshold[], extra = sql``) => sql`j.*,${extra}
+  sa.after_ms AS suspect_after_ms, sa.basis AS suspect_basis,
   coalesce(q.heartbeat_ms, ${d.heartbeatMs}) AS q_heartbeat_ms,
   CASE WHEN j.lease_ms IS NULL THEN NULL ELSE ${jobHeartbeat(d)} END AS job_heartbeat_ms,
   coalesce(q.grace_ms, ${d.graceMs}) AS q_grace_ms,
   coalesce(q.max_lost_attempts, ${d.maxLostAttempts}) AS q_max_lost_attempts,
   q.stall_ms AS q_stall_ms,
   ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
-  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
+  FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN ${suspectThresholdsSql(suspects)} sa ON sa.name = j.queue_name`;
+
+/**
+ * The time a read is made at, and the suspect thresholds to judge by: given
+ * (a caller that shares one read of them across polls, suspectThresholds in
+ * suspects.ts), or read first, a second statement.
+ */
+export interface SuspectAware {
+  now: number;
+  defaults: DashboardReadDefaults;
+  suspects?: readonly QueueSuspectThreshold[] | undefined;
+}
 
 /** Who is on the zombies page: the one condition, also used to mark jobs in the jobs list. */
 function zombieCandidateSql(now: number, d: DashboardReadDefaults) {
   return sql`(j.status = 'running' AND (
       j.lease_expires_at < ${now}
       OR coalesce(j.last_heartbeat_at, j.started_at) < ${now} - 2 * ${jobHeartbeat(d)}
-      OR ${stalledSql('j', 'q', now)}))`;
+      OR ${stalledSql('j', 'q', now)}
+      OR ${suspectSql('j', 'sa', now)}))`;
 }
 
 /**
  * Running jobs whose lease has expired, whose last heartbeat (or start) is
- * more than two heartbeat intervals old, or that are stalled (heartbeating
- * without progress for longer than their queue's stallMs): oldest expiry first.
+ * more than two heartbeat intervals old, that are stalled (heartbeating
+ * without progress for longer than their queue's stallMs), or that are
+ * suspect (heartbeating far past their queue's learned runtime,
+ * src/core/suspect.ts): oldest expiry first. Two statements: the suspect
+ * thresholds (suspects.ts), then the list.
  */
-export async function jobsListZombieCandidates(db: Db, p: { now: number; defaults: DashboardReadDefaults; limit: number }): Promise<RunningJobView[]> {
-  return db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults)}
+export async function jobsListZombieCandidates(db: Db, p: SuspectAware & { limit: number }): Promise<RunningJobView[]> {
+  const suspects = p.suspects ?? (await suspectThresholds(db, p));
+  return db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults, suspects)}
     WHERE ${zombieCandidateSql(p.now, p.defaults)}
     ORDER BY j.lease_expires_at, j.id LIMIT ${p.limit}`);
 }
 
 /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
-export async function jobsRunningFlagged(db: Db, p: { ids: readonly number[]; now: number; defaults: DashboardReadDefaults }): Promise<FlaggableJobView[]> {
+export async function jobsRunningFlagged(db: Db, p: SuspectAware & { ids: readonly number[] }): Promise<FlaggableJobView[]> {
   if (p.ids.length === 0) return [];
+  const suspects = p.suspects ?? (await suspectThresholds(db, p));
   // One JSON parameter, not one per id: D1 allows at most 100 bound parameters per statement.
-  return db.all<FlaggableJobView>(sql`SELECT ${withSettings(p.defaults, sql` ${zombieCandidateSql(p.now, p.defaults)} AS zombie_candidate,`)}
+  return db.all<FlaggableJobView>(sql`SELECT ${withSettings(p.defaults, suspects, sql` ${zombieCandidateSql(p.now, p.defaults)} AS zombie_candidate,`)}
     WHERE j.status = 'running' AND j.id IN (SELECT value FROM json_each(${JSON.stringify(p.ids)}))`);
 }
 
-/** One job, in any status, with its queue's settings and its owner's liveness (the job page). */
-export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults }): Promise<RunningJobView | undefined> {
-  const [row] = await db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults)} WHERE j.id = ${p.id}`);
+/**
+ * One job, in any status, with its queue's settings and its owner's liveness
+ * (the job page); given `now`, also its queue's suspect threshold when it may
+ * apply.
+ */
+export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined> {
+  const suspects = p.suspects ?? (p.now === undefined ? [] : await suspectThresholds(db, { now: p.now, defaults: p.defaults }));
+  const [row] = await db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults, suspects)} WHERE j.id = ${p.id}`);
   return row;
 }

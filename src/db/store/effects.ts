@@ -84,7 +84,7 @@ export async function effectFinishIfOwned(
       WHERE ${ownerGuard(p.workerId)} AND effects.job_id = jobs.id AND effects.key = ${p.key}
         AND effects.state = 'started' AND effects.worker_id = ${p.workerId} AND effects.attempt = jobs.attempt_count
       RETURNING job_id AS id, result`,
-    db.all(sql`SELECT state, result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`),
+    [db.all(sql`SELECT state, result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`)],
   );
   const o = outcomes[0]!;
   if (o.ok) return { kind: 'done', result: o.job.result };

@@ -10,6 +10,12 @@
  *   refused past the attempt's deadline.
  * complete and fail are accepted past the deadline until the reaper takes the
  * job (see owned.ts, beforeDeadline).
+ * Each records the token that ended the attempt and what it wrote
+ * (finished_token, finished_write), so the same write sent again by the same
+ * worker under the same token (its answer was lost) is answered with the job
+ * as stored, changes nothing, and is not a stale write; until the job's next
+ * claim clears them. A complete repeats only with the same result, a fail
+ * only with the same error, retryable and retryAfterMs.
  * No row back: `lease_lost` (or `not_found`), and nothing changed.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -17,8 +23,8 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
-import { claimStatement, inClaimOrder, type Claimed } from './claim.ts';
-import { CLEAR_LEASE, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
+import { claimStatements, inClaimOrder, type Claimed, type NextClaimParams } from './claim.ts';
+import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
 import type { JobRecord } from './record.ts';
 
 export interface CompleteParams {
@@ -34,13 +40,19 @@ export interface CompleteParams {
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
-  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now }, completeUpdate(p));
+  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, repeat: completeRepeat(p) }, completeUpdate(p));
 }
+
+/** The same completion, already stored: this token, this worker, this result. */
+const completeRepeat = (p: CompleteParams) => ({
+  match: sql`j.finished_token IS v.token AND j.finished_write IS ${finishedWriteSql('complete', p.workerId)} AND j.result IS v.data`,
+  returning: returning(p.full ?? false),
+});
 
 const completeUpdate = (p: CompleteParams) => (v: SQL) => {
   const now = nowSql(p.now);
   return sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
-      ${CLEAR_LEASE}, updated_at = ${now},
+      ${CLEAR_LEASE}, finished_token = v.token, finished_write = ${finishedWriteSql('complete', p.workerId)}, updated_at = ${now},
       last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
     FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`;
 };
@@ -52,12 +64,13 @@ const completeUpdate = (p: CompleteParams) => (v: SQL) => {
  */
 export async function jobsCompleteThenClaim(
   db: Db,
-  p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
+  p: CompleteParams & { claim: NextClaimParams; instanceId?: string | undefined; defaults: QueueDefaults },
 ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }> {
-  const claim = claimStatement(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
+  // Sent again with its claim id, the claim answers the jobs it took the first time (claim.ts).
+  const claim = claimStatements(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
   const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(
     db,
-    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true },
+    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true, repeat: completeRepeat(p) },
     completeUpdate(p),
     claim,
   );
@@ -81,16 +94,19 @@ export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobR
   const now = nowSql(p.now);
   const retry = sql`(${p.retryable ? 1 : 0} = 1 AND jobs.attempt_count < jobs.max_attempts)`;
   const delay = sql`coalesce(${p.retryAfterMs ?? null}, ${backoffSql(sql`jobs.attempt_count`, sql`jobs.queue_name`, p.defaults)})`;
+  const write = finishedWriteSql('fail', p.workerId, p.retryable, p.retryAfterMs ?? null);
+  // The same failure, already stored: this token, this worker, this error, retryable and delay.
+  const repeat = { match: sql`j.finished_token IS v.token AND j.finished_write IS ${write} AND j.last_error IS ${p.error}`, returning: sql`*` };
   return ownedWrite<JobRecord>(
     db,
-    { refs: [{ id: p.id, lockToken: p.lockToken }], workerId: p.workerId, write: 'fail', now: p.now },
+    { refs: [{ id: p.id, lockToken: p.lockToken }], workerId: p.workerId, write: 'fail', now: p.now, repeat },
     (v) => sql`UPDATE jobs SET
         status = CASE WHEN ${retry} THEN 'pending' ELSE 'failed' END,
         available_at = CASE WHEN ${retry} THEN ${now} + ${delay} ELSE jobs.available_at END,
         failed_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
         finished_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
         errored_attempts = jobs.errored_attempts + 1, last_error = ${p.error},
-        ${CLEAR_LEASE}, updated_at = ${now},
+        ${CLEAR_LEASE}, finished_token = v.token, finished_write = ${write}, updated_at = ${now},
         last_event = CASE WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
         last_event_reason = CASE WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
         last_event_actor = ${p.workerId}
@@ -114,10 +130,14 @@ export function jobsReleaseIfOwned(db: Db, p: ReleaseParams & { full: true }): P
 export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]>;
 export function jobsReleaseIfOwned(db: Db, p: ReleaseParams): Promise<OwnedOutcome[]> {
   const now = nowSql(p.now);
+  const write = finishedWriteSql('release', p.workerId);
+  // The same release, already stored (whatever its reason: the job was given back either way).
+  const repeat = { match: sql`j.finished_token IS v.token AND j.finished_write IS ${write}`, returning: returning(p.full ?? false) };
   // Past the deadline a release would give back an attempt that ran out of
   // time: refused, and the reaper counts it.
-  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now, beforeDeadline: true }, (v, guard) =>
-    sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE}, updated_at = ${now},
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: 'release', now: p.now, beforeDeadline: true, repeat }, (v, guard) =>
+    sql`UPDATE jobs SET status = 'pending', attempt_count = jobs.attempt_count - 1, ${CLEAR_LEASE},
+        finished_token = v.token, finished_write = ${write}, updated_at = ${now},
         last_event = 'released', last_event_reason = ${p.reason}, last_event_actor = ${p.workerId}
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(p.full ?? false)}`,
   );

@@ -19,7 +19,8 @@ import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { ownedWrite, returning, type OwnedOutcome } from './owned.ts';
-import { workerBeat, type WorkerLiveness } from './workers.ts';
+import { workerBeat } from './lost-claims.ts';
+import type { WorkerLiveness } from './workers.ts';
 
 export interface HeartbeatParams {
   workerId: string;

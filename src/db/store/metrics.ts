@@ -5,7 +5,7 @@
  * written, never pruned), so they never go down across pruning and restarts;
  * the 5-minute and hour windows are counted from the retained events.
  *
- * Costs (one batch of ten statements, one round trip):
+ * Costs (one batch of eleven statements, one round trip; a second only for suspect jobs):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
@@ -20,17 +20,25 @@
  * - workers: the whole workers table (small: one row per live-ish worker),
  *   and the queues each live one reports (json_each of its queues list).
  * - counters: the whole counters table (a few rows per queue).
+ * - the last maintenance pass: one primary-key row (maintenance_state).
+ * - suspect jobs (src/core/suspect.ts): only when a queue's oldest running
+ *   job is past its threshold, one more statement over the live running jobs
+ *   (suspects.ts); otherwise nothing.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, effectiveAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
+import { suspectThreshold } from '../../core/suspect.ts';
 import { REAP_REASONS } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-import { METRIC_WINDOWS, type MetricsSnapshot, type QueueMetrics, type WindowCount } from '../../core/metrics-snapshot.ts';
+import { METRIC_WINDOWS, type MetricsSnapshot, type QueueHealth, type QueueMetrics, type WindowCount } from '../../core/metrics-snapshot.ts';
+import { maintenancePassSql, toPassRow } from './maintenance-state.ts';
 import { queuesHealthSql, toQueueHealth } from './read.ts';
+import { percentiles, recentFinishedSql } from './runtime-sample.ts';
 import { stalledByQueueSql } from './stalls.ts';
+import { suspectsByQueue } from './suspects.ts';
 import { ownerLastSeenSql } from './workers.ts';
 
 export type { MetricsSnapshot, QueueMetrics, WindowCount } from '../../core/metrics-snapshot.ts';
@@ -39,9 +47,8 @@ export type { MetricsSnapshot, QueueMetrics, WindowCount } from '../../core/metr
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
 /** The late jobs named per queue (worst first): enough to act on, bounded however many there are. */
 const LATE_IDS_NAMED = 10;
-
-/** Attempts and runtime percentiles come from at most this many of the last hour's finished jobs. */
-const RECENT_SAMPLE = 5_000;
+/** The suspect jobs named per queue (longest running first). */
+const SUSPECT_IDS_NAMED = 10;
 
 const zero = (): WindowCount => ({ total: 0, lastHour: 0, last5m: 0 });
 const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
@@ -62,7 +69,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   const alive = sql`${now} - ${config.workerAliveMs}`;
   // When a running job of each queue counts as late: its heartbeat interval
   // x its heartbeatLagFactor, worked out once per queue (not per job).
-  const lateAfter = sql`qt AS MATERIALIZED (SELECT name, coalesce(heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`alert_thresholds`, 'heartbeatLagFactor')} AS late_after FROM queues)`;
+  const lateAfter = sql`qt AS MATERIALIZED (SELECT name, coalesce(heartbeat_ms, ${config.heartbeatMs}) * ${thresholdSql(sql`alert_thresholds`, 'heartbeatLagFactor')} AS late_after,
+    coalesce(grace_ms, ${config.graceMs}) AS grace FROM queues)`;
   const defaultLateAfter = config.heartbeatMs * DEFAULT_ALERT_THRESHOLDS.heartbeatLagFactor;
   const hbLag = sql`(${now} - coalesce(j.last_heartbeat_at, j.started_at))`;
   const ownerAlive = sql`coalesce(${ownerLastSeenSql('j')} >= ${alive}, 0)`;
@@ -72,21 +80,16 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   // walked jobs_queue_status_id_idx end to end for the GROUP BY (~70 ms at
   // 1M finished jobs).
   const runningJobs = sql`rj AS MATERIALIZED (SELECT j.queue_name AS queue_name, j.locked_by AS locked_by,
-      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at, ${hbLag} AS hb_lag, ${ownerAlive} AS owner_alive, coalesce(qt.late_after, ${defaultLateAfter}) AS late_after
+      j.started_at AS started_at, j.lease_expires_at AS lease_expires_at, ${hbLag} AS hb_lag, ${ownerAlive} AS owner_alive, coalesce(qt.late_after, ${defaultLateAfter}) AS late_after,
+      coalesce(qt.grace, ${config.graceMs}) AS grace
     FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name WHERE j.status = 'running')`;
-  // "The last hour" of finished jobs, newest first, at most RECENT_SAMPLE rows:
-  // a range of jobs_finished_idx, so the cost stays flat however busy the hour
-  // was (exact over 42k rows it took ~300 ms per poll, bench/dashboard.ts).
-  // INDEXED BY: left alone, SQLite (after ANALYZE) scanned jobs_queue_status_id_idx.
-  const recentFinished = sql`(SELECT queue_name, status, attempt_count, errored_attempts, lost_attempts, started_at, completed_at, finished_at
-    FROM jobs INDEXED BY jobs_finished_idx
-    WHERE finished_at IS NOT NULL AND finished_at >= ${now} - ${longMs}
-    ORDER BY finished_at DESC LIMIT ${RECENT_SAMPLE})`;
-  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows] = await db.batch([
+  const recentFinished = recentFinishedSql(now);
+  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows, passRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       sql`WITH ${lateAfter}, ${runningJobs}
-        SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired, min(started_at) AS oldestStartedAt,
+        SELECT queue_name AS queue, count(*) AS count, sum(lease_expires_at < ${now}) AS expired,
+          sum(lease_expires_at + grace < ${now}) AS expiredPastGrace, min(started_at) AS oldestStartedAt,
           max(hb_lag) AS maxLag, sum(hb_lag) AS sumLag, ${bucketCols},
           sum(started_at >= ${now} - ${shortMs}) AS started5m, sum(started_at >= ${now} - ${longMs}) AS startedHour,
           count(DISTINCT locked_by) AS busyWorkers,
@@ -141,6 +144,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
     db.all<{ queue: string; count: number; ids: string }>(stalledByQueueSql(now)),
     db.all<{ queue: string; name: string; label: string; value: number }>(sql`SELECT queue_name AS queue, name, label, value FROM counters`),
+    // The last completed maintenance pass (one primary-key row).
+    db.all<{ lastStartedAt: number | null; lastCompletedAt: number | null; passes: number }>(maintenancePassSql()),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -150,6 +155,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     else runtimes.set(row.queue, percentiles(row.data.split(',').map(Number)));
   }
   const health = toQueueHealth(healthRows, config);
+  const suspects = await suspectsOf(db, at, health, runtimes, running);
 
   // Counts by status come from queuesHealth; every job's queue has a queues
   // row, created by its enqueue.
@@ -223,6 +229,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         lateJobs: r ? num(r.late) : 0,
         lateJobIds: (lateOf.get(name) ?? []).map((x) => String(x.id)),
         stalled: stalledOf(stalledOfQueue.get(name)?.[0]),
+        expiredPastGrace: r ? num(r.expiredPastGrace) : 0,
+        suspect: suspects.get(name) ?? { count: 0, ids: [], afterMs: null, basis: null },
       },
       jobsTotal: {
         enqueued: counter('enqueued'),
@@ -267,7 +275,39 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     workers: { total: num(workers[0]?.total), active: num(workers[0]?.active), aliveMs: config.workerAliveMs },
     queues,
     health,
+    maintenance: toPassRow(passRows[0]),
   };
+}
+
+/**
+ * Suspect jobs per queue (src/core/suspect.ts), from this snapshot's runtimes
+ * and settings. The threshold is never under the queue's lease, so a queue
+ * whose oldest running job is younger than its threshold has none: the
+ * count is read (one more statement) only for queues whose oldest job is
+ * past it, which is also when long_running fires.
+ */
+async function suspectsOf(
+  db: Db,
+  at: number,
+  health: QueueHealth[],
+  runtimes: Map<string, NonNullable<QueueMetrics['runtime']>>,
+  running: Record<string, number | string | null>[],
+): Promise<Map<string, QueueMetrics['running']['suspect']>> {
+  const oldest = new Map(running.map((r) => [r.queue, numOrNull(r.oldestStartedAt)]));
+  const thresholds = health.map((h) => {
+    const t = suspectThreshold({ runtime: runtimes.get(h.name) ?? null, leaseMs: h.settings.leaseMs, thresholds: effectiveAlertThresholds(h.alertOverrides) });
+    return { queue: h.name, afterMs: t.afterMs, basis: t.basis };
+  });
+  const out = new Map<string, QueueMetrics['running']['suspect']>(thresholds.map((t) => [t.queue, { count: 0, ids: [], afterMs: t.afterMs, basis: t.basis }]));
+  const past = thresholds.filter((t) => {
+    const started = oldest.get(t.queue);
+    return started !== null && started !== undefined && at - started > t.afterMs;
+  });
+  if (past.length === 0) return out;
+  for (const [queue, found] of await suspectsByQueue(db, { now: at, thresholds: past, idsPerQueue: SUSPECT_IDS_NAMED })) {
+    out.set(queue, { ...out.get(queue)!, ...found });
+  }
+  return out;
 }
 
 function stalledOf(row: { count: number; ids: string } | undefined): QueueMetrics['running']['stalled'] {
@@ -295,14 +335,6 @@ function thresholdSql(column: SQL, key: keyof AlertThresholds): SQL {
   return sql`coalesce(CASE WHEN json_valid(${column}) AND json_type(${column}, ${path}) IN ('integer', 'real')
     AND ${value} BETWEEN ${limit.min} AND ${limit.max} ${limit.integer ? sql`AND ${value} = CAST(${value} AS INTEGER)` : sql``}
     THEN ${value} END, ${DEFAULT_ALERT_THRESHOLDS[key]})`;
-}
-
-/** Nearest-rank percentiles (the value at rank ceil(p/100 x n), 1-based) of a non-empty list of runtimes. */
-function percentiles(values: number[]): NonNullable<QueueMetrics['runtime']> {
-  const sorted = values.sort((a, b) => a - b);
-  // Whole-number arithmetic: (p / 100) * n in floating point can land just above an integer.
-  const at = (p: number) => sorted[Math.ceil((p * sorted.length) / 100) - 1]!;
-  return { count: sorted.length, p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: sorted[sorted.length - 1]! };
 }
 
 /** Rows by their queue, each queue's rows in their original order. */

@@ -5,10 +5,14 @@
  * Precondition (restated in every WHERE): `jobs.id = ref.id AND status =
  * 'running' AND lock_token = ref.lockToken AND locked_by = workerId`. A write whose guard fails changes
  * nothing, and a `stale_write_rejected` event names the stale token's worker.
+ * A write that ends the attempt may also be a repeat: the same write, by the
+ * same worker under the same token, that already ended it (its answer was
+ * lost on the way back, and the worker sent it again). A repeat changes
+ * nothing and is not a stale write: it is answered with the job as stored.
  * One batch (one transaction, one round trip): record the stale refs (their
  * statuses come back for the error message), touch the worker's liveness row
- * (or record its whole beat, when the write carries one), and run the guarded
- * UPDATE ... FROM json_each(refs) v.
+ * (or record its whole beat, when the write carries one), read the repeats,
+ * and run the guarded UPDATE ... FROM json_each(refs) v.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
@@ -18,7 +22,8 @@ import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { JobRecord } from './record.ts';
-import { workerBeatStatement, workerTouch, workerTouchIfKnown, type WorkerLiveness } from './workers.ts';
+import { beatStatements } from './lost-claims.ts';
+import { workerTouch, workerTouchIfKnown, type WorkerLiveness } from './workers.ts';
 
 export interface OwnedRef {
   id: number;
@@ -31,7 +36,8 @@ export interface OwnedRef {
 export type LeanJob = Pick<JobRecord, 'id' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
 
 export type OwnedOutcome<T extends { id: number } = LeanJob> =
-  | { id: number; ok: true; job: T }
+  /** `repeated`: this write had already been accepted under this token; nothing changed now. */
+  | { id: number; ok: true; job: T; repeated?: true }
   | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus; cause?: 'deadline_exceeded' }
   | { id: number; ok: false; reason: 'not_found' };
 
@@ -55,6 +61,13 @@ export interface OwnedWriteParams {
   instanceId?: string | undefined;
   /** The worker's liveness beat, recorded in the same batch instead of the plain touch (heartbeats that carry it). */
   beat?: WorkerLiveness | undefined;
+  /**
+   * For writes that end the attempt (complete, fail, release): `match`, over
+   * `j` (the job) and `v` (the ref), holds when the job already records this
+   * very write under `v.token` (see finishedWriteSql); `returning`, the
+   * columns to answer such a repeat with, as the update returns them.
+   */
+  repeat?: { match: SQL; returning: SQL } | undefined;
 }
 
 /**
@@ -96,21 +109,34 @@ export async function ownedWrite<T extends LeanJob = LeanJob>(
 }
 
 /**
- * ownedWrite, with one more statement run after the update in the same
+ * ownedWrite, with more statements run after the update in the same
  * transaction (a completion that also claims the next jobs, or a read of
- * what the write left: one commit, one round trip).
+ * what the write left: one commit, one round trip); `then` answers their
+ * rows, one statement's after the other's.
  */
 export async function ownedWriteThen<T extends { id: number }, A>(
   db: Db,
   p: OwnedWriteParams,
   update: (refsTable: SQL, guard: SQL) => SQL,
-  then?: SQLiteRaw<A[]>,
+  then: readonly SQLiteRaw<A[]>[] = [],
 ): Promise<{ outcomes: OwnedOutcome<T>[]; then: A[] }> {
   const refsTable = refsTableSql(p.refs);
   const now = nowSql(p.now);
   const owns = sql`j.status = 'running' AND j.lock_token = v.token AND j.locked_by = ${p.workerId}`;
   const inTime = p.beforeDeadline ? sql`AND (j.deadline_at IS NULL OR j.deadline_at > ${now})` : sql``;
-  const [refusedRows, , accepted, after] = await batchList(db, [
+  // A repeat is neither refused nor written: read as it stands, before the
+  // update (which can only touch running jobs, and a repeat's is not).
+  const repeat = p.repeat ? sql`AND NOT coalesce(${p.repeat.match}, 0)` : sql``;
+  const repeats = p.repeat
+    ? [db.all<T>(sql`SELECT ${p.repeat.returning} FROM jobs WHERE id IN (SELECT v.id FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id WHERE ${p.repeat.match})`)]
+    : [];
+  // With a claim the worker may take jobs: register it as a claim does. A
+  // beat registers the worker with what it says about itself (and gives back
+  // the claims it says it lost: lost-claims.ts).
+  const touch = p.beat
+    ? beatStatements(db, { ...p.beat, id: p.workerId, now: p.now })
+    : [p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now)];
+  const [refusedRows, ...results] = await batchList(db, [
     // RETURNING: the status each refused job had, read in the same statement
     // that recorded the refusal (a ref in neither answer has no job).
     // A refusal whose message starts with deadline_exceeded carries that cause
@@ -126,25 +152,28 @@ export async function ownedWriteThen<T extends { id: number }, A>(
           ELSE 'lock token is not the current claim''s' END,
         ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
       FROM ${refsTable} AS v JOIN jobs j ON j.id = v.id
-      WHERE NOT (${owns} ${inTime})
+      WHERE NOT (${owns} ${inTime}) ${repeat}
       RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
-    // With a claim the worker may take jobs: register it as a claim does. A
-    // beat registers the worker with what it says about itself.
-    p.beat ? workerBeatStatement(db, { ...p.beat, id: p.workerId, now: p.now })
-    : p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now),
+    ...touch,
+    ...repeats,
     db.all<T>(update(refsTable, ownerGuard(p.workerId, p.beforeDeadline ? now : undefined))),
-    ...(then ? [then] : []),
+    ...then,
   ]);
-  const byId = new Map((accepted as T[]).map((j) => [j.id, j]));
+  const rest = results.slice(touch.length);
+  const repeated = new Map(((p.repeat ? rest.shift() : []) as T[]).map((j) => [Number(j.id), j]));
+  const [accepted, ...after] = rest as [T[], ...A[][]];
+  const byId = new Map(accepted.map((j) => [j.id, j]));
   const refusedById = new Map((refusedRows as { id: number; status: JobStatus; deadline: number }[]).map((r) => [Number(r.id), r]));
   const outcomes = p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
     if (job) return { id: r.id, ok: true, job };
+    const again = repeated.get(r.id);
+    if (again) return { id: r.id, ok: true, job: again, repeated: true };
     const refused = refusedById.get(r.id);
     if (refused === undefined) return { id: r.id, ok: false, reason: 'not_found' };
     return { id: r.id, ok: false, reason: 'lease_lost', status: refused.status, ...(refused.deadline ? { cause: 'deadline_exceeded' as const } : {}) };
   });
-  return { outcomes, then: (after as A[] | undefined) ?? [] };
+  return { outcomes, then: after.flat() };
 }
 
 /**
@@ -155,5 +184,15 @@ export async function ownedWriteThen<T extends { id: number }, A>(
 export const returning = (full: boolean) =>
   full ? sql`*` : sql`id, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
 
-/** Columns that leave the running state: no token, no owner, no lease. */
-export const CLEAR_LEASE = sql`lock_token = NULL, locked_by = NULL, locked_by_instance = NULL, lease_expires_at = NULL, lease_ms = NULL`;
+/**
+ * What a write that ends the attempt records of itself besides its effect
+ * (jobs.finished_write): which write, by which worker, and the parameters the
+ * row does not keep. With the token (jobs.finished_token), a repeat of the
+ * write is recognised by it until the job's next claim; a different outcome
+ * from the same token (another result, a failure after a completion) is not
+ * a repeat, and is refused and recorded like any stale write.
+ */
+export const finishedWriteSql = (write: 'complete' | 'fail' | 'release', workerId: string, ...params: unknown[]) =>
+  sql`${JSON.stringify([write, workerId, ...params])}`;
+
+export { CLEAR_LEASE } from '../sql.ts';

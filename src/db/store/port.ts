@@ -23,13 +23,14 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { MinuteRow } from './activity.ts';
 import type { Alongside, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
-import type { ClaimParams, Claimed } from './claim.ts';
+import type { ClaimParams, Claimed, NextClaimParams } from './claim.ts';
 import type { DashboardReads } from './dashboard-port.ts';
 import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
 import type { EnqueueParams, Enqueued } from './enqueue.ts';
 import type { NotificationOutcome } from './alert-states.ts';
 import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
 import type { CheckpointParams, HeartbeatParams } from './lease.ts';
+import type { MaintenanceWatchRow } from './maintenance-state.ts';
 import type { MetricsSnapshot } from './metrics.ts';
 import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
 import type { OwnedOutcome } from './owned.ts';
@@ -46,7 +47,7 @@ import type { WorkerBeat, WorkerRecord } from './workers.ts';
 export interface WorkerJobWrites {
   /** — -> pending, many in one batch (all or none); an idempotency key already in the queue dedups. */
   jobsInsert(p: EnqueueParams): Promise<Enqueued[]>;
-  /** pending -> running, up to `limit`, in claim order; registers the worker. */
+  /** pending -> running, up to `limit`, in claim order; registers the worker. With `claimId` sent again: the jobs that id already took, and nothing more. */
   jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
   /** The same claim, and in the same round trip whether the queue's rate limit now holds claims back (what a worker's claim answers). */
   jobsClaimPendingWithRateWait(p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }>;
@@ -56,9 +57,9 @@ export interface WorkerJobWrites {
   /** running -> completed under the owner's guard; `full` returns whole rows. */
   jobsCompleteIfOwned(p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
   jobsCompleteIfOwned(p: CompleteParams): Promise<OwnedOutcome[]>;
-  /** Completions, then a claim of the freed slots, in one transaction. */
+  /** Completions, then a claim of the freed slots, in one transaction. A completion sent again under its token is answered as stored (`repeated`). */
   jobsCompleteThenClaim(
-    p: CompleteParams & { claim: { queue: string; limit: number; leaseMs?: number | undefined }; instanceId?: string | undefined; defaults: QueueDefaults },
+    p: CompleteParams & { claim: NextClaimParams; instanceId?: string | undefined; defaults: QueueDefaults },
   ): Promise<{ outcomes: OwnedOutcome[]; claimed: Claimed[] }>;
   /** running -> pending (retry after backoff) or failed, under the owner's guard. */
   jobFailIfOwned(p: FailParams): Promise<OwnedOutcome<JobRecord>[]>;
@@ -106,7 +107,7 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void>;
-  /** A worker's own liveness beat. */
+  /** A worker's own liveness beat; the jobs of the claims it says it lost go back to the queue in the same batch. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */
   workersList(p: { sinceMs: number; limit: number }): Promise<WorkerRecord[]>;
@@ -214,3 +215,13 @@ export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, Maint
 
 /** The reads only the dashboard makes (dashboard-port.ts), joined the same way. */
 export interface JobStore extends DashboardReads {}
+
+/** Whether a reaper still runs: the last completed maintenance pass, and what waits for it (store/maintenance-state). */
+export interface MaintenanceStateStore {
+  /** Written by each pass that completed, as its last step. */
+  maintenancePassRecord(p: { startedAt: number; now: Now }): Promise<void>;
+  /** The last pass, running jobs and those past lease + grace, read at `now` (one batch). */
+  maintenanceWatch(p: { now: Now; defaults: Pick<QueueDefaults, 'graceMs'> }): Promise<MaintenanceWatchRow>;
+}
+
+export interface JobStore extends MaintenanceStateStore {}

@@ -79,6 +79,8 @@ export interface WorkerLiveness {
   runningCount?: number | undefined;
   /** The process's own counters since it started (absent from older SDKs). */
   counters?: Partial<WorkerCounters> | undefined;
+  /** Claim ids whose answer the worker never received and no longer waits for: their jobs go back to the queue (lost-claims.ts). */
+  lostClaims?: readonly string[] | undefined;
 }
 
 export interface WorkerBeat extends WorkerLiveness {
@@ -94,12 +96,12 @@ export interface WorkerCounters {
   leasesLost: number;
 }
 
-/** A worker's own liveness beat: who it is, how many jobs it holds, and its counters. */
-export async function workerBeat(db: Db, w: WorkerBeat): Promise<void> {
-  await workerBeatStatement(db, w);
-}
-
-/** workerBeat as a statement, for a batch (the heartbeats that carry the beat: one transaction). */
+/**
+ * A worker's own liveness beat as a statement: who it is, how many jobs it
+ * holds, and its counters. lost-claims.ts runs it (beatStatements), with the
+ * release of the claims the beat says were lost, on its own or in the batch
+ * of the heartbeats that carry it: one transaction.
+ */
 export function workerBeatStatement(db: Db, w: WorkerBeat) {
   const t = nowSql(w.now);
   const queues = w.queues ? JSON.stringify(w.queues) : null;

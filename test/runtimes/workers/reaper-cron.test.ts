@@ -1,6 +1,6 @@
 /** The Worker's `scheduled` handler (wrangler.toml crons) runs reapOnce on D1. */
 import { expect, test } from 'vitest';
-import { claim, cronTick, enqueue, jobView, PAST_LEASE_OWNER_DEAD_MS, sleep } from './helpers.ts';
+import { claim, cronTick, enqueue, get, jobView, PAST_LEASE_OWNER_DEAD_MS, sleep } from './helpers.ts';
 
 test('a cron tick requeues a job whose lease expired, with the reason in its events', async () => {
   const e = await enqueue('cron');
@@ -27,4 +27,25 @@ test('a cron tick fails a job that lost its worker too many times', async () => 
   const view = await jobView(e.id);
   expect(view.job.status).toBe('failed');
   expect(view.events.at(-1)).toMatchObject({ type: 'reaped', actor: 'reaper', to: 'failed' });
+});
+
+test('the cron pass records itself in D1: /healthz and /metrics see when it last completed, and the leases that expired meanwhile, counted at read time', async () => {
+  await enqueue('cron-watch');
+  await claim('cron-watch', 'gone', { leaseMs: 1000 });
+  await sleep(PAST_LEASE_OWNER_DEAD_MS);
+  // No pass has run since the lease and grace passed: the figure is read now, from D1's clock.
+  const before = await get('/healthz', null);
+  expect(before.status).toBe(200);
+  expect(before.json.maintenance.expiredLeases).toBeGreaterThanOrEqual(1);
+  expect(String((await get('/metrics')).json)).toContain('leasehold_expired_leases_past_grace{queue="cron-watch"} 1');
+
+  await cronTick();
+  const after = await get('/healthz', null);
+  expect(after.json.ok).toBe(true);
+  expect(after.json.maintenance).toMatchObject({ late: false });
+  expect(Date.parse(after.json.maintenance.lastPassAt)).toBeGreaterThanOrEqual(Date.parse(before.json.databaseTime));
+  expect(after.json.maintenance.lastPassAgeMs).toBeLessThan(5_000);
+  const text = String((await get('/metrics')).json);
+  expect(text).toContain('leasehold_expired_leases_past_grace{queue="cron-watch"} 0');
+  expect(Number(/^leasehold_maintenance_passes_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
 });

@@ -45,6 +45,8 @@ export interface RunningShape extends JobShape {
 
 export interface FinishedShape extends JobShape {
   finishedAt?: number;
+  /** When its last attempt was claimed (runtime = finishedAt - startedAt); default: never claimed (null). */
+  startedAt?: number;
   result?: unknown;
   lastError?: string;
 }
@@ -78,7 +80,7 @@ export function factories(db: Db, clock: ManualClock) {
     return row!;
   }
 
-  const finished = (at: number, shape: FinishedShape) => ({ finished_at: at, attempt_count: shape.attempt ?? 1 });
+  const finished = (at: number, shape: FinishedShape) => ({ finished_at: at, attempt_count: shape.attempt ?? 1, started_at: shape.startedAt ?? null });
 
   return {
     /** Due now (or at `availableAt`). */

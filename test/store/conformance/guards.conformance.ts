@@ -71,7 +71,8 @@ export function defineGuards(backend: StoreBackend) {
       test(`${write} to a job that is no longer running is refused with its status`, async () => {
         const { store, runningJob, events } = t();
         const job = await runningJob();
-        await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: job.id, lockToken: job.lock_token }], now: T0 });
+        // Completed with a result: a completion without one is another outcome, not a repeat (lost-answers.conformance.ts).
+        await store.jobsCompleteIfOwned({ workerId: 'w1', results: [{ id: job.id, lockToken: job.lock_token, data: '"first"' }], now: T0 });
         const o = await call(store, 'w1', { id: job.id, lockToken: job.lock_token }, T0 + 1);
         expect(o).toMatchObject({ ok: false, reason: 'lease_lost', status: 'completed' });
         expect((await events(job.id)).at(-1)).toMatchObject({ type: 'stale_write_rejected', reason: write, from_status: 'completed', message: 'job is completed' });

@@ -7,9 +7,12 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
+import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
+import { defineLostAnswers } from './lost-answers.conformance.ts';
+import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
 import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
@@ -22,12 +25,15 @@ export function defineStoreConformance(backend: StoreBackend): void {
   describe(`store conformance on ${backend.name}`, () => {
     defineTransitions(backend);
     defineGuards(backend);
+    defineLostAnswers(backend);
     defineReaper(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
+    defineClaimBudget(backend);
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
+    defineMaintenanceWatch(backend);
   });
 }
