@@ -12,8 +12,11 @@
  *   could not be delivered before the lease ran out, and a run the worker
  *   knows is not its to report (lease lost, released at shutdown).
  * - Releases: leases given back at shutdown, in one call.
+ * - Each call gives up when the leases it carries run out by the worker's
+ *   clock (call-budget.ts); its retries stop there too.
  */
 import { NonRetryableError, RetryAfter, type JobAbortedError } from './errors.ts';
+import { LAST_TRY_MS, withinLeases } from './call-budget.ts';
 import { leaseGone, type Held, type Running } from './held.ts';
 import { persist } from './persist.ts';
 import { after } from './timers.ts';
@@ -107,7 +110,9 @@ export function createCompleter(w: Held, riding: RidingClaim) {
     const reply = await persist(w, leaseGone(w, ...batch.map((b) => b.running)), 'complete', () => {
       // The jobs it claims are leased from the try that brought them.
       sentAt = timers.now();
-      return transport.complete({ workerId, instanceId, results, claim });
+      // Each try waits as long as the leases (renewed meanwhile, perhaps) last now.
+      const until = batch.reduce((end, b) => Math.max(end, b.running.leaseValidUntil), -Infinity);
+      return withinLeases(w, until, 'complete', (c) => transport.complete({ workerId, instanceId, results, claim }, c), LAST_TRY_MS);
     })
       .catch((err) => {
         emit('error', { error: err, during: 'complete' });
@@ -134,7 +139,10 @@ export function createCompleter(w: Held, riding: RidingClaim) {
 
   async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
     const answer = await persist(w, leaseGone(w, r), 'fail', () =>
-      transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }),
+      withinLeases(w, r.leaseValidUntil, 'fail', (c) =>
+        transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }, c),
+        LAST_TRY_MS,
+      ),
     ).catch((err) => {
       emit('error', { error: err, during: 'fail' });
       return undefined;
@@ -148,16 +156,28 @@ export function createCompleter(w: Held, riding: RidingClaim) {
     }
   }
 
-  /** Gives leases back (shutdown) in one call, retried for a while; answers the ids the server took back. */
-  async function release(leases: LeaseRef[]): Promise<string[]> {
+  /**
+   * Gives leases back (shutdown) in one call, retried for a while; answers the
+   * ids the server took back. Each try gives up when the last of the leases
+   * runs out (a job a claim just brought, not kept yet: its lease from now).
+   */
+  async function release(leases: (LeaseRef & { leaseMs?: number })[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const answers = await persist(w, after(timers, RELEASE_RETRY_MS), 'release', () => transport.release({ workerId, leases, reason: 'worker_shutdown' })).catch(() => undefined);
+    const leaseEnd = (l: (typeof leases)[number]) => {
+      const kept = w.active.get(l.id);
+      return kept?.job.lockToken === l.lockToken ? kept.leaseValidUntil : timers.now() + (l.leaseMs ?? 0);
+    };
+    const until = leases.reduce((end, l) => Math.max(end, leaseEnd(l)), -Infinity);
+    const refs = leases.map((l) => ({ id: l.id, lockToken: l.lockToken }));
+    const answers = await persist(w, after(timers, RELEASE_RETRY_MS), 'release', () =>
+      withinLeases(w, until, 'release', (c) => transport.release({ workerId, leases: refs, reason: 'worker_shutdown' }, c), LAST_TRY_MS),
+    ).catch(() => undefined);
     return (answers ?? []).filter((a) => a.ok).map((a) => a.id);
   }
 
   /** Jobs a claim brought back after close() began: give them straight back. */
   async function releaseUnstarted(jobs: ClaimedJob[]) {
-    releasedUnstarted.push(...(await release(jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })))));
+    releasedUnstarted.push(...(await release(jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, leaseMs: j.leaseMs })))));
   }
 
   return { finish, release, releaseUnstarted, releasedUnstarted };

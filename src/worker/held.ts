@@ -17,10 +17,14 @@ export interface Running {
   job: ClaimedJob;
   controller: AbortController;
   leaseMs: number;
-  /** Local time until which the lease is surely still ours. */
+  /** Local time until which the lease is surely still ours (a renewal sent at local time t is good until t + lease). */
   leaseValidUntil: number;
+  /** Local time at which the worker fences itself: `leaseValidUntil` less a tenth of the lease (see FENCE_SHARE). */
+  fenceAt: number;
   progress: unknown;
   deadlineTimer: unknown;
+  /** Fires at `fenceAt` (re-armed when it finds the lease renewed meanwhile): lease-keeper.ts. */
+  fenceTimer: unknown;
   /** The handler has returned and its completion or failure is being sent: shutdown must not release it. */
   finishing: boolean;
 }
@@ -101,7 +105,30 @@ export function abortRefused(w: Held, r: Running, a: Extract<LeaseAnswer, { ok: 
   abortJob(w, r, a.cause === 'deadline_exceeded' ? 'deadline_exceeded' : 'lease_lost', a.message);
 }
 
+/**
+ * Share of a lease the worker gives up before the lease runs out by its own
+ * clock: its handler is aborted (`lease_expired_locally`) at
+ * `confirmed-until - lease / 10`, never after it.
+ *
+ * The local copy is already conservative (counted from when the renewal was
+ * sent, not when the server stored it), and the reaper waits a grace of at
+ * least one heartbeat past the server's expiry. The tenth is on top of both:
+ * it covers a worker clock running slower than the database's (a tenth of the
+ * lease is a hundred times what NTP lets a clock drift), a fence timer that
+ * fires late because the event loop was blocked, and the travel time of the
+ * last request the handler had in flight when it was stopped. Between the
+ * abort and the earliest moment the reaper may hand the job to someone else
+ * there are so at least grace + lease / 10.
+ */
+export const FENCE_SHARE = 1 / 10;
+
+/** The server accepted a lease of `leaseMs` sent at local time `sentAt` (a claim, a renewal, an extend): the local copy only grows. */
+export function confirmLease(r: Pick<Running, 'leaseValidUntil' | 'fenceAt'>, sentAt: number, leaseMs: number): void {
+  r.leaseValidUntil = Math.max(r.leaseValidUntil, sentAt + leaseMs);
+  r.fenceAt = Math.max(r.fenceAt, sentAt + leaseMs * (1 - FENCE_SHARE));
+}
+
 /** A check that turns true once every one of `rs` is past its local lease: retrying a write for them no longer matters. */
 export function leaseGone(w: Held, ...rs: Running[]): () => boolean {
-  return () => rs.every((r) => w.timers.now() > r.leaseValidUntil);
+  return () => rs.every((r) => w.timers.now() >= r.leaseValidUntil);
 }

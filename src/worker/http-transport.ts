@@ -4,7 +4,7 @@
  * src/http/node-fetch.ts).
  */
 import { sdkFetch } from '../http/node-fetch.ts';
-import type { ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
+import type { CallOptions, ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
 import { TokenRefusedError, TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
@@ -12,7 +12,13 @@ export interface HttpTransportOptions {
   url: string;
   /** LEASEHOLD_WORKER_TOKEN, when the server has one. */
   token?: string | undefined;
-  /** Per-request timeout; a request that takes longer counts as a failed call. Default 10 s. */
+  /**
+   * Per-request timeout; a request that takes longer counts as a failed call.
+   * Default 10 s. A call that carries leases gives up sooner when they run
+   * out first (the worker passes its signal), so this bounds claims and idle
+   * beats; createWorker warns when it is longer than a renewal can take and
+   * still be in time (lease-rules.ts).
+   */
   requestTimeoutMs?: number;
   /** Default: node:http with keep-alive on Node, the global fetch elsewhere. */
   fetch?: typeof fetch;
@@ -31,10 +37,12 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const base = options.url.replace(/\/+$/, '') + '/api/v1';
   const doFetch = options.fetch ?? sdkFetch;
   const timeout = options.requestTimeoutMs ?? 10_000;
+  if (!(Number.isFinite(timeout) && timeout > 0)) throw new TypeError(`httpTransport: requestTimeoutMs must be a positive number of ms, got ${String(options.requestTimeoutMs)}`);
 
   /**
    * POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.
    * `wait.waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout.
+   * `wait.signal`: ends the request sooner (the worker closing, or the leases the call carries running out).
    */
   async function post<T>(
     path: string,
@@ -101,8 +109,8 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     throw new Error(`leasehold refused ${path}: ${r.status} ${r.json.error?.code ?? ''} ${r.json.error?.message ?? ''}`.trim());
   }
 
-  async function heartbeats(body: { workerId: string; leases: unknown[]; leaseMs?: number | undefined }): Promise<LeaseAnswer[]> {
-    const r = await post<{ results: BatchResult[] }>('/heartbeats', body);
+  async function heartbeats(body: { workerId: string; leases: unknown[]; leaseMs?: number | undefined }, c: CallOptions = {}): Promise<LeaseAnswer[]> {
+    const r = await post<{ results: BatchResult[] }>('/heartbeats', body, [], c);
     if (r.status !== 200) throw new TransportError(`heartbeats: ${r.status} ${r.json.error?.message ?? ''}`);
     return batch(r.json.results);
   }
@@ -118,6 +126,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   /** False once the server refused a claim's waitMs (a server from before it). */
   let serverWaits = true;
   const transport: Transport = {
+    requestTimeoutMs: timeout,
     async claim(p) {
       const path = `/queues/${encodeURIComponent(p.queue)}/claim`;
       for (;;) {
@@ -139,11 +148,11 @@ export function httpTransport(options: HttpTransportOptions): Transport {
         return typeof r.json.retryAfterMs === 'number' ? Object.assign(r.json.jobs, { retryAfterMs: r.json.retryAfterMs }) : r.json.jobs;
       }
     },
-    async heartbeat(p) {
+    async heartbeat(p, c) {
       const leases = p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress }));
       if (p.beat && !beatsApart) {
         const worker = serverTakesLostClaims || !p.beat.lostClaims ? p.beat : withoutLostClaims(p.beat);
-        const r = await post<{ results: BatchResult[] }>('/heartbeats', { workerId: p.workerId, leases, leaseMs: p.leaseMs, worker }, [400]);
+        const r = await post<{ results: BatchResult[] }>('/heartbeats', { workerId: p.workerId, leases, leaseMs: p.leaseMs, worker }, [400], c);
         if (r.status === 200) return batch(r.json.results);
         // A server older than lostClaims refuses them: beat without them from now on.
         if (serverTakesLostClaims && r.json.error?.field?.startsWith('worker.lostClaims')) {
@@ -157,15 +166,15 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       }
       const [, answers] = await Promise.all([
         // Such a server predates lostClaims too.
-        p.beat ? post('/workers/beat', { workerId: p.workerId, ...withoutLostClaims(p.beat) }) : undefined,
-        leases.length > 0 ? heartbeats({ workerId: p.workerId, leases, leaseMs: p.leaseMs }) : [],
+        p.beat ? post('/workers/beat', { workerId: p.workerId, ...withoutLostClaims(p.beat) }, [], c) : undefined,
+        leases.length > 0 ? heartbeats({ workerId: p.workerId, leases, leaseMs: p.leaseMs }, c) : [],
       ]);
       return answers;
     },
-    async checkpoint(p) {
-      return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }));
+    async checkpoint(p, c) {
+      return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/checkpoint`, { workerId: p.workerId, lockToken: p.lease.lockToken, checkpoint: p.checkpoint }, [], c));
     },
-    async complete(p) {
+    async complete(p, c) {
       for (;;) {
         let claim = p.claim;
         if (claim?.claimId !== undefined && !serverTakesClaimIds) {
@@ -177,6 +186,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
           '/completions',
           { workerId: p.workerId, instanceId: p.instanceId, results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, result: x.result })), claim },
           claim?.claimId !== undefined ? [400] : [],
+          c,
         );
         if (r.status === 400) {
           // A server older than claim ids refuses the field: nothing was written, send it without.
@@ -188,19 +198,19 @@ export function httpTransport(options: HttpTransportOptions): Transport {
         return { answers: batch(r.json.results), claimed: r.json.jobs ?? [] };
       }
     },
-    async fail(p) {
+    async fail(p, c) {
       return verdict(
         p.lease.id,
-        await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }),
+        await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }, [], c),
       );
     },
-    async release(p) {
-      const r = await post<{ results: BatchResult[] }>('/releases', { workerId: p.workerId, leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })), reason: p.reason });
+    async release(p, c) {
+      const r = await post<{ results: BatchResult[] }>('/releases', { workerId: p.workerId, leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })), reason: p.reason }, [], c);
       if (r.status === 200) return batch(r.json.results);
       // A server older than POST /releases has no such route: one call per lease, as before.
       if (r.status === 404 && r.json.error?.message?.startsWith('no route')) {
         return Promise.all(
-          p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }))),
+          p.leases.map(async (l: LeaseRef) => verdict(l.id, await post(`/jobs/${l.id}/release`, { workerId: p.workerId, lockToken: l.lockToken, reason: p.reason }, [], c))),
         );
       }
       throw new TransportError(`releases: ${r.status} ${r.json.error?.message ?? ''}`);
@@ -208,13 +218,13 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     async beat(p) {
       await post('/workers/beat', p);
     },
-    async effectStart(p): Promise<EffectStart> {
-      const r = await post<{ state: 'run' | 'done'; result?: unknown }>(`/jobs/${p.lease.id}/effects/start`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key });
+    async effectStart(p, c): Promise<EffectStart> {
+      const r = await post<{ state: 'run' | 'done'; result?: unknown }>(`/jobs/${p.lease.id}/effects/start`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key }, [], c);
       if (r.status !== 200) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
       return r.json.state === 'done' ? { kind: 'done', result: r.json.result } : { kind: 'run' };
     },
-    async effectFinish(p): Promise<EffectFinish> {
-      const r = await post<{ result: unknown }>(`/jobs/${p.lease.id}/effects/finish`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key, result: p.result });
+    async effectFinish(p, c): Promise<EffectFinish> {
+      const r = await post<{ result: unknown }>(`/jobs/${p.lease.id}/effects/finish`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key, result: p.result }, [], c);
       if (r.status === 409 || r.status === 404) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
       if (r.status !== 200) throw new TransportError(`effects/finish: ${r.status} ${r.json.error?.message ?? ''}`);
       return { kind: 'done', result: r.json.result };

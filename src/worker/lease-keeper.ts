@@ -1,14 +1,28 @@
 /**
  * The lease keeper: one heartbeat timer for all of a worker's leases, apart
- * from the handlers.
+ * from the handlers, and one fence timer per lease.
  *
  * - Each tick is one call (POST /heartbeats): it renews every held lease and
  *   carries the worker's liveness beat, recorded in the same transaction. An
  *   idle worker's tick is the same call with no leases.
- * - Self-fencing: a lease not renewed within its length (by the local,
- *   conservative copy: a renewal sent at local time t is good until at least
- *   t + lease) aborts its handler with `lease_expired_locally`, before the
- *   reaper could hand the job to someone else.
+ * - Ticks keep their pace whatever the calls do: a tick does not wait for the
+ *   one before it. A renewal stuck on a dead kept-alive connection is so
+ *   followed by the next one on a fresh connection, which may get through;
+ *   cutting the stuck one at the next tick instead would also cut every
+ *   renewal of a server merely slower than one interval, and lose its leases.
+ *   At most two are in flight (a tick that finds two out sends nothing), so
+ *   a slow server gets at most twice the calls it had; each call that
+ *   carries leases gives up when they run out (call-budget.ts), an idle beat
+ *   at the request timeout. What this leaves: after two calls in a row hang,
+ *   the next renewal waits for one of them to give up.
+ * - Self-fencing: each lease has its own timer, armed at the point the local,
+ *   conservative copy says to stop (held.ts: a renewal sent at local time t
+ *   is good until t + lease; the fence is a tenth of the lease before that).
+ *   It aborts the handler with `lease_expired_locally` whatever the calls in
+ *   flight are doing, before the reaper could hand the job to someone else.
+ *   A tick fences what is due too, before it renews: after a pause every
+ *   overdue timer fires at once, and the first of the keeper's to run tells
+ *   the handler.
  * - The server's answers: a refused renewal aborts the handler with
  *   `lease_lost`, or `deadline_exceeded` when the attempt ran out of time.
  * - The job's own deadline (timeoutMs) aborts it locally too.
@@ -17,9 +31,14 @@
  *   them is answered: the server gives their jobs back to the queue.
  * - A tick that fires late says the event loop was blocked.
  */
-import { abortJob, abortRefused, type Held, type Running } from './held.ts';
+import { withinLeases } from './call-budget.ts';
+import { abortJob, abortRefused, confirmLease, type Held, type Running } from './held.ts';
+import { checkLeaseTimings } from './lease-rules.ts';
 import { describe } from './log.ts';
-import type { ClaimedJob, LeaseAnswer, WorkerLiveness } from './transport.ts';
+import type { CallOptions, ClaimedJob, LeaseAnswer, WorkerLiveness } from './transport.ts';
+
+/** Heartbeat calls in flight at most: one stuck and one fresh (see above). */
+const MAX_BEATS_IN_FLIGHT = 2;
 
 /** Most lost claim ids one beat names (the server's cap); the rest go with the next beats. */
 const MAX_LOST_CLAIMS = 100;
@@ -36,8 +55,11 @@ export type LeaseKeeper = ReturnType<typeof createLeaseKeeper>;
 export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   const { timers } = w;
   let timer: unknown;
-  let ticking = false;
+  /** Heartbeat calls sent and not yet answered. */
+  let inFlight = 0;
   let interval = options.heartbeatMs ?? 5_000;
+  /** Lease and interval pairs already checked against the lease rules (each is said once). */
+  const checked = new Set<string>();
 
   /** What the worker says about itself with each beat: who it is, what it holds, and its counters (the server keeps the latest). */
   function liveness(runningCount: number): WorkerLiveness {
@@ -70,13 +92,25 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
 
   /** Starts keeping a lease claimed at local time `sentAt` (and its deadline, if it has one). */
   function track(job: ClaimedJob, sentAt: number): Running {
-    const r: Running = { job, controller: new AbortController(), leaseMs: job.leaseMs, leaseValidUntil: sentAt + job.leaseMs, progress: undefined, deadlineTimer: undefined, finishing: false };
+    const r: Running = {
+      job,
+      controller: new AbortController(),
+      leaseMs: job.leaseMs,
+      leaseValidUntil: -Infinity,
+      fenceAt: -Infinity,
+      progress: undefined,
+      deadlineTimer: undefined,
+      fenceTimer: undefined,
+      finishing: false,
+    };
+    confirmLease(r, sentAt, job.leaseMs);
     // This worker claimed a job it still runs (an operator's forced requeue
     // handed it back to the queue): the earlier claim's token is void, so its
     // handler is stopped, and only the new claim is kept.
     const earlier = w.active.get(job.id);
     if (earlier) {
       timers.clearTimeout(earlier.deadlineTimer);
+      timers.clearTimeout(earlier.fenceTimer);
       abortJob(w, earlier, 'lease_lost', `job ${job.id} was claimed again (attempt ${job.attempt}): the earlier claim's lock token is void`);
     }
     w.active.set(job.id, r);
@@ -86,19 +120,62 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
         Math.max(0, sentAt + job.timeoutMs - timers.now()),
       );
     }
+    // A claim answered too late (its lease already past the fence by the
+    // local clock) is fenced now, so its handler is never started.
+    if (!fenceIfDue(r)) armFence(r);
     if (options.heartbeatMs === undefined && job.heartbeatIntervalMs < interval) {
-      // The server asks for quicker beats than the timer is set for: re-arm it now.
+      // The server asks for quicker beats than the timer is set for: re-arm it
+      // now (the one timer, so still one loop).
       interval = job.heartbeatIntervalMs;
-      // A tick in flight schedules the next one with the new interval when it
-      // ends; re-arming here too would start a second loop.
-      if (!ticking) schedule();
+      schedule();
     }
+    checkTimings(job.leaseMs);
     return r;
+  }
+
+  /**
+   * Aborts the handler once its lease runs out by the local clock (at
+   * `fenceAt`), whatever its calls are doing. Renewals only move `fenceAt`
+   * later, so the timer is not re-armed on each of them: when it fires and
+   * finds the lease renewed meanwhile, it waits for the new end.
+   */
+  function armFence(r: Running) {
+    r.fenceTimer = timers.setTimeout(
+      () => {
+        if (w.active.get(r.job.id) !== r || r.controller.signal.aborted) return;
+        if (!fenceIfDue(r)) armFence(r);
+      },
+      Math.max(0, r.fenceAt - timers.now()),
+    );
+  }
+
+  /** Aborts the handler if its fence has passed; says whether it has. */
+  function fenceIfDue(r: Running): boolean {
+    if (timers.now() < r.fenceAt) return false;
+    abortJob(
+      w,
+      r,
+      'lease_expired_locally',
+      `job ${r.job.id}: no renewal got through, and its lease runs out by the worker's clock in ${Math.max(0, Math.round(r.leaseValidUntil - timers.now()))} ms: stopped before the reaper may give it to another worker`,
+    );
+    return true;
+  }
+
+  /** The lease rules (lease-rules.ts) for a lease the server granted, said once per lease and interval. */
+  function checkTimings(leaseMs: number) {
+    const key = `${leaseMs}/${interval}`;
+    if (checked.has(key)) return;
+    checked.add(key);
+    const { errors, warnings } = checkLeaseTimings({ leaseMs, heartbeatMs: interval, requestTimeoutMs: w.transport.requestTimeoutMs });
+    const fields = { leaseMs, heartbeatMs: interval, requestTimeoutMs: w.transport.requestTimeoutMs };
+    for (const problem of errors) w.logger.error(`lease of ${leaseMs} ms: ${problem}`, fields);
+    for (const problem of warnings) w.logger.warn(`lease of ${leaseMs} ms: ${problem}`, fields);
   }
 
   /** The job is over (finished, abandoned or released): stop keeping it. */
   function untrack(r: Running) {
     timers.clearTimeout(r.deadlineTimer);
+    timers.clearTimeout(r.fenceTimer);
     // Only this claim: a later claim of the same job may have replaced it.
     if (w.active.get(r.job.id) === r) w.active.delete(r.job.id);
   }
@@ -108,7 +185,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     for (const a of answers) {
       const r = w.active.get(a.id);
       if (!r) continue;
-      if (a.ok) r.leaseValidUntil = Math.max(r.leaseValidUntil, sentAt + r.leaseMs);
+      if (a.ok) confirmLease(r, sentAt, r.leaseMs);
       else abortRefused(w, r, a);
     }
   }
@@ -120,15 +197,11 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     timer = timers.setTimeout(() => void tick(expectedAt), interval);
   }
 
-  async function tick(expectedAt: number) {
-    ticking = true;
-    try {
-      await renewAll(expectedAt);
-    } finally {
-      ticking = false;
-    }
+  /** The next tick is armed before this one's call goes out, so a call that hangs does not hold it back. */
+  function tick(expectedAt: number) {
     const state = w.state();
     if (state === 'running' || state === 'stopping') schedule();
+    void renewAll(expectedAt);
   }
 
   async function renewAll(expectedAt: number) {
@@ -146,27 +219,39 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       });
       w.emit('event_loop_blocked', { delayMs: lateBy, jobs: ids });
     }
-    const live = jobs.filter((r) => !r.controller.signal.aborted);
-    // Self-fencing: a lease we could not renew in time is gone; stop the handler
-    // before the reaper can give the job to another worker.
-    for (const r of live) {
-      if (timers.now() > r.leaseValidUntil) abortJob(w, r, 'lease_expired_locally', `job ${r.job.id}: no successful heartbeat within the ${r.leaseMs} ms lease`);
+    // After a pause (SIGSTOP, a suspended VM) every overdue timer fires at
+    // once, in no order this code chooses: whichever of the keeper's runs
+    // first fences what is due, before it renews anything.
+    for (const r of jobs) if (!r.controller.signal.aborted) fenceIfDue(r);
+    if (inFlight >= MAX_BEATS_IN_FLIGHT) {
+      // Both calls in flight are stuck or slow: a third would only add to
+      // them. Each gives up when its leases run out, and the fences stand.
+      w.logger.debug(`heartbeat skipped: ${inFlight} still in flight`, { inFlight });
+      return;
     }
-    // A job whose result is on its way is renewed only when its lease would
-    // otherwise run low before the next tick: a renewal that reaches the
-    // server after the completion is refused and recorded as a stale write,
-    // but a completion slow to get through must not lose the lease either.
-    const renew = live.filter((r) => !r.controller.signal.aborted && !(r.finishing && r.leaseValidUntil - timers.now() > interval));
+    // Fenced jobs are not renewed: their handlers were told to stop. A job
+    // whose result is on its way is renewed only when its fence would
+    // otherwise come before the next tick: a renewal that reaches the server
+    // after the completion is refused and recorded as a stale write, but a
+    // completion slow to get through must not lose the lease either.
+    const renew = jobs.filter((r) => !r.controller.signal.aborted && !(r.finishing && r.fenceAt - timers.now() > interval));
     const sentAt = timers.now();
+    // One request, one transaction: the renewals and the liveness beat
+    // together. An idle worker sends the beat with no leases.
+    const b = liveness(w.active.size);
+    const send = (call?: CallOptions) =>
+      w.transport.heartbeat(
+        {
+          workerId: w.workerId,
+          leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
+          beat: b,
+        },
+        call,
+      );
+    inFlight++;
     try {
-      // One request, one transaction: the renewals and the liveness beat
-      // together. An idle worker sends the beat with no leases.
-      const b = liveness(w.active.size);
-      const answers = await w.transport.heartbeat({
-        workerId: w.workerId,
-        leases: renew.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken, ...(r.progress !== undefined ? { progress: r.progress } : {}) })),
-        beat: b,
-      });
+      // A renewal answered after the last of its jobs was fenced saves nothing.
+      const answers = await (renew.length > 0 ? withinLeases(w, renew.reduce((end, r) => Math.max(end, r.fenceAt), -Infinity), 'heartbeat', send) : send());
       delivered(b);
       applyAnswers(answers, sentAt);
     } catch (err) {
@@ -174,6 +259,8 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       const ids = renew.map((r) => r.job.id);
       w.logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${ids.join(', ') || '(none)'}`, { error: describe(err), jobIds: ids });
       w.emit('heartbeat_failed', { error: err, jobs: ids });
+    } finally {
+      inFlight--;
     }
   }
 

@@ -34,7 +34,23 @@ export interface WorkerLiveness extends WorkerLivenessWire {
 /** Claimed jobs; `retryAfterMs` when the queue's rate limit held claims back (its next window opens then). */
 export type ClaimAnswer = ClaimedJob[] & { retryAfterMs?: number };
 
+/**
+ * Per call: `signal` aborts when the answer is no longer worth waiting for
+ * (the leases the call carries have run out by the worker's clock, see
+ * call-budget.ts). A transport should stop waiting then; the worker gives the
+ * call up at that moment either way.
+ */
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+}
+
 export interface Transport {
+  /**
+   * The longest one request may take (the HTTP transport's requestTimeoutMs),
+   * when the transport has such a limit: the worker checks it against the
+   * leases it is given (lease-rules.ts).
+   */
+  readonly requestTimeoutMs?: number | undefined;
   /** `instanceId`: this process of the worker (see createWorker), stored with the claim. */
   /**
    * `waitMs`: when nothing is ready, the server waits up to that long for work
@@ -59,8 +75,8 @@ export interface Transport {
    * (and the same transaction): `leases` may then be empty. The SDK beats
    * only this way; a transport must record `beat` when it is given.
    */
-  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: WorkerLiveness | undefined }): Promise<LeaseAnswer[]>;
-  checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }): Promise<LeaseAnswer>;
+  heartbeat(p: { workerId: string; leases: (LeaseRef & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: WorkerLiveness | undefined }, call?: CallOptions): Promise<LeaseAnswer[]>;
+  checkpoint(p: { workerId: string; lease: LeaseRef; checkpoint: unknown }, call?: CallOptions): Promise<LeaseAnswer>;
   /**
    * Completes many jobs in one call, each fenced by its own token; with
    * `claim`, also claims the next jobs in the same transaction. Safe to send
@@ -72,16 +88,16 @@ export interface Transport {
     instanceId?: string | undefined;
     results: (LeaseRef & { result?: unknown })[];
     claim?: { queue: string; limit: number; leaseMs?: number | undefined; claimId?: string | undefined } | undefined;
-  }): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
-  fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<LeaseAnswer>;
+  }, call?: CallOptions): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
+  fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
   /** Gives many leases back in one call (shutdown), each fenced by its own token. */
-  release(p: { workerId: string; leases: LeaseRef[]; reason: string }): Promise<LeaseAnswer[]>;
+  release(p: { workerId: string; leases: LeaseRef[]; reason: string }, call?: CallOptions): Promise<LeaseAnswer[]>;
   /** The worker's own liveness row, on its own (POST /workers/beat). The SDK now sends its beat with heartbeat(); this stays for other callers. */
   beat(p: { workerId: string } & WorkerLiveness): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
-  effectStart(p: { workerId: string; lease: LeaseRef; key: string }): Promise<EffectStart>;
+  effectStart(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */
-  effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown }): Promise<EffectFinish>;
+  effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown }, call?: CallOptions): Promise<EffectFinish>;
 }
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */

@@ -9,9 +9,11 @@
  * - lease-keeper.ts: one heartbeat timer, apart from the handlers, renews all
  *   of the worker's leases and beats the worker's liveness row in one call;
  *   it aborts a job's signal when a renewal is refused (`lease_lost`), when
- *   the lease runs out locally without a successful renewal (self-fencing:
- *   before the reaper could hand the job to someone else), and at the job's
- *   deadline. `signal.reason` is a JobAbortedError.
+ *   the lease runs out locally without a successful renewal (self-fencing,
+ *   by a timer of its own, a tenth of the lease early: before the reaper
+ *   could hand the job to someone else), and at the job's deadline.
+ *   `signal.reason` is a JobAbortedError.
+ * - call-budget.ts: no call that carries leases waits longer than they last.
  * - completer.ts: completions of handlers that finish together go in one
  *   call; a handler that ignored its signal still cannot write (the token
  *   refuses it), and the attempt is reported as `abandoned`.
@@ -31,6 +33,7 @@ import { abortJob, createEmitter, type Held, type Running, type WorkerState, typ
 import type { JobAbortedError } from './errors.ts';
 import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
+import { checkLeaseTimings } from './lease-rules.ts';
 import { createRunQueue } from './run-queue.ts';
 import { consoleLogger, describe, withFields } from './log.ts';
 import { defaultWorkerId, onProcessSignals, processIdentity, randomHex } from './process.ts';
@@ -62,6 +65,12 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   // A negative or fractional count would shrink the worker's room below its slots and stall it.
   for (const [what, value, least] of [['concurrency', options.concurrency, 1], ['claimBatch', options.claimBatch, 1], ['claimAhead', options.claimAhead, 0]] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= least)) throw new TypeError(`createWorker: ${what} must be an integer of at least ${least}, got ${String(value)}`);
+  }
+  // The lease rules a worker's own timings can break (lease-rules.ts); the
+  // ones that involve the server's lease are said when a claim brings it.
+  if (options.leaseMs !== undefined && options.heartbeatMs !== undefined) {
+    const { errors } = checkLeaseTimings({ leaseMs: options.leaseMs, heartbeatMs: options.heartbeatMs });
+    if (errors.length > 0) throw new TypeError(`createWorker: ${errors.join('; ')}`);
   }
   const logger = withFields(options.logger ?? consoleLogger(workerId), { workerId });
   const events = createEmitter(() => logger);

@@ -223,8 +223,10 @@ describe('stalled jobs', () => {
 });
 
 describe.each(['in-process', 'http'] as const)('the worker SDK over %s', (kind) => {
-  // Real time: a 1 s lease, beats every 0.2 s, and a 1.5 s server-wide job timeout.
-  const SHORT: Partial<Config> = { leaseMs: 1_000, heartbeatMs: 200, graceMs: 400, workerAliveMs: 600, maxReapDeferMs: 400, timeoutMs: 1_500, backoffBaseMs: 50, backoffMaxMs: 100 };
+  // Real time: a 2 s lease, beats every 0.4 s, and a 3 s server-wide job timeout. (The
+  // worker fences itself a tenth of the lease early: a 1 s lease left a loaded machine
+  // too little time for its renewals, and the fence came before the deadline.)
+  const SHORT: Partial<Config> = { leaseMs: 2_000, heartbeatMs: 400, graceMs: 800, workerAliveMs: 1_200, maxReapDeferMs: 800, timeoutMs: 3_000, backoffBaseMs: 50, backoffMaxMs: 100 };
   let server: RunningServer | undefined;
   let w: Worker | undefined;
   afterEach(async () => {
