@@ -255,12 +255,26 @@ export function check(input: CheckInput): Report {
   let extraRuns = 0;
   let overlapping = 0;
   const overlapsExcused: Record<string, number> = {};
+  // When each worker's event loop was blocked by a handler (a blocking
+  // behaviour's run to its end): no timer of that process, the fence's
+  // included, can fire meanwhile, so every job it holds may outlive its lease.
+  const blockedSpans = new Map<string, { from: number; to: number }[]>();
+  for (const l of input.lines) {
+    if (l.k !== 'run' || (l.b !== 'block' && l.b !== 'block_past_lease')) continue;
+    const end = input.lines.find((e) => e.k === 'end' && e.w === l.w && e.job === l.job && e.fence === l.fence);
+    let spans = blockedSpans.get(l.w);
+    if (!spans) blockedSpans.set(l.w, (spans = []));
+    spans.push({ from: l.t, to: end?.t ?? l.t + t.leaseMs * 2 });
+  }
   /** Why two attempts' handlers could not have been kept apart, if they could not. */
   const overlapExcuse = (older: Line, newer: Line): string | undefined => {
     if (older.b === 'long_ignores_signal') return 'handler ignores its signal';
     if (older.b === 'block' || older.b === 'block_past_lease') return 'handler blocks its event loop';
     const from = Math.min(older.t, newer.t);
     const until = Math.max(older.t, newer.t);
+    // Blocked within a lease + grace before the other attempt started: the fence could not fire in time.
+    const blockedBy = (w: string) => (blockedSpans.get(w) ?? []).some((b) => b.from <= until && b.to >= until - t.leaseMs - t.graceMs);
+    if (blockedBy(older.w)) return "another handler blocked the worker's event loop";
     const frozen = (w: string) => input.faults.some((f) => f.kind === 'stop_worker' && f.workerId === w && f.wallAt !== undefined && f.wallAt <= until && (f.wallEnd ?? Infinity) >= from);
     return frozen(older.w) || frozen(newer.w) ? 'worker process was stopped (SIGSTOP)' : undefined;
   };

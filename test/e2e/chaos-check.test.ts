@@ -145,3 +145,14 @@ test('a handler started for a claim another attempt has replaced is a violation;
   expect(frozen.violations).toEqual([]);
   expect(frozen.plainRuns.overlapsExcused).toEqual({ 'worker process was stopped (SIGSTOP)': 1 });
 });
+
+test("an overlap while another handler blocked the worker's event loop is excused: no timer of that process could fire", () => {
+  const blocked = handedOn(3_400);
+  blocked.lines.push(
+    { t: 2_000, w: 'A', pid: 1, k: 'run', job: '9', attempt: 1, fence: 1, b: 'block_past_lease' },
+    { t: 3_390, w: 'A', pid: 1, k: 'end', job: '9', attempt: 1, fence: 1, aborted: false },
+  );
+  const report = check(blocked);
+  expect(report.violations.filter((v) => v.startsWith('job 1:'))).toEqual([]);
+  expect(report.plainRuns.overlapsExcused).toEqual({ "another handler blocked the worker's event loop": 1 });
+});
