@@ -13,6 +13,7 @@ import { claimHeartbeatSql } from './claim.ts';
 import type { JobRecord } from './record.ts';
 import { stalledSql } from './stalls.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';
+import { reaperHoldColumns } from './reaper-hold.ts';
 
 /** The queue defaults these reads fill in where a queue has no override. */
 export type DashboardReadDefaults = Pick<QueueDefaults, 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
@@ -32,6 +33,9 @@ export interface RunningJobView extends JobRecord {
   owner_last_seen_at: number | null;
   /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
   owner_replaced: number | null;
+  /** The reaper's hold (src/db/store/reaper-hold.ts), in force or not: decideReap judges it. */
+  hold_until: number | null;
+  hold_cause: string | null;
 }
 
 /** A running job as the zombies page sees it, with whether it is on that page. */
@@ -50,7 +54,8 @@ const withSettings = (d: DashboardReadDefaults, extra = sql``) => sql`j.*,${extr
   coalesce(q.grace_ms, ${d.graceMs}) AS q_grace_ms,
   coalesce(q.max_lost_attempts, ${d.maxLostAttempts}) AS q_max_lost_attempts,
   q.stall_ms AS q_stall_ms,
-  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
+  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced,
+  ${reaperHoldColumns({ until: 'hold_until', cause: 'hold_cause' })}
   FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
 
 /** Who is on the zombies page: the one condition, also used to mark jobs in the jobs list. */
