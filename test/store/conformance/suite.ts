@@ -14,6 +14,7 @@ import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
+import { defineReaperHold } from './reaper-hold.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
@@ -23,6 +24,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineTransitions(backend);
     defineGuards(backend);
     defineReaper(backend);
+    defineReaperHold(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
