@@ -19,7 +19,7 @@ import { until } from '../support/until.ts';
 // Hold = heartbeat + grace = 4.5 s. The second server's own timer ticks only
 // once a minute, so what takes the jobs after the hold is the operator's
 // call under test, not that timer.
-const T = { lease: 3_000, heartbeat: 1_500, grace: 3_000, alive: 1_000 };
+const T = { lease: 3_000, heartbeat: 1_500, grace: 3_000, alive: 1_500 };
 const env = (intervalMs: number) => ({
   LEASEHOLD_LEASE_MS: String(T.lease),
   LEASEHOLD_HEARTBEAT_MS: String(T.heartbeat),
