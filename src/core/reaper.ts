@@ -207,7 +207,8 @@ export function forcedRequeueOf(c: ReapCandidate, now: number, rules: ReapRules)
     reason: 'forced',
     why: takesNow(d) ? `the reaper would ${d.action === 'fail' ? 'fail it for good' : 'take it back'} now` : `the reaper would not take it now: ${d.why}`,
     forced: true,
-    ...(holdInForce(c, now) ? { overrodeHold: { until: c.holdUntil, why: holdWhy(c, now) } } : {}),
+    // The hold concerns expired leases only: forcing a live one goes past the lease, not the hold.
+    ...(holdInForce(c, now) && c.leaseExpiresAt < now ? { overrodeHold: { until: c.holdUntil, why: holdWhy(c, now) } } : {}),
     ...(beyondBudget ? { beyondBudget } : {}),
   };
 }
