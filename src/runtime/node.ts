@@ -52,7 +52,12 @@ export interface ServeOptions {
   clock?: Clock;
   /** Where log records go. Default: stdout (serverLogger), at LEASEHOLD_LOG_LEVEL. */
   log?: Logger;
-  /** Run the reaper in-process (default true). */
+  /**
+   * Run the reaper in-process (default true), with its gap watch: this
+   * server's start and its own pauses are written to the database as the
+   * reaper's hold, which every reaper and operator's requeue obeys. Off (tests
+   * that run passes themselves): no hold is written for this server.
+   */
   reaper?: boolean;
 }
 
