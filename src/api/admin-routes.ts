@@ -166,8 +166,19 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     );
   }
 
-  r.add({ method: 'post', path: '/reaper/run', role: 'admin', operationId: 'runReaper', tag: 'queues', summary: 'Run one reaper pass now and say what it did', answers: { schema: 'reaperReport' } }, async (c) => {
-    const report = await maintenancePassOnce(store, clock.now(), config);
-    return c.json({ ...report, at: iso(report.at) });
-  });
+  r.add(
+    {
+      method: 'post',
+      path: '/reaper/run',
+      role: 'admin',
+      operationId: 'runReaper',
+      tag: 'queues',
+      summary: "Run one reaper pass now and say what it did; during the hold after a server's restart or pause it takes no expired lease (held, and hold says until when), as the servers' own reapers do",
+      answers: { schema: 'reaperReport' },
+    },
+    async (c) => {
+      const report = await maintenancePassOnce(store, clock.now(), config);
+      return c.json({ ...report, at: iso(report.at), ...(report.hold ? { hold: { until: iso(report.hold.until), why: report.hold.why } } : {}) });
+    },
+  );
 }

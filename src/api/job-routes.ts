@@ -13,7 +13,7 @@ import { iso, toJob, toJobSummary } from '../core/job-record.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { UniqueWhile } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
-import { operatorError } from './outcomes.ts';
+import { operatorError, requeueWire } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -210,15 +210,21 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
   };
 
   /** One operator action on one job (src/protocol/operator-actions.ts): its rule, its statement, its refusal. */
-  const act = async (c: Context, action: OperatorAction, body: { actor?: string | undefined; reason?: string | undefined; force?: boolean | undefined }) => {
+  const act = async (c: Context, action: OperatorAction, body: { actor?: string | undefined; reason?: string | undefined; force?: boolean | undefined; dryRun?: boolean | undefined }) => {
     const id = parseJobId(c.req.param('id')!);
     const force = body.force ?? false;
     const problem = forceRuleProblem({ action, force, reason: body.reason });
-    if (problem) throw invalid(problem.field, problem.message);
+    // A dry run changes nothing, so it needs no reason to say what force would do.
+    if (problem && !(body.dryRun && problem.field === 'reason')) throw invalid(problem.field, problem.message);
+    if (body.dryRun) {
+      const plan = await store.jobRequeuePlan({ id, now: clock.now(), force, rules: config });
+      if (!plan.ok) throw operatorError(plan, id, action);
+      return c.json({ dryRun: true, requeue: requeueWire(plan.requeue) });
+    }
     const audit = jobAudit(c, id, force ? 'job.force_requeue' : (`job.${action}` as const), body);
     const outcome = await runOperatorAction(store, { id, ...audit, action, force, rules: config });
     if (!outcome.ok) throw operatorError(outcome, id, action);
-    return c.json({ job: toJob(outcome.job) });
+    return c.json({ job: toJob(outcome.job), ...(outcome.requeue ? { requeue: requeueWire(outcome.requeue) } : {}) });
   };
 
   r.add({ method: 'post', path: '/jobs/:id/cancel', role: 'admin', operationId: 'cancelJob', tag: 'jobs', summary: 'Cancel a pending job', body: actionBody, answers: { schema: 'job' }, errors: ['not_found', 'conflict'] }, (c, body) =>
@@ -236,11 +242,15 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       role: 'admin',
       operationId: 'requeueJob',
       tag: 'jobs',
-      answers: { schema: 'job' },
+      answers: { schema: 'requeued' },
       errors: ['not_found', 'conflict'],
       summary:
-        "Put a running job back in the queue, only when the reaper itself would take it now (else 409 conflict saying why, and nothing changes); force: true (with a reason) takes any running job (its worker's writes are refused from then on, and it may run twice)",
-      body: obj({ ...actionShape, force: optional(bool('take a live lease too; needs a reason')) }),
+        "Do to a running job what the reaper itself would do now: put it back in the queue, or fail it for good when its attempts or lost-attempt budget are spent (the answer's requeue.action says which); when the reaper would wait (inside the grace, a live owner, or the hold after a server's restart or pause, until heldUntil), 409 conflict saying why and nothing changes. force: true (with a reason) puts any running job back (its worker's writes are refused from then on, and it may run twice), even during the hold or past its attempt budget, and the answer, its event and the audit say what it overrode. dryRun: true says what it would do and changes nothing",
+      body: obj({
+        ...actionShape,
+        force: optional(bool('take a live lease too, even during the reaper\'s hold or past the attempt budget; needs a reason')),
+        dryRun: optional(bool('say what the requeue would do now (requeue.action), or answer the 409 it would get; change nothing')),
+      }),
     },
     (c, body) => act(c, 'requeue', body),
   );

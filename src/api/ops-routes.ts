@@ -9,13 +9,17 @@
  *   first, at most `limit` and never more than LEASEHOLD_BULK_ACTION_CAP.
  *   `dryRun` lists what it would touch and changes nothing. The same guarded
  *   statements as the dashboard's bulk actions (src/db/store/operator.ts):
- *   requeue takes only what the reaper would take now, unless `force` (which needs a reason);
+ *   requeue does only what the reaper would do now (requeue, or fail for
+ *   good where a job's budgets are spent; nothing during a server's hold,
+ *   whose end the answer gives), unless `force` (which needs a reason);
  *   every changed job is in the audit trail with who and why.
  */
 import { invalid } from '../core/errors.ts';
 import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import { iso } from '../core/job-record.ts';
+import { holdWhy } from '../core/reaper.ts';
+import { requeueWire } from './outcomes.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
@@ -117,6 +121,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       const filter = { kind, queue, status, force: body.force ?? false, rules: config };
       const now = clock.now();
       const matching = await store.jobsBulkMatching({ ...filter, now, max: BULK_COUNT_LIMIT });
+      // A server's hold after its restart or pause leaves expired leases alone: say until when.
+      const held = kind === 'requeue' && !filter.force ? await store.reaperHoldRead({ now }) : null;
       const answer = {
         queue,
         action: kind,
@@ -127,6 +133,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         matchingCapped: matching >= BULK_COUNT_LIMIT,
         cap: cap(),
         limit,
+        ...(kind === 'requeue' && !filter.force ? { hold: held ? { until: iso(held.holdUntil), why: holdWhy({ holdUntil: held.holdUntil, holdCause: held.cause }, held.now) } : null } : {}),
       };
       if (body.dryRun) {
         const jobs = await store.jobsBulkPreview({ ...filter, now, limit });
@@ -144,6 +151,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
             leaseExpiresAt: iso(j.lease_expires_at),
             updatedAt: iso(j.updated_at),
             lastError: j.last_error,
+            // A requeue without force: what it does to this job (requeue, or fail for good as the reaper would).
+            ...(j.requeue ? { requeue: requeueWire(j.requeue) } : {}),
           })),
         });
       }

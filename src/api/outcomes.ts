@@ -1,6 +1,6 @@
 /** Turns store outcomes into wire shapes and errors. */
 import { LeaseholdError } from '../core/errors.ts';
-import type { OperatorOutcome } from '../db/store/operator.ts';
+import type { OperatorOutcome, RequeueDone } from '../db/store/operator.ts';
 import { iso } from '../core/job-record.ts';
 import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
 import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
@@ -20,8 +20,22 @@ export function batchEntry<T>(a: JobAnswer<T>, ok: (job: T) => Record<string, un
 /** An operator action's refusal (src/protocol/operator-actions.ts) as the API's error. */
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, action: OperatorAction): LeaseholdError {
   const r = operatorRefusal(o, id, action);
-  if (o.reason === 'reaper_would_wait') return new LeaseholdError(r.code, r.message, 'id', { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt) });
+  if (o.reason === 'reaper_would_wait') {
+    return new LeaseholdError(r.code, r.message, 'id', { status: o.status, why: o.why, reaperTakesAt: iso(o.takesAt), ...(o.heldUntil !== undefined ? { heldUntil: iso(o.heldUntil) } : {}) });
+  }
   return new LeaseholdError(r.code, r.message, 'id', r.details);
+}
+
+/** What a requeue did, on the wire (times as ISO strings). */
+export function requeueWire(d: RequeueDone) {
+  return {
+    action: d.action,
+    reason: d.reason,
+    why: d.why,
+    forced: d.forced,
+    overrodeHold: d.overrodeHold ? { until: iso(d.overrodeHold.until), why: d.overrodeHold.why } : null,
+    beyondBudget: d.beyondBudget ?? null,
+  };
 }
 
 export const leaseFields = (j: { lease_expires_at: number | null; deadline_at: number | null; lease_epoch: number }) => ({

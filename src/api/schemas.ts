@@ -13,6 +13,9 @@ import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type 
 import type { JsonSchema } from './validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
+import type { requeueWire } from './outcomes.ts';
+
+type RequeueWire = ReturnType<typeof requeueWire>;
 
 const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
 const time: JsonSchema = { type: 'string', format: 'date-time' };
@@ -181,10 +184,23 @@ export const ErrorSchema = fields<ErrorBody>({
 /** Wraps one job: {job}. */
 const jobAnswer = fields<{ job: Job }>({ job: JobSchema });
 
+const RequeueDoneSchema = fields<RequeueWire>({
+  action: { type: 'string', enum: ['requeue', 'fail'], description: 'requeue: back to pending now; fail: failed for good, as the reaper would (its attempts or lost-attempt budget are spent)' },
+  reason: string("the reaper's reason (reaped_due_to_expired_lease, deadline_exceeded, attempts_exhausted, lost_too_many_times), or forced"),
+  why: string('in words'),
+  forced: boolean,
+  overrodeHold: nullable(fields<NonNullable<RequeueWire['overrodeHold']>>({ until: time, why: string() }, { description: "forced during the reaper's hold after a server's restart or pause: the hold it overrode" })),
+  beyondBudget: nullable(string("forced past the job's attempt or lost-attempt budget: what that grants")),
+});
+
 export const RESPONSES = {
   enqueued: oneOf(fields<{ job: Job }>({ job: JobSchema }, { description: 'one job' }), fields<{ jobs: Enqueued[] }>({ jobs: array(EnqueuedSchema) }, { description: 'a bulk: one summary per job, in order' })),
   deduplicated: fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job' }),
   job: jobAnswer,
+  requeued: oneOf(
+    fields<{ job: Job; requeue: RequeueWire }>({ job: JobSchema, requeue: RequeueDoneSchema }, { description: 'what the requeue did, and the job now' }),
+    fields<{ dryRun: true; requeue: RequeueWire }>({ dryRun: constant(true), requeue: RequeueDoneSchema }, { description: 'dryRun: what it would do; nothing changed' }),
+  ),
   jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
   jobPage: fields<{ jobs: JobSummary[]; next: string | null }>({ jobs: array(JobSummarySchema), next: nullable(string('pass as `after` for the next page')) }),
   claimed: fields<{ jobs: ClaimedJobWire[]; rateLimitedUntil: string; retryAfterMs: number }>(

@@ -3,7 +3,7 @@
  *
  *   leasehold jobs list [--queue Q] [--status S] [--limit N] [--after ID] [--order asc]
  *   leasehold jobs show ID
- *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force]
+ *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
  *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...]
  *   leasehold workers [--queue Q] [--alive | --dead]
@@ -17,7 +17,7 @@ import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
-import { forceRuleProblem } from '../protocol/operator-actions.ts';
+import { forceRuleProblem, requeueText, type RequeueDoneText } from '../protocol/operator-actions.ts';
 
 type Flags = Map<string, string | true>;
 
@@ -32,15 +32,18 @@ export const JOBS_FLAGS: CommandFlag[] = [
   { flag: '--after', help: 'list: the next page, after this job id' },
   { flag: '--order', help: 'list: asc for oldest first (default newest first)' },
   { flag: '--reason', help: 'why, kept in the audit trail (a bulk action and a forced requeue need one)' },
-  { flag: '--dry-run', help: 'bulk: list the jobs it would touch and change nothing', boolean: true },
+  { flag: '--dry-run', help: 'bulk: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
   { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
 ];
 
 export const JOBS_DETAILS = `subcommands:
   list                       jobs newest first, filtered by --queue and --status
   show ID                    one job: status, lease, owner, attempts, and its latest events
-  retry ID | cancel ID | requeue ID [--force]
-                             one job; requeue takes only an expired lease unless --force
+  retry ID | cancel ID | requeue ID [--force] [--dry-run]
+                             one job; requeue does what the reaper would do now
+                             (requeue it, or fail it for good when its attempts
+                             are spent; nothing during the hold after a server
+                             restart) unless --force; --dry-run says which first
   retry | cancel | requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R
                              in bulk: the queue's jobs of that status, lowest id first,
                              at most --limit and never more than the server's cap
@@ -163,12 +166,26 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   if (problem?.field === 'force') throw new UsageError(`--${problem.message}`);
   if (id === undefined) return bulk(api, flags, action, reason, force, json);
   onlyPositionals(args, 2, `jobs ${action} ID`);
-  for (const f of ['--dry-run', '--limit', '--status', '--queue']) if (flags.has(f)) throw new UsageError(`${f} is for the bulk form (without a job id)`);
-  const body = { ...(reason ? { reason } : {}), actor: actor(), ...(force ? { force: true } : {}) };
-  const answer = await api.post<{ job: any }>(`/jobs/${encodeURIComponent(id)}/${action}`, body);
+  const bulkOnly = action === 'requeue' ? ['--limit', '--status', '--queue'] : ['--dry-run', '--limit', '--status', '--queue'];
+  for (const f of bulkOnly) if (flags.has(f)) throw new UsageError(`${f} is for the bulk form (without a job id)`);
+  const dryRun = flags.has('--dry-run');
+  const body = { ...(reason ? { reason } : {}), actor: actor(), ...(force ? { force: true } : {}), ...(dryRun ? { dryRun: true } : {}) };
+  const answer = await api.post<{ job?: any; requeue?: RequeueDoneText }>(`/jobs/${encodeURIComponent(id)}/${action}`, body);
   if (json) return print(answer), 0;
-  print(`job ${answer.job.id} ${force ? 'force-requeued' : DONE[action]}: now ${answer.job.status}`);
+  // Said before acting (--dry-run) and after, in the words the dashboard uses (src/protocol/operator-actions.ts).
+  if (dryRun) return print(`job ${id}: a requeue now would ${requeueText(answer.requeue!)}. Nothing changed.`), 0;
+  print(`job ${answer.job.id} ${doneText(action, answer.requeue)}: now ${answer.job.status}`);
   return 0;
+}
+
+/** What a single action did, for its line: a requeue says which the reaper's rule made it, and what force went past. */
+function doneText(action: Action, r: RequeueDoneText | undefined): string {
+  if (action !== 'requeue' || !r) return DONE[action];
+  if (r.forced) {
+    const past = [r.overrodeHold ? `overrode the reaper's hold: ${r.overrodeHold.why}` : null, r.beyondBudget ? `past its budget: ${r.beyondBudget}` : null].filter(Boolean);
+    return `force-requeued${past.length ? ` (${past.join('; ')})` : ''}`;
+  }
+  return r.action === 'fail' ? `failed for good, as the reaper would (${r.reason}): ${r.why}` : DONE.requeue;
 }
 
 async function bulk(api: ServerApi, flags: Flags, action: Action, reason: string | undefined, force: boolean, json: boolean): Promise<number> {
@@ -190,17 +207,31 @@ async function bulk(api: ServerApi, flags: Flags, action: Action, reason: string
   if (json) return print(answer), 0;
   const what = `${answer.status} ${answer.matching === 1 ? 'job' : 'jobs'}${answer.action === 'requeue' && !answer.force ? ' the reaper would take back now' : ''}`;
   const matching = `${answer.matchingCapped ? 'at least ' : ''}${answer.matching} matching ${what} in queue ${answer.queue}`;
+  // The hold after a server's restart or pause leaves expired leases alone: say until when.
+  if (answer.hold) print(`expired leases are left alone for now: ${answer.hold.why}`);
   if (answer.dryRun) {
     const now = Date.now();
+    const planned = answer.jobs.some((j: any) => j.requeue);
     if (answer.jobs.length > 0) {
       print(
         table(
-          ['id', 'status', 'attempt', 'owner', 'lease', 'updated', 'last error'],
-          answer.jobs.map((j: any) => [j.id, j.status, `${j.attempt}/${j.maxAttempts}`, j.lockedBy, j.leaseExpiresAt ? relative(j.leaseExpiresAt, now) : null, relative(j.updatedAt, now), j.lastError]),
+          ['id', 'status', 'attempt', 'owner', 'lease', 'updated', ...(planned ? ['would'] : []), 'last error'],
+          answer.jobs.map((j: any) => [
+            j.id,
+            j.status,
+            `${j.attempt}/${j.maxAttempts}`,
+            j.lockedBy,
+            j.leaseExpiresAt ? relative(j.leaseExpiresAt, now) : null,
+            relative(j.updatedAt, now),
+            ...(planned ? [j.requeue ? (j.requeue.action === 'fail' ? `fail for good (${j.requeue.reason})` : 'requeue') : null] : []),
+            j.lastError,
+          ]),
         ),
       );
     }
-    print(`dry run: ${matching}; ${answer.wouldChange} would be ${force ? 'force-requeued' : DONE[action]} (limit ${answer.limit}, server cap ${answer.cap}). Nothing changed.`);
+    const failing = answer.jobs.filter((j: any) => j.requeue?.action === 'fail').length;
+    const verb = force ? 'force-requeued' : failing > 0 ? `taken back as the reaper would (${answer.wouldChange - failing} requeued, ${failing} failed for good: their attempts are spent)` : DONE[action];
+    print(`dry run: ${matching}; ${answer.wouldChange} would be ${verb} (limit ${answer.limit}, server cap ${answer.cap}). Nothing changed.`);
     return 0;
   }
   print(`${plural(answer.changed, 'job')} ${force ? 'force-requeued' : DONE[action]} of ${matching} (limit ${answer.limit}, server cap ${answer.cap})${answer.ids.length ? `: ${answer.ids.join(' ')}` : ''}`);

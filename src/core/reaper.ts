@@ -16,6 +16,13 @@
  * cannot loop forever. Every claim has a deadline (the job's, the queue's or
  * the server's timeout): past it the job is taken even while it heartbeats, so
  * a hung handler cannot hold its job forever.
+ *
+ * After a server's gap (it just started, or its own reaper stopped ticking:
+ * a pause, a suspended VM, a stalled event loop) workers could not renew
+ * through it, so the database keeps a hold (src/db/store/reaper-hold.ts),
+ * read with every candidate: until it ends, what would be taken for an
+ * expired lease is held instead (deadlines still apply), for every caller
+ * above alike.
  */
 export interface ReapCandidate {
   id: number;
@@ -32,6 +39,13 @@ export interface ReapCandidate {
   lockedBy: string | null;
   /** When the owner was last seen (claim, heartbeat or liveness beat), if it is registered. */
   ownerLastSeenAt: number | null;
+  /**
+   * The reaper's hold, read with the row (src/db/store/reaper-hold.ts): until
+   * then no expired lease is taken. Null or absent: no hold was ever written.
+   */
+  holdUntil?: number | null;
+  /** Why the hold began, in words ("the server just started"). */
+  holdCause?: string | null;
 }
 
 export interface ReapRules {
@@ -48,6 +62,11 @@ export type ReapDecision = (
   | { action: 'defer'; reason: 'owner_alive'; overdueMs: number }
   | { action: 'requeue'; cause: 'lost' | 'deadline'; reason: ReapReason }
   | { action: 'fail'; cause: 'lost' | 'deadline'; reason: ReapReason; message: string }
+  /**
+   * A server's gap holds expired leases for their owners until `until`; then
+   * the reaper would do `then` (if nothing arrives meanwhile).
+   */
+  | { action: 'hold'; reason: 'server_gap'; until: number; then: { action: 'requeue' | 'fail'; reason: ReapReason } }
   | { action: 'none' }
 ) & {
   why: string;
@@ -67,12 +86,24 @@ export function setting(ms: number): string {
   return `${Number((ms / 1000).toFixed(3))} s`;
 }
 
-/** When the reaper would take the job for a lost lease, if no heartbeat or beat arrives from now on. */
+/** When the reaper would take the job for a lost lease, if no heartbeat or beat arrives from now on (a hold in force pushes it back). */
 function lostTakesAt(c: ReapCandidate, rules: ReapRules): number {
   const overdueFrom = c.leaseExpiresAt + c.graceMs + 1;
-  if (c.ownerLastSeenAt === null) return overdueFrom;
+  const hold = c.holdUntil ?? -Infinity;
+  if (c.ownerLastSeenAt === null) return Math.max(overdueFrom, hold);
   const ownerLooksDeadAt = c.ownerLastSeenAt + rules.workerAliveMs + 1;
-  return Math.max(overdueFrom, Math.min(ownerLooksDeadAt, c.leaseExpiresAt + c.graceMs + rules.maxReapDeferMs));
+  return Math.max(overdueFrom, Math.min(ownerLooksDeadAt, c.leaseExpiresAt + c.graceMs + rules.maxReapDeferMs), hold);
+}
+
+/** Whether a hold is in force at `now`: expired leases wait for their owners. */
+export const holdInForce = (c: Pick<ReapCandidate, 'holdUntil'>, now: number): c is { holdUntil: number } => c.holdUntil != null && now < c.holdUntil;
+
+/**
+ * The hold in words, with when it ends (the reap_held events, the reaper's
+ * log line, and every refusal of a requeue during the hold).
+ */
+export function holdWhy(hold: { holdUntil: number; holdCause?: string | null }, now: number): string {
+  return `${hold.holdCause ?? 'a server had a gap'}: owners get ${seconds(hold.holdUntil - now)} more to renew (the hold ends at ${new Date(hold.holdUntil).toISOString()}) before expired leases are taken back`;
 }
 
 export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): ReapDecision {
@@ -105,6 +136,23 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
       ? `owner ${owner} is not registered`
       : `owner ${owner} was last seen ${seconds(now - c.ownerLastSeenAt)} ago`;
   const why = `${expired} and ${ownerState}`;
+  const take = lostTake(c, why, now);
+  // After a server's gap the owner may not have been able to renew: wait for it.
+  if (holdInForce(c, now)) {
+    return {
+      action: 'hold',
+      reason: 'server_gap',
+      until: c.holdUntil,
+      then: { action: take.action, reason: take.reason },
+      why: holdWhy(c, now),
+      takesAt: Math.min(c.holdUntil, c.deadlineAt ?? Infinity),
+    };
+  }
+  return take;
+}
+
+/** What the reaper does with an expired lease it takes: fail it when its budgets are spent, else requeue it. */
+function lostTake(c: ReapCandidate, why: string, now: number): Extract<ReapDecision, { action: 'requeue' | 'fail' }> {
   if (c.lostAttempts + 1 >= c.maxLostAttempts) {
     return {
       action: 'fail',
@@ -119,4 +167,63 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
     return { action: 'fail', cause: 'lost', reason: 'attempts_exhausted', message: `lease expired on the last attempt (${c.attemptCount} of ${c.maxAttempts})`, why, takesAt: now };
   }
   return { action: 'requeue', cause: 'lost', reason: 'reaped_due_to_expired_lease', why, takesAt: now };
+}
+
+/** A decision that takes the job now. */
+export type ReapTake = Extract<ReapDecision, { action: 'requeue' | 'fail' }>;
+
+/** Whether the decision takes the job now (requeue or fail): what a requeue without force may do. */
+export const takesNow = (d: ReapDecision): d is ReapTake => d.action === 'requeue' || d.action === 'fail';
+
+/**
+ * What an operator's requeue did, or would do (src/db/store/requeue.ts):
+ * without force, the reaper's take; with force, back to pending, and what
+ * that went past.
+ */
+export interface RequeueDone {
+  /** requeue: back to pending now; fail: failed for good, as the reaper would (the job's budgets are spent). */
+  action: 'requeue' | 'fail';
+  /** The reaper's reason for its take, or forced. */
+  reason: ReapReason | 'forced';
+  /** In words: the reaper's own, or (forced) what the reaper would have done. */
+  why: string;
+  forced: boolean;
+  /** Forced during a server's hold: the hold it overrode. */
+  overrodeHold?: { until: number; why: string };
+  /** Forced past the job's attempt or lost-attempt budget: what that grants. */
+  beyondBudget?: string;
+}
+
+/**
+ * What a forced requeue of this candidate does now: back to pending, and what
+ * that goes past (a hold in force, the job's budgets), beside what the
+ * reaper itself would have done.
+ */
+export function forcedRequeueOf(c: ReapCandidate, now: number, rules: ReapRules): RequeueDone {
+  const d = decideReap(c, now, rules);
+  const beyondBudget = forceBeyondBudget(c);
+  return {
+    action: 'requeue',
+    reason: 'forced',
+    why: takesNow(d) ? `the reaper would ${d.action === 'fail' ? 'fail it for good' : 'take it back'} now` : `the reaper would not take it now: ${d.why}`,
+    forced: true,
+    // The hold concerns expired leases only: forcing a live one goes past the lease, not the hold.
+    ...(holdInForce(c, now) && c.leaseExpiresAt < now ? { overrodeHold: { until: c.holdUntil, why: holdWhy(c, now) } } : {}),
+    ...(beyondBudget ? { beyondBudget } : {}),
+  };
+}
+
+/** The reaper's take as what a requeue without force does. */
+export const requeueDoneOf = (d: ReapTake): RequeueDone => ({ action: d.action, reason: d.reason, why: d.action === 'fail' ? `${d.message}: ${d.why}` : d.why, forced: false });
+
+/**
+ * What a forced requeue grants beyond the job's budgets, in words (null:
+ * nothing). Force puts the job back to pending whatever the reaper would do,
+ * so a job whose attempts are spent runs once more: the answer and its event
+ * say so.
+ */
+export function forceBeyondBudget(c: Pick<ReapCandidate, 'attemptCount' | 'maxAttempts' | 'lostAttempts' | 'maxLostAttempts'>): string | null {
+  if (c.attemptCount >= c.maxAttempts) return `its attempts were spent (${c.attemptCount} of ${c.maxAttempts}): the next claim is attempt ${c.attemptCount + 1} of ${c.maxAttempts}`;
+  if (c.lostAttempts + 1 >= c.maxLostAttempts) return `it has now lost its worker ${c.lostAttempts + 1} times (limit ${c.maxLostAttempts}), where the reaper would fail it for good`;
+  return null;
 }

@@ -14,7 +14,10 @@
  *
  * retry: failed or cancelled jobs; cancel: pending ones; requeue: running jobs
  * the reaper itself would take back now only (src/db/store/requeue.ts): a live
- * lease, a lease inside its grace or a live owner's job is never taken in bulk.
+ * lease, a lease inside its grace, a live owner's job or a lease held after a
+ * server's restart or pause is never taken in bulk; and each is done what the
+ * reaper would do, so a job whose attempts are spent is failed for good (the
+ * dry run counts those before the operator confirms).
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
@@ -29,6 +32,7 @@ import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type Dashb
 import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
 import { hasToken } from '../core/tokens.ts';
+import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
 
 type Env = DashboardEnv;
 
@@ -96,7 +100,10 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const t = typeof clocked === 'number' ? clocked : await store.readNow();
     const matching = await store.jobsBulkMatching({ ...f, now: t, max: BULK_COUNT_LIMIT, rules: config });
     const limit = Math.min(matching, batch);
-    const preview = await store.jobsBulkPreview({ ...f, now: t, limit: Math.min(limit, PREVIEW_ROWS), rules: config });
+    // A requeue's whole batch is planned (at most the cap), so the confirmation can say how many fail for good.
+    const planned = await store.jobsBulkPreview({ ...f, now: t, limit: f.kind === 'requeue' ? limit : Math.min(limit, PREVIEW_ROWS), rules: config });
+    const preview = planned.slice(0, PREVIEW_ROWS);
+    const failing = planned.filter((r) => r.requeue?.action === 'fail').length;
     const views = f.kind === 'requeue' ? await store.jobsRunningFlagged({ ids: preview.map((r) => r.id), now: t, defaults: config }) : [];
     const leftAlone =
       f.kind === 'requeue'
@@ -141,6 +148,12 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
             {f.queue ? <input type="hidden" name="queue" value={f.queue} /> : null}
             <input type="hidden" name="status" value={f.status} />
             <input type="hidden" name="expected" value={String(limit)} />
+            {failing > 0 ? (
+              <p id="bulk-verdict" class="notice error">
+                {failing} of the {limit} will be failed for good, as the reaper would: their attempts (or lost-attempt budget) are spent. The other{' '}
+                {limit - failing} go back to pending.
+              </p>
+            ) : null}
             <label>
               Type {String(limit)} to confirm <input type="text" name="confirm" required autocomplete="off" inputmode="numeric" />
             </label>
@@ -208,16 +221,21 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const limit = Math.min(expected, cap());
     const filter = JSON.stringify({ queue: f.queue ?? null, status: f.status, action: f.kind, limit });
     const also = alongside(c, { action: 'jobs.bulk', queue: f.queue ?? null, target: `${f.kind} ${f.status} jobs in ${f.queue ? `queue ${f.queue}` : 'every queue'}`, before: null, after: filter, reason: reasonText, now: clock.now() }, config);
-    const ran = await once(store, () => store.jobsBulkAct({ ...f, actor, reason: reasonText, now: clock.now(), limit, rules: config, also }));
+    const now = clock.now();
+    // What the reaper's rule gives each job (requeue, or fail for good), to say which the action did.
+    const plan = f.kind === 'requeue' ? new Map((await store.jobsBulkPreview({ ...f, now, limit, rules: config })).map((r) => [r.id, r.requeue?.action])) : new Map();
+    const ran = await once(store, () => store.jobsBulkAct({ ...f, actor, reason: reasonText, now, limit, rules: config, also }));
     if (!ran) return alreadySubmitted(c);
     const ids = ran.value;
+    const failed = ids.filter((id) => plan.get(id) === 'fail').length;
     const list = `/dashboard/jobs${jobsQuery({ queue: f.queue, status: f.status })}`;
     return shell(
       c,
       `Bulk ${f.kind}: done`,
       <>
         <p id="bulk-done" class="notice" role="status">
-          {ids.length} {ids.length === 1 ? 'job' : 'jobs'} {VERB[f.kind].done}
+          {ids.length} {ids.length === 1 ? 'job' : 'jobs'}{' '}
+          {failed > 0 ? `taken back as the reaper would: ${ids.length - failed} requeued, ${failed} failed for good (their attempts were spent)` : VERB[f.kind].done}
           {ids.length < expected ? ` (${expected} confirmed; the others had moved on)` : ''}.
         </p>
         {ids.length > 0 ? (
@@ -246,9 +264,10 @@ function reaperTakes(j: RunningJobView, now: number, config: Parameters<typeof r
 /** Why this job is in the batch, in the words of the rule that picked it. */
 function whyText(r: BulkPreviewRow, kind: BulkKind, view: RunningJobView | undefined, now: number, config: Parameters<typeof reaperView>[2]): string {
   if (kind === 'requeue') {
+    // The plan the action follows, in the words every requeue uses.
+    if (r.requeue) return requeueText(r.requeue);
     const d = view ? reaperView(view, now, config) : null;
-    if (!d) return 'the reaper would take it back now';
-    return `${d.action === 'fail' ? 'the reaper would fail it now' : 'the reaper would take it back now'}: ${d.why}`;
+    return d ? requeueVerdict(d) : 'the reaper would take it back now';
   }
   if (kind === 'cancel') return 'pending: not claimed yet';
   return r.last_error ? `${r.status} after ${r.attempt_count} of ${r.max_attempts} attempts: ${r.last_error}` : `${r.status} after ${r.attempt_count} of ${r.max_attempts} attempts`;

@@ -344,7 +344,7 @@ export function dashboardRoutes(deps: AppDeps) {
         <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
         <Live src={`${live}&part=summary`}>{summary}</Live>
         <h2>Actions</h2>
-        {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} /> : <p class="empty">Read-only login: no actions.</p>}
+        {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} config={config} /> : <p class="empty">Read-only login: no actions.</p>}
         <Live src={`${live}&part=details`} id="live-details">
           {details}
         </Live>
@@ -437,6 +437,8 @@ export function dashboardRoutes(deps: AppDeps) {
     const ran = await once<OperatorOutcome>(store, () => runOperatorAction(store, { ...p, action: operatorAction, force, rules: config }));
     if (!ran) return alreadySubmitted(c);
     const outcome = ran.value;
+    if (outcome.ok && outcome.requeue?.action === 'fail') return go('failed_as_reaper_would');
+    if (outcome.ok && outcome.requeue?.forced && (outcome.requeue.overrodeHold || outcome.requeue.beyondBudget)) return go('force_requeued_override');
     if (outcome.ok) return go(done);
     if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
     return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);

@@ -8,10 +8,10 @@ import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
-import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../protocol/operator-actions.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
-import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
 
 export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
@@ -20,6 +20,9 @@ const NOTICES: Record<string, string> = {
   retried: 'The job was put back to pending with a fresh attempt budget.',
   requeued: 'The job was requeued: its old lease is void, the old worker’s writes are refused.',
   force_requeued: 'The live lease was revoked and the job requeued.',
+  // A requeue does what the reaper would do now: for a job whose budgets are spent, that is a final failure.
+  failed_as_reaper_would: 'The job was failed for good, as the reaper would have: its attempts (or its lost-attempt budget) were spent. See its last error below.',
+  force_requeued_override: 'The job was requeued by force, past what the reaper would do (its hold after a server restart or pause, or the job’s spent budget): the job’s events and the audit trail say what it overrode.',
   cancelled: 'The job was cancelled.',
   conflict: 'Nothing changed: the job is not in a state that allows this action (it may have moved on). See its current status below.',
   not_found: 'Nothing changed: there is no such job.',
@@ -90,7 +93,7 @@ export function Notice(props: { notice: string | undefined; was?: string | undef
   // Own keys only: ?notice=constructor must not find Object.prototype's.
   const text = props.notice && Object.hasOwn(NOTICES, props.notice) ? NOTICES[props.notice] : undefined;
   if (!text) return null;
-  const bad = !['retried', 'requeued', 'force_requeued', 'cancelled'].includes(props.notice!);
+  const bad = !['retried', 'requeued', 'force_requeued', 'cancelled', 'failed_as_reaper_would', 'force_requeued_override'].includes(props.notice!);
   return (
     <p class={bad ? 'notice error' : 'notice'} role="status" id="notice">
       {text}
@@ -585,7 +588,7 @@ function Hidden(props: { csrf: string; returnTo?: string }) {
 }
 
 /** The actions that fit the job's status when the page was loaded (the server re-checks each one). */
-export function JobActions(props: { job: JobRecord; now: number; csrf: string }) {
+export function JobActions(props: { job: RunningJobView; now: number; csrf: string; config: Config }) {
   const { job: j } = props;
   const base = `/dashboard/jobs/${j.id}`;
   const reason = (required: boolean) => (
@@ -613,23 +616,34 @@ export function JobActions(props: { job: JobRecord; now: number; csrf: string })
     );
   }
   if (j.status === 'running') {
-    if (j.lease_expires_at !== null && j.lease_expires_at < props.now) {
-      // The server decides as the reaper would: inside the grace or with a
-      // live owner this is refused, and the Reaper line above says why.
+    const reap = reaperView(j, props.now, props.config);
+    if (reap !== null && j.lease_expires_at !== null && j.lease_expires_at < props.now) {
+      // The server decides as the reaper would, and does what it would: the
+      // verdict says which before the operator confirms (as of this page's
+      // load; the server decides again on submit, and refuses with why).
       forms.push(
         <form method="post" action={`${base}/requeue`} class="action">
           <Hidden csrf={props.csrf} />
+          <p id="requeue-verdict" class="hint">
+            Requeue now: {requeueVerdict(reap)}.
+          </p>
           {reason(false)}
-          <button type="submit">Requeue (lease expired)</button>
+          <button type="submit">{reap.action === 'fail' ? 'Fail for good (as the reaper would)' : 'Requeue (lease expired)'}</button>
         </form>,
       );
     }
+    const force = forceView(j, props.now, props.config);
     forms.push(
       <form method="post" action={`${base}/force-requeue`} class="action danger">
         <Hidden csrf={props.csrf} />
         <p>
           Force requeue revokes a lease that may still be live: the job can run twice (the old worker’s writes are refused).
         </p>
+        {force && (force.overrodeHold || force.beyondBudget) ? (
+          <p id="force-verdict" class="notice error">
+            Force requeue now: {requeueText(force)}.
+          </p>
+        ) : null}
         <label>
           Type the job id ({String(j.id)}) to confirm <input type="text" name="confirm" required autocomplete="off" />
         </label>
@@ -705,10 +719,11 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
                 ) : expired && !takesNow ? (
                   <span class="hint">reaper waits: {reap?.why}</span>
                 ) : expired ? (
-                  <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline">
+                  <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline" title={reap ? `Requeue now: ${requeueVerdict(reap)}` : undefined}>
                     <Hidden csrf={props.csrf} returnTo="/dashboard/zombies" />
                     <input type="hidden" name="reason" value="requeued from the zombies page" />
-                    <button type="submit">Requeue</button>
+                    {/* What the reaper would do is what this does: the label says which. */}
+                    <button type="submit">{reap?.action === 'fail' ? 'Fail for good' : 'Requeue'}</button>
                   </form>
                 ) : (
                   <a href={`/dashboard/jobs/${j.id}`}>lease live: force on job page</a>

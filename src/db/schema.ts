@@ -497,3 +497,29 @@ export const maintenanceState = sqliteTable(
   },
   (t) => [check('maintenance_state_times', sql`${t.lastCompletedAt} >= ${t.lastStartedAt} AND ${t.passes} >= 1`)],
 );
+
+/**
+ * The reaper's hold (drizzle/0018): after a server starts, or notices that its
+ * own reaper stopped ticking (the process was paused, a VM suspended, the
+ * event loop stalled), workers could not renew their leases through it, so
+ * until `hold_until` nothing takes a job for an expired lease: not the
+ * reaper (any server's, `leasehold reap`, the Workers cron), not an
+ * operator's requeue without force. Deadlines still apply. One row for the
+ * whole database: which workers talk to which server is not known here, so
+ * one server's gap holds every reaper. Written by whoever notices the gap,
+ * on the database clock; a later end wins (src/db/store/reaper-hold.ts).
+ */
+export const reaperHold = sqliteTable(
+  'reaper_hold',
+  {
+    id: integer('id').primaryKey(),
+    /** Epoch ms, database clock: expired leases wait for their owners until then. */
+    holdUntil: integer('hold_until').notNull(),
+    beganAt: integer('began_at').notNull(),
+    /** How long the server's reaper did not tick; null: the server just started. */
+    gapMs: integer('gap_ms'),
+    /** Why, in words: "the server just started", "the reaper did not run for 6.2 s (...)". */
+    cause: text('cause').notNull(),
+  },
+  (t) => [check('reaper_hold_one_row', sql`${t.id} = 1`)],
+);

@@ -57,7 +57,7 @@ export interface ReapObserver {
 }
 
 export interface ReapOptions extends ReapObserver {
-  /** See rescueOnce: after a gap in this server's passes, expired leases wait for their owners. */
+  /** See rescueOnce: a hold the caller knows of besides the database's (the servers write theirs there). */
   holdLostLeases?: { why: string };
   /** Where webhook POSTs go through (default: the global fetch). */
   fetch?: Fetch;

@@ -8,9 +8,13 @@
  * Batched: at most `reaperBatchSize` jobs taken back per pass, so recovery
  * after an outage is never a retry storm; deferrals (no state change) do not
  * use up the batch.
+ *
+ * After a server's gap the database holds expired leases for their owners
+ * (src/db/store/reaper-hold.ts, read with every candidate): decideReap says
+ * `hold`, and the pass writes a `reap_held` event instead of taking the job.
  */
 import type { Config } from '../core/config.ts';
-import { decideReap, type ReapReason } from '../core/reaper.ts';
+import { decideReap, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
 import type { JobStore } from '../db/store/port.ts';
 import type { ReapCandidateRow, ReapWrite } from '../db/store/reaper.ts';
 
@@ -18,10 +22,12 @@ export interface RescueReport {
   requeued: { id: string; reason: ReapReason }[];
   failed: { id: string; reason: ReapReason }[];
   deferred: { id: string; reason: 'owner_alive'; overdueMs: number }[];
-  /** Expired leases left to their owners because this reaper just came back from a gap (a pause, a start). */
+  /** Expired leases left to their owners because a server just came back from a gap (a pause, a start). */
   held: { id: string; reason: 'server_gap' }[];
   /** Decisions that lost a race (a heartbeat or completion landed first): left alone. */
   raced: number;
+  /** When something was held: until when, and why (what the reap_held events say). */
+  hold?: { until: number; why: string };
 }
 
 /** Told of each job the pass takes back or defers, with what the report leaves out (its queue and worker). */
@@ -29,8 +35,10 @@ export type RescueObserver = (e: { id: string; queue: string; workerId: string; 
 
 export interface RescueOptions {
   /**
-   * The server was not running its reaper for a while (src/runtime/gap-watch.ts):
-   * take nothing for an expired lease, only say why; deadlines still apply.
+   * A hold the caller knows of besides the database's (src/db/store/reaper-hold.ts),
+   * for this pass: take nothing for an expired lease for one heartbeat plus
+   * grace from now, only say why; deadlines still apply. The servers write
+   * their holds to the database instead, so that every reaper sees them.
    */
   holdLostLeases?: { why: string };
   onJob?: RescueObserver;
@@ -43,24 +51,30 @@ export async function rescueOnce(
   options: RescueOptions = {},
 ): Promise<RescueReport> {
   const { take, defer } = await store.jobsGetReapCandidates({ now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
-  const writes: ReapWrite[] = [];
+  const writes: (ReapWrite & { decision: Exclude<ReapDecision, { action: 'none' | 'hold' }> })[] = [];
   // decideReap has the last word on every row, so a row of the defer list it
   // takes still counts against the batch (the next pass gets the rest).
   const held: ReapCandidateRow[] = [];
   let takes = 0;
+  let hold: RescueReport['hold'];
+  const callerHold = options.holdLostLeases;
+  const withCallerHold = (c: ReapCandidate): ReapCandidate =>
+    callerHold ? { ...c, holdUntil: Math.max(c.holdUntil ?? 0, at + config.heartbeatMs + config.graceMs), holdCause: callerHold.why } : c;
   for (const candidate of [...take, ...defer]) {
-    const decision = decideReap(candidate, at, config);
+    const decision = decideReap(withCallerHold(candidate), at, config);
     if (decision.action === 'none') continue;
     if (decision.action !== 'defer' && ++takes > config.reaperBatchSize) continue;
-    // After a gap in this server's own passes, expired leases wait for their owners.
-    if (options.holdLostLeases && decision.action !== 'defer' && decision.cause === 'lost') held.push(candidate);
-    else writes.push({ candidate, decision });
+    // After a server's gap, expired leases wait for their owners.
+    if (decision.action === 'hold') {
+      held.push(candidate);
+      hold ??= { until: decision.until, why: decision.why };
+    } else writes.push({ candidate, decision });
   }
   const [taken] = await Promise.all([
     store.jobsReapIfUnchanged({ now: at, writes, defaults: config }),
-    options.holdLostLeases ? store.jobsRecordHeld({ now: at, candidates: held, why: options.holdLostLeases.why }) : undefined,
+    hold ? store.jobsRecordHeld({ now: at, candidates: held, why: hold.why }) : undefined,
   ]);
-  const report: RescueReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0 };
+  const report: RescueReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, ...(hold ? { hold } : {}) };
   for (const { candidate, decision } of writes) {
     const id = String(candidate.id);
     if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });

@@ -14,6 +14,7 @@ import type { Now } from '../core/clock.ts';
 import type { OperatorOutcome, OperatorParams } from '../db/store/operator.ts';
 import type { JobStore } from '../db/store/port.ts';
 import type { RequeueRules } from '../db/store/requeue.ts';
+import { requeueDoneOf, takesNow, type ReapDecision } from '../core/reaper.ts';
 
 export type OperatorAction = 'retry' | 'cancel' | 'requeue';
 
@@ -28,6 +29,41 @@ export const FORCE_ONLY_FOR_REQUEUE = 'force is only for requeue';
 export const FORCE_NEEDS_REASON = 'a forced requeue needs a reason: it is kept in the audit trail';
 /** What a requeue refused by the reaper's decision leaves the operator: wait, or force it (with a reason). */
 export const REAPER_ACTS_ITSELF = 'the reaper acts by itself when it should (force, with a reason, takes it now and may run it twice)';
+
+/** Enough of a RequeueDone (src/core/reaper.ts) to say it, as the store gives it or as the API answers it. */
+export interface RequeueDoneText {
+  action: 'requeue' | 'fail';
+  reason: string;
+  why: string;
+  forced: boolean;
+  overrodeHold?: { why: string } | null | undefined;
+  beyondBudget?: string | null | undefined;
+}
+
+/**
+ * What a requeue does to a job, in the words the API, the dashboard and the
+ * CLI share (before the operator confirms, and in the answer after):
+ * "requeue it, as the reaper would take it back now: ...", "fail it for
+ * good, as the reaper would now (attempts_exhausted): ...", or for force
+ * what it goes past.
+ */
+export function requeueText(d: RequeueDoneText): string {
+  if (d.forced) {
+    const past = [d.overrodeHold ? `overriding the reaper's hold (${d.overrodeHold.why})` : null, d.beyondBudget ? `past its budget: ${d.beyondBudget}` : null].filter(Boolean);
+    return `requeue it by force (it may run twice; ${d.why})${past.length > 0 ? `, ${past.join(', and ')}` : ''}`;
+  }
+  if (d.action === 'fail') return `fail it for good, as the reaper would now (${d.reason}): ${d.why}`;
+  return `requeue it, as the reaper would take it back now: ${d.why}`;
+}
+
+/**
+ * What a requeue without force would do now, from the reaper's decision (the
+ * dashboard's verdict beside its Requeue button): the take in requeueText's
+ * words, or "change nothing" and why.
+ */
+export function requeueVerdict(d: ReapDecision): string {
+  return takesNow(d) ? requeueText(requeueDoneOf(d)) : `change nothing: the reaper would not take it back now (${d.why})`;
+}
 
 /**
  * The force/reason rule, checked before anything is read or written: force
@@ -62,7 +98,7 @@ export function operatorRefusal(
     return {
       code: 'conflict',
       message: `job ${id} is running and the reaper would not take it back now: ${o.why}. Nothing changed; ${REAPER_ACTS_ITSELF}`,
-      details: { status: o.status, why: o.why, takesAt: o.takesAt },
+      details: { status: o.status, why: o.why, takesAt: o.takesAt, ...(o.heldUntil !== undefined ? { heldUntil: o.heldUntil } : {}) },
     };
   }
   if (o.keyHeldBy !== undefined) {

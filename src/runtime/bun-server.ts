@@ -24,7 +24,7 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
 import { assetsFromFiles } from './public-assets.ts';
 import { serverLogger } from './log.ts';
-import { listening, serverUrl, summarize } from './reaper-timer.ts';
+import { listening, serverUrl, startReaper, summarize } from './reaper-timer.ts';
 
 export { summarize, serverLogger };
 export type { RunningServer, ServeOptions };
@@ -79,12 +79,15 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const log = options.log ?? serverLogger(config);
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
+  // Before the server answers anyone: the start is noted as the reaper's hold (see node.ts).
+  const reaper = options.reaper !== false ? await startReaper(opened.db, config, clock, log) : undefined;
   const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), log });
 
   let server: BunServer;
   try {
     server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request, bunServer) => app.fetch(request, bunServer) });
   } catch (err) {
+    reaper?.stop();
     opened.close();
     throw err;
   }
@@ -94,7 +97,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
     config,
     clock,
     log,
-    reaper: options.reaper !== false,
+    reaper,
     stopServer: async () => await server.stop(),
   });
 }

@@ -16,6 +16,14 @@
  * Clock: always the database's clock (`databaseClock`), so every isolate in
  * every colo agrees on lease deadlines.
  *
+ * The reaper's hold (src/db/store/reaper-hold.ts): the cron pass obeys a hold
+ * in the database (one a Node server sharing a Turso database wrote after
+ * its restart or pause) and writes none of its own. A Worker has no process
+ * whose gap would have kept workers from renewing: isolates start on demand,
+ * and a late or missed cron run means only that the reaper did not run, not
+ * that workers could not reach the API meanwhile, so a lease that ran out is
+ * a lost lease and holding it would only delay recovery.
+ *
  * Types: this file is checked by the main tsconfig (Node + DOM libs), so it
  * declares the few Workers shapes it needs structurally instead of pulling
  * @cloudflare/workers-types into the whole project.

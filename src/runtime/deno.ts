@@ -23,7 +23,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { logStart, makeReaperPass, serverUrl } from './reaper-timer.ts';
+import { logStart, makeReaperPass, reaperDescription, serverUrl } from './reaper-timer.ts';
 import { consoleLogger } from './log.ts';
 import type { Logger } from '../core/log.ts';
 
@@ -78,6 +78,8 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
   const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
 
   const reaperPass = makeReaperPass(opened.db, config, clock, log);
+  // Before the server answers anyone: the start is noted as the reaper's hold (see node.ts).
+  const started = await reaperPass.noteStart();
 
   let server!: DenoHttpServer;
   const addr = await new Promise<DenoNetAddr>((resolve, reject) => {
@@ -101,7 +103,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
     }).catch((err) => log.error('leasehold: Deno.cron stopped', { error: err }));
     cron = `Deno.cron '${CRON_NAME}' (${CRON_SCHEDULE})`;
   }
-  logStart(log, url, config, `every ${config.reaperIntervalMs} ms + ${cron}`);
+  logStart(log, url, config, `${reaperDescription(config, { stop: () => {}, ...(started ? { heldUntil: started.holdUntil } : {}) })} + ${cron}`);
 
   let closing: Promise<void> | undefined;
   return {

@@ -3,9 +3,11 @@
  * (SIGSTOP, a VM or laptop suspended), its event loop stalled, or it just
  * started. During such a gap the server answered nobody, so workers that were
  * alive could not renew their leases, and on resume the reaper would take
- * their jobs before their queued heartbeats were even read. After a gap the
- * reaper holds back what it would take for an expired lease (deadlines still
- * apply) until owners have had one heartbeat interval plus grace to renew.
+ * their jobs before their queued heartbeats were even read. After a gap
+ * expired leases are held (deadlines still apply) until owners have had one
+ * heartbeat interval plus grace to renew: the server writes the hold to the
+ * database (`noticed()`, src/runtime/reaper-timer.ts), so every reaper and
+ * every operator's requeue sees it, not only this process's timer.
  *
  * Time is monotonic (performance.now keeps counting while a process is
  * stopped), so a wall-clock jump is not a gap and a pause always is.
@@ -24,11 +26,14 @@ export interface GapWatch {
   tick(): Hold | undefined;
   /** The hold in force, without counting as a tick (a cron pass has its own cadence). */
   current(): Hold | undefined;
+  /** The gap a tick noticed (a start, a pause) and how long to hold for it, once: what the server writes to the database. */
+  noticed(): { gapMs: number | null; holdMs: number } | undefined;
 }
 
 export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs' | 'graceMs'>, monotonic: () => number = () => performance.now()): GapWatch {
   let lastTick: number | undefined;
   let hold: { gapMs: number | null; until: number } | undefined;
+  let fresh: { gapMs: number | null; holdMs: number } | undefined;
   // A late tick within one heartbeat is ordinary jitter: no beat was missed.
   const allowedMs = config.reaperIntervalMs + config.heartbeatMs;
   const current = () => {
@@ -41,9 +46,17 @@ export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs'
       const t = monotonic();
       const gapMs = lastTick === undefined ? null : t - lastTick;
       lastTick = t;
-      if (gapMs === null || gapMs > allowedMs) hold = { gapMs, until: t + config.heartbeatMs + config.graceMs };
+      if (gapMs === null || gapMs > allowedMs) {
+        hold = { gapMs, until: t + config.heartbeatMs + config.graceMs };
+        fresh = { gapMs, holdMs: config.heartbeatMs + config.graceMs };
+      }
       return current();
     },
     current,
+    noticed() {
+      const gap = fresh;
+      fresh = undefined;
+      return gap;
+    },
   };
 }

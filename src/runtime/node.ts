@@ -10,7 +10,7 @@ import type { Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { limitedCreateServer } from './node-http.ts';
 import { publicAssets } from './public-assets.ts';
-import { listening, serverUrl, summarize } from './reaper-timer.ts';
+import { listening, serverUrl, startReaper, summarize } from './reaper-timer.ts';
 import { redactUrl, redactUrls } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
 import { storageFault } from '../db/storage-fault.ts';
@@ -57,7 +57,12 @@ export interface ServeOptions {
   clock?: Clock;
   /** Where log records go. Default: stdout (serverLogger), at LEASEHOLD_LOG_LEVEL. */
   log?: Logger;
-  /** Run the reaper in-process (default true). */
+  /**
+   * Run the reaper in-process (default true), with its gap watch: this
+   * server's start and its own pauses are written to the database as the
+   * reaper's hold, which every reaper and operator's requeue obeys. Off (tests
+   * that run passes themselves): no hold is written for this server.
+   */
   reaper?: boolean;
 }
 
@@ -91,10 +96,14 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
     await stopServer();
     throw err;
   }
+  // Before the app answers anyone: the start is noted in the database as the
+  // reaper's hold, so no reaper and no operator's requeue takes a lease that
+  // ran out while workers could not reach this server.
+  const reaper = options.reaper !== false ? await startReaper(opened.db, config, clock, log) : undefined;
   app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  return listening({ url: serverUrl(config.host, port), opened, config, clock, log, reaper: options.reaper !== false, stopServer });
+  return listening({ url: serverUrl(config.host, port), opened, config, clock, log, reaper, stopServer });
 }
 
 /** After this long, connections still open at shutdown are cut. */

@@ -11,32 +11,75 @@ import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapObserver, type ReapReport } from '../maintenance/pass.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
-import { gapWatch, type GapWatch, type Hold } from './gap-watch.ts';
+import { gapWatch, type GapWatch } from './gap-watch.ts';
+import { createStore } from '../db/store/create-store.ts';
 import type { Logger } from '../core/log.ts';
 import { claimWaiters } from '../api/claim-waiters.ts';
+
+/** One reaper pass (`source`: who asked: interval, cron), and the note of this server's start. */
+export interface ReaperPass {
+  (source?: string): Promise<void>;
+  /**
+   * The server just started: its gap watch's first tick, written to the
+   * database as the reaper's hold before the server answers anyone (workers
+   * could not reach it while it was down). A storage fault is logged, and
+   * the note is tried again at the next tick.
+   */
+  noteStart(): Promise<{ holdUntil: number } | undefined>;
+}
 
 /**
  * One reaper pass as every long-running server runs it: skipped while the
  * previous one is still running, logged when it did something, and a failure
  * logged and left for the next pass. `source` names who asked (interval, cron).
- */
-/**
+ *
  * `watch`: the gap watch (src/runtime/gap-watch.ts); false for none (tests
- * that want every pass to act). Interval ticks feed it; a cron pass only
- * respects a hold already in force.
+ * that want every pass to act). Interval ticks feed it, and a gap it notices
+ * (this server's start, or a pause of its own) is written to the database as
+ * the reaper's hold (src/db/store/reaper-hold.ts), which every pass, every
+ * server's, and every operator's requeue then obeys; a cron pass only obeys.
  */
-export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch | false = gapWatch(config)): (source?: string) => Promise<void> {
+export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch | false = gapWatch(config)): ReaperPass {
+  const store = createStore(db);
   let running = false;
-  return async (source) => {
+  // A gap noticed whose hold is not in the database yet (its write failed): tried again at the next tick.
+  let unwritten: { gapMs: number | null; holdMs: number } | undefined;
+  // `quiet`: the start's hold is said in the start line instead (which comes first).
+  const noteGap = async (source: string | undefined, quiet = false): Promise<{ holdUntil: number } | undefined> => {
+    const gap = (watch ? watch.noticed() : undefined) ?? unwritten;
+    if (!gap) return undefined;
+    unwritten = gap;
+    try {
+      const cause = gapCause(gap.gapMs);
+      const hold = await store.reaperHoldBegin({ now: clock.now(), holdMs: gap.holdMs, gapMs: gap.gapMs, cause });
+      unwritten = undefined;
+      if (!quiet) {
+        log.info(`reaper: expired leases are held until ${new Date(hold.holdUntil).toISOString()} (${cause}), so live workers can renew first`, {
+          event: 'reaper_hold',
+          holdUntil: new Date(hold.holdUntil).toISOString(),
+          gapMs: gap.gapMs,
+          ...(source ? { source } : {}),
+        });
+      }
+      return hold;
+    } catch (err) {
+      const fault = storageFault(err);
+      log.error(`reaper: could not write its hold to the database (will retry at the next tick): ${fault ? fault.message : String(err)}`, { event: 'reaper_hold_failed', ...(fault ? { sqliteCode: fault.sqliteCode } : { error: err }) });
+      return undefined;
+    }
+  };
+  const pass = async (source?: string) => {
     // Every interval tick counts as a sign of life, even one skipped behind a slow pass.
-    const hold = !watch ? undefined : source === undefined || source === 'interval' ? watch.tick() : watch.current();
-    if (running) return;
+    if (watch && (source === undefined || source === 'interval')) watch.tick();
+    const noting = noteGap(source);
+    if (running) return void (await noting);
     running = true;
     const who = source ? `reaper (${source})` : 'reaper';
     try {
-      const holdLostLeases = hold ? { why: holdReason(hold) } : undefined;
-      const report = await reapOnce(db, clock.now(), config, { ...reapLogger(log, source), holdLostLeases });
-      logReapSummary(log, report, source, holdLostLeases?.why);
+      // The hold first: this very pass obeys it.
+      await noting;
+      const report = await reapOnce(db, clock.now(), config, reapLogger(log, source));
+      logReapSummary(log, report, source);
     } catch (err) {
       // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
       const fault = storageFault(err);
@@ -47,6 +90,13 @@ export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger
       running = false;
     }
   };
+  return Object.assign(pass, {
+    async noteStart() {
+      if (!watch) return undefined;
+      watch.tick();
+      return noteGap('start', true);
+    },
+  });
 }
 
 /**
@@ -78,8 +128,9 @@ export function logReapSummary(log: Logger, report: ReapReport, source?: string,
   const by = source ? { source } : {};
   if (report.alerts.error) log.error(`${who}: alert pass failed (reaping was not affected): ${report.alerts.error}`, { event: 'alert_pass_failed', ...by });
   if (!worthLogging(report)) return;
-  // After a gap the line says why expired leases were left alone.
-  const why = held && report.held.length > 0 ? ` (${held})` : '';
+  // During a hold the line says why expired leases were left alone.
+  const holdWhy = held ?? report.hold?.why;
+  const why = holdWhy && report.held.length > 0 ? ` (${holdWhy})` : '';
   log.info(`${who}: ${summarize(report)}${why}`, {
     event: 'reaper_pass',
     requeued: report.requeued.length,
@@ -92,18 +143,46 @@ export function logReapSummary(log: Logger, report: ReapReport, source?: string,
   });
 }
 
+/**
+ * The in-process reaper of a server: its start noted in the database first
+ * (the reaper's hold: resolved once written, so call it before the server
+ * answers requests), then a pass every interval. Returns its stop function.
+ */
+export async function startReaper(db: Db, config: Config, clock: Clock, log: Logger): Promise<StartedReaper> {
+  const pass = makeReaperPass(db, config, clock, log);
+  const hold = await pass.noteStart();
+  return { stop: everyInterval(pass, config), ...(hold ? { heldUntil: hold.holdUntil } : {}) };
+}
+
+/** A server's running reaper: its stop, and until when its start holds expired leases (for the start line). */
+export interface StartedReaper {
+  stop: () => void;
+  heldUntil?: number;
+}
+
+/** The start line's word on the reaper: its interval, and the hold its start wrote. */
+export function reaperDescription(config: Pick<Config, 'reaperIntervalMs'>, reaper: StartedReaper | undefined): string {
+  const hold = reaper?.heldUntil === undefined ? '' : `; expired leases held until ${new Date(reaper.heldUntil).toISOString()} (the server just started)`;
+  return `every ${config.reaperIntervalMs} ms${hold}`;
+}
+
+/** The same, for a caller that cannot wait (the embedded library's startReaper): the start is noted in the background. */
 export function startReaperTimer(db: Db, config: Config, clock: Clock, log: Logger): () => void {
   const pass = makeReaperPass(db, config, clock, log);
+  void pass.noteStart();
+  return everyInterval(pass, config);
+}
+
+function everyInterval(pass: ReaperPass, config: Config): () => void {
   const timer = setInterval(() => void pass(), config.reaperIntervalMs);
   // Deno's timers have no unref; Node's and Bun's do.
   (timer as { unref?: () => void }).unref?.();
   return () => clearInterval(timer);
 }
 
-/** What the reap_held events and the log line say. */
-function holdReason(hold: Hold): string {
-  const since = hold.gapMs === null ? 'the server just started' : `the reaper did not run for ${(hold.gapMs / 1000).toFixed(1)} s (the server was paused or stalled)`;
-  return `${since}: owners get ${(hold.remainingMs / 1000).toFixed(1)} s more to renew before expired leases are taken back`;
+/** Why a gap holds expired leases (the hold's cause: its reap_held events, the refusals and the log say it). */
+export function gapCause(gapMs: number | null): string {
+  return gapMs === null ? 'the server just started' : `the reaper did not run for ${(gapMs / 1000).toFixed(1)} s (the server was paused or stalled)`;
 }
 
 export function summarize(r: ReapReport): string {
@@ -152,9 +231,9 @@ export function logStart(log: Logger, url: string, config: Parameters<typeof sta
 export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /**
- * What a long-running server (Node, Bun) does once it listens: the reaper
- * timer (unless turned off), the start line, and a close that stops the
- * reaper, then the server, then the database.
+ * What a long-running server (Node, Bun) does once it listens: the start
+ * line, and a close that stops the reaper (started by the caller, before the
+ * app answered anyone: startReaper), then the server, then the database.
  */
 export function listening(p: {
   url: string;
@@ -162,11 +241,12 @@ export function listening(p: {
   config: Config;
   clock: Clock;
   log: Logger;
-  reaper: boolean;
+  /** The in-process reaper (startReaper, started before the app answers anyone), or none. */
+  reaper: StartedReaper | undefined;
   stopServer: () => Promise<void>;
 }): { url: string; close(): Promise<void> } {
-  const stopReaper = p.reaper ? startReaperTimer(p.opened.db, p.config, p.clock, p.log) : () => {};
-  logStart(p.log, p.url, p.config, `every ${p.config.reaperIntervalMs} ms`);
+  const stopReaper = p.reaper?.stop ?? (() => {});
+  logStart(p.log, p.url, p.config, reaperDescription(p.config, p.reaper));
   return {
     url: p.url,
     async close() {

@@ -32,7 +32,8 @@ import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
-import { jobRequeueIfReaperWould } from './requeue.ts';
+import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
+import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
 import { retentionPrune } from './retention.ts';
 import {
   scheduleAdvanceIfUnchanged,
@@ -70,6 +71,7 @@ export function createStore(db: Db): JobStore {
     jobCancelIfPending: (p) => jobCancelIfPending(db, p),
     jobRetryIfFinishedUnsuccessfully: (p) => jobRetryIfFinishedUnsuccessfully(db, p),
     jobRequeueIfReaperWould: (p) => jobRequeueIfReaperWould(db, p),
+    jobRequeuePlan: (p) => jobRequeuePlan(db, p),
     jobsBulkMatching: (p) => jobsBulkMatching(db, p),
     jobsBulkPreview: (p) => jobsBulkPreview(db, p),
     jobsBulkAct: (p) => jobsBulkAct(db, p),
@@ -77,6 +79,8 @@ export function createStore(db: Db): JobStore {
     jobsGetReapCandidates: (p) => jobsGetReapCandidates(db, p),
     jobsReapIfUnchanged: (p) => jobsReapIfUnchanged(db, p),
     jobsRecordHeld: (p) => jobsRecordHeld(db, p),
+    reaperHoldBegin: (p) => reaperHoldBegin(db, p),
+    reaperHoldRead: (p) => reaperHoldRead(db, p),
 
     queuesHealth: (p) => queuesHealth(db, p),
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),

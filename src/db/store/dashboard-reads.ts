@@ -14,6 +14,7 @@ import type { JobRecord } from './record.ts';
 import { stalledSql } from './stalls.ts';
 import { suspectSql, suspectThresholds, suspectThresholdsSql, type QueueSuspectThreshold } from './suspects.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';
+import { reaperHoldColumns } from './reaper-hold.ts';
 
 /** The queue defaults these reads fill in where a queue has no override. */
 export type DashboardReadDefaults = Pick<QueueDefaults, 'leaseMs' | 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
@@ -40,6 +41,9 @@ export interface RunningJobView extends JobRecord {
    */
   suspect_after_ms: number | null;
   suspect_basis: string | null;
+  /** The reaper's hold (src/db/store/reaper-hold.ts), in force or not: decideReap judges it. */
+  hold_until: number | null;
+  hold_cause: string | null;
 }
 
 /** A running job as the zombies page sees it, with whether it is on that page. */
@@ -60,7 +64,8 @@ const withSettings = (d: DashboardReadDefaults, suspects: readonly QueueSuspectT
   coalesce(q.grace_ms, ${d.graceMs}) AS q_grace_ms,
   coalesce(q.max_lost_attempts, ${d.maxLostAttempts}) AS q_max_lost_attempts,
   q.stall_ms AS q_stall_ms,
-  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced
+  ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced,
+  ${reaperHoldColumns({ until: 'hold_until', cause: 'hold_cause' })}
   FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN ${suspectThresholdsSql(suspects)} sa ON sa.name = j.queue_name`;
 
 /**

@@ -4,6 +4,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
+import type { RequeueDone } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { alongsideFirst, auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
 import { jobQueueSql, jobStatusSql } from './read.ts';
@@ -16,10 +17,15 @@ export interface RequeueRefusal {
   status: 'running';
   why: string;
   takesAt: number;
+  /** A server's hold (src/db/store/reaper-hold.ts) keeps expired leases until then. */
+  heldUntil?: number;
 }
 
+export type { RequeueDone } from '../../core/reaper.ts';
+
 export type OperatorOutcome =
-  | { ok: true; job: JobRecord }
+  /** requeue: what it did (the other actions leave it out). */
+  | { ok: true; job: JobRecord; requeue?: RequeueDone }
   | RequeueRefusal
   /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
   | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }

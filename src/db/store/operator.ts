@@ -16,15 +16,15 @@ import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { guardedWithAudit, type OperatorOutcome } from './operator-outcome.ts';
-import { jobsBulkRequeue, jobsBulkRequeueIds, jobsBulkRequeueMatching, type RequeueRules } from './requeue.ts';
+import { guardedWithAudit, type OperatorOutcome, type RequeueDone } from './operator-outcome.ts';
+import { jobsBulkRequeue, jobsBulkRequeueMatching, jobsBulkRequeuePlan, type RequeueRules } from './requeue.ts';
 import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 import { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
 
 // The status rule lives in core (routes check it first); re-exported for the store's callers.
 export { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
 
-export type { OperatorOutcome, RequeueRefusal } from './operator-outcome.ts';
+export type { OperatorOutcome, RequeueDone, RequeueRefusal } from './operator-outcome.ts';
 
 export interface OperatorParams {
   id: number;
@@ -64,9 +64,11 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
  * and actor, so the audit trigger records each job with who and why.
  * - retry: status failed or cancelled;
  * - cancel: status pending;
- * - requeue: status running, only the jobs the reaper itself would take now
- *   (src/db/store/requeue.ts), each guarded by "unchanged since read"; with
- *   `force` (admin API only, with a reason) any running job.
+ * - requeue: status running, only the jobs the reaper itself would take now,
+ *   each doing what the reaper would (requeue, or fail for good where the
+ *   job's budgets are spent: src/db/store/requeue.ts), each guarded by
+ *   "unchanged since read"; with `force` (admin API only, with a reason) any
+ *   running job, back to pending.
  */
 export interface BulkFilter {
   kind: BulkKind;
@@ -120,17 +122,21 @@ export interface BulkPreviewRow {
   lease_expires_at: number | null;
   updated_at: number;
   last_error: string | null;
+  /** A requeue without force: what the reaper's take would do to this job (requeue, or fail for good). */
+  requeue?: RequeueDone;
 }
 
 export async function jobsBulkPreview(db: Db, f: BulkFilter & { now: Now; limit: number; rules: RequeueRules }): Promise<BulkPreviewRow[]> {
   if (!Number.isSafeInteger(f.limit) || f.limit <= 0) return [];
   const columns = sql`id, queue_name, status, attempt_count, max_attempts, locked_by, lease_expires_at, updated_at, substr(last_error, 1, 200) AS last_error`;
   if (f.kind === 'requeue' && !f.force && bulkKindFor(f.status) === 'requeue') {
-    // The jobs the reaper would take now, as the requeue itself picks them.
-    const ids = await jobsBulkRequeueIds(db, { queue: f.queue, now: f.now, rules: f.rules, limit: f.limit });
-    if (ids.length === 0) return [];
+    // The jobs the reaper would take now, as the requeue itself picks them, each with what it would do.
+    const plan = await jobsBulkRequeuePlan(db, { queue: f.queue, now: f.now, rules: f.rules, limit: f.limit });
+    if (plan.length === 0) return [];
+    const byId = new Map(plan.map((p) => [p.id, p.requeue]));
     // One JSON parameter, not one per id: D1 binds at most 100 per statement.
-    return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY id`);
+    const rows = await db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE id IN (SELECT value FROM json_each(${JSON.stringify([...byId.keys()])})) ORDER BY id`);
+    return rows.map((r) => ({ ...r, requeue: byId.get(Number(r.id))! }));
   }
   return db.all<BulkPreviewRow>(sql`SELECT ${columns} FROM jobs WHERE ${bulkWhere(f)} ORDER BY id LIMIT ${f.limit}`);
 }

@@ -36,9 +36,10 @@ import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorP
 import type { OwnedOutcome } from './owned.ts';
 import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
+import type { ReaperHoldRecord } from './reaper-hold.ts';
 import type { JobRecord, JobSummaryRecord } from './record.ts';
 import type { ScheduleFields, ScheduleRecord } from './schedules.ts';
-import type { RequeueRefusal } from './operator-outcome.ts';
+import type { RequeueDone, RequeueRefusal } from './operator-outcome.ts';
 import type { RequeueRules } from './requeue.ts';
 import type { StalledJob } from './stalls.ts';
 import type { WorkerBeat, WorkerRecord } from './workers.ts';
@@ -80,8 +81,10 @@ export interface OperatorActions {
   jobCancelIfPending(p: OperatorParams): Promise<OperatorOutcome>;
   /** failed or cancelled -> pending now, with a fresh attempt budget. */
   jobRetryIfFinishedUnsuccessfully(p: OperatorParams): Promise<OperatorOutcome>;
-  /** running -> pending when the reaper would take the job now; any running job with `force`. */
+  /** running -> what the reaper would do now (pending, or failed for good), else nothing and why; any running job back to pending with `force`. */
   jobRequeueIfReaperWould(p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules }): Promise<OperatorOutcome | RequeueRefusal>;
+  /** What that requeue would do now (its dry run), changing nothing; or the refusal it would answer. */
+  jobRequeuePlan(p: { id: number; now: Now; force: boolean; rules: RequeueRules }): Promise<{ ok: true; requeue: RequeueDone } | Exclude<OperatorOutcome, { ok: true }>>;
   /** How many jobs a bulk action would match, counted up to `max`. */
   jobsBulkMatching(p: BulkFilter & { now: Now; max: number; rules: RequeueRules }): Promise<number>;
   /** What a bulk action would act on now (its dry run), lowest id first. */
@@ -96,8 +99,12 @@ export interface MaintenanceStore {
   jobsGetReapCandidates(p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[] }>;
   /** The decisions, each guarded by the token and expiry read; which ids were taken back. */
   jobsReapIfUnchanged(p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>>;
-  /** A `reap_held` event per candidate (after a gap in the reaper's own passes); nothing else changes. */
+  /** A `reap_held` event per candidate (during a hold after a server's gap); nothing else changes. */
   jobsRecordHeld(p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void>;
+  /** Begins (or extends: the later end wins) the reaper's hold after a server's gap; the hold in force afterwards. */
+  reaperHoldBegin(p: { now: Now; holdMs: number; gapMs: number | null; cause: string }): Promise<ReaperHoldRecord>;
+  /** The reaper's hold in force at `now`, or null. */
+  reaperHoldRead(p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null>;
 }
 
 /** Queues and workers (store/read, workers, worker-jobs). */

@@ -12,7 +12,9 @@
  *   a heartbeat that lands between the read and the write moves the expiry,
  *   so the write finds no row and the job stays with its owner.
  * - defer: no state change; a `reap_deferred` event says why, under the same guard.
- * - hold (after a gap in the reaper's own passes): no state change; a `reap_held` event.
+ * - hold (after a server's gap, src/db/store/reaper-hold.ts): no state
+ *   change; a `reap_held` event. Every take of an expired lease restates "no
+ *   hold in force" in its WHERE, so a hold begun after the read still wins.
  * - prune: finished jobs past retention, with their events and effects.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -22,6 +24,7 @@ import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { ownerLastSeenSql } from './workers.ts';
+import { noHoldInForceSql, reaperHoldColumns } from './reaper-hold.ts';
 
 export interface ReapCandidateRow extends ReapCandidate {
   queueName: string;
@@ -34,7 +37,7 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     j.attempt_count AS attemptCount, j.max_attempts AS maxAttempts, j.lost_attempts AS lostAttempts,
     coalesce(q.max_lost_attempts, ${defaults.maxLostAttempts}) AS maxLostAttempts,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
-    j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt`;
+    j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()}`;
 
 export interface ReapCandidateParams {
   now: number;
@@ -71,15 +74,22 @@ export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Pro
 
 export interface ReapWrite {
   candidate: ReapCandidateRow;
+  /** A hold is no write: jobsReapIfUnchanged leaves it out (rescueOnce records it with jobsRecordHeld). */
   decision: Exclude<ReapDecision, { action: 'none' }>;
 }
 
 /** One statement per decision, all in one batch; returns which ids were taken back. */
 export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>> {
-  if (p.writes.length === 0) return new Set();
-  const statements = p.writes.map(({ candidate: c, decision: d }) => {
+  const writes = p.writes.filter((w): w is { candidate: ReapCandidateRow; decision: Exclude<ReapDecision, { action: 'none' | 'hold' }> } => w.decision.action !== 'hold');
+  if (writes.length === 0) return new Set();
+  const statements = writes.map(({ candidate: c, decision: d }) => {
     const guard = sql`id = ${c.id} AND status = 'running' AND lock_token = ${c.lockToken}`;
-    const leaseGuard = d.action !== 'defer' && d.cause === 'deadline' ? sql`AND deadline_at = ${c.deadlineAt}` : sql`AND lease_expires_at = ${c.leaseExpiresAt}`;
+    const leaseGuard =
+      d.action !== 'defer' && d.cause === 'deadline'
+        ? sql`AND deadline_at = ${c.deadlineAt}`
+        : d.action === 'defer'
+          ? sql`AND lease_expires_at = ${c.leaseExpiresAt}`
+          : sql`AND lease_expires_at = ${c.leaseExpiresAt} AND ${noHoldInForceSql(p.now)}`;
     if (d.action === 'defer') {
       return db.all<{ id: number }>(sql`UPDATE jobs SET reaper_deferrals = reaper_deferrals + 1 WHERE ${guard} ${leaseGuard} RETURNING id`);
     }
@@ -94,7 +104,7 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
       WHERE ${guard} ${leaseGuard} RETURNING id`);
   });
   // Deferrals leave an event too, written only if the guard still held.
-  const deferEvents = p.writes
+  const deferEvents = writes
     .filter((w) => w.decision.action === 'defer')
     .map(({ candidate: c, decision: d }) =>
       db.run(sql`INSERT INTO events (job_id, queue_name, type, from_status, to_status, reason, message, actor, worker_id, attempt, at)
@@ -106,7 +116,7 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
   const results = await batchList(db, [...deferEvents, ...statements]);
   const taken = new Set<number>();
   (results.slice(deferEvents.length) as unknown as { id: number }[][]).forEach((rows, i) => {
-    if (rows.length > 0 && p.writes[i]!.decision.action !== 'defer') taken.add(p.writes[i]!.candidate.id);
+    if (rows.length > 0 && writes[i]!.decision.action !== 'defer') taken.add(writes[i]!.candidate.id);
   });
   return taken;
 }

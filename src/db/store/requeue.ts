@@ -1,73 +1,133 @@
 /**
- * The operator's requeue: running -> pending now, the token cleared (the old
- * worker's writes are refused from then on), counted as a lost attempt.
+ * The operator's requeue of a running job, the token cleared (the old
+ * worker's writes are refused from then on).
  *
- * Without force it follows the reaper (src/core/reaper.ts decideReap): the
- * job is taken only when the reaper itself would take it now (lease + grace
- * passed and the owner does not look alive or its deferral is spent, or the
- * deadline passed). Otherwise nothing changes and the answer says why. The
- * decision is made on one read, and the write is guarded by "unchanged since
- * that read" (same token, same lease expiry, same owner last-seen time): a
- * heartbeat or liveness beat that lands in between makes the write find no
- * row, so an operator can never override a sign of life it did not see.
+ * Without force it does what the reaper (src/core/reaper.ts decideReap)
+ * would do with the job now, and nothing else:
+ * - requeue: running -> pending now (the attempt counted as the reaper
+ *   counts it: lost for an expired lease, errored past the deadline);
+ * - fail: running -> failed for good, when the reaper would fail it (its
+ *   attempts or its lost-attempt budget spent), recorded as the reaper's
+ *   take would be (`reaped`, with the reaper's reason and message) with the
+ *   operator as its actor;
+ * - nothing: inside the grace, a live owner, or a server's hold after its
+ *   gap (src/db/store/reaper-hold.ts): the answer says why and until when.
+ * The decision is made on one read (the hold is read with the row), and the
+ * write is guarded by "unchanged since that read" (same token, same lease
+ * expiry, same owner last-seen time) and, for an expired lease, by "no hold
+ * in force": a heartbeat, a liveness beat or a hold that lands in between
+ * makes the write find no row, so an operator never overrides a sign of
+ * life, or a hold, it did not see.
  *
- * With force (a reason is required by the callers) any running job is taken:
- * the one way to act before the reaper, and its event says so
- * (`force_requeued_by_operator`).
+ * With force (a reason is required by the callers) any running job goes back
+ * to pending: the one way to act before the reaper, even during a hold or
+ * past the job's attempt budget. Its event is `force_requeued_by_operator`,
+ * and what it overrode (the hold, the budget) is said in the answer, in the
+ * event's message and in the audit entry.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
-import { decideReap, type ReapDecision, type ReapRules } from '../../core/reaper.ts';
+import { decideReap, forcedRequeueOf, requeueDoneOf, takesNow, type ReapDecision, type ReapRules, type ReapTake, type RequeueDone } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
-import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { guardedWithAudit, jobActionAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
 import { alongsideFirst, auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
+import { noHoldInForceSql } from './reaper-hold.ts';
+import { jobStatusSql } from './read.ts';
 import type { JobRecord } from './record.ts';
 import { ownerLastSeenSql } from './workers.ts';
+import { nowSql } from '../sql.ts';
 
 export type RequeueRules = QueueDefaults & ReapRules;
 
 type Row = ReapCandidateRow & { status: JobStatus; now: number };
+type Take = ReapTake;
 
 const candidateRead = (rules: RequeueRules, now: Now) =>
   sql`SELECT ${reapCandidateColumns(rules)}, j.status AS status, ${nowSql(now)} AS now FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
 
-/** The take-back, guarded by "unchanged since the read" (and, without force, decided by the reaper's rules). */
-function requeueUpdate(p: { row?: Row; id: number; now: number | SQL; actor: string; reason: string | null; force: boolean; returning: SQL }): SQL {
-  const unchanged = p.row
-    ? sql`AND lock_token = ${p.row.lockToken} AND lease_expires_at = ${p.row.leaseExpiresAt} AND ${ownerLastSeenSql('jobs')} IS ${p.row.ownerLastSeenAt}`
-    : sql``;
-  return sql`UPDATE jobs SET status = 'pending', available_at = ${p.now}, ${CLEAR_LEASE},
-      lost_attempts = lost_attempts + 1, updated_at = ${p.now},
-      last_event = ${p.force ? 'force_requeued_by_operator' : 'requeued_by_operator'},
-      last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
-    WHERE id = ${p.id} AND status = 'running' ${unchanged} RETURNING ${p.returning}`;
+/** "Unchanged since the read": the owner's token, the lease expiry and the owner's last sign of life. */
+const unchangedSql = (row: Row) =>
+  sql`AND lock_token = ${row.lockToken} AND lease_expires_at = ${row.leaseExpiresAt} AND ${ownerLastSeenSql('jobs')} IS ${row.ownerLastSeenAt}`;
+
+/** The reaper's decision carried out by an operator: guarded by "unchanged since read" and, for an expired lease, "no hold in force". */
+function takeUpdate(p: { row: Row; take: Take; actor: string; reason: string | null; returning: SQL }): SQL {
+  const { row, take: d } = p;
+  const counted = d.cause === 'lost' ? sql`lost_attempts = lost_attempts + 1` : sql`errored_attempts = errored_attempts + 1`;
+  const holdGuard = d.cause === 'lost' ? sql`AND ${noHoldInForceSql(row.now)}` : sql``;
+  const next =
+    d.action === 'requeue'
+      ? sql`status = 'pending', available_at = ${row.now}, last_event = 'requeued_by_operator', last_event_reason = ${p.reason}`
+      : sql`status = 'failed', failed_at = ${row.now}, finished_at = ${row.now}, last_error = ${d.message}, last_event = 'reaped', last_event_reason = ${d.reason}`;
+  return sql`UPDATE jobs SET ${next}, ${CLEAR_LEASE}, ${counted}, updated_at = ${row.now}, last_event_actor = ${p.actor}
+    WHERE id = ${row.id} AND status = 'running' ${unchangedSql(row)} ${holdGuard} RETURNING ${p.returning}`;
 }
 
-const takes = (d: ReapDecision) => d.action === 'requeue' || d.action === 'fail';
+const takeDone = requeueDoneOf;
+
+/** A running job the reaper would not take now: why, and when it would (or when the hold ends). */
+const waitRefusal = (d: ReapDecision): RequeueRefusal => ({
+  ok: false,
+  reason: 'reaper_would_wait',
+  status: 'running',
+  why: d.why,
+  takesAt: d.takesAt,
+  ...(d.action === 'hold' ? { heldUntil: d.until } : {}),
+});
+
+const forcedDone = (row: Row, rules: ReapRules): RequeueDone => forcedRequeueOf(row, row.now, rules);
+
+/** The event message (and audit note) of a forced requeue that went past the hold or the budget; null when it did not. */
+function overrideNote(done: RequeueDone): string | null {
+  const parts = [
+    done.overrodeHold ? `overrode the reaper's hold (${done.overrodeHold.why})` : null,
+    done.beyondBudget ? `went past the job's budget (${done.beyondBudget})` : null,
+  ].filter((x): x is string => x !== null);
+  return parts.length === 0 ? null : `forced requeue ${parts.join(' and ')}`;
+}
+
+async function readRow(db: Db, p: { id: number; now: Now; rules: RequeueRules }): Promise<Row | OperatorOutcome> {
+  const [row] = await db.all<Row>(sql`${candidateRead(p.rules, p.now)} WHERE j.id = ${p.id}`);
+  if (!row) return { ok: false, reason: 'not_found' };
+  if (row.status !== 'running') return { ok: false, reason: 'conflict', status: row.status };
+  return row;
+}
+const isRow = (r: Row | OperatorOutcome): r is Row => !('ok' in r);
+
+/**
+ * What a requeue would do now, changing nothing (the CLI's and the API's dry
+ * run): the reaper's take, or with force what it would go past; else the
+ * same refusal the requeue itself would answer.
+ */
+export async function jobRequeuePlan(
+  db: Db,
+  p: { id: number; now: Now; force: boolean; rules: RequeueRules },
+): Promise<{ ok: true; requeue: RequeueDone } | Exclude<OperatorOutcome, { ok: true }>> {
+  const row = await readRow(db, p);
+  if (!isRow(row)) return row as Exclude<OperatorOutcome, { ok: true }>;
+  if (p.force) return { ok: true, requeue: forcedDone(row, p.rules) };
+  const d = decideReap(row, row.now, p.rules);
+  return takesNow(d) ? { ok: true, requeue: takeDone(d) } : waitRefusal(d);
+}
 
 export async function jobRequeueIfReaperWould(
   db: Db,
   p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules; also?: Alongside },
 ): Promise<OperatorOutcome | RequeueRefusal> {
-  if (p.force) {
-    return guardedWithAudit(db, p.id, requeueUpdate({ id: p.id, now: nowSql(p.now), actor: p.actor, reason: p.reason, force: true, returning: sql`*` }), p.also);
-  }
-  const [row] = await db.all<Row>(sql`${candidateRead(p.rules, p.now)} WHERE j.id = ${p.id}`);
-  if (!row) return { ok: false, reason: 'not_found' };
-  if (row.status !== 'running') return { ok: false, reason: 'conflict', status: row.status };
+  const row = await readRow(db, p);
+  if (!isRow(row)) return row;
+  if (p.force) return forceRequeue(db, row, p);
   const d = decideReap(row, row.now, p.rules);
-  if (!takes(d)) return { ok: false, reason: 'reaper_would_wait', status: 'running', why: d.why, takesAt: d.takesAt };
-  const update = requeueUpdate({ row, id: p.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`*` });
+  if (!takesNow(d)) return waitRefusal(d);
+  const update = takeUpdate({ row, take: d, actor: p.actor, reason: p.reason, returning: sql`*` });
   const first = alongsideFirst(db, p.also);
   const job = p.also
     ? ((await batchList(db, [...first, db.all<JobRecord>(update), ...(p.also.audit ? [auditInsertIfChanged(db, jobActionAudit(p.also.audit, p.id))] : [])]))[first.length] as JobRecord[])[0]
     : (await db.all<JobRecord>(update))[0];
-  if (job) return { ok: true, job };
+  if (job) return { ok: true, job, requeue: takeDone(d) };
   const [after] = await db.all<{ status: JobStatus }>(sql`SELECT status FROM jobs WHERE id = ${p.id}`);
   if (!after) return { ok: false, reason: 'not_found' };
   if (after.status !== 'running') return { ok: false, reason: 'conflict', status: after.status };
@@ -75,23 +135,44 @@ export async function jobRequeueIfReaperWould(
     ok: false,
     reason: 'reaper_would_wait',
     status: 'running',
-    why: 'the job changed while the requeue was decided (a heartbeat or its owner\'s beat landed)',
+    why: "the job changed while the requeue was decided (a heartbeat or its owner's beat landed, or a server's hold began)",
     takesAt: row.now,
   };
 }
 
+/** Force: any running job back to pending now; what it went past is its event's message and its audit entry's note. */
+async function forceRequeue(db: Db, row: Row, p: { id: number; actor: string; reason: string | null; rules: RequeueRules; also?: Alongside }): Promise<OperatorOutcome> {
+  const done = forcedDone(row, p.rules);
+  const note = overrideNote(done);
+  const update = sql`UPDATE jobs SET status = 'pending', available_at = ${row.now}, ${CLEAR_LEASE},
+      lost_attempts = lost_attempts + 1, updated_at = ${row.now}, ${note === null ? sql`` : sql`last_error = ${note},`}
+      last_event = 'force_requeued_by_operator', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
+    WHERE id = ${p.id} AND status = 'running' RETURNING *`;
+  const audit = p.also?.audit && note !== null ? { ...p.also.audit, after: sql`json_set(${jobStatusSql(p.id)}, '$.overrode', ${note})` } : p.also?.audit;
+  const outcome = await guardedWithAudit(db, p.id, update, p.also && { ...p.also, audit });
+  return outcome.ok ? { ...outcome, requeue: done } : outcome;
+}
+
+/** A running job the bulk requeue would take now, with the reaper's take. */
+type Planned = { row: Row; take: Take };
+
 /**
  * The running jobs of one queue (or all) the reaper would take now, lowest id
- * first, read with the reaper's candidate columns: expired past grace, or past
- * the deadline. Read at most `max` candidates.
+ * first, read with the reaper's candidate columns (the hold included):
+ * expired past grace, or past the deadline. Read at most `max` candidates.
  */
-async function bulkCandidates(db: Db, p: { queue: string | undefined; now: Now; rules: RequeueRules; max: number }): Promise<Row[]> {
+async function bulkCandidates(db: Db, p: { queue: string | undefined; now: Now; rules: RequeueRules; max: number }): Promise<Planned[]> {
   const queue = p.queue === undefined ? sql`` : sql`j.queue_name = ${p.queue} AND `;
   const now = nowSql(p.now);
   const rows = await db.all<Row>(sql`${candidateRead(p.rules, p.now)}
     WHERE ${queue}j.status = 'running' AND (j.lease_expires_at < ${now} - coalesce(q.grace_ms, ${p.rules.graceMs}) OR j.deadline_at <= ${now})
     ORDER BY j.id LIMIT ${p.max}`);
-  return rows.filter((r) => takes(decideReap(r, r.now, p.rules)));
+  const planned: Planned[] = [];
+  for (const row of rows) {
+    const d = decideReap(row, row.now, p.rules);
+    if (takesNow(d)) planned.push({ row, take: d });
+  }
+  return planned;
 }
 
 /** How many running jobs the reaper would take now (what a bulk requeue may act on), counted up to `max`. */
@@ -99,27 +180,39 @@ export async function jobsBulkRequeueMatching(db: Db, p: { queue: string | undef
   return (await bulkCandidates(db, p)).length;
 }
 
-/** Requeues up to `limit` jobs the reaper would take now, each guarded like the single requeue; the ids changed, ascending. */
-/** The ids a bulk requeue would take now (its dry run), lowest first, at most `limit`. */
-export async function jobsBulkRequeueIds(db: Db, p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number }): Promise<number[]> {
-  return (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit).map((r) => Number(r.id));
+/** What a bulk requeue would do now (its dry run), lowest id first, at most `limit`: each job's id and the reaper's take. */
+export async function jobsBulkRequeuePlan(
+  db: Db,
+  p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number },
+): Promise<{ id: number; requeue: RequeueDone }[]> {
+  return (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit).map(({ row, take }) => ({ id: Number(row.id), requeue: takeDone(take) }));
 }
 
+/**
+ * Does what the reaper would do now to up to `limit` running jobs (requeue,
+ * or fail for good where their budgets are spent), each guarded like the
+ * single requeue; the ids changed, ascending. The audit entry counts them
+ * (`changed`, and `failed` of those).
+ */
 export async function jobsBulkRequeue(
   db: Db,
   p: { queue: string | undefined; now: Now; rules: RequeueRules; limit: number; actor: string; reason: string | null; also?: Alongside },
 ): Promise<number[]> {
-  const rows = (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit);
+  const planned = (await bulkCandidates(db, { ...p, max: Math.max(p.limit * 4, 1_000) })).slice(0, p.limit);
   const first = alongsideFirst(db, p.also);
   const audit = p.also?.audit;
   // The run is audited even when nothing matched: the operator asked.
-  const changed = rows.length === 0
-    ? sql`0`
-    : sql`(SELECT count(*) FROM jobs WHERE id IN (${sql.join(rows.map((r) => sql`${r.id}`), sql`, `)}) AND status = 'pending' AND last_event = 'requeued_by_operator' AND last_event_actor = ${p.actor} AND updated_at = ${rows[0]!.now})`;
+  const done = (status: 'pending' | 'failed') =>
+    planned.length === 0
+      ? sql`0`
+      : sql`(SELECT count(*) FROM jobs WHERE id IN (${sql.join(
+          planned.map(({ row }) => sql`${row.id}`),
+          sql`, `,
+        )}) AND status = ${status} AND last_event = ${status === 'pending' ? 'requeued_by_operator' : 'reaped'} AND last_event_actor = ${p.actor} AND updated_at = ${planned[0]!.row.now})`;
   const results = await batchList(db, [
     ...first,
-    ...rows.map((row) => db.all<{ id: number }>(requeueUpdate({ row, id: row.id, now: row.now, actor: p.actor, reason: p.reason, force: false, returning: sql`id` }))),
-    ...(audit ? [auditInsert(db, { ...audit, after: sql`json_set(${audit.after ?? '{}'}, '$.changed', ${changed})` })] : []),
+    ...planned.map(({ row, take }) => db.all<{ id: number }>(takeUpdate({ row, take, actor: p.actor, reason: p.reason, returning: sql`id` }))),
+    ...(audit ? [auditInsert(db, { ...audit, after: sql`json_set(${audit.after ?? '{}'}, '$.changed', ${done('pending')} + ${done('failed')}, '$.failed', ${done('failed')})` })] : []),
   ]);
-  return (results.slice(first.length, first.length + rows.length) as { id: number }[][]).flat().map((r) => Number(r.id)).sort((a, b) => a - b);
+  return (results.slice(first.length, first.length + planned.length) as { id: number }[][]).flat().map((r) => Number(r.id)).sort((a, b) => a - b);
 }

@@ -1,5 +1,9 @@
 /** The Worker's `scheduled` handler (wrangler.toml crons) runs reapOnce on D1. */
+import { env } from 'cloudflare:test';
 import { expect, test } from 'vitest';
+import { DB_CLOCK } from '../../../src/core/clock.ts';
+import { createStore } from '../../../src/db/store/create-store.ts';
+import { d1Db } from '../../../src/runtime/cloudflare.ts';
 import { claim, cronTick, enqueue, get, jobView, PAST_LEASE_OWNER_DEAD_MS, sleep } from './helpers.ts';
 
 test('a cron tick requeues a job whose lease expired, with the reason in its events', async () => {
@@ -48,4 +52,24 @@ test('the cron pass records itself in D1: /healthz and /metrics see when it last
   const text = String((await get('/metrics')).json);
   expect(text).toContain('leasehold_expired_leases_past_grace{queue="cron-watch"} 0');
   expect(Number(/^leasehold_maintenance_passes_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
+});
+
+// Last in this file: the hold it writes stays in force for the file's storage.
+test("a cron tick writes no hold of its own, and obeys one a server wrote to the shared database (a reap_held event, nothing taken)", async () => {
+  const store = createStore(d1Db(env.DB));
+  const e = await enqueue('cron-held');
+  await claim('cron-held', 'gone', { leaseMs: 1000 });
+  await sleep(PAST_LEASE_OWNER_DEAD_MS);
+  await cronTick();
+  expect(await store.reaperHoldRead({ now: DB_CLOCK })).toBeNull();
+  const again = await enqueue('cron-held-2');
+  expect((await claim('cron-held-2', 'gone', { leaseMs: 1000 }))[0]!.id).toBe(again.id);
+  await sleep(PAST_LEASE_OWNER_DEAD_MS);
+  // A Node server on the same database (Turso) just started.
+  await store.reaperHoldBegin({ now: DB_CLOCK, holdMs: 60_000, gapMs: null, cause: 'the server just started' });
+  await cronTick();
+  const view = await jobView(again.id);
+  expect(view.job.status).toBe('running');
+  expect(view.events.at(-1)).toMatchObject({ type: 'reap_held', reason: 'server_gap', message: expect.stringContaining('the server just started') });
+  expect((await jobView(e.id)).job.status).not.toBe('running');
 });

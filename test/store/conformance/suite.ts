@@ -17,6 +17,7 @@ import { defineOperator } from './operator.conformance.ts';
 import { defineQueueFeatures } from './queue-features.conformance.ts';
 import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
+import { defineReaperHold } from './reaper-hold.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
@@ -27,6 +28,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineGuards(backend);
     defineLostAnswers(backend);
     defineReaper(backend);
+    defineReaperHold(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
