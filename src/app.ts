@@ -18,6 +18,7 @@ import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
 import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
+import { constantAnswer } from './api/constant-answer.ts';
 import type { AppDeps, AppInput } from './api/deps.ts';
 import { createStore } from './db/store/create-store.ts';
 import { Routes } from './api/router.ts';
@@ -34,6 +35,18 @@ import { healthBody } from './api/health.ts';
 
 export type { AppDeps, AppInput } from './api/deps.ts';
 export { VERSION } from './version.ts';
+
+/** More than public/ holds: past it, a file is served without being kept. */
+const MAX_KEPT_ASSETS = 64;
+
+/** A static file's path as the runtimes resolve it (decoded, without leading slashes). */
+function assetKey(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path).replace(/^\/+/, '');
+  } catch {
+    return undefined;
+  }
+}
 
 export function createApp(appDeps: AppInput) {
   const deps: AppDeps = { ...appDeps, store: appDeps.store ?? createStore(appDeps.db), authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
@@ -56,10 +69,11 @@ export function createApp(appDeps: AppInput) {
   );
 
   // Job payloads and results are not for shared caches or the browser's disk
-  // (refusals included: set after the error handler has answered).
+  // (refusals included: set after the error handler has answered). Only an
+  // answer that holds no data says otherwise (the OpenAPI document).
   app.use('/api/*', async (c, next) => {
     await next();
-    c.res.headers.set('cache-control', 'no-store');
+    if (!c.res.headers.has('cache-control')) c.res.headers.set('cache-control', 'no-store');
   });
   const api = new Hono();
   const routes = new Routes(api, config, deps.authThrottle);
@@ -70,8 +84,10 @@ export function createApp(appDeps: AppInput) {
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
   auditRoutes(routes, deps);
-  // Open like /healthz: it describes the API, it holds no data.
-  api.get('/openapi.json', (c) => c.json(openApiDocument(routes.specs, VERSION)));
+  // Open like /healthz: it describes the API, it holds no data. Built once,
+  // gzipped once, revalidated by its ETag (src/api/constant-answer.ts).
+  const openApi = constantAnswer(() => ({ body: JSON.stringify(openApiDocument(routes.specs, VERSION)), contentType: 'application/json', cacheControl: 'no-cache' }));
+  api.get('/openapi.json', (c) => openApi(c.req.raw));
   app.route('/api/v1', api);
 
   // Serving and the database answers: 200. A late reaper is said in
@@ -88,9 +104,28 @@ export function createApp(appDeps: AppInput) {
   app.route('/', dashboardRoutes(deps));
   // Static files (public/: the dashboard's CSS and vendored htmx), when the
   // runtime provides them; Workers and Bun serve public/ before the app runs.
+  // Each file is read once and kept with its gzip form; a path that is not a
+  // file is asked again each time (nothing is kept for it). The key is the
+  // path as the runtime resolves it, and only so many are kept, so spellings
+  // of one name (%68tmx.min.js) cannot fill memory with copies.
   if (deps.assets) {
     const assets = deps.assets;
-    app.get('*', async (c) => (await assets(c.req.path)) ?? c.notFound());
+    const served = new Map<string, (request: Request) => Promise<Response>>();
+    app.get('*', async (c) => {
+      const key = assetKey(c.req.path);
+      let serve = key === undefined ? undefined : served.get(key);
+      if (!serve) {
+        const file = await assets(c.req.path);
+        if (!file || file.status !== 200) return file ?? c.notFound();
+        const body = new Uint8Array(await file.arrayBuffer());
+        const headers = file.headers;
+        serve = constantAnswer(() => ({ body, contentType: headers.get('content-type') ?? 'application/octet-stream', cacheControl: headers.get('cache-control') ?? 'no-cache' }));
+        if (key !== undefined && served.size < MAX_KEPT_ASSETS) served.set(key, serve);
+      }
+      const answer = await serve(c.req.raw);
+      answer.headers.set('x-content-type-options', 'nosniff');
+      return answer;
+    });
   }
 
   app.notFound((c) => c.json(errorBody(new LeaseholdError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)), 404));

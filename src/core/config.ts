@@ -97,7 +97,23 @@ export interface Config extends QueueDefaults {
   /** Most queues there may be; enqueue to a new queue past it is refused. */
   maxQueues: number;
   requestTimeoutMs: number;
+  /**
+   * How long a client has to send a request's headers, counted from the
+   * connection's start (so a socket that never sends a request is closed
+   * after it) and from the first byte of each later request.
+   */
+  headersTimeoutMs: number;
+  /**
+   * Requests one connection may send ahead of their answers (HTTP
+   * pipelining). They are answered one at a time, each after the answer
+   * before it went out; one more is refused (429) and the connection closed.
+   */
+  maxPipelinedRequests: number;
+  /** An answer that makes no progress for this long (its client stopped reading) closes its connection. */
+  writeTimeoutMs: number;
   maxConnections: number;
+  /** How much of each JSON field (payload, result, checkpoint, progress, error, event messages) a dashboard page shows. */
+  dashboardFieldBytes: number;
   maxClaimBatch: number;
   maxLeaseMs: number;
   /** Most jobs one bulk action (retry, cancel, requeue; dashboard, admin API, CLI) may change. */
@@ -190,7 +206,11 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxPayloadBytes', env: 'LEASEHOLD_MAX_PAYLOAD_BYTES', flag: '--max-payload-bytes', kind: 'int', default: 1024 * 1024, help: 'largest request body accepted (413 above): so also the largest payload, checkpoint or result; at most 134217728 (128 MiB)' },
   { key: 'maxClaimBytes', env: 'LEASEHOLD_MAX_CLAIM_BYTES', flag: '--max-claim-bytes', kind: 'int', default: DEFAULT_MAX_CLAIM_BYTES, help: `most bytes of payloads and checkpoints one claim answers: jobs are taken in claim order while they fit, always at least one (a larger job comes alone); keep it at least twice the payload limit; at most ${MAX_CLAIM_BYTES_LIMIT} (256 MiB)` },
   { key: 'requestTimeoutMs', env: 'LEASEHOLD_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', kind: 'duration', default: 30_000, help: 'longest a client may take to send one request, headers and body; slower clients get 408 and are disconnected (at least 1000; Node server)' },
+  { key: 'headersTimeoutMs', env: 'LEASEHOLD_HEADERS_TIMEOUT_MS', flag: '--headers-timeout-ms', kind: 'duration', default: 10_000, help: 'longest a client may take to send a request\'s headers, from the connection\'s start or the request\'s first byte: a socket that sends no request is closed after it (at least 1000; a shorter request timeout wins; Node and Bun)' },
+  { key: 'maxPipelinedRequests', env: 'LEASEHOLD_MAX_PIPELINED', flag: '--max-pipelined', kind: 'int', default: 16, help: 'requests one connection may send ahead of their answers (HTTP pipelining, which browsers and the SDK do not use): answered one at a time, one more gets a 429 and the connection is closed (Node server; Bun and Deno read no further ahead)' },
+  { key: 'writeTimeoutMs', env: 'LEASEHOLD_WRITE_TIMEOUT_MS', flag: '--write-timeout-ms', kind: 'duration', default: 30_000, help: 'an answer that makes no progress for this long, because its client stopped reading, closes the connection; waiting claims are not affected (at least 1000; Node and Bun)' },
   { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped at once (Node server)' },
+  { key: 'dashboardFieldBytes', env: 'LEASEHOLD_DASHBOARD_FIELD_BYTES', flag: '--dashboard-field-bytes', kind: 'int', default: 32 * 1024, help: 'bytes of HTML a dashboard page spends on each JSON field (payload, result, checkpoint, progress, last error, the events\' messages together); the rest is one click away as a download (at least 1024)' },
   { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues there may be: an enqueue that would create one more is a 409 naming the limit and stores nothing (existing queues keep working)' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
@@ -316,6 +336,11 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   }
   // Node checks request timeouts once a second; less would cut off any client on a slow link.
   if (c.requestTimeoutMs < 1_000) err('requestTimeoutMs', `must be at least 1000 ms, got ${c.requestTimeoutMs}`);
+  if (c.headersTimeoutMs < 1_000) err('headersTimeoutMs', `must be at least 1000 ms, got ${c.headersTimeoutMs}`);
+  // Headers are part of the request, so the shorter request timeout applies to them.
+  else if (c.headersTimeoutMs > c.requestTimeoutMs) warn('headersTimeoutMs', `is longer than the request timeout (${c.requestTimeoutMs} ms), which applies to the headers instead`);
+  if (c.writeTimeoutMs < 1_000) err('writeTimeoutMs', `must be at least 1000 ms, got ${c.writeTimeoutMs}`);
+  if (c.dashboardFieldBytes < 1_024) err('dashboardFieldBytes', `must be at least 1024, got ${c.dashboardFieldBytes}`);
   if (c.workerAliveMs < c.heartbeatMs) {
     err('workerAliveMs', `must be at least the heartbeat interval (${c.heartbeatMs} ms), or every worker looks dead between beats`);
   }

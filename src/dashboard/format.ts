@@ -22,13 +22,3 @@ export function fmtRelative(at: number | null | undefined, now: number): string 
   if (at === null || at === undefined) return '—';
   return at <= now ? `${fmtDuration(now - at)} ago` : `in ${fmtDuration(at - now)}`;
 }
-
-/** Stored JSON text, pretty-printed (as text: the caller's JSX escapes it). */
-export function prettyJson(text: string | null): string {
-  if (text === null) return '—';
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2) ?? text;
-  } catch {
-    return text;
-  }
-}

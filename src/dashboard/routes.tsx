@@ -20,6 +20,7 @@ import { registerAuditPage } from './audit-page.tsx';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
 import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
+import { registerJobRawRoutes } from './job-raw.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
@@ -327,7 +328,7 @@ export function dashboardRoutes(deps: AppDeps) {
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
     const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
-    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} />;
+    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} fieldBytes={config.dashboardFieldBytes} />;
     return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
   };
   app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
@@ -351,6 +352,7 @@ export function dashboardRoutes(deps: AppDeps) {
       </>,
     );
   });
+  registerJobRawRoutes(app, deps);
   app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
     const partText = c.req.query('part');

@@ -9,7 +9,8 @@ import type { JobRecord } from '../db/store/record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
 import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
-import { fmtCount, fmtDuration, fmtRelative, fmtTime, prettyJson } from './format.ts';
+import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
+import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
@@ -485,8 +486,9 @@ export function JobSummary(props: { job: RunningJobView; now: number; config: Co
 }
 
 /** Below the actions: the rest of the job's facts, its data and its trail. Polled. */
-export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number }) {
-  const { job: j } = props;
+export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; fieldBytes: number }) {
+  const { job: j, fieldBytes } = props;
+  const messages = eventMessages(props.events, fieldBytes);
   return (
     <>
       <h2>Details</h2>
@@ -521,15 +523,15 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         <dd>{fmtTime(j.deadline_at)}</dd>
       </dl>
       <h2>Progress</h2>
-      <pre class="json" id="job-progress">{prettyJson(j.progress)}</pre>
+      <StoredValue jobId={j.id} field="progress" stored={j.progress} budget={fieldBytes} json id="job-progress" />
       <h2>Checkpoint</h2>
-      <pre class="json">{prettyJson(j.checkpoint)}</pre>
+      <StoredValue jobId={j.id} field="checkpoint" stored={j.checkpoint} budget={fieldBytes} json id="job-checkpoint" />
       <h2>Last error</h2>
-      <pre class="json">{j.last_error ?? '—'}</pre>
+      <StoredValue jobId={j.id} field="error" stored={j.last_error} budget={fieldBytes} json={false} id="job-last-error" />
       <h2>Payload</h2>
-      <pre class="json" id="job-payload">{prettyJson(j.payload)}</pre>
+      <StoredValue jobId={j.id} field="payload" stored={j.payload} budget={fieldBytes} json id="job-payload" />
       <h2>Result</h2>
-      <pre class="json">{prettyJson(j.result)}</pre>
+      <StoredValue jobId={j.id} field="result" stored={j.result} budget={fieldBytes} json id="job-result" />
       <h2>Events</h2>
       {props.olderEventsNotShown > 0 ? (
         <p class="hint" id="older-events">
@@ -552,7 +554,7 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
           </tr>
         </thead>
         <tbody>
-          {props.events.map((e) => (
+          {props.events.map((e, i) => (
             // A derived entry (a job's enqueue or completion) is read from the job row: it has no event row, so no #.
             <tr class={e.derived ? 'derived' : undefined}>
               <td>{e.id ?? '—'}</td>
@@ -568,14 +570,34 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
               <td>{e.actor ?? '—'}</td>
               <td>{e.worker_id ?? '—'}</td>
               <td>{e.reason ?? '—'}</td>
-              <td>{e.message ?? '—'}</td>
+              <td>{messages.shown[i]}</td>
             </tr>
           ))}
         </tbody>
       </table>
       </div>
+      {messages.cut ? <CutNotice jobId={j.id} field="events" what="Some messages are cut to fit the page: the events with their whole messages," /> : null}
     </>
   );
+}
+
+/**
+ * The events' messages share one field budget: each gets at most
+ * EVENT_MESSAGE_BYTES of it, in order, and once it is spent the rest show
+ * only that they were cut.
+ */
+function eventMessages(events: EventRecord[], budget: number): { shown: string[]; cut: boolean } {
+  let left = budget;
+  let cut = false;
+  const shown = events.map((e) => {
+    if (e.message === null) return '—';
+    const clipped = clipToBudget(e.message, Math.min(EVENT_MESSAGE_BYTES, left));
+    left -= clipped.pageBytes;
+    if (clipped.complete) return clipped.text;
+    cut = true;
+    return `${clipped.text}…`;
+  });
+  return { shown, cut };
 }
 
 function Hidden(props: { csrf: string; returnTo?: string }) {

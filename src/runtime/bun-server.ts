@@ -33,11 +33,22 @@ export type { RunningServer, ServeOptions };
 interface BunServer {
   readonly port: number;
   stop(closeActiveConnections?: boolean): Promise<void> | void;
+  /** This request's connection is closed after this many seconds without a byte in or out (0: never). */
+  timeout(request: Request, seconds: number): void;
 }
 declare const Bun: {
   /** `server.requestIP` names the client (the auth back-off keys on it). */
-  serve(options: { hostname: string; port: number; fetch(request: Request, server: unknown): Response | Promise<Response> }): BunServer;
+  serve(options: {
+    hostname: string;
+    port: number;
+    /** Seconds a connection may go without a byte in or out (default 10, at most 255); a request being handled does not count. */
+    idleTimeout?: number;
+    fetch(request: Request, server: BunServer): Response | Promise<Response>;
+  }): BunServer;
 };
+
+/** Bun counts its timeouts in whole seconds, up to 255. */
+const bunSeconds = (ms: number) => Math.min(255, Math.max(1, Math.ceil(ms / 1000)));
 
 /** Inlined when Bun bundles or loads this file. */
 const MIGRATIONS = embeddedMigrations();
@@ -85,7 +96,18 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
 
   let server: BunServer;
   try {
-    server = Bun.serve({ hostname: config.host, port: config.port, fetch: (request, bunServer) => app.fetch(request, bunServer) });
+    server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      // A socket that sends no request (or nothing more on a kept-alive one) is closed after it.
+      idleTimeout: bunSeconds(config.headersTimeoutMs),
+      async fetch(request, bunServer) {
+        const response = await app.fetch(request, bunServer);
+        // From here the connection only waits for the client to read the answer.
+        bunServer.timeout(request, bunSeconds(config.writeTimeoutMs));
+        return response;
+      },
+    });
   } catch (err) {
     reaper?.stop();
     opened.close();

@@ -8,37 +8,45 @@
  *   bound), then the socket ends. Closing with unread bytes in the kernel
  *   buffer would send a TCP reset that can destroy the 413 before the client
  *   reads it, and a kept-alive client would then see a socket error.
- * - Slow clients (slowloris): headers and the whole request must arrive within
- *   `requestTimeoutMs`; Node checks open connections every second.
+ * - Slow clients (slowloris): headers must arrive within `headersTimeoutMs`
+ *   and the whole request within `requestTimeoutMs`; Node checks open
+ *   connections every second. The headers timeout also runs from the
+ *   connection's start, so a socket that never sends a request is closed
+ *   after it (with a 408); between requests on a kept-alive connection,
+ *   Node's keep-alive timeout (5 s) closes an idle one.
  * - At most `maxConnections` sockets at once; past that new ones are dropped.
+ * - Per connection, pipelined requests are answered one at a time, a bounded
+ *   number may wait, and a client that stops reading is closed after
+ *   `writeTimeoutMs` (node-connections.ts).
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { errorBody } from '../api/http.ts';
 import type { Config } from '../core/config.ts';
 import { LeaseholdError } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import { paceConnections, type ConnectionLimits } from './node-connections.ts';
 
-export type HttpLimits = Pick<Config, 'maxPayloadBytes' | 'requestTimeoutMs' | 'maxConnections'>;
+export type HttpLimits = Pick<Config, 'maxPayloadBytes' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'maxConnections'> & ConnectionLimits;
 
 /** How much of an oversized body is read and discarded before the socket is cut anyway. */
 const DRAIN_LIMIT_FACTOR = 4;
 
 /** A `createServer` for @hono/node-server's serve() that applies the limits. */
-export function limitedCreateServer(limits: HttpLimits): typeof createServer {
+export function limitedCreateServer(limits: HttpLimits, log?: Logger): typeof createServer {
   // serve() always passes (options, listener); the cast covers createServer's other overloads.
   return ((options: ServerOptions, listener: RequestListener): Server => {
-    const server = createServer(
-      {
-        ...options,
-        requestTimeout: limits.requestTimeoutMs,
-        // Headers may not take longer than the whole request.
-        headersTimeout: Math.min(limits.requestTimeoutMs, 60_000),
-        connectionsCheckingInterval: 1_000,
-      },
-      (req, res) => {
-        if (declaredLength(req) > limits.maxPayloadBytes) refuseOversized(req, res, limits.maxPayloadBytes);
-        else listener(req, res);
-      },
-    );
+    const server = createServer({
+      ...options,
+      requestTimeout: limits.requestTimeoutMs,
+      // Headers are part of the request (and Node refuses a longer headers timeout).
+      headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+      connectionsCheckingInterval: 1_000,
+    });
+    const handle: RequestListener = (req, res) => {
+      if (declaredLength(req) > limits.maxPayloadBytes) refuseOversized(req, res, limits.maxPayloadBytes);
+      else listener(req, res);
+    };
+    server.on('request', paceConnections(server, handle, limits, log));
     server.maxConnections = limits.maxConnections;
     return server;
   }) as typeof createServer;

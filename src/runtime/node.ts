@@ -79,7 +79,7 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve(
-      { fetch: (request: Request, env: unknown) => (app ? app.fetch(request, env) : starting()), hostname: config.host, port: config.port, createServer: limitedCreateServer(config) },
+      { fetch: (request: Request, env: unknown) => (app ? app.fetch(request, env) : starting()), hostname: config.host, port: config.port, createServer: limitedCreateServer(config, log) },
       () => resolve(s),
     );
     s.once('error', (err: NodeJS.ErrnoException) => {

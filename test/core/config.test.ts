@@ -32,6 +32,16 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ leaseMs: 60_000, port: 9100, graceMs: 20_000 });
   });
 
+  test('the connection limits: timeouts under a second and a field budget under 1 KiB are refused; headers longer than the request is a warning', () => {
+    expect(loadConfig({}).config).toMatchObject({ headersTimeoutMs: 10_000, writeTimeoutMs: 30_000, maxPipelinedRequests: 16, dashboardFieldBytes: 32 * 1024 });
+    const problems = problemsOf(() => loadConfig({ LEASEHOLD_HEADERS_TIMEOUT_MS: '500', LEASEHOLD_WRITE_TIMEOUT_MS: '999', LEASEHOLD_DASHBOARD_FIELD_BYTES: '100' }));
+    expect(settingsOf(problems).sort()).toEqual(['LEASEHOLD_DASHBOARD_FIELD_BYTES', 'LEASEHOLD_HEADERS_TIMEOUT_MS', 'LEASEHOLD_WRITE_TIMEOUT_MS']);
+    expect(settingsOf(problemsOf(() => loadConfig({ LEASEHOLD_MAX_PIPELINED: '0' })))).toEqual(['LEASEHOLD_MAX_PIPELINED']);
+    const { config, warnings } = loadConfig({ LEASEHOLD_REQUEST_TIMEOUT_MS: '5000' }, ['--headers-timeout-ms', '8000', '--max-pipelined', '4']);
+    expect(config).toMatchObject({ requestTimeoutMs: 5_000, headersTimeoutMs: 8_000, maxPipelinedRequests: 4 });
+    expect(settingsOf(warnings)).toEqual(['LEASEHOLD_HEADERS_TIMEOUT_MS']);
+  });
+
   test('a heartbeat over half the lease is an error naming LEASEHOLD_HEARTBEAT_MS', () => {
     const problems = problemsOf(() => loadConfig({ LEASEHOLD_LEASE_MS: '10000', LEASEHOLD_HEARTBEAT_MS: '6000' }));
     expect(settingsOf(problems)).toContain('LEASEHOLD_HEARTBEAT_MS');
