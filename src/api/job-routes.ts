@@ -13,7 +13,7 @@ import { iso, toJob, toJobSummary } from '../core/job-record.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { UniqueWhile } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
-import { operatorError, requeueWire } from './outcomes.ts';
+import { eventsWire, operatorError, requeueWire } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -160,19 +160,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       // The newest 1,000 events (with the enqueue and completion read from the
       // job row); a job with more says how many older ones are left out.
       olderEventsNotShown: olderNotShown,
-      events: events.map((e) => ({
-        id: e.id === null ? null : String(e.id),
-        derived: e.derived,
-        type: e.type,
-        at: iso(e.at),
-        from: e.from_status,
-        to: e.to_status,
-        reason: e.reason,
-        message: e.message,
-        actor: e.actor,
-        workerId: e.worker_id,
-        attempt: e.attempt,
-      })),
+      events: eventsWire(events),
     });
   },
   );

@@ -1,6 +1,7 @@
 /** Turns store outcomes into wire shapes and errors. */
 import { LeaseholdError } from '../core/errors.ts';
 import type { OperatorOutcome, RequeueDone } from '../db/store/operator.ts';
+import type { EventRecord } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
 import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
 import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
@@ -43,3 +44,20 @@ export const leaseFields = (j: { lease_expires_at: number | null; deadline_at: n
   deadlineAt: iso(j.deadline_at),
   fencingToken: j.lease_epoch,
 });
+
+/** A job's events as GET /jobs/:id answers them (the dashboard's raw download too). */
+export function eventsWire(events: readonly EventRecord[]) {
+  return events.map((e) => ({
+    id: e.id === null ? null : String(e.id),
+    derived: e.derived,
+    type: e.type,
+    at: iso(e.at),
+    from: e.from_status,
+    to: e.to_status,
+    reason: e.reason,
+    message: e.message,
+    actor: e.actor,
+    workerId: e.worker_id,
+    attempt: e.attempt,
+  }));
+}

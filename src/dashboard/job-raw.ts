@@ -12,8 +12,8 @@
 import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { errorBody } from '../api/http.ts';
+import { eventsWire } from '../api/outcomes.ts';
 import { LeaseholdError } from '../core/errors.ts';
-import { iso } from '../core/job-record.ts';
 import { RAW_FIELDS, type RawField } from './json-field.tsx';
 import type { DashboardEnv } from './page.tsx';
 
@@ -29,19 +29,7 @@ export function registerJobRawRoutes(app: Hono<DashboardEnv>, deps: AppDeps) {
       const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
       body = JSON.stringify({
         olderEventsNotShown: olderNotShown,
-        events: events.map((e) => ({
-          id: e.id === null ? null : String(e.id),
-          derived: e.derived,
-          type: e.type,
-          at: iso(e.at),
-          from: e.from_status,
-          to: e.to_status,
-          reason: e.reason,
-          message: e.message,
-          actor: e.actor,
-          workerId: e.worker_id,
-          attempt: e.attempt,
-        })),
+        events: eventsWire(events),
       });
     } else if (field === 'error') {
       body = job.last_error === null ? null : JSON.stringify(job.last_error);
