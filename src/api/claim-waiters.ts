@@ -1,31 +1,67 @@
 /**
  * Claims that wait on the server for work (POST /queues/:queue/claim with
- * waitMs): an idle worker's request parks here until an enqueue to its queue
- * in this process wakes it, instead of the worker polling with backoff (which
- * put hundreds of milliseconds between an enqueue and its handler).
+ * waitMs): an idle worker's request parks here until work is ready, instead
+ * of the worker polling with backoff (which put hundreds of milliseconds
+ * between an enqueue and its handler).
  *
- * This is only a hint that work may be ready: the claim statement still
- * decides. Enqueues by another server on the same database, and jobs that
- * become due by time, wake no one here; the waiting claim re-polls on a short
- * interval for those (CLAIM_REPOLL_MS).
+ * Two things wake a parked claim, and both are only hints: the claim
+ * statement still decides.
+ * - An enqueue in this process (notify), right after its commit.
+ * - One shared look per queue every CLAIM_REPOLL_MS, for work this process
+ *   did not write (another server on the same database, a delayed job that
+ *   came due, a requeue). It is a read ("how many jobs could a claim take
+ *   now?", with the claim's own conditions), made once per queue however
+ *   many claims wait on it, and it wakes only as many of them as there are
+ *   jobs. A parked claim itself runs no statement: waiting costs a read per
+ *   queue per interval, not a claim (a write) per waiting request.
+ *
+ * Waiting claims hold a connection and a request each, so their number is
+ * bounded per server and per token (LEASEHOLD_MAX_WAITING_CLAIMS,
+ * LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN): one past either bound is answered
+ * 429 with Retry-After instead of waiting.
  *
  * One set of waiters per database handle, so the HTTP routes and the embedded
  * API over the same handle wake each other, and two apps on two databases
  * (tests) do not.
  */
+import { LeaseholdError } from '../core/errors.ts';
 
-/** How often a waiting claim looks again without a wake-up: the cross-server and delayed-job fallback. */
+/** How often the jobs of a queue with waiting claims are looked at without a wake-up: the cross-server and delayed-job fallback. */
 export const CLAIM_REPOLL_MS = 250;
+
+/** What a claim told to come back later waits: long enough to shed load, short next to a lease. */
+export const WAITING_CLAIMS_RETRY_AFTER_SECONDS = 1;
+
+/** How many jobs a claim on the queue could take now (counting at most `cap`). */
+export type ReadyCount = (cap: number) => Promise<number>;
 
 interface Waiter {
   wake: () => void;
+  /** Whose wait this is (the token's name), for the per-token bound; undefined: not bounded (in-process callers). */
+  owner: string | undefined;
+}
+
+interface QueueWaiters {
+  /** In arrival order: a look that finds n jobs wakes the n that waited longest. */
+  waiters: Set<Waiter>;
+  /** The look of the claim that parked first: the queue's own conditions, on its database clock. */
+  ready: ReadyCount;
+}
+
+/** Bounds on waiting claims; absent: unbounded (in-process use). */
+export interface WaitBounds {
+  maxWaiting: number;
+  maxWaitingPerOwner: number;
 }
 
 export class ClaimWaiters {
-  private readonly byQueue = new Map<string, Set<Waiter>>();
+  private readonly byQueue = new Map<string, QueueWaiters>();
   /** Bumped on every notify: a claim that saw an older value knows it may have missed work. */
   private readonly generations = new Map<string, number>();
+  private readonly perOwner = new Map<string, number>();
+  private count = 0;
   private closed = false;
+  private ticker: ReturnType<typeof setTimeout> | undefined;
 
   /** The queue's wake-up count; read it before claiming, pass it to wait(). */
   generation(queue: string): number {
@@ -37,50 +73,117 @@ export class ClaimWaiters {
   }
 
   /**
-   * Resolves when the queue is notified after `seen` (at once if it already
-   * was), after `ms`, when `signal` aborts (the client went away) or when the
-   * waiters are closed (shutdown). Never rejects: the caller claims again
-   * either way, and decides from its own deadline whether to keep waiting.
+   * Throws 429 when one more claim waiting for `owner` would pass a bound.
+   * Checked before parking, never for a claim that found work.
    */
-  wait(queue: string, seen: number, ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.closed || signal?.aborted || ms <= 0 || this.generation(queue) !== seen) return Promise.resolve();
+  admit(owner: string | undefined, bounds: WaitBounds | undefined): void {
+    if (!bounds || owner === undefined) return;
+    const mine = this.perOwner.get(owner) ?? 0;
+    const full =
+      this.count >= bounds.maxWaiting
+        ? `this server already holds ${this.count} waiting claims (LEASEHOLD_MAX_WAITING_CLAIMS is ${bounds.maxWaiting})`
+        : mine >= bounds.maxWaitingPerOwner
+          ? `this token already holds ${mine} waiting claims (LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN is ${bounds.maxWaitingPerOwner})`
+          : undefined;
+    if (full) {
+      throw new LeaseholdError('too_many_requests', `${full}: nothing was claimed; claim again after Retry-After, or with a shorter waitMs`, 'waitMs', {
+        retryAfterSeconds: WAITING_CLAIMS_RETRY_AFTER_SECONDS,
+      });
+    }
+  }
+
+  /**
+   * Resolves when the queue is notified after `seen` (at once if it already
+   * was), when the shared look finds work for this claim, after `ms`, when
+   * `signal` aborts (the client went away) or when the waiters are closed
+   * (shutdown). Never rejects: the caller claims again either way, and
+   * decides from its own deadline whether to keep waiting.
+   */
+  wait(p: { queue: string; seen: number; ms: number; ready: ReadyCount; owner?: string | undefined; signal?: AbortSignal | undefined }): Promise<void> {
+    const { queue, signal } = p;
+    if (this.closed || signal?.aborted || p.ms <= 0 || this.generation(queue) !== p.seen) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      let set = this.byQueue.get(queue);
-      if (!set) this.byQueue.set(queue, (set = new Set()));
-      const waiters = set;
+      let entry = this.byQueue.get(queue);
+      if (!entry) this.byQueue.set(queue, (entry = { waiters: new Set(), ready: p.ready }));
+      const { waiters } = entry;
       const done = () => {
+        if (!waiters.delete(waiter)) return;
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        waiters.delete(waiter);
-        if (waiters.size === 0 && this.byQueue.get(queue) === waiters) this.byQueue.delete(queue);
+        this.count--;
+        if (waiter.owner !== undefined) {
+          const left = (this.perOwner.get(waiter.owner) ?? 1) - 1;
+          if (left === 0) this.perOwner.delete(waiter.owner);
+          else this.perOwner.set(waiter.owner, left);
+        }
+        if (waiters.size === 0 && this.byQueue.get(queue)?.waiters === waiters) this.byQueue.delete(queue);
         resolve();
       };
-      const waiter: Waiter = { wake: done };
+      const waiter: Waiter = { wake: done, owner: p.owner };
       waiters.add(waiter);
-      const timer = setTimeout(done, ms);
+      this.count++;
+      if (p.owner !== undefined) this.perOwner.set(p.owner, (this.perOwner.get(p.owner) ?? 0) + 1);
+      const timer = setTimeout(done, p.ms);
       signal?.addEventListener('abort', done, { once: true });
+      this.startLooking();
     });
   }
 
-  /** Work was added to `queue` (after its transaction committed): every claim waiting on it looks again. */
-  notify(queue: string): void {
+  /**
+   * Work was added to `queue` (after its transaction committed): up to
+   * `jobs` claims waiting on it look again (all of them when not given).
+   */
+  notify(queue: string, jobs = Number.POSITIVE_INFINITY): void {
     this.generations.set(queue, this.generation(queue) + 1);
-    const set = this.byQueue.get(queue);
-    if (!set) return;
-    for (const waiter of [...set]) waiter.wake();
+    this.wakeOldest(queue, jobs);
   }
 
   /** Shutdown: every waiting claim answers now, and later ones do not wait. */
   close(): void {
     this.closed = true;
-    for (const set of [...this.byQueue.values()]) for (const waiter of [...set]) waiter.wake();
+    clearTimeout(this.ticker);
+    this.ticker = undefined;
+    for (const queue of [...this.byQueue.keys()]) this.wakeOldest(queue, Number.POSITIVE_INFINITY);
   }
 
   /** How many claims wait now (tests, metrics). */
   get waiting(): number {
-    let n = 0;
-    for (const set of this.byQueue.values()) n += set.size;
-    return n;
+    return this.count;
+  }
+
+  private wakeOldest(queue: string, n: number): void {
+    const entry = this.byQueue.get(queue);
+    if (!entry) return;
+    let woken = 0;
+    for (const waiter of [...entry.waiters]) {
+      if (woken++ >= n) break;
+      waiter.wake();
+    }
+  }
+
+  /** One timer for every queue with waiting claims, running only while there are some. */
+  private startLooking(): void {
+    if (this.ticker !== undefined || this.closed) return;
+    this.ticker = setTimeout(() => void this.look(), CLAIM_REPOLL_MS);
+  }
+
+  private async look(): Promise<void> {
+    const queues = [...this.byQueue.entries()];
+    await Promise.all(
+      queues.map(async ([queue, entry]) => {
+        let jobs: number;
+        try {
+          jobs = await entry.ready(entry.waiters.size);
+        } catch {
+          // The database could not be read: let the claims try, so their
+          // clients get the storage fault in their answers.
+          jobs = Number.POSITIVE_INFINITY;
+        }
+        if (jobs > 0) this.wakeOldest(queue, jobs);
+      }),
+    );
+    this.ticker = undefined;
+    if (this.count > 0) this.startLooking();
   }
 }
 
@@ -97,20 +200,33 @@ export function claimWaiters(db: object): ClaimWaiters {
 export const MAX_CLAIM_WAIT_MS = 30_000;
 
 /**
- * Claims; when that finds nothing and `waitMs` > 0, waits for a wake-up or
- * the re-poll interval and claims again, until something is claimed, the
- * wait is over, the client went away (`signal`) or the server shuts down.
- * A client that went away is never claimed for: those jobs would sit out a
- * lease for nobody.
+ * Claims; when that finds nothing and `waitMs` > 0, parks until a wake-up
+ * and claims again, until something is claimed, the wait is over, the
+ * client went away (`signal`) or the server shuts down. A client that went
+ * away is never claimed for: those jobs would sit out a lease for nobody.
+ * `owner` and `bounds`: whose claim this is, and how many may wait (429
+ * past them); `ready`: the cheap look the waiters share while it waits.
  */
-export async function claimOrWait<R extends { length: number }>(p: { waiters: ClaimWaiters; queue: string; waitMs: number; signal?: AbortSignal | undefined; claim: () => Promise<R> }): Promise<R> {
+export async function claimOrWait<R extends { length: number }>(p: {
+  waiters: ClaimWaiters;
+  queue: string;
+  waitMs: number;
+  signal?: AbortSignal | undefined;
+  claim: () => Promise<R>;
+  ready: ReadyCount;
+  owner?: string | undefined;
+  bounds?: WaitBounds | undefined;
+}): Promise<R> {
   const deadline = Date.now() + p.waitMs;
+  let admitted = false;
   for (;;) {
     const seen = p.waiters.generation(p.queue);
     const claimed = await p.claim();
     const left = deadline - Date.now();
     if (claimed.length > 0 || left <= 0 || p.waiters.isClosed || p.signal?.aborted) return claimed;
-    await p.waiters.wait(p.queue, seen, Math.min(CLAIM_REPOLL_MS, left), p.signal);
+    if (!admitted) p.waiters.admit(p.owner, p.bounds);
+    admitted = true;
+    await p.waiters.wait({ queue: p.queue, seen, ms: left, ready: p.ready, owner: p.owner, signal: p.signal });
     if (p.waiters.isClosed || p.signal?.aborted) return claimed;
   }
 }

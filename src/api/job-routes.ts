@@ -115,7 +115,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
       // Committed: claims waiting on this queue look now rather than at their next re-poll
       // (the waiters are kept per database handle, shared by every app and transport on it).
-      if (enqueued.some((e) => !e.deduplicated)) claimWaiters(deps.db).notify(queue);
+      const added = enqueued.filter((e) => !e.deduplicated).length;
+      if (added > 0) claimWaiters(deps.db).notify(queue, added);
       if (body.bulk) {
         return c.json(
           {

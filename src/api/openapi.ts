@@ -22,7 +22,7 @@ const ERROR_STATUS = {
   413: 'payload_too_large: the body is over LEASEHOLD_MAX_PAYLOAD_BYTES',
   415: 'unsupported_media_type: every call that is not a GET sends Content-Type: application/json',
   421: 'misdirected_request: without tokens only loopback Host names are answered',
-  429: 'too_many_requests: too many wrong tokens from this client; Retry-After says when to try again',
+  429: 'too_many_requests: too many wrong tokens from this client, or (a claim with waitMs that found nothing) too many claims already waiting on this server or for this token; Retry-After says when to try again',
   500: 'internal: an unexpected error (logged with the request id; never detailed here)',
   503: 'unavailable (the disk is full, the database is locked past the busy timeout, read-only or damaged: error.message says which), starting (migrations are running) or, on Workers, misconfigured / not_migrated: retry later; Retry-After says when',
 } as const;

@@ -91,7 +91,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and looking again every 250 ms for work from elsewhere or newly due) before answering When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens. With `claimId`, the claim can be sent again safely when its answer was lost: the same id from the same worker answers the jobs it already took (still running, before their deadline) instead of claiming more",
+        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and by one shared look every 250 ms for work from elsewhere or newly due) before answering; past LEASEHOLD_MAX_WAITING_CLAIMS waiting claims on the server, or LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN for the token, one that finds nothing is answered 429 with Retry-After instead. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens. With `claimId`, the claim can be sent again safely when its answer was lost: the same id from the same worker answers the jobs it already took (still running, before their deadline) instead of claiming more",
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
@@ -110,6 +110,10 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
         waitMs: body.waitMs ?? 0,
         signal: c.req.raw.signal,
         claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs, claimId: body.claimId }),
+        ready: (cap) => protocol.claimableCount({ queue, cap }),
+        // Every caller is one owner while the worker role is open.
+        owner: c.get('principal')?.name ?? '',
+        bounds: { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken },
       });
       if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
       // The claim statement kept the payloads and checkpoints within

@@ -112,6 +112,10 @@ export interface Config extends QueueDefaults {
   /** An answer that makes no progress for this long (its client stopped reading) closes its connection. */
   writeTimeoutMs: number;
   maxConnections: number;
+  /** Claims that may wait for work on this server at once (waitMs); one more is answered 429 with Retry-After. */
+  maxWaitingClaims: number;
+  /** The same, per token (by its name; all callers count as one in open mode). */
+  maxWaitingClaimsPerToken: number;
   /** How much of each JSON field (payload, result, checkpoint, progress, error, event messages) a dashboard page shows. */
   dashboardFieldBytes: number;
   maxClaimBatch: number;
@@ -210,6 +214,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxPipelinedRequests', env: 'LEASEHOLD_MAX_PIPELINED', flag: '--max-pipelined', kind: 'int', default: 16, help: 'requests one connection may send ahead of their answers (HTTP pipelining, which browsers and the SDK do not use): answered one at a time, one more gets a 429 and the connection is closed (Node server; Bun and Deno read no further ahead)' },
   { key: 'writeTimeoutMs', env: 'LEASEHOLD_WRITE_TIMEOUT_MS', flag: '--write-timeout-ms', kind: 'duration', default: 30_000, help: 'an answer that makes no progress for this long, because its client stopped reading, closes the connection; waiting claims are not affected (at least 1000; Node and Bun)' },
   { key: 'maxConnections', env: 'LEASEHOLD_MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 1_000, help: 'open connections at most; more are dropped at once (Node server)' },
+  { key: 'maxWaitingClaims', env: 'LEASEHOLD_MAX_WAITING_CLAIMS', flag: '--max-waiting-claims', kind: 'int', default: 500, help: 'claims (with waitMs) that may wait for work on this server at once; one more that finds nothing is answered 429 with Retry-After instead of waiting (the SDK then claims again after it)' },
+  { key: 'maxWaitingClaimsPerToken', env: 'LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN', flag: '--max-waiting-claims-per-token', kind: 'int', default: 250, help: 'the same per token, counted by the token\'s name (one count in open mode), so one named token cannot take every waiting slot' },
   { key: 'dashboardFieldBytes', env: 'LEASEHOLD_DASHBOARD_FIELD_BYTES', flag: '--dashboard-field-bytes', kind: 'int', default: 32 * 1024, help: 'bytes of HTML a dashboard page spends on each JSON field (payload, result, checkpoint, progress, last error, the events\' messages together); the rest is one click away as a download (at least 1024)' },
   { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues there may be: an enqueue that would create one more is a 409 naming the limit and stores nothing (existing queues keep working)' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },

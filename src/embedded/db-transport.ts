@@ -31,6 +31,8 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store
         waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
         signal,
         claim: () => protocol.claim(params),
+        // In-process callers are the application itself: not bounded.
+        ready: (cap) => protocol.claimableCount({ queue: params.queue, cap }),
       });
       // As the HTTP route does, so the worker sleeps until the next window
       // instead of polling into the closed one.

@@ -125,7 +125,8 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   async function insert(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
     const enqueued = await store.jobsInsert({ queue, jobs, actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
     // Committed: claims waiting on this queue (on this database handle) look now, once per write.
-    if (enqueued.some((e) => !e.deduplicated)) claimWaiters(db).notify(queue);
+    const added = enqueued.filter((e) => !e.deduplicated).length;
+    if (added > 0) claimWaiters(db).notify(queue, added);
     return enqueued;
   }
   // Batches of at most one store chunk: a batch is then one transaction, stored whole or not at all.

@@ -142,6 +142,11 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
     },
 
+    /** How many jobs a claim on `queue` could take now (at most `cap`), read without claiming: what waiting claims look at. */
+    claimableCount(p: { queue: string; cap: number }): Promise<number> {
+      return store.queueClaimableCount({ ...p, now: clock.now() });
+    },
+
     /** Renews many leases (`leaseMs`: extends them); with `beat`, records the worker's liveness in the same transaction. */
     async heartbeat(p: { workerId: string; leases: (Lease & { progress?: unknown })[]; leaseMs?: number | undefined; beat?: Liveness | undefined }): Promise<JobAnswer[]> {
       const outcomes = await store.jobsHeartbeatIfOwned({

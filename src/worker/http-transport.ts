@@ -25,8 +25,14 @@ export interface HttpTransportOptions {
 }
 
 interface WireError {
-  error?: { code?: string; message?: string; cause?: string; field?: string };
+  error?: { code?: string; message?: string; cause?: string; field?: string; retryAfterSeconds?: number };
 }
+
+/** A 429's wait in seconds, as its body says (the Retry-After header says the same); 1 s when it says nothing usable. */
+const retryAfterSeconds = (error: WireError['error']) => {
+  const s = error?.retryAfterSeconds;
+  return typeof s === 'number' && Number.isFinite(s) && s > 0 ? Math.min(s, 60) : 1;
+};
 
 type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string; cause?: string } };
 
@@ -134,7 +140,10 @@ export function httpTransport(options: HttpTransportOptions): Transport {
         if (p.claimId !== undefined && claimId === undefined && !firstSendToOldServer(p.claimId)) return [];
         const waitMs = serverWaits ? p.waitMs : undefined;
         const body = { workerId: p.workerId, instanceId: p.instanceId, limit: p.limit, leaseMs: p.leaseMs, ...(claimId === undefined ? {} : { claimId }), ...(waitMs ? { waitMs } : {}) };
-        const r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(path, body, waitMs || claimId !== undefined ? [400] : [], { waitMs, signal: p.signal });
+        const r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(path, body, waitMs || claimId !== undefined ? [400, 429] : [429], { waitMs, signal: p.signal });
+        // The server holds as many waiting claims as it allows (or this
+        // token does): nothing was claimed; come back when it says.
+        if (r.status === 429) return Object.assign([], { retryAfterMs: 1_000 * retryAfterSeconds(r.json.error) });
         if (r.status === 400) {
           // A server older than claimId or waitMs refuses the field: claim
           // without it from now on (claimId comes first in the body, so it

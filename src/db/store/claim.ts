@@ -113,8 +113,7 @@ const CLAIM_ORDER = sql.raw('priority DESC, available_at, id');
 function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now: SQL) {
   const candidates = sql`SELECT id, priority, available_at, octet_length(payload) + coalesce(octet_length(checkpoint), 0) AS bytes
       FROM jobs
-      WHERE queue_name = ${p.queue} AND status = 'pending' AND available_at <= ${now}
-        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue} AND paused = 1)
+      WHERE ${claimableSql(p.queue, now)}
       ORDER BY ${CLAIM_ORDER}
       LIMIT ${claimLimitSql(p.queue, p.limit, now)}`;
   return sql`SELECT id FROM (
@@ -122,6 +121,24 @@ function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now
       FROM (${candidates})
       WINDOW in_order AS (ORDER BY ${CLAIM_ORDER} ROWS UNBOUNDED PRECEDING))
     WHERE n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES}`;
+}
+
+/** A job a claim on `queue` may take now: pending, due, its queue not paused (jobs_claim_idx). */
+const claimableSql = (queue: string, now: SQL) => sql`queue_name = ${queue} AND status = 'pending' AND available_at <= ${now}
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused = 1)`;
+
+/**
+ * How many jobs a claim on the queue could take now, counting at most
+ * `cap`: the claim statement's own conditions and limits (max_running, the
+ * rate window), read without writing. What claims waiting on the queue look
+ * at, once per interval for all of them, so that waiting costs a read rather
+ * than a claim (a write) per waiting request.
+ */
+export async function queueClaimableCount(db: Db, p: { queue: string; cap: number; now: Now }): Promise<number> {
+  const now = nowSql(p.now);
+  const [row] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM (
+      SELECT 1 FROM jobs WHERE ${claimableSql(p.queue, now)} LIMIT ${claimLimitSql(p.queue, Math.max(1, Math.floor(p.cap)), now)})`);
+  return Number(row?.n ?? 0);
 }
 
 /**

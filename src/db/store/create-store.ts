@@ -18,7 +18,7 @@ import {
   alertStatesList,
   alertStatesRecord,
 } from './alert-states.ts';
-import { jobsClaimPending, jobsClaimPendingWithRateWait } from './claim.ts';
+import { jobsClaimPending, jobsClaimPendingWithRateWait, queueClaimableCount } from './claim.ts';
 import { createDashboardStore } from './create-dashboard-store.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
@@ -58,6 +58,7 @@ export function createStore(db: Db): JobStore {
     jobsInsert: (p) => jobsInsert(db, p),
     jobsClaimPending: (p) => jobsClaimPending(db, p),
     jobsClaimPendingWithRateWait: (p) => jobsClaimPendingWithRateWait(db, p),
+    queueClaimableCount: (p) => queueClaimableCount(db, p),
     jobsHeartbeatIfOwned: (p) => jobsHeartbeatIfOwned(db, p),
     jobCheckpointIfOwned: (p) => jobCheckpointIfOwned(db, p),
     jobsCompleteIfOwned: ((p: Parameters<typeof jobsCompleteIfOwned>[1]) => jobsCompleteIfOwned(db, p)) as JobStore['jobsCompleteIfOwned'],

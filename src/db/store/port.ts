@@ -52,6 +52,8 @@ export interface WorkerJobWrites {
   jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
   /** The same claim, and in the same round trip whether the queue's rate limit now holds claims back (what a worker's claim answers). */
   jobsClaimPendingWithRateWait(p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }>;
+  /** How many jobs a claim on the queue could take now, at most `cap`: a read with the claim's conditions (what waiting claims look at). */
+  queueClaimableCount(p: { queue: string; cap: number; now: Now }): Promise<number>;
   /** running -> running under the owner's guard: renew (heartbeat), or push once (`leaseMs`: extend). */
   jobsHeartbeatIfOwned(p: HeartbeatParams): Promise<OwnedOutcome[]>;
   jobCheckpointIfOwned(p: CheckpointParams): Promise<OwnedOutcome[]>;

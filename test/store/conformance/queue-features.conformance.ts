@@ -38,6 +38,28 @@ export function defineQueueFeatures(backend: StoreBackend) {
       expect(await running()).toBe(2);
     });
 
+    test('queueClaimableCount says what a claim could take now, without taking it: due jobs, within maxRunning, the rate window and the cap, none while paused', async () => {
+      const { store, pendingJob } = t();
+      const count = (cap: number, now = T0) => store.queueClaimableCount({ queue: 'q', cap, now });
+      await fivePending();
+      await pendingJob({ availableAt: T0 + 60_000 });
+      expect(await count(100)).toBe(5);
+      expect(await count(3)).toBe(3);
+      expect(await running()).toBe(0);
+      await store.queueUpsertSettings({ queue: 'q', patch: { maxRunning: 2 }, now: T0 });
+      expect(await count(100)).toBe(2);
+      await claim('w1', 2);
+      expect(await count(100)).toBe(0);
+      // The window counts claims made under the limit: two of its three.
+      await store.queueUpsertSettings({ queue: 'q', patch: { maxRunning: null, rateLimit: { max: 3, windowMs: 60_000 } }, now: T0 });
+      expect(await count(100)).toBe(3);
+      expect(await claim('w2', 2)).toHaveLength(2);
+      expect(await count(100)).toBe(1);
+      await store.queueUpsertSettings({ queue: 'q', patch: { paused: true }, now: T0 });
+      expect(await count(100)).toBe(0);
+      expect(await store.queueClaimableCount({ queue: 'nobody', cap: 10, now: T0 })).toBe(0);
+    });
+
     test('rateLimit 3 per minute: at most 3 claims in the window, claims go on in the next one', async () => {
       const { store, clock } = t();
       await fivePending();
