@@ -1,6 +1,6 @@
 /**
  * What GET /queues, the overview and /metrics spend on counting as the
- * backlog grows (issue 15): at each backlog size, the queue-health statement
+ * backlog grows: at each backlog size, the queue-health statement
  * (kept counts, drizzle/0014) next to the COUNT(*) over the pending index it
  * replaced, and GET /api/v1/queues and GET /metrics through the real app
  * (createApp + app.request, no socket), timed in the same run on the same file.

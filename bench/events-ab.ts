@@ -1,5 +1,5 @@
 /**
- * What the routine event rows cost (issue 15, drizzle/0015): the in-process
+ * What the routine event rows cost (drizzle/0015): the in-process
  * paths of bench/inprocess.ts on fresh databases, in one process, in two
  * variants:
  * - `events`: the audit triggers as they were before 0015 (an `enqueued` and

@@ -1,5 +1,5 @@
 /**
- * Enqueue-to-handler-start latency at low load (issue 15): one job at a time
+ * Enqueue-to-handler-start latency at low load: one job at a time
  * into an idle worker with the SDK's default options, over loopback HTTP to
  * the real server. Between jobs the worker sits idle a random 100-400 ms, as
  * a quiet queue does. The peer in the same run is the enqueue request's own

@@ -9,12 +9,17 @@
  *   3. Outside src/db the store is reached through its port (STORE_PORT):
  *      a value import from db/store/* other than create-store.ts fails;
  *      `import type` (and `export type ... from`) is fine.
+ *   4. Packages too (PACKAGES): each folder names the npm packages and Node
+ *      built-ins it may import, so SQL clients stay in the runtimes, Hono in
+ *      the HTTP layers, and the SDK and client stay free of Node built-ins.
+ *   5. Development tools under tools/ (TOOLS) may use the product only
+ *      through the layers they name, and only the packages they name.
  *
  * It reads import specifiers with a regex rather than a TypeScript parser:
  * our sources only use `import ... from '...'`, `export ... from '...'` and
  * `import('...')`, and a plain script keeps the check free of dependencies.
  *
- *   node scripts/check-deps.mjs [srcDir]   exit 1 and one line per problem
+ *   node scripts/check-deps.mjs [srcDir] [toolsDir]   exit 1 and one line per problem
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -43,13 +48,43 @@ export const LAYERS = {
   app: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'version'],
   runtime: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'version'],
   embedded: ['core', 'db', 'maintenance', 'protocol', 'api', 'worker', 'runtime', 'app', 'version'],
-  chaos: ['core', 'db', 'worker', 'client', 'version'],
-  cli: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'chaos', 'version'],
+  cli: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
   index: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
 };
 
 /**
- * The store port rule (issue 12): routes, the CLI, maintenance and the
+ * The npm packages (by name, without subpath) and Node built-ins ('node:*')
+ * each folder may import. `@opentelemetry/api` is the one tracing
+ * dependency: a no-op until the application registers a provider.
+ */
+export const PACKAGES = {
+  version: [],
+  core: ['croner'],
+  http: ['node:*'],
+  client: ['@opentelemetry/api'],
+  worker: ['@opentelemetry/api'],
+  db: ['drizzle-orm'],
+  maintenance: [],
+  protocol: [],
+  api: ['hono', '@opentelemetry/api'],
+  dashboard: ['hono'],
+  app: ['hono', '@opentelemetry/api'],
+  runtime: ['hono', '@hono/node-server', '@libsql/client', 'drizzle-orm', 'libsql', 'node:*'],
+  embedded: ['@opentelemetry/api'],
+  cli: ['node:*'],
+  index: [],
+};
+
+/**
+ * Development tools (tools/<name>/): the layers of src/ each may import,
+ * and its packages. They are not part of the package.
+ */
+export const TOOLS = {
+  chaos: { layers: ['core', 'worker', 'client', 'version'], packages: ['@libsql/client', 'node:*'] },
+};
+
+/**
+ * The store port rule: routes, the CLI, maintenance and the
  * protocol call a `JobStore` (src/db/store/port.ts), never a store function
  * with a database handle, so SQL and the database handle stay under src/db.
  *
@@ -104,6 +139,27 @@ function localImports(file) {
     found.push({ target: path.resolve(path.dirname(file), spec), typeOnly: m[1] !== undefined });
   }
   return found;
+}
+
+/** The packages a file imports (bare specifiers, comments left out), by package name: `@scope/name`, `name` or `node:x`. */
+function packageImports(file) {
+  const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const names = new Set();
+  for (const m of text.matchAll(IMPORT)) {
+    const spec = m[2] ?? m[3] ?? m[4];
+    if (spec.startsWith('.')) continue;
+    names.add(spec.startsWith('node:') ? spec : spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+  }
+  return [...names];
+}
+
+const packageAllowed = (allowed, name) => allowed.includes(name) || (name.startsWith('node:') && allowed.includes('node:*'));
+
+/** Problems with rule 4 for one file: `where` names it, `layer` is its folder's entry. */
+function packageProblems(where, layer, allowed, file) {
+  return packageImports(file)
+    .filter((name) => !packageAllowed(allowed, name))
+    .map((name) => `${where} imports package ${name}: ${layer} may not import it (PACKAGES in scripts/check-deps.mjs)`);
 }
 
 /** Problems with rule 3 for one file's imports (paths relative to srcDir, with / separators). */
@@ -168,6 +224,7 @@ export function checkDependencies(dir) {
       problems.push(`${path.relative(srcDir, file)}: folder '${from}' has no place in LAYERS (scripts/check-deps.mjs)`);
       continue;
     }
+    problems.push(...packageProblems(path.relative(srcDir, file), from, PACKAGES[from] ?? [], file));
     for (const target of imports) {
       if (!graph.has(target)) continue; // not one of ours (or a missing file, which tsc reports)
       const to = layerOf(srcDir, target);
@@ -186,13 +243,37 @@ export function checkDependencies(dir) {
   return problems;
 }
 
+/** Rule 5: each tools/<name>/ file imports src/ only through its tool's layers, and only its tool's packages. */
+export function checkTools(toolsDir, srcDir) {
+  const root = path.resolve(toolsDir);
+  const src = path.resolve(srcDir);
+  const problems = [];
+  for (const file of sourceFiles(root)) {
+    const where = path.join('tools', path.relative(root, file));
+    const tool = path.relative(root, file).split(path.sep)[0];
+    const rule = TOOLS[tool];
+    if (!rule) {
+      problems.push(`${where}: tool '${tool}' has no place in TOOLS (scripts/check-deps.mjs)`);
+      continue;
+    }
+    problems.push(...packageProblems(where, `tool ${tool}`, rule.packages, file));
+    for (const { target } of localImports(file)) {
+      if (!target.startsWith(src + path.sep)) continue;
+      const to = layerOf(src, target);
+      if (!rule.layers.includes(to)) problems.push(`${where} imports ${path.relative(path.dirname(src), target)}: tool ${tool} may not import ${to}`);
+    }
+  }
+  return problems;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const srcDir = path.resolve(process.argv[2] ?? 'src');
-  const problems = checkDependencies(srcDir);
+  const toolsDir = path.resolve(process.argv[3] ?? 'tools');
+  const problems = [...checkDependencies(srcDir), ...checkTools(toolsDir, srcDir)];
   for (const p of problems) console.error(p);
   if (problems.length) {
     console.error(`dependency check: ${problems.length} problem(s); see the rule in scripts/check-deps.mjs`);
     process.exit(1);
   }
-  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down, the store through its port`);
+  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down, the store through its port, packages where they belong`);
 }

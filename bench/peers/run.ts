@@ -1,5 +1,5 @@
 /**
- * The peers comparison (issue 15): leasehold through its client, its worker
+ * The peers comparison: leasehold through its client, its worker
  * SDK and its embedded API against BullMQ and plainjob, on the same workload
  * in the same process, rounds interleaved so a noisy host hits every system
  * alike. Peers that cannot run here (no Redis, better-sqlite3 not built) are

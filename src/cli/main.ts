@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work, chaos,
+ * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work,
  * and the operator's jobs, queues and workers (against a running server).
  * Every server setting is also a flag (see `leasehold serve --help`).
  *
@@ -21,7 +21,6 @@ import { splitFlags, UsageError, type CommandFlag } from '../core/args.ts';
 import { WORK_DETAILS, WORK_FLAGS, workCommand } from './work.ts';
 import { BACKUP_DETAILS, BACKUP_FLAGS, backupCommand } from './backup.ts';
 import { DOCTOR_FLAGS, doctorCommand } from './doctor.ts';
-import { CHAOS_FLAGS } from '../chaos/flags.ts';
 import { redactUrl } from '../core/redact.ts';
 import { AUDIT_FLAGS, auditCommand } from './audit.ts';
 import { SCHEDULES_DETAILS, SCHEDULES_FLAGS, schedulesCommand } from './schedules.ts';
@@ -245,11 +244,6 @@ const COMMANDS: Record<string, Command> = {
     trailing: '-- CMD [ARGS...]',
     details: WORK_DETAILS,
     run: workCommand,
-  },
-  chaos: {
-    summary: 'Fault-injection run against real server and worker processes (see docs/chaos.md)',
-    flags: CHAOS_FLAGS,
-    run: async (_config, flags) => (await import('../chaos/main.ts')).runFromFlags(flags),
   },
 };
 

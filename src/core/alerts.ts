@@ -1,5 +1,5 @@
 /**
- * Alerts (DESIGN section 7): a pure evaluation of one metrics snapshot
+ * Alerts (docs/dashboard.md, "Alerts"): a pure evaluation of one metrics snapshot
  * against thresholds. No state is kept here, so every call says which alerts
  * fire now; the reaper's alert pass (src/maintenance/alerts.ts) remembers them in
  * alert_states to tell "started firing" and "cleared" to the webhook.

@@ -2,7 +2,7 @@
  * Server configuration: every setting, its default, its environment variable
  * and CLI flag, and the rules that keep leases honest.
  *
- * The lease rules (DESIGN section 7):
+ * The lease rules (docs/guarantees.md, "No job stays running forever"):
  * - a worker renews its lease every `heartbeatMs`; the lease must survive at
  *   least one missed beat, so `heartbeatMs <= leaseMs / 2` (a third is better);
  * - the reaper waits `graceMs` past expiry before it acts, which must cover a

@@ -1,6 +1,6 @@
 /**
- * Bearer tokens, several per role, each with a name (issue 16: rotation
- * without downtime, and who did what in the audit).
+ * Bearer tokens, several per role, each with a name (for rotation
+ * without downtime, and to say who did what in the audit).
  *
  * A role's tokens are its single setting (LEASEHOLD_ADMIN_TOKEN, named
  * "default") plus its list (LEASEHOLD_ADMIN_TOKENS=`name:token,name2:token2`).

@@ -1,5 +1,5 @@
 /**
- * Tuning (DESIGN section 7): a pure recommendation of lease, heartbeat
+ * Tuning (docs/dashboard.md, "Metrics"): a pure recommendation of lease, heartbeat
  * interval and grace per queue from one metrics snapshot, with the current
  * values beside them and the settings that break the lease rules flagged.
  *

@@ -1,5 +1,5 @@
 /**
- * Bad input (DESIGN section 8): every bad request gets a 4xx with a JSON error
+ * Bad input (docs/http-api.md, errors): every bad request gets a 4xx with a JSON error
  * naming the field, never a 500, and changes nothing in the database.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Auth (DESIGN sections 8 and 9): a worker token for worker calls, an admin
+ * Auth (docs/deploy.md and docs/configuration.md, the tokens): a worker token for worker calls, an admin
  * token for everything; wrong or missing tokens are refused before any write.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Issue 11, part 1: a hung handler no longer holds its job forever.
+ * A hung handler no longer holds its job forever.
  * Every claim has a deadline (job, else queue, else server timeout); past it
  * the reaper takes the job even while it heartbeats, the owner's writes that
  * would keep the job are refused with cause deadline_exceeded, and stalled

@@ -1,5 +1,5 @@
 /**
- * Issue 11, part 2: manual recovery follows the same caution as the reaper.
+ * Manual recovery follows the same caution as the reaper.
  * A requeue without force (API, dashboard single and bulk) takes a running
  * job only when the reaper itself would take it now; otherwise 409 conflict
  * saying why, and nothing changes. Force takes any running job, needs a

@@ -1,5 +1,5 @@
 /**
- * Observability (DESIGN section 7), through the real app and the manual
+ * Observability (docs/dashboard.md, "Metrics"; docs/operations.md, "Logs"), through the real app and the manual
  * clock: GET /api/v1/metrics numbers, /metrics Prometheus text, alert states
  * (firing vs ok) from GET /api/v1/alerts, and tuning flags from GET /api/v1/tuning.
  */

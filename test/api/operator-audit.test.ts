@@ -1,6 +1,6 @@
 /**
- * The operator audit (issue 14 part 4), named operators (part 5), several
- * tokens per role (issue 16 part 6) and one-time form tokens: each kind of
+ * The operator audit, named operators, several
+ * tokens per role and one-time form tokens: each kind of
  * change recorded with who, when, what, before/after, reason and address;
  * GET /api/v1/audit and the dashboard page; rotation and replay refusals.
  */

@@ -1,5 +1,5 @@
 /**
- * Only the current owner writes (DESIGN section 1): every write a worker makes
+ * Only the current owner writes (docs/guarantees.md): every write a worker makes
  * to a job is fenced by the claim's lock token. A stale write gets 409
  * lease_lost (or a per-item lease_lost in a batch), changes nothing, and leaves
  * a stale_write_rejected event naming the stale caller. Also: the classic

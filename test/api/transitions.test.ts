@@ -1,6 +1,6 @@
 /**
  * Every transition of a job and the guard that protects it, over HTTP
- * (DESIGN sections 2 and 9): enqueue, claim, heartbeat / extend, checkpoint,
+ * (docs/http-api.md): enqueue, claim, heartbeat / extend, checkpoint,
  * complete, fail, release, and the operator's cancel / retry / requeue.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';

@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without type declarations
-import { checkDependencies, STORE_PORT as storePort } from '../../scripts/check-deps.mjs';
+import { checkDependencies, checkTools, STORE_PORT as storePort } from '../../scripts/check-deps.mjs';
 
 const check = checkDependencies as (srcDir: string) => string[];
+const checkTool = checkTools as (toolsDir: string, srcDir: string) => string[];
 const STORE_PORT = storePort as { notYetConverted: string[] };
 
 function tree(files: Record<string, string>): string {
@@ -47,6 +48,32 @@ describe('the dependency rule', () => {
       'core/alerts.ts imports db/store/metrics.ts: core may not import db',
       'worker/worker.ts imports api/router.ts: worker may not import api',
     ]);
+  });
+
+  it('holds for tools/', () => {
+    const root = path.join(import.meta.dirname, '..', '..');
+    expect(checkTool(path.join(root, 'tools'), path.join(root, 'src'))).toEqual([]);
+  });
+
+  it('finds a package where it does not belong: a Node built-in in the SDK, Hono in the store; comments do not count', () => {
+    const root = tree({
+      'worker/files.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
+      'db/routes.ts': "import { Hono } from 'hono/tiny';\nexport const h = Hono;\n",
+      'client/doc.ts': "/**\n * import { createClient } from 'leasehold/client';\n */\nexport const c = 1;\n",
+    });
+    expect(check(root).sort()).toEqual([
+      'db/routes.ts imports package hono: db may not import it (PACKAGES in scripts/check-deps.mjs)',
+      'worker/files.ts imports package node:fs: worker may not import it (PACKAGES in scripts/check-deps.mjs)',
+    ]);
+  });
+
+  it('finds a tool reaching past its layers into the store', () => {
+    const root = tree({
+      'src/db/store/claim.ts': 'export const claim = 1;\n',
+      'src/worker/index.ts': 'export const w = 1;\n',
+      'tools/chaos/run.ts': "import { claim } from '../../src/db/store/claim.ts';\nimport { w } from '../../src/worker/index.ts';\nexport const x = [claim, w];\n",
+    });
+    expect(checkTool(path.join(root, 'tools'), path.join(root, 'src'))).toEqual(['tools/chaos/run.ts imports src/db/store/claim.ts: tool chaos may not import db']);
   });
 
   it('names a folder the rule does not know', () => {

@@ -1,5 +1,5 @@
 /**
- * What a new operator tripped over in the dashboard (issue 14, part 6), at the
+ * What a new operator tripped over in the dashboard, at the
  * app.request level with the manual clock; data made through the API:
  * zombies and stalled jobs marked in the jobs list, the job's own lease and
  * heartbeat interval on its page, the page leading with status, lease, owner

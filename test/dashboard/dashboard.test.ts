@@ -1,5 +1,5 @@
 /**
- * The operator dashboard (DESIGN sections 7 and 8), at the app.request level:
+ * The operator dashboard (docs/dashboard.md), at the app.request level:
  * login and the session cookie, CSRF refusal that changes nothing, escaping of
  * hostile payloads, every page, and the audited operator actions.
  */

@@ -1,12 +1,12 @@
 /**
- * The chaos verdict (src/chaos/check.ts) on hand-made histories: a
+ * The chaos verdict (tools/chaos/check.ts) on hand-made histories: a
  * completion has no event row since drizzle/0015, so the checker reads it
  * from the job row (completed_at, and the result every chaos handler returns,
  * naming its worker and fencing token). A completion the fencing should have
  * refused must still be a violation.
  */
 import { expect, test } from 'vitest';
-import { check, type CheckInput, type EventRow, type JobRow } from '../../src/chaos/check.ts';
+import { check, type CheckInput, type EventRow, type JobRow } from '../../tools/chaos/check.ts';
 
 const timings = { leaseMs: 1_000, heartbeatMs: 300, graceMs: 200, workerAliveMs: 2_000, maxReapDeferMs: 5_000, reaperIntervalMs: 250, backoffBaseMs: 100, backoffMaxMs: 1_000, maxAttempts: 5, maxLostAttempts: 3 };
 const SEED = 7;

@@ -1,5 +1,5 @@
 /**
- * The short chaos run (src/chaos): a real server and four real worker
+ * The short chaos run (tools/chaos): a real server and four real worker
  * processes on loopback, 300 jobs, every kind of fault on a fixed seed. It
  * must end with no violation, and every kind of fault must really have happened.
  *
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'chaos', 'main.ts');
+const MAIN = join(import.meta.dirname, '..', '..', 'tools', 'chaos', 'main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-chaos-test-'));
 let pgid: number | undefined;
 

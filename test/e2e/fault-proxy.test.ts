@@ -5,7 +5,7 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startProxy, type Proxy } from '../../src/chaos/proxy.ts';
+import { startProxy, type Proxy } from '../../tools/chaos/proxy.ts';
 
 let server: Server;
 let proxy: Proxy;

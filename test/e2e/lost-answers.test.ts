@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { startProxy, type Proxy } from '../../src/chaos/proxy.ts';
+import { startProxy, type Proxy } from '../../tools/chaos/proxy.ts';
 import { defaultConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { startServer, type RunningServer } from '../../src/runtime/node.ts';

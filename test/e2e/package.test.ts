@@ -50,9 +50,9 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test('the tarball holds the build, the migrations and public/, and no sources, tests, benches or CI', () => {
+test('the tarball holds the build, the migrations and public/, and no sources, tests, benches, tools (the chaos harness) or CI', () => {
   expect(tarballFiles).toEqual(expect.arrayContaining(['dist/cli/main.js', 'dist/index.js', 'dist/index.d.ts', 'dist/worker/index.js', 'dist/worker/index.d.ts', 'dist/client/index.js', 'dist/client/index.d.ts', 'drizzle/0000_init.sql', 'drizzle/meta/_journal.json', 'public/htmx.min.js', 'package.json', 'README.md']));
-  const unwanted = tarballFiles.filter((f) => /^(src|test|bench|scripts|\.ci|node_modules|artifacts)\/|\.test\.|tsconfig|vitest|wrangler|^dist\/leasehold$|\.tsbuildinfo$|_snapshot\.json$/.test(f));
+  const unwanted = tarballFiles.filter((f) => /^(src|test|bench|scripts|tools|\.ci|node_modules|artifacts)\/|^dist\/chaos\/|\.test\.|tsconfig|vitest|wrangler|^dist\/leasehold$|\.tsbuildinfo$|_snapshot\.json$/.test(f));
   expect(unwanted).toEqual([]);
 });
 

@@ -14,7 +14,7 @@
  * 10 s, claimWaitMs, ...) are its defaults.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { startProxy, type PartitionMode, type Proxy } from '../../src/chaos/proxy.ts';
+import { startProxy, type PartitionMode, type Proxy } from '../../tools/chaos/proxy.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { startServer, type RunningServer } from '../../src/runtime/node.ts';

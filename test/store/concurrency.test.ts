@@ -1,5 +1,5 @@
 /**
- * Two claimers can never take the same job (DESIGN section 3: the claim is one
+ * Two claimers can never take the same job (docs/guarantees.md: the claim is one
  * UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING), whether the claims
  * race through one app or through two clients on the same database file.
  */

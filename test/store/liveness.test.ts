@@ -1,5 +1,5 @@
 /**
- * Liveness points at the right cause (issue 11, part 5): liveness is per
+ * Liveness points at the right cause: liveness is per
  * worker process (a restarted worker reusing its id does not keep its
  * predecessor's orphans alive; restarts are counted), deferred candidates do
  * not use up the reaper's batch, heartbeat_lag pages for late jobs of live

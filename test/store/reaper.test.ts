@@ -1,5 +1,5 @@
 /**
- * The reaper (DESIGN section 6): conservative (grace, owner-alive deferral
+ * The reaper (docs/guarantees.md, "The reaper is conservative"): conservative (grace, owner-alive deferral
  * with a hard limit), bounded (batch size), requeue with backoff or final
  * failure (attempts and lost attempts counted apart), deadlines, the race with
  * a heartbeat, pruning, and per-queue settings.

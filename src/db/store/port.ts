@@ -159,7 +159,7 @@ export interface JobStore extends WorkerJobWrites, EffectWrites, OperatorActions
 
 // ---------------------------------------------------------------------------
 // What the API routes, the CLI and the maintenance services need besides the
-// above (issue 12, part 2). Each section below joins JobStore by declaration
+// above. Each section below joins JobStore by declaration
 // merging (the last line of this block), so a part added in parallel adds its
 // own line instead of editing the one above.
 // ---------------------------------------------------------------------------

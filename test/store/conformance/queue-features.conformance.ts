@@ -1,5 +1,5 @@
 /**
- * Issue 17's queue features on every backend: max_running and rate limits
+ * The queue features on every backend: max_running and rate limits
  * (both counted inside the claim statement), uniqueWhile, and schedules
  * firing each due occurrence once (schedulesOnce over the bundle's store).
  */
@@ -13,7 +13,7 @@ import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
 const CONFIG = { ...DEFAULTS, maxQueues: 1_000 } as unknown as Config;
 
 export function defineQueueFeatures(backend: StoreBackend) {
-  describe('queue features (issue 17)', () => {
+  describe('queue features', () => {
     const t = useBundle(backend);
     const claim = (workerId: string, limit: number, now = t().clock.now()) =>
       t().store.jobsClaimPending({ queue: 'q', workerId, limit, now, defaults: DEFAULTS });

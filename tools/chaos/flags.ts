@@ -1,6 +1,6 @@
-import type { CommandFlag } from '../core/args.ts';
+import type { CommandFlag } from '../../src/core/args.ts';
 
-/** The chaos command's flags (shared by `npm run chaos` and `leasehold chaos`). */
+/** The flags of `npm run chaos`. */
 export const CHAOS_FLAGS: CommandFlag[] = [
   { flag: '--seed', help: 'seed of the fault schedule and handler behaviours (default: random, printed)' },
   { flag: '--jobs', help: 'jobs to enqueue (default 300; 100000 with --long)' },

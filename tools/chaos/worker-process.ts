@@ -15,7 +15,7 @@
  * a fault that only shows with tuned timeouts must not be hidden by them.
  */
 import { openSync, writeSync } from 'node:fs';
-import { createWorker, httpTransport, JobAbortedError, NonRetryableError, type JobContext } from '../worker/index.ts';
+import { createWorker, httpTransport, JobAbortedError, NonRetryableError, type JobContext } from '../../src/worker/index.ts';
 import type { JobSpec } from './plan.ts';
 
 const workerId = process.env.WORKER_ID!;

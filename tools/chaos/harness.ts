@@ -18,10 +18,9 @@ import { printSummary } from './summary.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..', '..');
-// From a clone the sources run through tsx; from the installed package (dist/) as plain JavaScript.
-const COMPILED = import.meta.url.endsWith('.js');
-const BIN = COMPILED ? join(HERE, '..', 'cli', 'main.js') : join(ROOT, 'bin', 'leasehold.js');
-const WORKER_ARGS = COMPILED ? [join(HERE, 'worker-process.js')] : ['--import', 'tsx', join(HERE, 'worker-process.ts')];
+// The harness is a development tool: it runs from a clone, its workers through tsx.
+const BIN = join(ROOT, 'bin', 'leasehold.js');
+const WORKER_ARGS = ['--import', 'tsx', join(HERE, 'worker-process.ts')];
 const QUEUE = 'chaos';
 
 /** What the proxy does for each partition fault. */

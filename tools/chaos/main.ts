@@ -1,10 +1,10 @@
 /**
- * `npm run chaos` / `leasehold chaos`: the fault-injection run. Exits 0 when
+ * `npm run chaos`: the fault-injection run. Exits 0 when
  * every check holds, 1 on any violation, 2 on bad flags.
  */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { splitFlags } from '../core/args.ts';
+import { splitFlags } from '../../src/core/args.ts';
 import { CHAOS_FLAGS } from './flags.ts';
 import { runChaos } from './harness.ts';
 import { LONG_TIMINGS, SHORT_TIMINGS, type ChaosOptions } from './plan.ts';
@@ -61,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
   return runFromFlags(flags);
 }
 
-/** The same, with flags already parsed (`leasehold chaos`). */
+/** The same, with flags already parsed. */
 export async function runFromFlags(flags: Map<string, string | true>): Promise<number> {
   let options: ChaosOptions;
   try {
