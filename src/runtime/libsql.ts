@@ -4,11 +4,11 @@
  */
 import { createClient, type Client } from '@libsql/client';
 import { drizzle } from 'drizzle-orm/libsql';
-import { migrate } from 'drizzle-orm/libsql/migrator';
 import type { Db } from '../db/db.ts';
 import * as schema from '../db/schema.ts';
 import { checkDatabaseFile } from './database-file.ts';
 import { filePath } from './file-url.ts';
+import { applyMigrations } from './migrate.ts';
 import { createEmbeddedClient, type Synchronous } from './embedded-client.ts';
 
 export interface OpenedDb {
@@ -35,7 +35,7 @@ export async function openLibsql(url: string, authToken?: string, options: { syn
 }
 
 
-/** Applies the committed migrations in `folder` (drizzle/). Safe to run on every start. */
+/** Applies the committed migrations in `folder` (drizzle/) not applied yet (src/runtime/migrate.ts). Safe to run on every start. */
 export async function migrateLibsql(opened: OpenedDb, folder: string): Promise<void> {
-  await migrate(drizzle({ client: opened.client, schema }), { migrationsFolder: folder });
+  await applyMigrations(drizzle({ client: opened.client, schema }), folder);
 }
