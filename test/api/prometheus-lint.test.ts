@@ -3,10 +3,14 @@
  * `promtool check metrics` on the real app's exposition after a workload that
  * makes every kind of series (histograms with observations, reaps by reason,
  * rate limits, percentiles of the hour), `promtool check rules` and
- * `promtool test rules` on deploy/prometheus/. Needs promtool (Debian:
+ * `promtool test rules` on deploy/prometheus/, and the Grafana dashboard's
+ * queries (deploy/grafana/leasehold.json) parsed by promtool as rules and
+ * naming only series /metrics has. Needs promtool (Debian:
  * apt-get install -y --no-install-recommends prometheus; CI installs it).
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -17,7 +21,9 @@ if (!hasPromtool) {
   console.warn('test/api/prometheus-lint.test.ts: skipped, promtool is missing (apt-get install -y --no-install-recommends prometheus)');
 }
 
-const RULES_DIR = join(import.meta.dirname, '..', '..', 'deploy', 'prometheus');
+const ROOT = join(import.meta.dirname, '..', '..');
+const RULES_DIR = join(ROOT, 'deploy', 'prometheus');
+const GRAFANA = join(ROOT, 'deploy', 'grafana', 'leasehold.json');
 const api = '/api/v1';
 /** Lease 30 s + grace 10 s + worker-alive 15 s: the reaper takes the job without deferring. */
 const PAST_LEASE_OWNER_DEAD = 30_000 + 10_000 + 15_000 + 1;
@@ -87,5 +93,30 @@ describe.skipIf(!hasPromtool)('promtool', () => {
     const unit = promtool(['test', 'rules', 'leasehold-alerts.test.yml']);
     expect(unit.output).toContain('SUCCESS');
     expect(unit.status).toBe(0);
+  });
+
+  test("the Grafana dashboard's queries are PromQL promtool accepts, over series /metrics has", async () => {
+    const dashboard = JSON.parse(readFileSync(GRAFANA, 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr));
+    expect(exprs.length).toBeGreaterThan(10);
+    // Each query as a recording rule: `promtool check rules` parses its PromQL.
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-grafana-'));
+    try {
+      const file = join(dir, 'queries.yml');
+      const rules = exprs.map((expr, i) => `      - record: leasehold_grafana:query_${i}\n        expr: ${JSON.stringify(expr)}`);
+      writeFileSync(file, `groups:\n  - name: grafana\n    rules:\n${rules.join('\n')}\n`);
+      const check = promtool(['check', 'rules', file]);
+      expect(check.output).toContain(`SUCCESS: ${exprs.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // Every leasehold_ series a query names is one /metrics serves (histograms by their _bucket).
+    t = await setup();
+    await t.enqueue('q');
+    const text = (await t.get('/metrics')).text;
+    const served = new Set([...text.matchAll(/^(leasehold_\w+?)(?:\{| )/gm)].map((m) => m[1]!));
+    const named = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(leasehold_[a-z_]+)\b/g)].map((m) => m[1]!)));
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((n) => !served.has(n))).toEqual([]);
   });
 });
