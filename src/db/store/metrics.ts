@@ -20,7 +20,7 @@
  * - workers: the whole workers table (small: one row per live-ish worker),
  *   and the queues each live one reports (json_each of its queues list).
  * - counters: the whole counters table (a few rows per queue).
- * - histograms: the whole histogram_buckets table (at most 45 rows per queue,
+ * - histograms: the whole histogram_buckets table (at most 44 rows per queue,
  *   only the buckets something fell in).
  * - the last maintenance pass: one primary-key row (maintenance_state).
  * - suspect jobs (src/core/suspect.ts): only when a queue's oldest running
