@@ -1,10 +1,15 @@
 /**
  * Prometheus text for /metrics. Every `_total` is a counter that never goes
- * down (durable counters, not counts of retained events); snapshots are
- * gauges; every known queue reports every per-queue series, 0 included.
+ * down (durable counters, not counts of retained events); the histograms are
+ * durable too (src/core/histograms.ts), their cumulative `_bucket` series
+ * added up here from the stored per-bucket counts; snapshots are gauges,
+ * with no `le` or `quantile` label (those belong to histograms and
+ * summaries); every known queue reports every per-queue series, 0 included.
+ * `promtool check metrics` passes on it (test/api/prometheus-lint.test.ts).
  */
 import { evaluateAlerts } from '../core/alerts.ts';
 import type { Config } from '../core/config.ts';
+import { HISTOGRAMS, HISTOGRAM_NAMES } from '../core/histograms.ts';
 import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 
@@ -13,7 +18,7 @@ const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u
 /** `config.reaperIntervalMs`: how often a pass is meant to run, for leasehold_maintenance_late (the default interval without it). */
 export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperIntervalMs'> = { reaperIntervalMs: 5_000 }): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, rows: [string, number][]) => {
+  const metric = (name: string, type: 'gauge' | 'counter' | 'histogram', help: string, rows: [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of rows) lines.push(`${name}${labels} ${value}`);
   };
@@ -88,17 +93,40 @@ export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperI
   perQueue('leasehold_effects_skipped_total', 'counter', 'once() effects not run because an earlier attempt recorded them done.', (r) => r.effectsSkipped.total);
   perQueue('leasehold_effects_rerun_total', 'counter', 'once() effects run again because an earlier start was never recorded done.', (r) => r.effectsRerun.total);
 
+  // Histograms: every observation counted once, durably, in the statement
+  // that made it; Prometheus aggregates them across servers and queues and
+  // computes the quantiles (histogram_quantile over rate(..._bucket)).
+  for (const name of HISTOGRAM_NAMES) {
+    const spec = HISTOGRAMS[name];
+    metric(
+      spec.metric,
+      'histogram',
+      spec.help,
+      m.queues.flatMap((r) => {
+        const h = r.histograms[name];
+        return [
+          ...h.buckets.map((b) => [`_bucket{${q(r.queue)},le="${b.leMs === null ? '+Inf' : b.leMs / 1000}"}`, b.count] as [string, number]),
+          [`_sum{${q(r.queue)}}`, h.sumMs / 1000],
+          [`_count{${q(r.queue)}}`, h.count],
+        ];
+      }),
+    );
+  }
+
   perQueue('leasehold_running_jobs', 'gauge', 'Running jobs.', (r) => r.running.count);
   // A snapshot of the running jobs, not a count of observations: its buckets
-  // go down as jobs finish, so it is a gauge (a histogram must only grow).
+  // go down as jobs finish, so it is a gauge (a histogram must only grow),
+  // and its bound is not called `le`, which only a histogram may carry.
   metric(
     'leasehold_running_jobs_by_heartbeat_lag',
     'gauge',
-    'Running jobs whose time since their last heartbeat is at most le seconds (cumulative; le="+Inf" is every running job).',
+    'Running jobs whose time since their last heartbeat is at most lag_at_most_seconds (cumulative; "+Inf" is every running job). For the intervals between heartbeats over time, see leasehold_heartbeat_interval_seconds.',
     m.queues.flatMap((r) =>
-      r.running.heartbeatLagBuckets.map((b) => [`{${q(r.queue)},le="${b.leMs === null ? '+Inf' : b.leMs / 1000}"}`, b.count] as [string, number]),
+      r.running.heartbeatLagBuckets.map((b) => [`{${q(r.queue)},lag_at_most_seconds="${b.leMs === null ? '+Inf' : b.leMs / 1000}"}`, b.count] as [string, number]),
     ),
   );
+  perQueue('leasehold_queue_lease_seconds', 'gauge', "The queue's lease (its own setting, else LEASEHOLD_LEASE_MS): what a claim gets unless it asks for another.", (r) => r.settings.leaseMs / 1000);
+  perQueue('leasehold_queue_heartbeat_seconds', 'gauge', "The queue's heartbeat interval (its own setting, else LEASEHOLD_HEARTBEAT_MS); a claim tells workers at most a third of its lease.", (r) => r.settings.heartbeatMs / 1000);
   const windowed = (name: string, help: string, rows: [string, { last5m: number; lastHour: number }][]) =>
     metric(
       name,
@@ -161,16 +189,19 @@ export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperI
       [`{${q(r.queue)},kind="errored"}`, r.attempts.erroredAttempts],
     ]),
   );
+  // What the long_running alert and tuning judge by (the last hour's sample),
+  // as a gauge: not a summary, so its label is not `quantile`. Over time and
+  // across servers, use the leasehold_job_runtime_seconds histogram.
   metric(
-    'leasehold_job_runtime_seconds',
+    'leasehold_job_runtime_recent_seconds',
     'gauge',
-    'Runtime percentiles of jobs completed in the last hour (completed_at - started_at).',
+    'Runtime percentiles (nearest rank) of the newest jobs completed in the last hour (completed_at - started_at), as the long_running alert and tuning read them; none while the hour has none.',
     m.queues.flatMap((r) =>
       r.runtime
         ? ([
-            [`{${q(r.queue)},quantile="0.5"}`, r.runtime.p50Ms / 1000],
-            [`{${q(r.queue)},quantile="0.95"}`, r.runtime.p95Ms / 1000],
-            [`{${q(r.queue)},quantile="0.99"}`, r.runtime.p99Ms / 1000],
+            [`{${q(r.queue)},percentile="50"}`, r.runtime.p50Ms / 1000],
+            [`{${q(r.queue)},percentile="95"}`, r.runtime.p95Ms / 1000],
+            [`{${q(r.queue)},percentile="99"}`, r.runtime.p99Ms / 1000],
           ] as [string, number][])
         : [],
     ),

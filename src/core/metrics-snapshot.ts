@@ -5,6 +5,7 @@
  */
 import type { AlertThresholds } from './alert-thresholds.ts';
 import type { QueueDefaults } from './config.ts';
+import type { Histogram, HistogramName } from './histograms.ts';
 import type { JobStatus } from './wire.ts';
 
 const MINUTE = 60_000;
@@ -161,6 +162,13 @@ export interface QueueMetrics {
   };
   /** completed_at - started_at of jobs completed in the last hour (nearest-rank percentiles). */
   runtime: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number } | null;
+  /**
+   * All-time histograms (durable, never decrease; src/core/histograms.ts):
+   * run time of each completed job, queue wait of each claim, and the time
+   * between lease renewals of each running claim. Cumulative buckets, every
+   * bound present, 0 included.
+   */
+  histograms: Record<HistogramName, Histogram>;
 }
 
 export interface MetricsSnapshot {

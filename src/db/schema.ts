@@ -355,6 +355,26 @@ export const counters = sqliteTable(
 );
 
 /**
+ * Durable histograms per queue (drizzle/0022; names and bounds in
+ * src/core/histograms.ts): run time at each completion, queue wait at each
+ * claim, the interval between lease renewals at each renewal, each counted
+ * by a trigger inside that statement, never pruned. A row is one bucket: the
+ * observations that fell in it (not cumulative) and their sum; `le_ms` is
+ * its upper bound (OVERFLOW_LE_MS for +Inf). WITHOUT ROWID (in the migration).
+ */
+export const histogramBuckets = sqliteTable(
+  'histogram_buckets',
+  {
+    queueName: text('queue_name').notNull(),
+    name: text('name', { enum: ['runtime', 'queue_wait', 'heartbeat_interval'] }).notNull(),
+    leMs: integer('le_ms').notNull(),
+    count: integer('count').notNull(),
+    sumMs: integer('sum_ms').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.name, t.leMs] })],
+);
+
+/**
  * What each alert was at the last evaluation, and what the webhook was last
  * told. `notified_state <> state` is an undelivered notification; the pass
  * that wants to send it first takes `notify_until` (a short lease), so two

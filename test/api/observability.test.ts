@@ -106,13 +106,22 @@ describe('GET /api/v1/metrics', () => {
     const prom = await t.get('/metrics');
     expect(prom.status).toBe(200);
     expect(prom.text).toContain('leasehold_stale_writes_rejected_total{queue="q"} 2');
-    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",le="+Inf"} 1');
-    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",le="60"} 0');
+    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",lag_at_most_seconds="+Inf"} 1');
+    expect(prom.text).toContain('leasehold_running_jobs_by_heartbeat_lag{queue="q",lag_at_most_seconds="60"} 0');
     expect(prom.text).toContain('leasehold_stale_writes_rejected_recent{queue="q",window="1h"} 0');
     expect(prom.text).toContain('leasehold_ready_jobs{queue="q"} 1');
-    // A snapshot of running jobs goes down as they finish: a gauge, not a histogram.
+    // A snapshot of running jobs goes down as they finish: a gauge, not a histogram, and no `le` label.
     expect(prom.text).toContain('# TYPE leasehold_running_jobs_by_heartbeat_lag gauge');
-    expect(prom.text).not.toContain('histogram');
+    expect(prom.text).not.toMatch(/^leasehold_running_jobs_by_heartbeat_lag\{[^}]*\ble=/m);
+    // The last hour's percentiles are a gauge too (no `quantile` label; none now, the hour is empty); the all-time runtimes are a histogram.
+    expect(prom.text).toContain('# TYPE leasehold_job_runtime_recent_seconds gauge');
+    expect(prom.text).not.toContain('quantile=');
+    expect(prom.text).toContain('# TYPE leasehold_job_runtime_seconds histogram');
+    expect(prom.text).toContain('leasehold_job_runtime_seconds_bucket{queue="q",le="1"} 1');
+    expect(prom.text).toContain('leasehold_job_runtime_seconds_bucket{queue="q",le="2.5"} 2');
+    expect(prom.text).toContain('leasehold_job_runtime_seconds_bucket{queue="q",le="+Inf"} 4');
+    expect(prom.text).toContain('leasehold_job_runtime_seconds_sum{queue="q"} 10');
+    expect(prom.text).toContain('leasehold_job_runtime_seconds_count{queue="q"} 4');
     // The running job has not heartbeated for over an hour, but its worker B
     // looks dead too: that is the reaper's business, not a heartbeat_lag page.
     expect(later.running).toMatchObject({ ownerAliveJobs: 0, ownerGoneJobs: 1, lateJobs: 0 });

@@ -134,7 +134,7 @@ describe('each counter moves on its own transition', () => {
 });
 
 describe('counters never go down', () => {
-  test('a prune of every event leaves them as they were; so does a restart on the same file', async () => {
+  test('a prune of every event and job leaves them (and the histograms) as they were; so does a restart on the same file', async () => {
     await bed({ retentionMs: 60_000 });
     for (let i = 0; i < 3; i++) await completeOne('q');
     const stale = await completeOne('q');
@@ -153,8 +153,11 @@ describe('counters never go down', () => {
     expect((await t.post(`${api}/reaper/run`, {})).json.pruned).toBe(5);
     expect(Number((await t.client.execute('SELECT count(*) AS n FROM events')).rows[0]!.n)).toBe(0);
     const after = await scrape();
-    const totals = [...before].filter(([k]) => /_total\{/.test(k));
+    // The counters and the durable histograms (drizzle/0022) alike.
+    const totals = [...before].filter(([k]) => /(_total|_bucket|_sum|_count)\{/.test(k));
     expect(totals.length).toBeGreaterThan(10);
+    expect(total(before, 'leasehold_job_runtime_seconds_count')).toBe(5);
+    expect(total(before, 'leasehold_job_queue_wait_seconds_count')).toBe(6);
     for (const [k, v] of totals) expect([k, after.get(k)]).toEqual([k, v]);
     expect(total(after, 'leasehold_jobs_completed_total')).toBe(5);
     expect(total(after, 'leasehold_stale_writes_rejected_total')).toBe(1);
@@ -191,11 +194,15 @@ describe('counters never go down', () => {
       expect(total(s, 'leasehold_jobs_reaped_total', `${idle},reason="${reason}"`)).toBe(0);
     }
     expect(total(s, 'leasehold_jobs', `${idle},status="running"`)).toBe(0);
-    expect(total(s, 'leasehold_running_jobs_by_heartbeat_lag', `${idle},le="+Inf"`)).toBe(0);
-    // Typed honestly: every _total is a counter, and nothing is a histogram.
+    expect(total(s, 'leasehold_running_jobs_by_heartbeat_lag', `${idle},lag_at_most_seconds="+Inf"`)).toBe(0);
+    for (const histogram of ['leasehold_job_runtime_seconds', 'leasehold_job_queue_wait_seconds', 'leasehold_heartbeat_interval_seconds']) {
+      expect([histogram, total(s, `${histogram}_bucket`, `${idle},le="+Inf"`), total(s, `${histogram}_count`, idle), total(s, `${histogram}_sum`, idle)]).toEqual([histogram, 0, 0, 0]);
+    }
+    // Typed honestly: every _total is a counter, the three durable histograms are histograms, the rest gauges.
     const text = await (await t.app.request('/metrics')).text();
     const types = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!] as const);
-    for (const [name, type] of types) expect([name, type]).toEqual([name, name.endsWith('_total') ? 'counter' : 'gauge']);
+    const histograms = ['leasehold_job_runtime_seconds', 'leasehold_job_queue_wait_seconds', 'leasehold_heartbeat_interval_seconds'];
+    for (const [name, type] of types) expect([name, type]).toEqual([name, name.endsWith('_total') ? 'counter' : histograms.includes(name) ? 'histogram' : 'gauge']);
   });
 });
 

@@ -7,7 +7,7 @@
  * running jobs, counted inside the same statement: SQLite runs one writer at
  * a time, so no two claims (from any worker or server) can both see the
  * same free slots. With a rate limit, it is also at most what is left of the
- * current window's claims; the jobs_rate_count trigger (drizzle/0012) counts
+ * current window's claims; the jobs_count_claimed trigger (drizzle/0022) counts
  * each claimed job inside this same statement. Of those jobs, in claim
  * order, it takes the longest run whose payloads and checkpoints fit in
  * `maxBytes`, and always the first: one answer cannot grow past the budget

@@ -5,7 +5,7 @@
  * written, never pruned), so they never go down across pruning and restarts;
  * the 5-minute and hour windows are counted from the retained events.
  *
- * Costs (one batch of eleven statements, one round trip; a second only for suspect jobs):
+ * Costs (one batch of twelve statements, one round trip; a second only for suspect jobs):
  * - jobs by status: queuesHealth (finished_counts, kept by triggers; pending and running by partial index).
  * - running: rows with status = 'running' only (jobs_lease_expiry_idx, a partial index).
  * - rare events: events_rare_type_at_idx only (the three per-job types are not in it);
@@ -20,12 +20,15 @@
  * - workers: the whole workers table (small: one row per live-ish worker),
  *   and the queues each live one reports (json_each of its queues list).
  * - counters: the whole counters table (a few rows per queue).
+ * - histograms: the whole histogram_buckets table (at most 44 rows per queue,
+ *   only the buckets something fell in).
  * - the last maintenance pass: one primary-key row (maintenance_state).
  * - suspect jobs (src/core/suspect.ts): only when a queue's oldest running
  *   job is past its threshold, one more statement over the live running jobs
  *   (suspects.ts); otherwise nothing.
  */
 import { sql, type SQL } from 'drizzle-orm';
+import { HISTOGRAMS, HISTOGRAM_NAMES, toHistogram, type HistogramBucketRow, type HistogramName } from '../../core/histograms.ts';
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, effectiveAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import { suspectThreshold } from '../../core/suspect.ts';
 import { REAP_REASONS } from '../../core/reaper.ts';
@@ -84,7 +87,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       coalesce(qt.grace, ${config.graceMs}) AS grace
     FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name WHERE j.status = 'running')`;
   const recentFinished = recentFinishedSql(now);
-  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows, passRows] = await db.batch([
+  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows, passRows, histogramRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       sql`WITH ${lateAfter}, ${runningJobs}
@@ -146,6 +149,10 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     db.all<{ queue: string; name: string; label: string; value: number }>(sql`SELECT queue_name AS queue, name, label, value FROM counters`),
     // The last completed maintenance pass (one primary-key row).
     db.all<{ lastStartedAt: number | null; lastCompletedAt: number | null; passes: number }>(maintenancePassSql()),
+    // The durable histograms (drizzle/0022): stored per bucket, added up below.
+    db.all<{ queue: string; name: string } & HistogramBucketRow>(
+      sql`SELECT queue_name AS queue, name, le_ms AS leMs, count, sum_ms AS sumMs FROM histogram_buckets`,
+    ),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -167,6 +174,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
   const lateOf = byQueue(late);
   const stalledOfQueue = byQueue(stalledRows);
   const servingOf = byQueue(serving);
+  const histogramsOf = byQueue(histogramRows);
   const queues: QueueMetrics[] = health.map((h) => {
     const name = h.name;
     const counts = { ...h.counts };
@@ -266,6 +274,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         jobsWithLost: fin.reduce((s, f) => s + num(f.withLost), 0),
       },
       runtime: rt ?? null,
+      histograms: histogramsFrom(histogramsOf.get(name) ?? []),
     };
   });
 
@@ -306,6 +315,16 @@ async function suspectsOf(
   if (past.length === 0) return out;
   for (const [queue, found] of await suspectsByQueue(db, { now: at, thresholds: past, idsPerQueue: SUSPECT_IDS_NAMED })) {
     out.set(queue, { ...out.get(queue)!, ...found });
+  }
+  return out;
+}
+
+/** Every histogram of one queue from its stored bucket rows (none stored: all zero). */
+function histogramsFrom(rows: readonly ({ name: string } & HistogramBucketRow)[]): QueueMetrics['histograms'] {
+  const out = {} as QueueMetrics['histograms'];
+  for (const name of HISTOGRAM_NAMES) {
+    const own = rows.filter((r) => r.name === name).map((r) => ({ leMs: num(r.leMs), count: num(r.count), sumMs: num(r.sumMs) }));
+    out[name satisfies HistogramName] = toHistogram(own, HISTOGRAMS[name].boundsMs);
   }
   return out;
 }

@@ -10,6 +10,7 @@ import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineHistograms } from './histograms.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
 import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
@@ -37,5 +38,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
     defineMaintenanceWatch(backend);
+    defineHistograms(backend);
   });
 }
