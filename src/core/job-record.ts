@@ -2,8 +2,8 @@
  * The job row as the store's statements return it (snake_case), and its
  * wire form. Plain data and pure functions: the API, the worker protocol,
  * the CLI and the dashboard encode what the store port returns without
- * importing the store (src/db/store/record.ts re-exports this for the
- * store's own files).
+ * importing the store. src/db/row-types.ts checks, at compile time, that
+ * JobRecord is the job row the schema describes.
  */
 import type { ClaimedJobWire, Job, JobStatus, JobSummary, UniqueWhile } from './wire.ts';
 
@@ -32,6 +32,11 @@ export interface JobRecord {
   locked_by: string | null;
   locked_by_instance: string | null;
   lock_token: string | null;
+  /** The claim request's id (the worker's), while the job runs under it. */
+  claim_id: string | null;
+  /** The token and the write that ended the attempt, until the next claim: that write sent again is answered as stored. */
+  finished_token: string | null;
+  finished_write: string | null;
   idempotency_key: string | null;
   unique_while: UniqueWhile;
   /** A schedule's occurrence job: its schedule and occurrence time (both null otherwise). */
@@ -44,7 +49,17 @@ export interface JobRecord {
   result: string | null;
   timeout_ms: number | null;
   deadline_at: number | null;
+  /** When the owner last changed progress or checkpoint; null: not since the claim. */
+  progressed_at: number | null;
   reaper_deferrals: number;
+  /** What took the job from its owner (reaper, operator), until its next claim. */
+  taken_back: string | null;
+  /** The last transition, its reason and who made it (its audit event is written from them). */
+  last_event: string;
+  last_event_reason: string | null;
+  last_event_actor: string | null;
+  /** Who enqueued the job; null: open mode or in-process. */
+  enqueued_by: string | null;
   created_at: number;
   updated_at: number;
 }

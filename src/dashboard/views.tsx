@@ -5,7 +5,7 @@
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
-import type { JobRecord } from '../db/store/record.ts';
+import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
 import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';

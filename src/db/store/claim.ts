@@ -29,7 +29,7 @@ import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.t
 import { batchList, type Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait, type RateWait } from './read.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 import { workerTouch } from './workers.ts';
 
 export interface ClaimParams {

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { claimHeartbeatSql } from './claim.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 import { stalledSql } from './stalls.ts';
 import { suspectSql, suspectThresholds, suspectThresholdsSql, type QueueSuspectThreshold } from './suspects.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';

@@ -21,7 +21,7 @@ import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
 import type { UniqueWhile } from '../../core/wire.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 
 export interface NewJob {
   payload: unknown;

@@ -25,7 +25,7 @@ import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
 import { claimStatements, inClaimOrder, type Claimed, type NextClaimParams } from './claim.ts';
 import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 
 export interface CompleteParams {
   workerId: string;

@@ -8,7 +8,7 @@ import type { RequeueDone } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { alongsideFirst, auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
 import { jobQueueSql, jobStatusSql } from './read.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 
 /** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
 export interface RequeueRefusal {

@@ -21,7 +21,7 @@ import { batchList, type Db } from '../db.ts';
 import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 import { beatStatements } from './lost-claims.ts';
 import { workerTouch, workerTouchIfKnown, type WorkerLiveness } from './workers.ts';
 

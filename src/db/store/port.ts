@@ -37,7 +37,7 @@ import type { OwnedOutcome } from './owned.ts';
 import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
 import type { ReaperHoldRecord } from './reaper-hold.ts';
-import type { JobRecord, JobSummaryRecord } from './record.ts';
+import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
 import type { ScheduleFields, ScheduleRecord } from './schedules.ts';
 import type { RequeueDone, RequeueRefusal } from './operator-outcome.ts';
 import type { RequeueRules } from './requeue.ts';

@@ -9,7 +9,7 @@ import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth, RateLimit } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
-import type { JobRecord, JobSummaryRecord } from './record.ts';
+import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
 
 export type { QueueHealth } from '../../core/metrics-snapshot.ts';
 
@@ -189,7 +189,8 @@ const SUMMARY_ROW_COLUMNS = [
   'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
   'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
   'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
-  'schedule_name', 'occurrence_at',
+  'schedule_name', 'occurrence_at', 'claim_id', 'finished_token', 'finished_write', 'progressed_at', 'taken_back',
+  'last_event', 'last_event_reason', 'last_event_actor', 'enqueued_by',
 ] as const satisfies readonly (keyof JobRecord)[];
 // A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
 type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;

@@ -37,7 +37,7 @@ import { alongsideFirst, auditInsert, auditInsertIfChanged, type Alongside } fro
 import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
 import { noHoldInForceSql } from './reaper-hold.ts';
 import { jobStatusSql } from './read.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 import { ownerLastSeenSql } from './workers.ts';
 import { nowSql } from '../sql.ts';
 

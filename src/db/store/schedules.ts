@@ -20,7 +20,7 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { dedupHit, queueCapReached, queueInsertWithinCap, type Enqueued } from './enqueue.ts';
-import type { JobRecord } from './record.ts';
+import type { JobRecord } from '../../core/job-record.ts';
 
 export interface ScheduleRecord {
   name: string;

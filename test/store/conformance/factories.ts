@@ -11,7 +11,7 @@ import type { ManualClock } from '../../../src/core/clock.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { JobStatus } from '../../../src/db/schema.ts';
 import type { StoredEventRecord } from '../../../src/db/store/read.ts';
-import type { JobRecord } from '../../../src/db/store/record.ts';
+import type { JobRecord } from '../../../src/core/job-record.ts';
 import { DEFAULTS } from './settings.ts';
 
 export interface JobShape {
