@@ -9,11 +9,15 @@ import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
+import type { ReaperWire } from './view-schemas.ts';
 import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */
 export const MAX_RUNNING_LIMIT = 1_000_000;
+
+/** A queue as the API answers it (its schema: src/api/view-schemas.ts). */
+export type QueueView = ReturnType<typeof queueView>;
 
 function queueView(q: QueueHealth) {
   return {
@@ -177,8 +181,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       answers: { schema: 'reaperReport' },
     },
     async (c) => {
-      const report = await maintenancePassOnce(store, clock.now(), config);
-      return c.json({ ...report, at: iso(report.at), ...(report.hold ? { hold: { until: iso(report.hold.until), why: report.hold.why } } : {}) });
+      const { hold, ...report } = await maintenancePassOnce(store, clock.now(), config);
+      return c.json({ ...report, at: iso(report.at), ...(hold ? { hold: { until: iso(hold.until), why: hold.why } } : {}) } satisfies ReaperWire);
     },
   );
 }

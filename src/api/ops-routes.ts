@@ -15,7 +15,7 @@
  *   every changed job is in the audit trail with who and why.
  */
 import { invalid } from '../core/errors.ts';
-import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
+import { BULK_KINDS, bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import { iso } from '../core/job-record.ts';
 import { holdWhy } from '../core/reaper.ts';
@@ -26,7 +26,8 @@ import { parseQueue, queueName } from './http.ts';
 import { forceRuleProblem } from '../protocol/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { bool, int, obj, optional, str, type Infer } from './validate.ts';
+import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
+import { bool, int, obj, optional, queryBool, str, word, type Infer } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** Workers not seen for a day are left out, as on the dashboard's workers page. */
@@ -40,7 +41,7 @@ const DEFAULT_STATUS: Record<BulkKind, JobStatus> = { retry: 'failed', cancel: '
 
 const workersQuery = obj({
   queue: optional(queueName),
-  alive: optional(str({ min: 4, max: 5, pattern: /^(true|false)$/, patternHelp: 'must be true or false' })),
+  alive: optional(queryBool('only live workers (true), or only those not seen within LEASEHOLD_WORKER_ALIVE_MS (false)')),
 });
 
 export function opsRoutes(r: Routes, deps: AppDeps) {
@@ -48,16 +49,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
   const cap = () => config.bulkActionCap ?? 100;
 
   const bulkBody = obj({
-    action: str({ min: 1, max: 10, pattern: /^(retry|cancel|requeue)$/, patternHelp: 'must be retry, cancel or requeue' }),
-    status: optional(
-      str({
-        min: 1,
-        max: 20,
-        pattern: new RegExp(`^(${JOB_STATUSES.join('|')})$`),
-        patternHelp: `must be one of ${JOB_STATUSES.join(', ')}`,
-        description: 'retry: failed (default) or cancelled; cancel: pending; requeue: running',
-      }),
-    ),
+    action: word(BULK_KINDS),
+    status: optional(word(JOB_STATUSES, 'retry: failed (default) or cancelled; cancel: pending; requeue: running')),
     dryRun: optional(bool('list the jobs it would touch (up to limit) and change nothing')),
     limit: optional(int({ min: 1, max: cap(), description: `act on at most this many jobs, lowest id first (default and most: the cap, ${cap()})` })),
     reason: optional(str({ min: 1, max: 500, description: 'why: kept in the audit trail; required unless dryRun' })),
@@ -84,14 +77,14 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       const held = await store.workersHeldJobs({ workerIds: listed.map((w) => w.id), now });
       const views = listed.map((w) => workerView(w, now, config.workerAliveMs, held.get(w.id)));
       const filtered = views.filter(
-        (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === (q.alive === 'true')),
+        (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === q.alive),
       );
       return c.json({
         at: new Date(now).toISOString(),
         workerAliveMs: config.workerAliveMs,
         alive: views.filter((w) => w.alive).length,
         workers: filtered,
-      });
+      } satisfies WorkersWire);
     },
   );
 
@@ -108,8 +101,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
-      const kind = body.action as BulkKind;
-      const status = (body.status ?? DEFAULT_STATUS[kind]) as JobStatus;
+      const kind = body.action;
+      const status = body.status ?? DEFAULT_STATUS[kind];
       // Every check before anything is read or written: a refused request changes nothing.
       if (bulkKindFor(status) !== kind) {
         throw invalid('status', `status ${status} does not fit ${kind}: retry takes failed or cancelled jobs, cancel pending ones, requeue running ones`);
@@ -154,7 +147,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
             // A requeue without force: what it does to this job (requeue, or fail for good as the reaper would).
             ...(j.requeue ? { requeue: requeueWire(j.requeue) } : {}),
           })),
-        });
+        } satisfies BulkDryRunWire);
       }
       const by = apiActor(c, config, body.actor);
       const audit = {
@@ -167,10 +160,13 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         now,
       };
       const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
-      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
+      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) } satisfies BulkDoneWire);
     },
   );
 }
+
+/** A worker as GET /workers answers it (its schema: src/api/view-schemas.ts). */
+export type WorkerView = ReturnType<typeof workerView>;
 
 function workerView(w: WorkerRecord, now: number, aliveMs: number, held: { held: number; expired: number } | undefined) {
   let queues: string[] | null = null;

@@ -39,6 +39,9 @@ const fields = {
 const createBody = obj({ name: str({ min: 1, max: 128, pattern: QUEUE_PATTERN, patternHelp: 'must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit' }), ...fields });
 const patchBody = obj({ ...fields, queue: optional(queueName) });
 
+/** A schedule as the API answers it (its schema: src/api/view-schemas.ts). */
+export type ScheduleView = ReturnType<typeof view>;
+
 function view(s: ScheduleRecord) {
   const spec: ScheduleSpec = { cron: s.cron, timeZone: s.time_zone, intervalMs: s.interval_ms };
   const upcoming = s.next_run_at >= Number.MAX_SAFE_INTEGER ? [] : [s.next_run_at, ...nextOccurrences(spec, s.next_run_at, 4, s.next_run_at)];
