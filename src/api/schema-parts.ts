@@ -24,7 +24,11 @@ export const words = (values: readonly string[], description?: string): JsonSche
  * compile). Keys in `optional` may be left out of an answer; the rest are
  * always there (null where the type allows it).
  */
-export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { optional?: readonly (keyof T & string)[]; description?: string; open?: boolean } = {}): JsonSchema {
+/**
+ * `open`: other keys may come too (true: of any value; a schema: of that
+ * schema, as in a map whose known keys are listed).
+ */
+export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { optional?: readonly (keyof T & string)[]; description?: string; open?: boolean | JsonSchema } = {}): JsonSchema {
   const required = Object.keys(properties).filter((k) => !o.optional?.includes(k as keyof T & string));
   return {
     type: 'object',

@@ -176,7 +176,10 @@ const QueueMetricsSchema = fields<QueueMetrics>(
       { description: 'all-time counters' },
     ),
     servingWorkers: integer(),
-    reaped: fields<Record<(typeof REAP_REASONS)[number], WindowCount>>(sameFor(REAP_REASONS, windowCount), { open: true, description: 'take-backs by reason' }),
+    reaped: fields<Record<(typeof REAP_REASONS)[number], WindowCount>>(sameFor(REAP_REASONS, windowCount), {
+      open: windowCount,
+      description: "take-backs by reason: every reason the reaper has, and any other one recorded (an older server's)",
+    }),
     reapedTotal: windowCount,
     reapDeferred: windowCount,
     staleWritesRejected: windowCount,
