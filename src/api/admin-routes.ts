@@ -1,12 +1,12 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
-import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { maintenancePassOnce } from '../maintenance/pass.ts';
-import type { QueueHealth } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
+import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
@@ -15,33 +15,6 @@ import { bool, int, nullable, num, obj, optional, type Validator } from './valid
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */
 export const MAX_RUNNING_LIMIT = 1_000_000;
-
-/** A queue as the API answers it (its schema: src/api/view-schemas.ts). */
-export type QueueView = ReturnType<typeof queueView>;
-
-function queueView(q: QueueHealth) {
-  return {
-    name: q.name,
-    paused: q.paused,
-    counts: q.counts,
-    ready: q.ready,
-    expiredLeases: q.expiredLeases,
-    oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
-    oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
-    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit },
-    overrides: {
-      ...q.overrides,
-      ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
-      ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),
-      ...(q.rateLimit === null ? {} : { rateLimit: q.rateLimit }),
-    },
-    // The rate limit's current window: claims used, and when the next window opens while they are spent.
-    rateUsed: q.rateUsed,
-    rateLimitedUntil: iso(q.rateLimitedUntil),
-    alertThresholds: effectiveAlertThresholds(q.alertOverrides),
-    alertOverrides: q.alertOverrides,
-  };
-}
 
 /** maxRunning in PATCH /queues/:queue/settings and the dashboard's queue form. */
 export const maxRunningField = optional(

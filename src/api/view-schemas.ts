@@ -21,10 +21,10 @@ import type { ScheduleJobOptions } from '../db/store/schedules.ts';
 import type { ReapReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
-import type { QueueView } from './admin-routes.ts';
+import type { QueueView } from './queue-view.ts';
 import type { requeueWire } from './outcomes.ts';
-import type { WorkerView } from './ops-routes.ts';
-import type { ScheduleView } from './schedule-routes.ts';
+import type { WorkerView } from './worker-view.ts';
+import type { ScheduleView } from './schedule-view.ts';
 import { anyJson, array, boolean, described, fields, integer, nullable, number, oneOf, sameFor, string, time, words, constant } from './schema-parts.ts';
 import type { JsonSchema } from './validate.ts';
 
