@@ -80,13 +80,12 @@ export function bool(description?: string): Validator<boolean> {
  * gets a union type (or an enum class) rather than a string to get right.
  */
 export function word<const W extends string>(values: readonly W[], description?: string): Validator<W> {
-  const choices = values.length > 1 ? `${values.slice(0, -1).join(', ')} or ${values.at(-1)}` : values[0];
   return {
     optional: false,
     schema: { type: 'string', enum: [...values], ...(description ? { description } : {}) },
     parse(value, path) {
       if (typeof value !== 'string') throw invalid(path, `${path} must be a string, got ${describe(value)}`);
-      if (!(values as readonly string[]).includes(value)) throw invalid(path, `${path} must be ${choices}, got ${JSON.stringify(value.slice(0, 40))}`);
+      if (!(values as readonly string[]).includes(value)) throw invalid(path, `${path} must be one of ${values.join(', ')}, got ${JSON.stringify(value.slice(0, 40))}`);
       return value as W;
     },
   };
