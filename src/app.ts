@@ -13,7 +13,7 @@ import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
 import { auditRoutes } from './api/audit-routes.ts';
-import { requireRole } from './api/auth.ts';
+import { PROMETHEUS_ROLE, requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { jobRoutes } from './api/job-routes.ts';
 import { prometheusText } from './api/metrics.ts';
@@ -96,7 +96,7 @@ export function createApp(appDeps: AppInput) {
   // load balancer should keep routing to a server that answers.
   app.get('/healthz', async (c) => c.json(await healthBody(deps)));
   // Scrapable with the read-only token: a Prometheus needs no admin power.
-  app.get('/metrics', requireRole('reader', config), async (c) => {
+  app.get('/metrics', requireRole(PROMETHEUS_ROLE, config, deps.authThrottle), async (c) => {
     const text = prometheusText(await deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }), deps.config);
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });

@@ -1,43 +1,20 @@
 /** Admin API: queue health and settings, pause/resume, one reaper pass now. */
-import { ALERT_THRESHOLD_LIMITS, effectiveAlertThresholds, type AlertThresholds } from '../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { maintenancePassOnce } from '../maintenance/pass.ts';
-import type { QueueHealth } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
+import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
+import type { ReaperWire } from './view-schemas.ts';
 import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */
 export const MAX_RUNNING_LIMIT = 1_000_000;
-
-function queueView(q: QueueHealth) {
-  return {
-    name: q.name,
-    paused: q.paused,
-    counts: q.counts,
-    ready: q.ready,
-    expiredLeases: q.expiredLeases,
-    oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
-    oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
-    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit },
-    overrides: {
-      ...q.overrides,
-      ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
-      ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),
-      ...(q.rateLimit === null ? {} : { rateLimit: q.rateLimit }),
-    },
-    // The rate limit's current window: claims used, and when the next window opens while they are spent.
-    rateUsed: q.rateUsed,
-    rateLimitedUntil: iso(q.rateLimitedUntil),
-    alertThresholds: effectiveAlertThresholds(q.alertOverrides),
-    alertOverrides: q.alertOverrides,
-  };
-}
 
 /** maxRunning in PATCH /queues/:queue/settings and the dashboard's queue form. */
 export const maxRunningField = optional(
@@ -177,8 +154,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       answers: { schema: 'reaperReport' },
     },
     async (c) => {
-      const report = await maintenancePassOnce(store, clock.now(), config);
-      return c.json({ ...report, at: iso(report.at), ...(report.hold ? { hold: { until: iso(report.hold.until), why: report.hold.why } } : {}) });
+      const { hold, ...report } = await maintenancePassOnce(store, clock.now(), config);
+      return c.json({ ...report, at: iso(report.at), ...(hold ? { hold: { until: iso(hold.until), why: hold.why } } : {}) } satisfies ReaperWire);
     },
   );
 }

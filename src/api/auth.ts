@@ -11,7 +11,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
-import { LeaseholdError } from '../core/errors.ts';
+import { LeaseholdError, type ErrorCode } from '../core/errors.ts';
 import { matchToken, roleTokens, sameSecret, type NamedToken, type TokenRole } from '../core/tokens.ts';
 import { clientAddress, type AuthThrottle, type ProxyTrust } from './throttle.ts';
 
@@ -39,11 +39,18 @@ export function roleToken(role: Role, config: TokenConfig): string | undefined {
   return (role === 'worker' ? tokens.worker : tokens.admin)[0]?.token;
 }
 
-const ROLE_TOKENS: Record<Role, TokenRole[]> = {
+/** The tokens each role takes: what requireRole admits, and what the OpenAPI document says each call takes. */
+export const ROLE_TOKENS: Readonly<Record<Role, readonly TokenRole[]>> = {
   worker: ['worker', 'admin'],
   reader: ['readonly', 'admin'],
   admin: ['admin'],
 };
+
+/** What requireRole refuses: no token or nobody's (401), a valid token of another role (403), a client backed off for wrong tokens (429). */
+export const ROLE_REFUSALS = ['unauthorized', 'forbidden', 'too_many_requests'] as const satisfies readonly ErrorCode[];
+
+/** GET /metrics (the Prometheus text): the read-only token scrapes it, so a Prometheus needs no power to act. */
+export const PROMETHEUS_ROLE: Role = 'reader';
 const TOKEN_NAMES: Record<TokenRole, string> = { worker: 'worker', admin: 'admin', readonly: 'read-only' };
 
 /** `throttle`: wrong tokens back a client off (src/api/throttle.ts). */

@@ -1,6 +1,6 @@
 /** Shared pieces of every route: reading a JSON body, ids, names, error responses. */
 import type { Context } from 'hono';
-import { LeaseholdError, invalid } from '../core/errors.ts';
+import { LeaseholdError, invalid, type ErrorCode } from '../core/errors.ts';
 import { str, type Validator } from './validate.ts';
 
 /**
@@ -8,7 +8,11 @@ import { str, type Validator } from './validate.ts';
  * a web page from posting a simple cross-site form to a token-less server on
  * loopback: a browser cannot send that content type without a preflight.
  */
-export async function readBody<T>(c: Context, v: Validator<T>): Promise<T> {
+/** What reading a body can refuse: a type that is not JSON, and a body that is not JSON or not what the route takes. */
+export const BODY_REFUSALS = ['unsupported_media_type', 'invalid_request'] as const satisfies readonly ErrorCode[];
+
+/** `emptyIs`: what an empty body stands for (a route without fields takes none as `{}`); unset, an empty body is refused. */
+export async function readBody<T>(c: Context, v: Validator<T>, o: { emptyIs?: unknown } = {}): Promise<T> {
   const type = c.req.header('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new LeaseholdError('unsupported_media_type', 'send the body as JSON with Content-Type: application/json', 'content-type');
@@ -20,7 +24,10 @@ export async function readBody<T>(c: Context, v: Validator<T>): Promise<T> {
     // The client went away mid-body (ECONNRESET): nothing to answer, nothing changed.
     throw invalid('body', 'the request body could not be read to its end');
   }
-  if (text.trim() === '') throw invalid('body', 'the request body is empty: send a JSON object');
+  if (text.trim() === '') {
+    if (o.emptyIs !== undefined) return v.parse(o.emptyIs, '');
+    throw invalid('body', 'the request body is empty: send a JSON object');
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

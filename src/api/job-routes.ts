@@ -10,15 +10,14 @@ import type { NewJob } from '../db/store/enqueue.ts';
 import { tickBatches } from '../core/tick-batches.ts';
 import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
 import { iso, toJob, toJobSummary } from '../core/job-record.ts';
-import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
-import type { UniqueWhile } from '../core/wire.ts';
+import { JOB_STATUSES, UNIQUE_WHILE } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { eventsWire, operatorError, requeueWire } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { claimWaiters } from './claim-waiters.ts';
-import { arr, bool, int, json, obj, optional, str, type Infer } from './validate.ts';
+import { arr, bool, int, json, obj, optional, queryInt, str, word, type Infer } from './validate.ts';
 
 const MAX_BULK = 10_000;
 const YEAR_MS = 365 * 24 * 3600 * 1000;
@@ -27,13 +26,10 @@ export const newJob = obj({
   payload: json('the job payload, any JSON'),
   idempotencyKey: optional(str({ min: 1, max: 255, description: 'unique per queue: a duplicate returns the existing job' })),
   uniqueWhile: optional(
-    str({
-      min: 1,
-      max: 10,
-      pattern: /^(retained|active)$/,
-      patternHelp: 'must be retained or active',
-      description: "how long idempotencyKey deduplicates: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running, so a finished one lets the key make a new job",
-    }),
+    word(
+      UNIQUE_WHILE,
+      "how long idempotencyKey deduplicates: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running, so a finished one lets the key make a new job",
+    ),
   ),
   priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
   delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
@@ -62,14 +58,14 @@ const enqueueBody = {
   },
 };
 
-/** GET /jobs's query string: every value is a string, checked here and listed in the OpenAPI document. */
+/** GET /jobs's query string: checked here, typed as it is in the OpenAPI document. */
 const listQuery = obj({
   queue: optional(queueName),
-  status: optional(str({ min: 1, max: 20, pattern: new RegExp(`^(${JOB_STATUSES.join('|')})$`), patternHelp: `must be one of ${JOB_STATUSES.join(', ')}` })),
+  status: optional(word(JOB_STATUSES)),
   idempotencyKey: optional(str({ min: 1, max: 255 })),
   after: optional(str({ min: 1, max: 15, pattern: /^[0-9]{1,15}$/, patternHelp: 'must be a job id (the next value of the previous page)' })),
-  limit: optional(str({ min: 1, max: 3, pattern: /^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$/, patternHelp: 'must be a whole number from 1 to 500' })),
-  order: optional(str({ min: 3, max: 4, pattern: /^(asc|desc)$/, patternHelp: 'must be asc or desc' })),
+  limit: optional(queryInt({ min: 1, max: 500, description: 'jobs per page; default 50' })),
+  order: optional(word(['asc', 'desc'], 'by id; default desc (newest first)')),
 });
 
 /** Most single-job requests in one transaction: below the store's chunk (500), so a batch is one transaction, all or none. */
@@ -180,11 +176,11 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     async (c, _body, q) => {
       const page = await store.jobSummariesList({
         queue: q.queue,
-        status: q.status as JobStatus | undefined,
+        status: q.status,
         idempotencyKey: q.idempotencyKey,
         after: q.after === undefined ? undefined : Number(q.after),
-        limit: q.limit === undefined ? 50 : Number(q.limit),
-        order: (q.order as 'asc' | 'desc' | undefined) ?? 'desc',
+        limit: q.limit ?? 50,
+        order: q.order ?? 'desc',
       });
       return c.json({ jobs: page.jobs.map(toJobSummary), next: page.next === null ? null : String(page.next) });
     },
@@ -259,7 +255,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   return {
     payload: j.payload,
     idempotencyKey: j.idempotencyKey,
-    uniqueWhile: j.uniqueWhile as UniqueWhile | undefined,
+    uniqueWhile: j.uniqueWhile,
     priority: j.priority,
     delayMs: j.delayMs,
     runAt,

@@ -10,6 +10,7 @@ import { snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import { recommendTuning } from '../core/tuning.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
+import type { AlertsWire, MetricsWire, TuningWire } from './view-schemas.ts';
 
 export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
@@ -19,18 +20,18 @@ export function observabilityRoutes(r: Routes, deps: AppDeps) {
     const m = await snapshot();
     // `maintenance`: the last completed reaper pass and whether it is late (src/core/maintenance-watch.ts), as /healthz says it.
     const maintenance = { ...m.maintenance, ...snapshotMaintenanceVerdict(m, config.reaperIntervalMs) };
-    return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, maintenance, queues: m.queues });
+    return c.json({ at: new Date(m.now).toISOString(), now: m.now, windows: m.windows, workers: m.workers, maintenance, queues: m.queues } satisfies MetricsWire);
   });
 
   r.add({ method: 'get', path: '/alerts', role: 'reader', operationId: 'listAlerts', tag: 'observability', answers: { schema: 'alerts' }, summary: 'Every alert per queue, firing or ok, with its value and threshold' }, async (c) => {
     const m = await snapshot();
     const alerts = evaluateAlerts(m);
     // `thresholds`: the server's; each alert says which of them its queue overrides.
-    return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds: DEFAULT_ALERT_THRESHOLDS, alerts });
+    return c.json({ at: new Date(m.now).toISOString(), firing: alerts.filter((a) => a.state === 'firing').length, thresholds: DEFAULT_ALERT_THRESHOLDS, alerts } satisfies AlertsWire);
   });
 
   r.add({ method: 'get', path: '/tuning', role: 'reader', operationId: 'getTuning', tag: 'observability', answers: { schema: 'tuning' }, summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
     const m = await snapshot();
-    return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) });
+    return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) } satisfies TuningWire);
   });
 }

@@ -15,18 +15,19 @@
  *   every changed job is in the audit trail with who and why.
  */
 import { invalid } from '../core/errors.ts';
-import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
+import { BULK_KINDS, bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import { iso } from '../core/job-record.ts';
 import { holdWhy } from '../core/reaper.ts';
 import { requeueWire } from './outcomes.ts';
-import type { WorkerRecord } from '../db/store/workers.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
+import { workerView } from './worker-view.ts';
 import { forceRuleProblem } from '../protocol/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { bool, int, obj, optional, str, type Infer } from './validate.ts';
+import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
+import { bool, int, obj, optional, queryBool, str, word, type Infer } from './validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** Workers not seen for a day are left out, as on the dashboard's workers page. */
@@ -40,7 +41,7 @@ const DEFAULT_STATUS: Record<BulkKind, JobStatus> = { retry: 'failed', cancel: '
 
 const workersQuery = obj({
   queue: optional(queueName),
-  alive: optional(str({ min: 4, max: 5, pattern: /^(true|false)$/, patternHelp: 'must be true or false' })),
+  alive: optional(queryBool('only live workers (true), or only those not seen within LEASEHOLD_WORKER_ALIVE_MS (false)')),
 });
 
 export function opsRoutes(r: Routes, deps: AppDeps) {
@@ -48,16 +49,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
   const cap = () => config.bulkActionCap ?? 100;
 
   const bulkBody = obj({
-    action: str({ min: 1, max: 10, pattern: /^(retry|cancel|requeue)$/, patternHelp: 'must be retry, cancel or requeue' }),
-    status: optional(
-      str({
-        min: 1,
-        max: 20,
-        pattern: new RegExp(`^(${JOB_STATUSES.join('|')})$`),
-        patternHelp: `must be one of ${JOB_STATUSES.join(', ')}`,
-        description: 'retry: failed (default) or cancelled; cancel: pending; requeue: running',
-      }),
-    ),
+    action: word(BULK_KINDS),
+    status: optional(word(JOB_STATUSES, 'retry: failed (default) or cancelled; cancel: pending; requeue: running')),
     dryRun: optional(bool('list the jobs it would touch (up to limit) and change nothing')),
     limit: optional(int({ min: 1, max: cap(), description: `act on at most this many jobs, lowest id first (default and most: the cap, ${cap()})` })),
     reason: optional(str({ min: 1, max: 500, description: 'why: kept in the audit trail; required unless dryRun' })),
@@ -84,14 +77,14 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
       const held = await store.workersHeldJobs({ workerIds: listed.map((w) => w.id), now });
       const views = listed.map((w) => workerView(w, now, config.workerAliveMs, held.get(w.id)));
       const filtered = views.filter(
-        (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === (q.alive === 'true')),
+        (w) => (q.queue === undefined || w.queues?.includes(q.queue)) && (q.alive === undefined || w.alive === q.alive),
       );
       return c.json({
         at: new Date(now).toISOString(),
         workerAliveMs: config.workerAliveMs,
         alive: views.filter((w) => w.alive).length,
         workers: filtered,
-      });
+      } satisfies WorkersWire);
     },
   );
 
@@ -108,8 +101,8 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
-      const kind = body.action as BulkKind;
-      const status = (body.status ?? DEFAULT_STATUS[kind]) as JobStatus;
+      const kind = body.action;
+      const status = body.status ?? DEFAULT_STATUS[kind];
       // Every check before anything is read or written: a refused request changes nothing.
       if (bulkKindFor(status) !== kind) {
         throw invalid('status', `status ${status} does not fit ${kind}: retry takes failed or cancelled jobs, cancel pending ones, requeue running ones`);
@@ -154,7 +147,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
             // A requeue without force: what it does to this job (requeue, or fail for good as the reaper would).
             ...(j.requeue ? { requeue: requeueWire(j.requeue) } : {}),
           })),
-        });
+        } satisfies BulkDryRunWire);
       }
       const by = apiActor(c, config, body.actor);
       const audit = {
@@ -167,47 +160,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         now,
       };
       const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
-      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
+      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) } satisfies BulkDoneWire);
     },
   );
-}
-
-function workerView(w: WorkerRecord, now: number, aliveMs: number, held: { held: number; expired: number } | undefined) {
-  let queues: string[] | null = null;
-  try {
-    const parsed: unknown = w.queues === null ? null : JSON.parse(w.queues);
-    if (Array.isArray(parsed)) queues = parsed.filter((x): x is string => typeof x === 'string');
-  } catch {
-    queues = null;
-  }
-  return {
-    id: w.id,
-    alive: w.last_seen_at >= now - aliveMs,
-    lastSeenAt: iso(w.last_seen_at),
-    lastSeenAgoMs: Math.max(0, now - w.last_seen_at),
-    startedAt: iso(w.started_at),
-    queues,
-    host: w.host,
-    pid: w.pid,
-    version: w.version,
-    // Restarts under the same id, once the registry counts them (null until then).
-    restarts: w.restarts,
-    /** What the worker last reported running. */
-    runningCount: w.running_count,
-    /** Running jobs the database says it holds, and how many of those leases have expired. */
-    heldJobs: held?.held ?? 0,
-    expiredLeases: held?.expired ?? 0,
-    // What the process reported with its last beat, since it started; null:
-    // an SDK that does not report them. Event-loop blocks on a live worker
-    // mean it is hung (CPU-bound handler), not dead.
-    counters:
-      w.event_loop_blocks === null && w.longest_event_loop_block_ms === null && w.heartbeat_failures === null && w.leases_lost === null
-        ? null
-        : {
-            eventLoopBlocks: w.event_loop_blocks,
-            longestEventLoopBlockMs: w.longest_event_loop_block_ms,
-            heartbeatFailures: w.heartbeat_failures,
-            leasesLost: w.leases_lost,
-          },
-  };
 }

@@ -6,14 +6,15 @@
 import type { Context, Hono } from 'hono';
 import type { Config } from '../core/config.ts';
 import type { AuthThrottle } from './throttle.ts';
-import { requireRole, roleToken, type Role } from './auth.ts';
-import { readBody } from './http.ts';
-import { refuseSimpleCrossSite } from './web-guards.ts';
-import type { Validator } from './validate.ts';
+import type { ErrorCode } from '../core/errors.ts';
+import { requireRole, ROLE_REFUSALS, roleToken, type Role } from './auth.ts';
+import { BODY_REFUSALS, readBody } from './http.ts';
+import { CROSS_SITE_REFUSALS, HOST_REFUSALS, refuseSimpleCrossSite } from './web-guards.ts';
+import { obj, type Validator } from './validate.ts';
 import type { ResponseName } from './schemas.ts';
 
-/** The refusals a route can answer besides the ones every route can (see errorStatuses in openapi.ts). */
-export type RouteError = 'not_found' | 'lease_lost' | 'conflict';
+/** The refusals a route can answer besides the ones its guards can (see routeRefusals below). */
+export type RouteError = 'not_found' | 'lease_lost' | 'conflict' | 'too_many_requests';
 
 export interface RouteSpec<B = unknown, Q = unknown> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -35,8 +36,46 @@ export interface RouteSpec<B = unknown, Q = unknown> {
    */
   errors?: RouteError[];
   body?: Validator<B>;
-  /** The query string, as an obj() of string fields: checked before the handler, and listed in the OpenAPI document. */
+  /** The query string, as an obj() of query fields (queryInt, queryBool, word, str): checked before the handler, and listed in the OpenAPI document. */
   query?: Validator<Q>;
+}
+
+/**
+ * The body a route reads. A POST always reads one: it is the write a web page
+ * can send cross-site without a preflight, unless its type is JSON, so a POST
+ * that takes no fields still takes `{}` (an empty body counts as `{}`), and
+ * the document says so, and a generated client sends it with its type. A
+ * DELETE needs none: no page can send one cross-site without the preflight
+ * we never answer.
+ */
+export function requestBody(spec: Pick<RouteSpec, 'method' | 'body'>): Validator<unknown> | undefined {
+  return spec.body ?? (spec.method === 'post' ? NO_FIELDS : undefined);
+}
+
+const NO_FIELDS = obj({}, 'this call takes no fields: send {} (an empty body counts as {})');
+
+/**
+ * Every refusal a route can answer, by the step of its guard chain that
+ * answers it: what Routes.add runs for this spec, and what the OpenAPI
+ * document and docs/http-api.md list for it.
+ */
+export function routeRefusals(spec: Pick<RouteSpec, 'method' | 'role' | 'errors' | 'path' | 'body' | 'query'>): ErrorCode[] {
+  const body = requestBody(spec);
+  const codes = new Set<ErrorCode>(HOST_REFUSALS);
+  if (spec.role) for (const code of ROLE_REFUSALS) codes.add(code);
+  if (spec.method !== 'get') {
+    // Only on an open route; with a token for its role, the token is what admits.
+    for (const code of CROSS_SITE_REFUSALS) codes.add(code);
+    // The body limit (app.ts) reads every write's body.
+    codes.add('payload_too_large');
+  }
+  if (body) for (const code of BODY_REFUSALS) codes.add(code);
+  if (spec.query) codes.add('invalid_request');
+  // Path parameters are checked by the handler: a queue or schedule name that is not one is a 400, a job id a 404 (ids are opaque).
+  if (/:(queue|name)\b/.test(spec.path)) codes.add('invalid_request');
+  if (spec.path.includes(':id')) codes.add('not_found');
+  for (const code of spec.errors ?? []) codes.add(code);
+  return [...codes];
 }
 
 export class Routes {
@@ -53,10 +92,12 @@ export class Routes {
     this.specs.push(spec as RouteSpec);
     const guards = spec.role ? [requireRole(spec.role, this.config, this.throttle)] : [];
     const isOpen = !spec.role || !roleToken(spec.role, this.config);
+    const bodyValidator = requestBody(spec);
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
-      if (spec.method !== 'get') refuseSimpleCrossSite(c, isOpen);
+      if (spec.method !== 'get') refuseSimpleCrossSite(c, { routeIsOpen: isOpen, readsBody: bodyValidator !== undefined });
       const query = spec.query ? spec.query.parse(c.req.query(), '') : (undefined as Q);
-      const body = spec.body ? await readBody(c, spec.body) : (undefined as B);
+      // A route without fields of its own reads `{}`, and an empty body counts as that.
+      const body = bodyValidator ? ((await readBody(c, bodyValidator, { emptyIs: spec.body ? undefined : {} })) as B) : (undefined as B);
       return handler(c, body, query);
     });
   }

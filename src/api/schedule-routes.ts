@@ -6,11 +6,11 @@
  * from before (or from while it was paused) are not run.
  */
 import { invalid, LeaseholdError, requireStorableText } from '../core/errors.ts';
-import { nextOccurrence, nextOccurrences, scheduleSpecProblem, type ScheduleSpec } from '../core/schedule.ts';
-import { iso } from '../core/job-record.ts';
-import type { ScheduleJobOptions, ScheduleRecord } from '../db/store/schedules.ts';
+import { nextOccurrence, scheduleSpecProblem, type ScheduleSpec } from '../core/schedule.ts';
+import type { ScheduleJobOptions } from '../db/store/schedules.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { parseQueue, QUEUE_PATTERN, queueName } from './http.ts';
+import { scheduleView } from './schedule-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { bool, int, json, nullable, obj, optional, str } from './validate.ts';
@@ -39,27 +39,6 @@ const fields = {
 const createBody = obj({ name: str({ min: 1, max: 128, pattern: QUEUE_PATTERN, patternHelp: 'must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit' }), ...fields });
 const patchBody = obj({ ...fields, queue: optional(queueName) });
 
-function view(s: ScheduleRecord) {
-  const spec: ScheduleSpec = { cron: s.cron, timeZone: s.time_zone, intervalMs: s.interval_ms };
-  const upcoming = s.next_run_at >= Number.MAX_SAFE_INTEGER ? [] : [s.next_run_at, ...nextOccurrences(spec, s.next_run_at, 4, s.next_run_at)];
-  return {
-    name: s.name,
-    queue: s.queue_name,
-    cron: s.cron,
-    timeZone: s.time_zone,
-    intervalMs: s.interval_ms,
-    payload: JSON.parse(s.payload) as unknown,
-    jobOptions: JSON.parse(s.job_options) as ScheduleJobOptions,
-    paused: Boolean(s.paused),
-    nextRunAt: iso(upcoming[0] ?? null),
-    nextRuns: s.paused ? [] : upcoming.map((t) => iso(t)),
-    lastRunAt: iso(s.last_run_at),
-    lastJobId: s.last_job_id === null ? null : String(s.last_job_id),
-    createdAt: iso(s.created_at),
-    updatedAt: iso(s.updated_at),
-  };
-}
-
 const scheduleName = (raw: string | undefined) => {
   const name = raw ?? '';
   if (!QUEUE_PATTERN.test(name)) throw invalid('name', 'name must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit');
@@ -85,7 +64,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
   };
 
   r.add({ method: 'get', path: '/schedules', role: 'admin', operationId: 'listSchedules', tag: 'schedules', summary: 'Every schedule, with its next runs and last run', answers: { schema: 'schedules' } }, async (c) =>
-    c.json({ schedules: (await store.schedulesList()).map(view) }),
+    c.json({ schedules: (await store.schedulesList()).map(scheduleView) }),
   );
 
   r.add(
@@ -117,7 +96,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
         now,
       });
       if (!created) throw new LeaseholdError('conflict', `a schedule is named ${body.name} already: change it with PATCH /schedules/${body.name}; nothing was created`, 'name');
-      return c.json({ schedule: view(created) }, 201);
+      return c.json({ schedule: scheduleView(created) }, 201);
     },
   );
 
@@ -125,7 +104,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
     const name = scheduleName(c.req.param('name'));
     const s = await store.scheduleGet({ name });
     if (!s) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
-    return c.json({ schedule: view(s) });
+    return c.json({ schedule: scheduleView(s) });
   });
 
   r.add(
@@ -168,7 +147,7 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
         now,
       });
       if (!updated) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
-      return c.json({ schedule: view(updated) });
+      return c.json({ schedule: scheduleView(updated) });
     },
   );
 

@@ -5,47 +5,22 @@
  * to or removed from a wire type breaks the build until its schema follows.
  * test/api/openapi-answers.test.ts checks real answers against these schemas.
  *
- * The admin views (queues, metrics, alerts, tuning, reaper report) are
- * described by their top-level fields only: they are for people and
- * dashboards, and their inner shapes grow.
+ * The admin and observability views (queues, workers, schedules, metrics,
+ * alerts, tuning, the reaper's report, bulk actions) are in
+ * src/api/view-schemas.ts, written the same way against the types their
+ * routes answer.
  */
 import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from './validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
 import type { requeueWire } from './outcomes.ts';
+import { anyJson, array, boolean, constant, fields, integer, nullable, oneOf, string, time } from './schema-parts.ts';
+import { VIEW_RESPONSES } from './view-schemas.ts';
+
+export { fields } from './schema-parts.ts';
 
 type RequeueWire = ReturnType<typeof requeueWire>;
-
-const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
-const time: JsonSchema = { type: 'string', format: 'date-time' };
-const integer = (description?: string): JsonSchema => ({ type: 'integer', ...(description ? { description } : {}) });
-const boolean: JsonSchema = { type: 'boolean' };
-const nullable = (s: JsonSchema): JsonSchema => ({ ...s, nullable: true });
-/** Any JSON value (null included). */
-const anyJson = (description: string): JsonSchema => ({ description });
-const array = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
-const constant = (value: string | boolean): JsonSchema => ({ type: typeof value, enum: [value] });
-const oneOf = (...schemas: JsonSchema[]): JsonSchema => ({ oneOf: schemas });
-
-/**
- * An object schema with exactly T's keys (a missing or extra key does not
- * compile). Keys in `optional` may be left out of an answer; the rest are
- * always there (null where the type allows it).
- */
-export function fields<T>(properties: { [K in keyof T]-?: JsonSchema }, o: { optional?: readonly (keyof T & string)[]; description?: string; open?: boolean } = {}): JsonSchema {
-  const required = Object.keys(properties).filter((k) => !o.optional?.includes(k as keyof T & string));
-  return {
-    type: 'object',
-    properties,
-    required,
-    additionalProperties: o.open ?? false,
-    ...(o.description ? { description: o.description } : {}),
-  };
-}
-
-/** An object described by its top-level fields only (admin views). */
-const loose = (required: string[], description: string): JsonSchema => ({ type: 'object', required, additionalProperties: true, description });
 
 const AuditEntrySchema = fields<AuditEntryWire>({
   id: string('opaque entry id'),
@@ -224,13 +199,7 @@ export const RESPONSES = {
   beat: fields<{ ok: true }>({ ok: constant(true) }),
   effectStart: oneOf(fields<{ state: 'run' }>({ state: constant('run') }), fields<{ state: 'done'; result: unknown }>({ state: constant('done'), result: anyJson('the result an earlier attempt recorded') })),
   effectFinish: fields<{ result: unknown }>({ result: anyJson('the result on record (the first one wins)') }),
-  queues: fields<{ queues: unknown[] }>({ queues: array(loose(['name', 'paused', 'counts', 'settings'], 'a queue: counts, health, settings and alert thresholds')) }),
-  queue: fields<{ queue: unknown }>({ queue: loose(['name', 'paused', 'counts', 'settings'], 'a queue: counts, health, settings and alert thresholds') }),
   paused: fields<{ queue: string; paused: boolean }>({ queue: string(), paused: boolean }),
-  reaperReport: loose(['at', 'requeued', 'failed', 'deferred', 'raced', 'pruned', 'alerts'], 'what the pass did'),
-  metrics: loose(['at', 'now', 'windows', 'workers', 'queues'], 'metrics per queue'),
-  alerts: loose(['at', 'firing', 'thresholds', 'alerts'], 'every alert per queue'),
-  tuning: loose(['at', 'queues'], 'recommended settings per queue'),
   health: fields<HealthWire>({
     ok: constant(true),
     databaseTime: time,
@@ -247,15 +216,9 @@ export const RESPONSES = {
       { description: 'whether a reaper still runs, from the last pass any reaper recorded in the database' },
     ),
   }),
-  workers: loose(
-    ['at', 'workerAliveMs', 'alive', 'workers'],
-    'the worker registry: each worker with liveness, queues, host, pid, version, restarts, the jobs it holds, and counters (eventLoopBlocks, longestEventLoopBlockMs, heartbeatFailures, leasesLost: what its last beat reported since the process started; null from SDKs that do not send them)',
-  ),
-  schedule: fields<{ schedule: unknown }>({ schedule: loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule: what it enqueues, when, and its last run') }),
-  schedules: fields<{ schedules: unknown[] }>({ schedules: array(loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule')) }),
   scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
-  bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
+  ...VIEW_RESPONSES,
 } satisfies Record<string, JsonSchema>;
 
 export type ResponseName = keyof typeof RESPONSES;

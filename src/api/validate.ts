@@ -76,6 +76,55 @@ export function bool(description?: string): Validator<boolean> {
 }
 
 /**
+ * One of a fixed set of words: an enum in the document, so a generated client
+ * gets a union type (or an enum class) rather than a string to get right.
+ */
+export function word<const W extends string>(values: readonly W[], description?: string): Validator<W> {
+  return {
+    optional: false,
+    schema: { type: 'string', enum: [...values], ...(description ? { description } : {}) },
+    parse(value, path) {
+      if (typeof value !== 'string') throw invalid(path, `${path} must be a string, got ${describe(value)}`);
+      if (!(values as readonly string[]).includes(value)) throw invalid(path, `${path} must be one of ${values.join(', ')}, got ${JSON.stringify(value.slice(0, 40))}`);
+      return value as W;
+    },
+  };
+}
+
+/*
+ * Query-string values arrive as text; these parse them into what the document
+ * says they are (an integer, a boolean), so a generated client sends
+ * `limit: 50`, not a string it has to format to a pattern.
+ */
+
+/** A whole number in [min, max], written in decimal in the query string. */
+export function queryInt(o: { min: number; max: number; description?: string }): Validator<number> {
+  return {
+    optional: false,
+    schema: { type: 'integer', minimum: o.min, maximum: o.max, ...(o.description ? { description: o.description } : {}) },
+    parse(value, path) {
+      const text = typeof value === 'string' ? value : '';
+      const n = /^-?(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : Number.NaN;
+      if (!Number.isSafeInteger(n) || n < o.min || n > o.max) throw invalid(path, `${path} must be a whole number from ${o.min} to ${o.max}, got ${JSON.stringify(text.slice(0, 40))}`);
+      return n;
+    },
+  };
+}
+
+/** true or false in the query string. */
+export function queryBool(description?: string): Validator<boolean> {
+  return {
+    optional: false,
+    schema: { type: 'boolean', ...(description ? { description } : {}) },
+    parse(value, path) {
+      if (value === 'true') return true;
+      if (value === 'false') return false;
+      throw invalid(path, `${path} must be true or false, got ${JSON.stringify(String(value).slice(0, 40))}`);
+    },
+  };
+}
+
+/**
  * How deeply a JSON value may nest. Deeper values would overflow the stack in
  * JSON.stringify (~4,000 levels) or SQLite's JSON functions (1,000 levels, and
  * a payload travels inside an array of objects): a 500 instead of a 400.

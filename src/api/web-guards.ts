@@ -19,7 +19,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../core/config.ts';
-import { LeaseholdError } from '../core/errors.ts';
+import { LeaseholdError, type ErrorCode } from '../core/errors.ts';
 import { hasToken } from '../core/tokens.ts';
 import { logField } from './request-log.ts';
 
@@ -68,16 +68,24 @@ export function hostGuard(config: Config): MiddlewareHandler {
   };
 }
 
+/** What hostGuard refuses, on every route: a Host that does not parse (400), and in open mode one that is not loopback (421). */
+export const HOST_REFUSALS = ['invalid_request', 'misdirected_request'] as const satisfies readonly ErrorCode[];
+/** What refuseSimpleCrossSite refuses on a write: a foreign page on an open route (403); the body's type is BODY_REFUSALS' (src/api/http.ts). */
+export const CROSS_SITE_REFUSALS = ['forbidden'] as const satisfies readonly ErrorCode[];
+
 /**
- * For every non-GET API call: JSON only, so a web page cannot send it as a
- * simple request; and on an open route (no token for its role), nothing
- * from another origin.
+ * For every non-GET API call that reads a body (every POST does, see
+ * requestBody in src/api/router.ts): JSON only, so a web page cannot send it
+ * as a simple request; and on an open route (no token for its role), nothing
+ * from another origin. A DELETE reads no body and may come without a type:
+ * a page cannot send one cross-site without a preflight.
  */
-export function refuseSimpleCrossSite(c: Context, routeIsOpen: boolean): void {
+export function refuseSimpleCrossSite(c: Context, o: { routeIsOpen: boolean; readsBody: boolean }): void {
   const type = c.req.header('content-type') ?? '';
-  if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new LeaseholdError('unsupported_media_type', 'send Content-Type: application/json on every call that is not a GET (the body may be empty where the call takes none)', 'content-type');
+  if (o.readsBody && !/^application\/json\s*(;|$)/i.test(type)) {
+    throw new LeaseholdError('unsupported_media_type', 'send Content-Type: application/json on every call that is not a GET or a DELETE (the body may be empty where the call takes no fields)', 'content-type');
   }
+  const routeIsOpen = o.routeIsOpen;
   if (!routeIsOpen) return;
   const site = c.req.header('sec-fetch-site');
   if (site !== undefined && site !== 'same-origin' && site !== 'none') {

@@ -5,7 +5,8 @@
  */
 import type { JobStatus } from './wire.ts';
 
-export type BulkKind = 'retry' | 'cancel' | 'requeue';
+export const BULK_KINDS = ['retry', 'cancel', 'requeue'] as const;
+export type BulkKind = (typeof BULK_KINDS)[number];
 
 /** The bulk kind that acts on a status, or undefined if none does. */
 export function bulkKindFor(status: JobStatus): BulkKind | undefined {

@@ -29,6 +29,9 @@ const STATUS: Record<ErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 
   too_many_requests: 429,
 };
 
+/** The HTTP status an error code is answered with. */
+export const errorStatus = (code: ErrorCode) => STATUS[code];
+
 export class LeaseholdError extends Error {
   override readonly name = 'LeaseholdError';
   constructor(

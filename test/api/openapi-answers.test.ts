@@ -127,6 +127,50 @@ test('admin and meta answers: queues, settings, alerts, pause, reaper, metrics, 
   expect(t.errors).toEqual([]);
 });
 
+test('operator views: workers, schedules, bulk (dry run and real), audit, and metrics, alerts, tuning and the reaper with something to show', async () => {
+  const q = '/api/v1/queues/ops/jobs';
+  for (let i = 0; i < 4; i++) await call('post', '/api/v1/queues/{queue}/jobs', q, { payload: i });
+  const beat = { workerId: 'w-ops', instanceId: 'i-1', host: 'box', pid: 42, version: '1.0', queues: ['ops'], runningCount: 2, eventLoopBlocks: 1, longestEventLoopBlockMs: 250, heartbeatFailures: 0, leasesLost: 0 };
+  await call('post', '/api/v1/workers/beat', '/api/v1/workers/beat', beat);
+  const claim = await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/ops/claim', { workerId: 'w-ops', instanceId: 'i-1', limit: 2 });
+  const [done, left] = claim.json.jobs as { id: string; lockToken: string }[];
+  await call('post', '/api/v1/jobs/{id}/complete', `/api/v1/jobs/${done!.id}/complete`, { workerId: 'w-ops', lockToken: done!.lockToken, result: 1 });
+  const workers = await call('get', '/api/v1/workers', '/api/v1/workers?alive=true&queue=ops', undefined, A);
+  expect(workers.json.workers[0]).toMatchObject({ id: 'w-ops', counters: { eventLoopBlocks: 1 }, heldJobs: 1 });
+  await call('get', '/api/v1/metrics', '/api/v1/metrics', undefined, A);
+  await call('get', '/api/v1/tuning', '/api/v1/tuning', undefined, A);
+  const requeueDry = await call('post', '/api/v1/queues/{queue}/bulk', '/api/v1/queues/ops/bulk', { action: 'requeue', dryRun: true }, A);
+  expect(requeueDry.json).toMatchObject({ dryRun: true, action: 'requeue', status: 'running' });
+
+  // The worker goes away and its lease runs out: the reaper takes the job back, and the views say so.
+  t.clock.advance(60 * 60_000);
+  const reaped = await call('post', '/api/v1/reaper/run', '/api/v1/reaper/run', {}, A);
+  expect(reaped.json.requeued.map((r: { id: string }) => r.id)).toContain(left!.id);
+  const metrics = await call('get', '/api/v1/metrics', '/api/v1/metrics', undefined, A);
+  expect(metrics.json.queues.find((m: { queue: string }) => m.queue === 'ops').reapedTotal.total).toBeGreaterThan(0);
+  await call('get', '/api/v1/alerts', '/api/v1/alerts', undefined, A);
+  await call('get', '/api/v1/tuning', '/api/v1/tuning', undefined, A);
+  await call('get', '/api/v1/workers', '/api/v1/workers?alive=false', undefined, A);
+
+  const dry = await call('post', '/api/v1/queues/{queue}/bulk', '/api/v1/queues/ops/bulk', { action: 'cancel', dryRun: true, limit: 2 }, A);
+  expect(dry.json.jobs).toHaveLength(2);
+  const bulk = await call('post', '/api/v1/queues/{queue}/bulk', '/api/v1/queues/ops/bulk', { action: 'cancel', reason: 'test' }, A);
+  expect(bulk.json).toMatchObject({ dryRun: false, changed: 3 });
+
+  const schedule = { name: 'nightly', queue: 'ops', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { report: true }, jobOptions: { priority: 2 } };
+  expect((await call('post', '/api/v1/schedules', '/api/v1/schedules', schedule, A)).status).toBe(201);
+  expect((await call('post', '/api/v1/schedules', '/api/v1/schedules', schedule, A)).status).toBe(409);
+  await call('post', '/api/v1/schedules', '/api/v1/schedules', { name: 'hourly', queue: 'ops', intervalMs: 3_600_000, paused: true }, A);
+  await call('get', '/api/v1/schedules', '/api/v1/schedules', undefined, A);
+  await call('get', '/api/v1/schedules/{name}', '/api/v1/schedules/nightly', undefined, A);
+  await call('patch', '/api/v1/schedules/{name}', '/api/v1/schedules/nightly', { paused: true }, A);
+  await call('delete', '/api/v1/schedules/{name}', '/api/v1/schedules/nightly', undefined, A);
+  expect((await call('get', '/api/v1/schedules/{name}', '/api/v1/schedules/nightly', undefined, A)).status).toBe(404);
+  const audit = await call('get', '/api/v1/audit', '/api/v1/audit?limit=5&action=jobs.bulk', undefined, A);
+  expect(audit.json.entries).toHaveLength(1);
+  expect(t.errors).toEqual([]);
+});
+
 test('the schemas are strict enough to catch a wrong answer', async () => {
   const answer = (await t.get(`/api/v1/jobs/1`, W)).json;
   const validate = validatorFor('get', '/api/v1/jobs/{id}', 200);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { errorStatuses } from '../../src/api/openapi.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { operationsOf, sample } from '../support/openapi.ts';
 
 type Schema = Record<string, any>;
 
@@ -48,31 +49,6 @@ const CONDITIONALLY_REQUIRED: Record<string, Record<string, unknown>> = {
 };
 
 const bodySchema = (op: Schema): Schema | undefined => op.requestBody?.content?.['application/json']?.schema;
-
-/** The smallest value the schema accepts (required fields only). */
-function sample(schema: Schema): unknown {
-  if (schema.oneOf) return sample(schema.oneOf[0]);
-  switch (schema.type) {
-    case 'object':
-      return Object.fromEntries((schema.required ?? []).map((k: string) => [k, sample(schema.properties[k])]));
-    case 'array':
-      return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items));
-    case 'string': {
-      // A choice of words (`^(retry|cancel|requeue)$`): its first word.
-      const first = /^\^\(([a-z]+)\|/.exec(schema.pattern ?? '')?.[1];
-      const fits = ['x', '1', 'q', ...(first ? [first] : [])].find((s) => s.length >= (schema.minLength ?? 0) && (!schema.pattern || new RegExp(schema.pattern).test(s)));
-      if (fits === undefined) throw new Error(`no sample string for ${JSON.stringify(schema)}`);
-      return fits;
-    }
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? 0;
-    case 'boolean':
-      return true;
-    default:
-      return {}; // any JSON
-  }
-}
 
 /** Every required field, nested ones (inside sampled arrays and objects) by their path. */
 function requiredPaths(schema: Schema, value: unknown, path = ''): { path: string; without: unknown }[] {
@@ -157,18 +133,30 @@ test('it is generated from the validators: a body without any required field is 
 });
 
 test("GET /jobs lists its query parameters, from the validator that checks them", async () => {
-  const params = doc.paths['/api/v1/jobs'].get.parameters as { name: string; in: string; required: boolean; schema: { pattern?: string } }[];
+  const params = doc.paths['/api/v1/jobs'].get.parameters as { name: string; in: string; required: boolean; schema: Schema }[];
   expect(params.filter((p) => p.in === 'query').map((p) => p.name).sort()).toEqual(['after', 'idempotencyKey', 'limit', 'order', 'queue', 'status']);
   expect(params.every((p) => p.required === false)).toBe(true);
-  // The documented limit pattern is the one enforced: 500 passes, 501 does not.
-  const limit = new RegExp(params.find((p) => p.name === 'limit')!.schema.pattern!);
-  expect([limit.test('500'), limit.test('501'), limit.test('0')]).toEqual([true, false, false]);
-  expect((await t.get('/api/v1/jobs?limit=501')).status).toBe(400);
-  expect((await t.get('/api/v1/jobs?limit=500')).status).toBe(200);
+  // Typed as what they mean, and the documented bounds are the ones enforced: 500 passes, 501 does not.
+  const byName = Object.fromEntries(params.map((p) => [p.name, p.schema]));
+  expect(byName.limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 500 });
+  expect(byName.status).toMatchObject({ type: 'string', enum: ['pending', 'running', 'completed', 'failed', 'cancelled'] });
+  expect(byName.order).toMatchObject({ type: 'string', enum: ['asc', 'desc'] });
+  for (const [query, status] of [['limit=501', 400], ['limit=0', 400], ['limit=5x', 400], ['limit=1.5', 400], ['limit=500', 200], ['status=zombie', 400], ['order=up', 400], ['order=asc&status=pending', 200]] as const) {
+    const res = await t.get(`/api/v1/jobs?${query}`);
+    expect(res.status, query).toBe(status);
+    if (status === 400) expect(res.json.error.field, query).toBe(query.split('=')[0]);
+  }
+  // Every query parameter is typed: a string with a pattern only for a name or an opaque id, never for a number, a boolean or a choice.
+  const query = operations().flatMap(({ path, method, op }) => (op.parameters ?? []).filter((p: Schema) => p.in === 'query').map((p: Schema) => ({ where: `${method} ${path} ?${p.name}`, ...p })));
+  expect(query.length).toBeGreaterThan(10);
+  for (const p of query) if (p.schema.pattern) expect(['queue', 'after', 'before'], p.where).toContain(p.name);
+  expect(doc.paths['/api/v1/workers'].get.parameters.find((p: Schema) => p.name === 'alive').schema).toMatchObject({ type: 'boolean' });
+  expect(doc.paths['/api/v1/audit'].get.parameters.find((p: Schema) => p.name === 'limit').schema).toMatchObject({ type: 'integer', maximum: 500 });
+  expect((await t.get('/api/v1/workers?alive=yes')).status).toBe(400);
+  expect((await t.get('/api/v1/workers?alive=false')).status).toBe(200);
 });
 
-const operations = () =>
-  Object.entries(doc.paths as Record<string, Record<string, Schema>>).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })));
+const operations = () => operationsOf(doc);
 
 test('a real OpenAPI validator accepts the document', async () => {
   const result = await new Validator().validate(structuredClone(doc) as never);
@@ -195,6 +183,8 @@ test('every operation has a unique operationId, a tag, a summary and a schema fo
     const statuses = Object.keys(op.responses);
     expect(statuses.some((s) => s.startsWith('2')), where).toBe(true);
     for (const status of statuses) {
+      // A 304 has no body by definition.
+      if (status === '304') continue;
       const response = op.responses[status].$ref ? doc.components.responses[op.responses[status].$ref.split('/').at(-1)] : op.responses[status];
       expect(response, `${where} ${status}`).toBeDefined();
       const content = response.content?.['application/json'] ?? response.content?.['text/plain'];
@@ -205,7 +195,7 @@ test('every operation has a unique operationId, a tag, a summary and a schema fo
   expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
 });
 
-test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; writes document 403, 413 and 415', () => {
+test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; writes document 403 and 413, and those that read a body 415', () => {
   const enqueue = doc.paths['/api/v1/queues/{queue}/jobs'].post;
   expect(Object.keys(enqueue.responses)).toContain('201');
   expect(enqueue.responses['201'].content['application/json'].schema.oneOf).toHaveLength(2);
@@ -213,8 +203,13 @@ test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; 
   for (const { path, method, op } of operations()) {
     const statuses = Object.keys(op.responses);
     if (method === 'get') expect(statuses, `${method} ${path}`).not.toContain('409');
-    else expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['403', '413', '415']));
-    if (path.startsWith('/api/v1') && path !== '/api/v1/openapi.json') expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '503']));
+    else expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['403', '413']));
+    // Every POST reads a body (at least {}), so it needs the JSON type; a DELETE reads none.
+    if (method === 'post' || op.requestBody) expect(statuses, `${method} ${path}`).toContain('415');
+    if (method === 'post') expect(op.requestBody?.required, `${method} ${path}`).toBe(true);
+    if (method === 'delete') expect(statuses, `${method} ${path}`).not.toContain('415');
+    // A call that takes a token can answer 401 (none, or nobody's) and 403 (a token of another role).
+    if (op.security.length > 0) expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403', '503']));
   }
   // 409 exactly where a lock token or a job's state can refuse the write.
   expect(Object.keys(doc.paths['/api/v1/jobs/{id}/complete'].post.responses)).toContain('409');
@@ -222,8 +217,11 @@ test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; 
   expect(Object.keys(doc.paths['/api/v1/queues/{queue}/claim'].post.responses)).not.toContain('409');
   // The admin token is the only one for admin calls: the worker token gets 403.
   expect(Object.keys(doc.paths['/api/v1/queues'].get.responses)).toContain('403');
-  expect(Object.keys(doc.paths['/api/v1/jobs/{id}'].get.responses)).not.toContain('403');
-  expect(errorStatuses({ method: 'get', role: 'worker', path: '/jobs/:id', errors: ['not_found'] })).toEqual([400, 401, 404, 421, 429, 500, 503]);
+  // And the read-only token gets 403 on a worker call.
+  expect(Object.keys(doc.paths['/api/v1/jobs/{id}'].get.responses)).toContain('403');
+  expect(errorStatuses({ method: 'get', role: 'worker', path: '/jobs/:id', errors: ['not_found'] })).toEqual([400, 401, 403, 404, 421, 429, 500, 503]);
+  expect(errorStatuses({ method: 'get', role: null, path: '/x' })).toEqual([400, 421, 500, 503]);
+  expect(errorStatuses({ method: 'delete', role: 'admin', path: '/schedules/:name', errors: ['not_found'] })).toEqual([400, 401, 403, 404, 413, 421, 429, 500, 503]);
 });
 
 test('path parameters carry the patterns the server enforces', async () => {

@@ -1,0 +1,31 @@
+/** A queue as the API answers it: counts, health, settings and alert thresholds (GET /queues, GET /queues/:queue, the settings calls). */
+import { effectiveAlertThresholds } from '../core/alerts.ts';
+import { iso } from '../core/job-record.ts';
+import type { QueueHealth } from '../db/store/read.ts';
+
+/** A queue as the API answers it (its schema: src/api/view-schemas.ts). */
+export type QueueView = ReturnType<typeof queueView>;
+
+export function queueView(q: QueueHealth) {
+  return {
+    name: q.name,
+    paused: q.paused,
+    counts: q.counts,
+    ready: q.ready,
+    expiredLeases: q.expiredLeases,
+    oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
+    oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
+    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit },
+    overrides: {
+      ...q.overrides,
+      ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
+      ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),
+      ...(q.rateLimit === null ? {} : { rateLimit: q.rateLimit }),
+    },
+    // The rate limit's current window: claims used, and when the next window opens while they are spent.
+    rateUsed: q.rateUsed,
+    rateLimitedUntil: iso(q.rateLimitedUntil),
+    alertThresholds: effectiveAlertThresholds(q.alertOverrides),
+    alertOverrides: q.alertOverrides,
+  };
+}

@@ -1,0 +1,415 @@
+/**
+ * Response schemas of the admin and observability views: queues, workers,
+ * schedules, metrics, alerts, tuning, the reaper's report and bulk actions.
+ * Written like src/api/schemas.ts: `fields<T>()` against the type the route
+ * answers (its view function's return type, or a wire type below that the
+ * route's answer `satisfies`), so a field added to a view breaks the build
+ * until its schema follows, and every object has its properties: a generated
+ * client gets typed models, not dictionaries.
+ * test/api/openapi-answers.test.ts checks real answers against them.
+ */
+import type { Alert, AlertName, AlertThresholds } from '../core/alerts.ts';
+import { ALERT_THRESHOLD_LIMITS } from '../core/alert-thresholds.ts';
+import type { QueueDefaults } from '../core/config.ts';
+import type { MaintenanceVerdict } from '../core/maintenance-watch.ts';
+import type { MetricsSnapshot, QueueMetrics, RateLimit, WindowCount } from '../core/metrics-snapshot.ts';
+import { HISTOGRAM_NAMES, type Histogram } from '../core/histograms.ts';
+import { REAP_REASONS } from '../core/reaper.ts';
+import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
+import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
+import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import type { ScheduleJobOptions } from '../db/store/schedules.ts';
+import type { ReapReport } from '../maintenance/pass.ts';
+import type { AlertPassReport } from '../maintenance/alerts.ts';
+import type { SchedulesReport } from '../maintenance/schedules.ts';
+import type { QueueView } from './queue-view.ts';
+import type { requeueWire } from './outcomes.ts';
+import type { WorkerView } from './worker-view.ts';
+import type { ScheduleView } from './schedule-view.ts';
+import { anyJson, array, boolean, described, fields, integer, nullable, number, oneOf, sameFor, string, time, words, constant } from './schema-parts.ts';
+import type { JsonSchema } from './validate.ts';
+
+/** GET /metrics (JSON): the snapshot's public part, with the maintenance verdict. */
+export interface MetricsWire {
+  at: string;
+  now: number;
+  windows: MetricsSnapshot['windows'];
+  workers: MetricsSnapshot['workers'];
+  maintenance: MetricsSnapshot['maintenance'] & MaintenanceVerdict;
+  queues: QueueMetrics[];
+}
+
+export interface AlertsWire {
+  at: string;
+  firing: number;
+  thresholds: AlertThresholds;
+  alerts: Alert[];
+}
+
+export interface TuningWire {
+  at: string;
+  queues: QueueTuning[];
+}
+
+export interface WorkersWire {
+  at: string;
+  workerAliveMs: number;
+  alive: number;
+  workers: WorkerView[];
+}
+
+export type ReaperWire = Omit<ReapReport, 'at' | 'hold'> & { at: string | null; hold?: { until: string | null; why: string } };
+
+type RequeueWire = ReturnType<typeof requeueWire>;
+
+/** What a bulk action matched, on a dry run and a real one alike. */
+export interface BulkMatchWire {
+  queue: string;
+  action: BulkKind;
+  status: JobStatus;
+  force: boolean;
+  matching: number;
+  matchingCapped: boolean;
+  cap: number;
+  limit: number;
+  /** A requeue without force: the server's hold, or null. */
+  hold?: { until: string | null; why: string } | null;
+}
+
+export interface BulkPreviewJobWire {
+  id: string;
+  queue: string;
+  status: string;
+  attempt: number;
+  maxAttempts: number;
+  lockedBy: string | null;
+  leaseExpiresAt: string | null;
+  updatedAt: string | null;
+  lastError: string | null;
+  requeue?: RequeueWire;
+}
+
+export type BulkDryRunWire = BulkMatchWire & { dryRun: true; wouldChange: number; jobs: BulkPreviewJobWire[] };
+export type BulkDoneWire = BulkMatchWire & { dryRun: false; changed: number; ids: string[] };
+
+const ms = (description?: string) => integer(description ? `${description} (ms)` : 'ms');
+const epochMs = (description: string) => integer(`${description} (epoch ms)`);
+const statusCounts = fields<Record<JobStatus, number>>(sameFor(JOB_STATUSES, integer()), { description: 'jobs per status' });
+
+const rateLimitSchema = fields<RateLimit>({ max: integer('claims per window'), windowMs: ms('the window') });
+
+const queueDefaultsProps: { [K in keyof QueueDefaults]-?: JsonSchema } = {
+  leaseMs: ms(),
+  heartbeatMs: ms(),
+  graceMs: ms(),
+  maxAttempts: integer(),
+  maxLostAttempts: integer(),
+  backoffBaseMs: ms(),
+  backoffMaxMs: ms(),
+  retentionMs: ms(),
+  timeoutMs: ms('hard time limit per attempt'),
+};
+const queueLimitsProps = { stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema) };
+
+const alertThresholdProps = Object.fromEntries(
+  Object.entries(ALERT_THRESHOLD_LIMITS).map(([k, l]) => [k, l.integer ? integer(l.help) : number(l.help)]),
+) as { [K in keyof AlertThresholds]-?: JsonSchema };
+const alertThresholdsSchema = fields<AlertThresholds>(alertThresholdProps);
+const alertOverridesSchema = fields<Partial<AlertThresholds>>(alertThresholdProps, { optional: Object.keys(alertThresholdProps) as (keyof AlertThresholds)[], description: "the queue's own thresholds; absent ones are the server's" });
+
+const QueueSchema = fields<QueueView>(
+  {
+    name: string(),
+    paused: boolean,
+    counts: statusCounts,
+    ready: integer('pending jobs due now'),
+    expiredLeases: integer('running jobs whose lease has expired'),
+    oldestRunningStartedAt: nullable(time),
+    oldestReadyAvailableAt: nullable(time),
+    settings: fields<QueueView['settings']>({ ...queueDefaultsProps, ...queueLimitsProps }, { description: "the queue's effective settings (its overrides over the server's)" }),
+    overrides: fields<QueueView['overrides']>(
+      { ...queueDefaultsProps, ...queueLimitsProps },
+      { optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'stallMs', 'maxRunning', 'rateLimit'], description: "the settings this queue sets itself; absent ones are the server's" },
+    ),
+    rateUsed: integer("claims in the rate limit's current window"),
+    rateLimitedUntil: nullable(described(time, "while the window's claims are spent: when the next one opens")),
+    alertThresholds: alertThresholdsSchema,
+    alertOverrides: alertOverridesSchema,
+  },
+  { description: 'a queue: counts, health, settings and alert thresholds' },
+);
+
+const histogramSchema = fields<Histogram>({
+  count: integer('observations, all-time'),
+  sumMs: ms('their sum'),
+  buckets: array(fields<Histogram['buckets'][number]>({ leMs: nullable(ms('upper bound; null: +Inf')), count: integer('cumulative') })),
+});
+
+const windowCount = fields<WindowCount>({ total: integer('all-time'), lastHour: integer(), last5m: integer() });
+
+const QueueMetricsSchema = fields<QueueMetrics>(
+  {
+    queue: string(),
+    paused: boolean,
+    settings: fields<QueueDefaults>(queueDefaultsProps),
+    alertOverrides: alertOverridesSchema,
+    ...queueLimitsProps,
+    rateUsed: integer(),
+    rateLimitedUntil: nullable(epochMs('when the next rate window opens')),
+    counts: statusCounts,
+    ready: integer(),
+    oldestReadyAvailableAt: nullable(epochMs('the oldest ready job became due')),
+    oldestReadyAgeMs: nullable(ms()),
+    running: fields<QueueMetrics['running']>({
+      count: integer(),
+      expiredLeases: integer(),
+      oldestStartedAt: nullable(epochMs('the oldest running job started')),
+      oldestAgeMs: nullable(ms()),
+      maxHeartbeatLagMs: nullable(ms('now - last heartbeat, the worst running job')),
+      heartbeatLagBuckets: array(fields<QueueMetrics['running']['heartbeatLagBuckets'][number]>({ leMs: nullable(ms('null: +Inf')), count: integer('cumulative') })),
+      heartbeatLagSumMs: ms(),
+      busyWorkers: integer(),
+      ownerAliveJobs: integer(),
+      ownerGoneJobs: integer(),
+      maxOwnerAliveLagMs: nullable(ms()),
+      lateJobs: integer(),
+      lateJobIds: array(string()),
+      stalled: fields<QueueMetrics['running']['stalled']>({ count: integer(), ids: array(string()) }),
+      expiredPastGrace: integer('running jobs past lease + grace, read now'),
+      suspect: fields<QueueMetrics['running']['suspect']>({ count: integer(), ids: array(string()), afterMs: nullable(ms()), basis: nullable(string()) }),
+    }),
+    jobsTotal: fields<QueueMetrics['jobsTotal']>(
+      sameFor(['enqueued', 'claimed', 'completed', 'failed', 'cancelled', 'retried', 'requeuedExpired', 'requeuedForced'] as const, integer()),
+      { description: 'all-time counters' },
+    ),
+    servingWorkers: integer(),
+    reaped: fields<Record<(typeof REAP_REASONS)[number], WindowCount>>(sameFor(REAP_REASONS, windowCount), {
+      open: windowCount,
+      description: "take-backs by reason: every reason the reaper has, and any other one recorded (an older server's)",
+    }),
+    reapedTotal: windowCount,
+    reapDeferred: windowCount,
+    staleWritesRejected: windowCount,
+    enqueueDeduplicated: windowCount,
+    duplicateExecutions: windowCount,
+    effectsSkipped: windowCount,
+    effectsRerun: windowCount,
+    claimsApprox: fields<QueueMetrics['claimsApprox']>({ lastHour: integer(), last5m: integer() }),
+    attempts: fields<QueueMetrics['attempts']>({
+      finished: integer(),
+      histogram: array(fields<QueueMetrics['attempts']['histogram'][number]>({ attempts: integer(), count: integer() })),
+      erroredAttempts: integer(),
+      lostAttempts: integer(),
+      jobsWithErrors: integer(),
+      jobsWithLost: integer(),
+    }),
+    runtime: nullable(fields<NonNullable<QueueMetrics['runtime']>>({ count: integer(), p50Ms: ms(), p95Ms: ms(), p99Ms: ms(), maxMs: ms() }, { description: 'jobs completed in the last hour; null: none' })),
+    histograms: fields<QueueMetrics['histograms']>(sameFor(HISTOGRAM_NAMES, histogramSchema), {
+      description: 'all-time histograms (durable): run time of completed jobs, queue wait of claims, time between lease renewals',
+    }),
+  },
+  { description: "one queue's metrics" },
+);
+
+const MetricsSchema = fields<MetricsWire>({
+  at: time,
+  now: epochMs('the snapshot time'),
+  windows: fields<MetricsWire['windows']>({ shortMs: ms(), longMs: ms() }),
+  workers: fields<MetricsWire['workers']>({ total: integer(), active: integer(), aliveMs: ms() }),
+  maintenance: fields<MetricsWire['maintenance']>({
+    lastStartedAt: nullable(epochMs('the last maintenance pass started')),
+    lastCompletedAt: nullable(epochMs('the last maintenance pass completed')),
+    passes: integer(),
+    late: boolean,
+    lateAfterMs: ms(),
+    ageMs: nullable(ms('since the last completed pass')),
+    message: string(),
+  }),
+  queues: array(QueueMetricsSchema),
+});
+
+const ALERT_NAMES = ['heartbeat_lag', 'long_running', 'reaper_burst', 'enqueue_dedup_rate', 'stale_write_rate', 'pending_backlog', 'duplicate_executions', 'stalled_jobs'] as const satisfies readonly AlertName[];
+
+const AlertsSchema = fields<AlertsWire>({
+  at: time,
+  firing: integer('alerts firing now'),
+  thresholds: described(alertThresholdsSchema, "the server's thresholds"),
+  alerts: array(
+    fields<Alert>({
+      name: words(ALERT_NAMES),
+      queue: string(),
+      state: words(['firing', 'ok']),
+      value: nullable(number('ms, count or per-minute rate (see unit)')),
+      threshold: number(),
+      unit: words(['ms', 'count', 'per_minute']),
+      message: string(),
+      overridden: array(words(Object.keys(ALERT_THRESHOLD_LIMITS))),
+    }),
+  ),
+});
+
+const leaseSettings = fields<QueueTuning['current']>({ leaseMs: ms(), heartbeatMs: ms(), graceMs: ms() });
+const TuningSchema = fields<TuningWire>({
+  at: time,
+  queues: array(
+    fields<QueueTuning>({
+      queue: string(),
+      current: leaseSettings,
+      recommended: leaseSettings,
+      confidence: words(['none', 'low', 'ok']),
+      observed: fields<QueueTuning['observed']>({
+        runtimeP50Ms: nullable(ms()),
+        runtimeP99Ms: nullable(ms()),
+        completedLastHour: integer(),
+        maxHeartbeatLagMs: nullable(ms()),
+        ownerGoneJobs: integer(),
+        heartbeatDelayMs: ms(),
+        heartbeatJitterMs: ms(),
+        reapDeferredLastHour: integer(),
+        reapedLastHour: integer(),
+      }),
+      flags: array(fields<TuningFlag>({ setting: string(), severity: words(['error', 'warning']), rule: string() })),
+      notes: array(string()),
+    }),
+  ),
+});
+
+const WorkersSchema = fields<WorkersWire>({
+  at: time,
+  workerAliveMs: ms('a worker seen within this is alive'),
+  alive: integer('live workers (before the filters)'),
+  workers: array(
+    fields<WorkerView>({
+      id: string(),
+      alive: boolean,
+      lastSeenAt: time,
+      lastSeenAgoMs: ms(),
+      startedAt: time,
+      queues: nullable(array(string())),
+      host: nullable(string()),
+      pid: nullable(integer()),
+      version: nullable(string()),
+      restarts: integer('restarts under the same id'),
+      runningCount: integer('what the worker last reported running'),
+      heldJobs: integer('running jobs the database says it holds'),
+      expiredLeases: integer('of those, leases that have expired'),
+      counters: nullable(
+        fields<NonNullable<WorkerView['counters']>>(
+          { eventLoopBlocks: nullable(integer()), longestEventLoopBlockMs: nullable(ms()), heartbeatFailures: nullable(integer()), leasesLost: nullable(integer()) },
+          { description: 'what its last beat reported since the process started; null from SDKs that do not send them' },
+        ),
+      ),
+    }),
+  ),
+});
+
+const ScheduleSchema = fields<ScheduleView>(
+  {
+    name: string(),
+    queue: string(),
+    cron: nullable(string()),
+    timeZone: nullable(string()),
+    intervalMs: nullable(ms()),
+    payload: anyJson('the payload of every job it enqueues'),
+    jobOptions: fields<ScheduleJobOptions>({ priority: integer(), maxAttempts: integer(), timeoutMs: ms() }, { optional: ['priority', 'maxAttempts', 'timeoutMs'] }),
+    paused: boolean,
+    nextRunAt: nullable(time),
+    nextRuns: array(time),
+    lastRunAt: nullable(time),
+    lastJobId: nullable(string()),
+    createdAt: time,
+    updatedAt: time,
+  },
+  { description: 'a schedule: what it enqueues, when, and its last run' },
+);
+
+const reapedJob = fields<ReapReport['requeued'][number]>({ id: string(), reason: words(REAP_REASONS) });
+const hold = fields<{ until: string | null; why: string }>({ until: time, why: string() });
+const ReaperSchema = fields<ReaperWire>(
+  {
+    at: time,
+    requeued: array(reapedJob),
+    failed: array(reapedJob),
+    deferred: array(fields<ReapReport['deferred'][number]>({ id: string(), reason: words(['owner_alive']), overdueMs: ms() })),
+    held: array(fields<ReapReport['held'][number]>({ id: string(), reason: words(['server_gap']) })),
+    raced: integer('decisions that lost a race to a heartbeat or completion'),
+    hold: described(hold, 'present when something was held: until when, and why'),
+    pruned: integer(),
+    schedules: fields<SchedulesReport>({
+      enqueued: integer(),
+      alreadyEnqueued: integer(),
+      missedSkipped: integer(),
+      missedCountCapped: boolean,
+      errors: array(fields<SchedulesReport['errors'][number]>({ schedule: string(), error: string() })),
+    }),
+    alerts: fields<AlertPassReport>({ evaluated: boolean, started: integer(), cleared: integer(), delivered: integer(), failed: integer(), error: string() }, { optional: ['error'] }),
+  },
+  { optional: ['hold'], description: 'what the pass did' },
+);
+
+const requeuePlan = fields<RequeueWire>(
+  {
+    action: words(['requeue', 'fail']),
+    reason: string(),
+    why: string(),
+    forced: boolean,
+    overrodeHold: nullable(fields<NonNullable<RequeueWire['overrodeHold']>>({ until: time, why: string() })),
+    beyondBudget: nullable(string()),
+  },
+  { description: 'what a requeue without force does to this job' },
+);
+
+const bulkMatchProps: { [K in keyof BulkMatchWire]-?: JsonSchema } = {
+  queue: string(),
+  action: words(BULK_KINDS),
+  status: words(JOB_STATUSES),
+  force: boolean,
+  matching: integer('matching jobs (counting stops at 100,000: see matchingCapped)'),
+  matchingCapped: boolean,
+  cap: integer('LEASEHOLD_BULK_ACTION_CAP'),
+  limit: integer(),
+  hold: nullable(described(hold, "a requeue without force: the server's hold after a restart or pause, during which nothing is taken")),
+};
+const bulkOptional = ['hold'] as const;
+
+const BulkSchema = oneOf(
+  fields<BulkDryRunWire>(
+    {
+      ...bulkMatchProps,
+      dryRun: constant(true),
+      wouldChange: integer(),
+      jobs: array(
+        fields<BulkPreviewJobWire>(
+          {
+            id: string(),
+            queue: string(),
+            status: words(JOB_STATUSES),
+            attempt: integer(),
+            maxAttempts: integer(),
+            lockedBy: nullable(string()),
+            leaseExpiresAt: nullable(time),
+            updatedAt: time,
+            lastError: nullable(string()),
+            requeue: requeuePlan,
+          },
+          { optional: ['requeue'] },
+        ),
+      ),
+    },
+    { optional: bulkOptional, description: 'dryRun: what it would touch; nothing changed' },
+  ),
+  fields<BulkDoneWire>({ ...bulkMatchProps, dryRun: constant(false), changed: integer(), ids: array(string()) }, { optional: bulkOptional, description: 'what it changed' }),
+);
+
+export const VIEW_RESPONSES = {
+  queues: fields<{ queues: QueueView[] }>({ queues: array(QueueSchema) }),
+  queue: fields<{ queue: QueueView }>({ queue: QueueSchema }),
+  workers: WorkersSchema,
+  schedule: fields<{ schedule: ScheduleView }>({ schedule: ScheduleSchema }),
+  schedules: fields<{ schedules: ScheduleView[] }>({ schedules: array(ScheduleSchema) }),
+  metrics: MetricsSchema,
+  alerts: AlertsSchema,
+  tuning: TuningSchema,
+  reaperReport: ReaperSchema,
+  bulk: BulkSchema,
+} satisfies Record<string, JsonSchema>;
