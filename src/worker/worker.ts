@@ -35,6 +35,7 @@ import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
 import { checkLeaseTimings } from './lease-rules.ts';
 import { createRunQueue } from './run-queue.ts';
+import { createAttemptSpans } from './tracing.ts';
 import { consoleLogger, describe, withFields } from './log.ts';
 import { defaultWorkerId, onProcessSignals, processIdentity, randomHex } from './process.ts';
 import { after, realTimers, sleep } from './timers.ts';
@@ -96,6 +97,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const stopping = new AbortController();
 
   const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
+  const spans = createAttemptSpans(w, events.on);
   const concurrency = options.concurrency ?? 1;
   const claimBatch = options.claimBatch ?? 200;
   const runQueue = createRunQueue({
@@ -150,7 +152,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   async function runHandler(r: Running): Promise<void> {
     let outcome: Outcome;
     try {
-      outcome = { kind: 'complete', result: await options.handler(createJobContext<P>(w, keeper, r)) };
+      outcome = { kind: 'complete', result: await spans.run(r, () => options.handler(createJobContext<P>(w, keeper, r))) };
     } catch (err) {
       outcome = classify(err);
     }

@@ -189,7 +189,7 @@ const SUMMARY_ROW_COLUMNS = [
   'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
   'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
   'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
-  'schedule_name', 'occurrence_at',
+  'schedule_name', 'occurrence_at', 'trace_parent', 'trace_state',
 ] as const satisfies readonly (keyof JobRecord)[];
 // A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
 type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;
