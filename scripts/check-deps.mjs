@@ -9,6 +9,7 @@
  *   3. Outside src/db the store is reached through its port (STORE_PORT):
  *      a value import from db/store/* other than create-store.ts fails;
  *      `import type` (and `export type ... from`) is fine.
+ *   4. The layers listed in PACKAGES import only the packages named there.
  *
  * It reads import specifiers with a regex rather than a TypeScript parser:
  * our sources only use `import ... from '...'`, `export ... from '...'` and
@@ -49,7 +50,22 @@ export const LAYERS = {
 };
 
 /**
- * The store port rule (issue 12): routes, the CLI, maintenance and the
+ * The packages (npm names, and `node:` built-ins) a layer may import, type-only
+ * imports included; a layer not listed here may import any. The worker SDK and
+ * the client are installed next to users' code and run on Node, Deno, Bun,
+ * Workers and in browsers, and core is what they share: the tracing API
+ * (which is a no-op without a provider and runs everywhere) is the one
+ * package they may bring along, and core also has its cron parser (pure JS,
+ * used by the server's schedules only).
+ */
+export const PACKAGES = {
+  core: ['@opentelemetry/api', 'croner'],
+  client: ['@opentelemetry/api'],
+  worker: ['@opentelemetry/api'],
+};
+
+/**
+ * The store port rule: routes, the CLI, maintenance and the
  * protocol call a `JobStore` (src/db/store/port.ts), never a store function
  * with a database handle, so SQL and the database handle stay under src/db.
  *
@@ -104,6 +120,23 @@ function localImports(file) {
     found.push({ target: path.resolve(path.dirname(file), spec), typeOnly: m[1] !== undefined });
   }
   return found;
+}
+
+/**
+ * A statement that starts its line (so the `import ... from 'leasehold/worker'`
+ * of a JSDoc example, behind its ` * `, is not one), or a dynamic import.
+ */
+const STATEMENT_IMPORT = /^\s*(?:import|export)\s+[^'"`;]*?from\s*['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+
+/** The packages a file imports, by name (`@scope/name`, `name`, `node:fs`), from its bare specifiers. */
+function packageImports(file) {
+  const names = new Set();
+  for (const m of readFileSync(file, 'utf8').matchAll(STATEMENT_IMPORT)) {
+    const spec = m[1] ?? m[2] ?? m[3];
+    if (spec.startsWith('.') || spec.startsWith('/')) continue;
+    names.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+  }
+  return [...names];
 }
 
 /** Problems with rule 3 for one file's imports (paths relative to srcDir, with / separators). */
@@ -176,6 +209,14 @@ export function checkDependencies(dir) {
       }
     }
   }
+  for (const file of graph.keys()) {
+    const from = layerOf(srcDir, file);
+    const allowed = PACKAGES[from];
+    if (!allowed) continue;
+    for (const name of packageImports(file)) {
+      if (!allowed.includes(name)) problems.push(`${path.relative(srcDir, file)} imports the package ${name}: ${from} may import only ${allowed.join(', ') || 'no packages'} (PACKAGES in scripts/check-deps.mjs)`);
+    }
+  }
   for (const [file, imports] of importsOf) {
     problems.push(...storePortProblems(rel(file), imports.filter((i) => graph.has(i.target)).map((i) => ({ to: rel(i.target), typeOnly: i.typeOnly }))));
   }
@@ -194,5 +235,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error(`dependency check: ${problems.length} problem(s); see the rule in scripts/check-deps.mjs`);
     process.exit(1);
   }
-  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down, the store through its port`);
+  console.log(`dependency check: ${sourceFiles(srcDir).length} files, no cycles, imports point down, the store through its port, the SDK's packages listed`);
 }

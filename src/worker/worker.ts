@@ -18,6 +18,9 @@
  *   call; a handler that ignored its signal still cannot write (the token
  *   refuses it), and the attempt is reported as `abandoned`.
  * - job-context.ts: what the handler gets (ctx).
+ * - tracing.ts: a `process <queue>` span per attempt (OpenTelemetry, a no-op
+ *   without a tracer provider), active inside the handler, ended with the
+ *   attempt's outcome.
  *
  * This file wires them and owns the lifecycle: start, and close (drain, then
  * abort and release what is left, in one call).

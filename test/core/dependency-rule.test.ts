@@ -1,8 +1,8 @@
 /**
  * The dependency rule (scripts/check-deps.mjs) holds for src/, and it would
  * catch the ways it breaks: a cycle (type-only imports count), an import
- * from a lower layer into a higher one, and a store function imported
- * around the store port.
+ * from a lower layer into a higher one, a store function imported
+ * around the store port, and a package the SDK or the client may not bring.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +46,18 @@ describe('the dependency rule', () => {
     expect(check(root).sort()).toEqual([
       'core/alerts.ts imports db/store/metrics.ts: core may not import db',
       'worker/worker.ts imports api/router.ts: worker may not import api',
+    ]);
+  });
+
+  it('finds the SDK or the client importing a package besides the tracing API (a JSDoc example is not an import)', () => {
+    const root = tree({
+      'worker/tracing.ts': "import { trace } from '@opentelemetry/api';\nimport type { Context } from 'hono';\nexport const t = trace;\n",
+      'client/client.ts': "/**\n * @example\n *   import { createClient } from 'leasehold/client';\n */\nexport const load = () => import('node:http');\n",
+      'api/router.ts': "import { Hono } from 'hono';\nexport const r = Hono;\n",
+    });
+    expect(check(root).sort()).toEqual([
+      'client/client.ts imports the package node:http: client may import only @opentelemetry/api (PACKAGES in scripts/check-deps.mjs)',
+      'worker/tracing.ts imports the package hono: worker may import only @opentelemetry/api (PACKAGES in scripts/check-deps.mjs)',
     ]);
   });
 

@@ -8,7 +8,7 @@
  * get SERVER spans. Real server on 127.0.0.1 (or app.request for the HTTP
  * checks), a fresh database file per test.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
