@@ -173,6 +173,37 @@ test('embedded: a failed attempt and its retry are two consumer spans in the pro
   expect(second!.status.code).toBe(SpanStatusCode.UNSET);
 });
 
+test('a lease the server takes away (an operator\'s forced requeue): lease_lost event, the attempt abandoned; the rerun completes in the same trace', async () => {
+  const t = await bed({ leaseMs: 6_000, heartbeatMs: 2_000, graceMs: 2_000 });
+  const s = await server(t);
+  const worker = createWorker({
+    transport: httpTransport({ url: s.url }),
+    queue: 'q',
+    handleSignals: false,
+    logger: quiet,
+    handler: (ctx) =>
+      ctx.job.attempt === 1
+        ? new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)))
+        : 'second time lucky',
+  }).start();
+  cleanups.push(() => worker.close({ drainTimeoutMs: 0 }));
+  const { id } = await createClient({ url: s.url }).enqueue('q', {});
+  // A claimed job's handler starts at once (a free slot).
+  await until('the job runs', () => worker.stats.claimed === 1);
+  // Through the server (its clock is the database's, as the worker's claims are).
+  const requeued = await fetch(`${s.url}/api/v1/jobs/${id}/requeue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ force: true, reason: 'moving it' }) });
+  expect(requeued.status).toBe(200);
+  await until('both attempts ended', () => tracing!.named('process q').length === 2);
+
+  const [send] = tracing!.named('send q');
+  const [first, second] = tracing!.named('process q');
+  expect(first!.attributes).toMatchObject({ 'leasehold.job.attempt': 1, 'leasehold.job.outcome': 'abandoned' });
+  expect(first!.status).toEqual({ code: SpanStatusCode.ERROR, message: 'lease lost while running: result not sent' });
+  expect(first!.events.map((e) => [e.name, e.attributes?.['leasehold.abort.reason']])).toEqual([['lease_lost', 'lease_lost']]);
+  expect(second!.attributes).toMatchObject({ 'leasehold.job.attempt': 2, 'leasehold.job.outcome': 'completed' });
+  for (const attempt of [first!, second!]) expect(parentOf(attempt)).toBe(send!.spanContext().spanId);
+});
+
 test('enqueueMany: one producer span for the call, its context on every job; a job without a trace context gets a root span', async () => {
   const t = await bed();
   const s = await server(t);
