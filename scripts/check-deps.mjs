@@ -59,7 +59,7 @@ export const LAYERS = {
  */
 export const PACKAGES = {
   version: [],
-  core: ['croner'],
+  core: ['croner', '@opentelemetry/api'],
   http: ['node:*'],
   client: ['@opentelemetry/api'],
   worker: ['@opentelemetry/api'],

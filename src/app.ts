@@ -25,6 +25,7 @@ import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
 import { requestLog } from './api/request-log.ts';
+import { httpTracing } from './api/http-tracing.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
@@ -55,6 +56,8 @@ export function createApp(appDeps: AppInput) {
 
   // Outermost, so every answer (refusals by the guards below too) gets its line and its x-request-id.
   app.use('*', requestLog(log, config));
+  // A span per request when the application registered a tracer provider; a no-op otherwise.
+  app.use('*', httpTracing());
   // Then: nothing else may build a URL from a bad Host, and in open mode
   // only loopback names are served (src/api/web-guards.ts).
   app.use('*', hostGuard(config));

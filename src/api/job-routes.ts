@@ -18,6 +18,7 @@ import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { claimWaiters } from './claim-waiters.ts';
 import { arr, bool, int, json, obj, optional, queryInt, str, word, type Infer } from './validate.ts';
+import { activeJobTrace, TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
 
 const MAX_BULK = 10_000;
 const YEAR_MS = 365 * 24 * 3600 * 1000;
@@ -36,6 +37,16 @@ export const newJob = obj({
   runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
   maxAttempts: optional(int({ min: 1, max: 1000 })),
   timeoutMs: optional(int({ min: 1, max: MAX_JOB_TIMEOUT_MS, description: "hard time limit per attempt, enforced by the reaper even while the job heartbeats (default: the queue's, else the server's)" })),
+  traceparent: optional(
+    str({
+      min: 55,
+      max: 55,
+      pattern: TRACEPARENT,
+      patternHelp: TRACEPARENT_HELP,
+      description: "the W3C traceparent of the enqueuing code: every attempt's span joins that trace. Default: the request's own trace context, when the server traces its requests",
+    }),
+  ),
+  tracestate: optional(str({ min: 1, max: TRACESTATE_MAX, description: 'the W3C tracestate that goes with traceparent' })),
 });
 
 const bulkBody = obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) });
@@ -104,7 +115,10 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
-      const jobs = body.jobs.map((j, i) => toNewJob(j, body.bulk ? `jobs[${i}]` : ''));
+      // A job sent without a trace context of its own joins the request's
+      // trace (its incoming traceparent header, through the server's span).
+      const requestTrace = activeJobTrace();
+      const jobs = body.jobs.map((j, i) => withTrace(toNewJob(j, body.bulk ? `jobs[${i}]` : ''), requestTrace));
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
       const enqueued = body.bulk ? await store.jobsInsertSummaries(inserting(queue, jobs)) : await insertOne(queue, jobs[0]!);
@@ -245,6 +259,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   const field = (name: string) => (path ? `${path}.${name}` : name);
   if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
   if (j.uniqueWhile !== undefined && j.idempotencyKey === undefined) throw invalid(field('uniqueWhile'), `${field('uniqueWhile')} needs an idempotencyKey`);
+  checkTrace(j, field);
   let runAt: number | undefined;
   if (typeof j.runAt === 'string') {
     runAt = Date.parse(j.runAt);
@@ -261,7 +276,31 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     runAt,
     maxAttempts: j.maxAttempts,
     timeoutMs: j.timeoutMs,
+    traceparent: j.traceparent,
+    tracestate: j.tracestate,
   };
+}
+
+/**
+ * A malformed trace context is refused (400 naming the field), not dropped.
+ * W3C asks a receiver of a bad traceparent *header* to start a new trace,
+ * because a header passes through proxies the sender does not control and
+ * the request must still be served. Here it is a field the producer chose
+ * to send, stored and handed to every attempt: dropping it would lose the
+ * trace for good with no one told, while a 400 points at the bug at once,
+ * like every other field. (Our client and the embedded API only send what
+ * they formatted themselves.)
+ */
+function checkTrace(j: { traceparent?: string | undefined; tracestate?: string | undefined }, field: (name: string) => string): void {
+  if (j.tracestate === undefined) return;
+  if (j.traceparent === undefined) throw invalid(field('tracestate'), `${field('tracestate')} needs a traceparent`);
+  const problem = tracestateProblem(j.tracestate);
+  if (problem) throw invalid(field('tracestate'), `${field('tracestate')} ${problem}`);
+}
+
+/** The job's own trace context, else `fallback` (the request's). */
+function withTrace(job: NewJob, fallback: JobTrace): NewJob {
+  return job.traceparent !== undefined || fallback.traceparent === undefined ? job : { ...job, ...fallback };
 }
 
 /** Date.parse rolls 2030-02-31 over into March; the date must name a real day. */

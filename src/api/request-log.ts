@@ -76,7 +76,7 @@ export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = (
  * (413 by the body limit, 400 by the Host guard) is still named by it.
  * Undefined when no route matched (404, static files).
  */
-function matchedRoute(c: Context): { route?: string; index?: number } {
+export function matchedRoute(c: Context): { route?: string; index?: number } {
   let routes: { path: string }[];
   try {
     routes = matchedRoutes(c);

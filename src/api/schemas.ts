@@ -57,6 +57,7 @@ export const JobSchema = fields<Job>(
     uniqueWhile: { type: 'string', enum: [...UNIQUE_WHILE], description: "how long the key deduplicates: while a job enqueued with it is kept ('retained'), or while one is pending or running ('active')" },
     schedule: nullable(string('the schedule that enqueued this job; null: a client enqueued it')),
     occurrenceAt: nullable({ ...time, description: "the schedule's occurrence this job runs (one job per occurrence)" }),
+    traceparent: nullable(string('the W3C traceparent the job was enqueued with: the trace its attempts join')),
     availableAt: time,
     createdAt: time,
     updatedAt: time,
@@ -111,6 +112,8 @@ export const ClaimedJobSchema = fields<ClaimedJobWire>(
     checkpoint: anyJson('what an earlier attempt saved'),
     progress: anyJson('the last progress reported'),
     timeoutMs: nullable(integer()),
+    traceparent: nullable(string('the W3C traceparent the job was enqueued with: parent (or link) this attempt\'s span to it')),
+    tracestate: nullable(string('the W3C tracestate that came with it')),
   },
   { description: 'A claimed job, as the claimer sees it' },
 );

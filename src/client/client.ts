@@ -10,6 +10,7 @@
 import type { Enqueued, Job, JobStatus } from '../core/wire.ts';
 import { sdkFetch } from '../http/node-fetch.ts';
 import { LeaseholdApiError, LeaseholdNetworkError, LeaseholdTimeoutError } from './errors.ts';
+import { withProducerSpans } from './tracing.ts';
 
 export interface ClientOptions {
   /** Base URL of the leasehold server, e.g. http://127.0.0.1:8787 */
@@ -162,7 +163,7 @@ export function createClient(options: ClientOptions): Client {
     for (let i = 0; i < callers.length; i += maxBatch) void sendBulk(queue, callers.slice(i, i + maxBatch));
   }
 
-  return {
+  return withProducerSpans({
     enqueue(queue, payload, opts = {}) {
       return new Promise<Enqueued>((resolve, reject) => {
         let callers = gathering.get(queue);
@@ -217,7 +218,7 @@ export function createClient(options: ClientOptions): Client {
     async retry(id, opts = {}) {
       return (await request<{ job: Job }>('POST', `${jobPath(id)}/retry`, opts)).job;
     },
-  };
+  });
 }
 
 /** The enqueue body of one job: runAt as ISO text, absent options left out. */

@@ -42,6 +42,9 @@ export interface JobRecord {
   /** A schedule's occurrence job: its schedule and occurrence time (both null otherwise). */
   schedule_name: string | null;
   occurrence_at: number | null;
+  /** The W3C trace context of the code that enqueued the job (src/core/trace-context.ts); null: not traced. */
+  trace_parent: string | null;
+  trace_state: string | null;
   dedup_count: number;
   last_error: string | null;
   progress: string | null;
@@ -84,6 +87,7 @@ export function toJob(r: JobRecord): Job {
     uniqueWhile: r.unique_while,
     schedule: r.schedule_name,
     occurrenceAt: iso(r.occurrence_at),
+    traceparent: r.trace_parent,
     availableAt: iso(r.available_at)!,
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,
@@ -144,6 +148,8 @@ export function toClaimedJob(j: {
   checkpoint: string | null;
   progress: string | null;
   timeout_ms: number | null;
+  trace_parent: string | null;
+  trace_state: string | null;
 }): ClaimedJobWire {
   return {
     id: String(j.id),
@@ -162,5 +168,7 @@ export function toClaimedJob(j: {
     checkpoint: parsed(j.checkpoint),
     progress: parsed(j.progress),
     timeoutMs: j.timeout_ms,
+    traceparent: j.trace_parent,
+    tracestate: j.trace_state,
   };
 }

@@ -34,6 +34,8 @@ export interface Job {
   /** The schedule that enqueued the job (null: a client did), and the occurrence it runs. */
   schedule: string | null;
   occurrenceAt: string | null;
+  /** The W3C traceparent of the code that enqueued the job: the trace its attempts' spans join (null: not traced). */
+  traceparent: string | null;
   availableAt: string;
   createdAt: string;
   updatedAt: string;
@@ -92,6 +94,12 @@ export interface ClaimedJobWire {
   progress: unknown;
   /** This attempt's time limit in ms (the job's, else its queue's, else the server's): deadlineAt - claim time. */
   timeoutMs: number | null;
+  /**
+   * The W3C trace context the job was enqueued with (null: none): the worker
+   * parents this attempt's span to it. Absent from servers older than it.
+   */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 /** What an enqueue answers per job in a bulk (and the producer client per call): the job's summary. */

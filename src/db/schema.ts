@@ -87,6 +87,11 @@ export const jobs = sqliteTable(
     // idempotency key: the key space belongs to the clients that enqueue.
     scheduleName: text('schedule_name'),
     occurrenceAt: integer('occurrence_at'),
+    // The W3C trace context of the code that enqueued the job (drizzle/0023),
+    // handed to every claim of it so each attempt's span joins that trace.
+    // Checked on input (src/core/trace-context.ts); NULL: not traced.
+    traceParent: text('trace_parent'),
+    traceState: text('trace_state'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -21,6 +21,7 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
 import { tickBatches } from '../core/tick-batches.ts';
+import { describeEnqueued, traceSend } from '../core/trace-context.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
 import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
@@ -136,17 +137,30 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     config,
     clock,
     transport,
-    async enqueue(queue, payload, opts = {}) {
-      // Checked before joining a batch: a bad call rejects here, alone.
-      const job = checkedJob({ ...opts, payload }, '');
-      return answer(await batches.add(parseQueue(queue), job));
-    },
-    async enqueueMany(queue, items) {
-      const name = parseQueue(queue);
-      const jobs = items.map((item, i) => checkedJob(item, `jobs[${i}]`));
-      if (jobs.length === 0) return [];
-      return (await insert(name, jobs)).map(answer);
-    },
+    // Each call in its producer span, whose trace context goes on its jobs (src/core/trace-context.ts).
+    enqueue: (queue, payload, opts = {}) =>
+      traceSend(
+        queue,
+        undefined,
+        async (trace) => {
+          // Checked before joining a batch: a bad call rejects here, alone.
+          const job = { ...checkedJob({ ...opts, payload }, ''), ...trace };
+          return answer(await batches.add(parseQueue(queue), job));
+        },
+        (span, a) => describeEnqueued(span, [{ id: a.job.id, deduplicated: a.deduplicated }]),
+      ),
+    enqueueMany: (queue, items) =>
+      traceSend(
+        queue,
+        items.length,
+        async (trace) => {
+          const name = parseQueue(queue);
+          const jobs = items.map((item, i) => ({ ...checkedJob(item, `jobs[${i}]`), ...trace }));
+          if (jobs.length === 0) return [];
+          return (await insert(name, jobs)).map(answer);
+        },
+        (span, answers) => describeEnqueued(span, answers.map((a) => ({ id: a.job.id, deduplicated: a.deduplicated }))),
+      ),
     async getJob(id) {
       if (!/^[0-9]{1,15}$/.test(id)) return undefined;
       const row = await store.jobGet({ id: Number(id) });

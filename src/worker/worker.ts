@@ -18,6 +18,9 @@
  *   call; a handler that ignored its signal still cannot write (the token
  *   refuses it), and the attempt is reported as `abandoned`.
  * - job-context.ts: what the handler gets (ctx).
+ * - tracing.ts: a `process <queue>` span per attempt (OpenTelemetry, a no-op
+ *   without a tracer provider), active inside the handler, ended with the
+ *   attempt's outcome.
  *
  * This file wires them and owns the lifecycle: start, and close (drain, then
  * abort and release what is left, in one call).
@@ -35,6 +38,7 @@ import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
 import { checkLeaseTimings } from './lease-rules.ts';
 import { createRunQueue } from './run-queue.ts';
+import { createAttemptSpans } from './tracing.ts';
 import { consoleLogger, describe, withFields } from './log.ts';
 import { defaultWorkerId, onProcessSignals, processIdentity, randomHex } from './process.ts';
 import { after, realTimers, sleep } from './timers.ts';
@@ -96,6 +100,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const stopping = new AbortController();
 
   const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
+  const spans = createAttemptSpans(w, events.on);
   const concurrency = options.concurrency ?? 1;
   const claimBatch = options.claimBatch ?? 200;
   const runQueue = createRunQueue({
@@ -150,7 +155,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   async function runHandler(r: Running): Promise<void> {
     let outcome: Outcome;
     try {
-      outcome = { kind: 'complete', result: await options.handler(createJobContext<P>(w, keeper, r)) };
+      outcome = { kind: 'complete', result: await spans.run(r, () => options.handler(createJobContext<P>(w, keeper, r))) };
     } catch (err) {
       outcome = classify(err);
     }

@@ -1,8 +1,8 @@
 /**
  * The dependency rule (scripts/check-deps.mjs) holds for src/, and it would
  * catch the ways it breaks: a cycle (type-only imports count), an import
- * from a lower layer into a higher one, and a store function imported
- * around the store port.
+ * from a lower layer into a higher one, a store function imported
+ * around the store port, and a package the SDK or the client may not bring.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -46,8 +46,8 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       const stored = async (id: string) => (await o.client.execute({ sql: 'SELECT type FROM events WHERE job_id = ? ORDER BY id', args: [Number(id)] })).rows.map((r) => r.type);
       const counters = async () => (await o.client.execute(`SELECT name, value FROM counters WHERE name IN ('enqueued', 'claimed', 'completed') ORDER BY name`)).rows.map((r) => `${r.name}:${r.value}`);
 
-      // An old server's clean job (today's app writes the columns of 0015 and 0017 and reads 0021's: add them for the replay, drop them after).
-      const later = ['enqueued_by text', 'claim_id text', 'finished_token text', 'finished_write text', 'schedule_name text', 'occurrence_at integer'];
+      // An old server's clean job (today's app writes the columns of 0015, 0017 and 0023 and reads 0021's: add them for the replay, drop them after).
+      const later = ['enqueued_by text', 'claim_id text', 'finished_token text', 'finished_write text', 'schedule_name text', 'occurrence_at integer', 'trace_parent text', 'trace_state text'];
       for (const column of later) await o.client.execute(`ALTER TABLE jobs ADD ${column}`);
       const old = await cleanJob(appOn(), 'A');
       for (const column of later) await o.client.execute(`ALTER TABLE jobs DROP COLUMN ${column.split(' ')[0]}`);

@@ -359,12 +359,13 @@ describe('the migration that adds the durable counters', () => {
         // Today's app also writes the columns of later migrations (0007's instance
         // ids): add them for the replay and drop them again below, so the
         // migration runs on the schema a pre-0006 server had.
-        // (And 0012's queue limits and uniqueness windows, 0015's enqueued_by, 0021's occurrence columns.)
+        // (And 0012's queue limits and uniqueness windows, 0015's enqueued_by, 0021's occurrence columns, 0023's trace context.)
         const LATER_COLUMNS = [
           ['jobs', 'locked_by_instance', 'text'], ['jobs', 'enqueued_by', 'text'], ['jobs', 'schedule_name', 'text'], ['jobs', 'occurrence_at', 'integer'], ['workers', 'instance_id', 'text'], ['workers', 'restarts', 'integer DEFAULT 0 NOT NULL'],
           ['jobs', 'unique_while', "text DEFAULT 'retained' NOT NULL"], ['queues', 'max_running', 'integer'], ['queues', 'rate_max', 'integer'],
           ['queues', 'rate_window_ms', 'integer'], ['queues', 'rate_window_start', 'integer'], ['queues', 'rate_claims', 'integer DEFAULT 0 NOT NULL'],
           ['jobs', 'claim_id', 'text'], ['jobs', 'finished_token', 'text'], ['jobs', 'finished_write', 'text'],
+          ['jobs', 'trace_parent', 'text'], ['jobs', 'trace_state', 'text'],
         ];
         for (const [table, column, type] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} ADD ${column} ${type}`);
         // Today's enqueue names 0012's two key indexes as its conflict targets.

@@ -35,6 +35,9 @@ export interface NewJob {
   runAt?: number | undefined;
   maxAttempts?: number | undefined;
   timeoutMs?: number | undefined;
+  /** The W3C trace context of the enqueuing code (checked by the caller), given to every claim. */
+  traceparent?: string | undefined;
+  tracestate?: string | undefined;
 }
 
 export interface EnqueueParams {
@@ -155,7 +158,7 @@ export function queueCapReached(queue: string, maxQueues: number | undefined) {
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   const now = nowSql(p.now);
   const rows = JSON.stringify(
-    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained' })),
+    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
@@ -163,11 +166,11 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
-      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, last_event_actor, enqueued_by, created_at, updated_at)
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}

@@ -190,7 +190,7 @@ const SUMMARY_ROW_COLUMNS = [
   'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
   'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
   'schedule_name', 'occurrence_at', 'claim_id', 'finished_token', 'finished_write', 'progressed_at', 'taken_back',
-  'last_event', 'last_event_reason', 'last_event_actor', 'enqueued_by',
+  'last_event', 'last_event_reason', 'last_event_actor', 'enqueued_by', 'trace_parent', 'trace_state',
 ] as const satisfies readonly (keyof JobRecord)[];
 // A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
 type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;
