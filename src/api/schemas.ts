@@ -254,6 +254,10 @@ export const RESPONSES = {
   schedule: fields<{ schedule: unknown }>({ schedule: loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule: what it enqueues, when, and its last run') }),
   schedules: fields<{ schedules: unknown[] }>({ schedules: array(loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule')) }),
   scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
+  queueDeleted: fields<{ deleted: string; purgedFinishedJobs: number }>({
+    deleted: string('the name of the queue deleted'),
+    purgedFinishedJobs: integer('finished jobs deleted with it (purge=true), else 0'),
+  }),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
 } satisfies Record<string, JsonSchema>;
