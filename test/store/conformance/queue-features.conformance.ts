@@ -137,7 +137,8 @@ export function defineQueueFeatures(backend: StoreBackend) {
 
     test('the guarded delete refuses a queue that holds a job, deletes it (and its bookkeeping, audited) once empty', async () => {
       const { store, db } = t();
-      const [{ job }] = await enqueue('q');
+      const [first] = await enqueue('q');
+      const job = first!.job;
       const audit = { by: BY, action: 'queue.delete' as const, queue: 'q', target: 'queue q', now: T0 };
       // The delete's own guard, not only the check before it: a job landed in between.
       expect(await store.queueDeleteIfUnused({ queue: 'q', also: { audit } })).toBe(false);
