@@ -250,9 +250,10 @@ const isLoopback = (host: string) => LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$
 export function loadConfig(
   env: Record<string, string | undefined>,
   args: readonly string[] = [],
-): { config: Config; warnings: ConfigProblem[] } {
+): { config: Config; warnings: ConfigProblem[]; derived: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
   const raw: Record<string, unknown> = {};
+  const given = new Set<keyof Config>();
   const flags = parseFlags(args, problems);
   for (const s of SETTINGS) {
     const fromFlag = flags.get(s.flag);
@@ -262,6 +263,7 @@ export function loadConfig(
       raw[s.key] = s.default;
       continue;
     }
+    given.add(s.key);
     if (s.kind === 'string' || s.kind === 'secret') {
       raw[s.key] = text;
     } else if (!/^-?\d+$/.test(text.trim())) {
@@ -272,9 +274,44 @@ export function loadConfig(
   }
   if (problems.length) throw new ConfigError(problems);
   const config = raw as unknown as Config;
+  const derived = deriveFromLease(config, given);
   const { errors, warnings } = checkConfig(config);
   if (errors.length) throw new ConfigError(errors);
-  return { config, warnings };
+  return { config, warnings, derived };
+}
+
+/**
+ * Heartbeat and grace for a lease given without them: a third of the lease
+ * each, never more than their own defaults (5 s, 10 s). A lease of 30 s or
+ * more keeps the defaults; a shorter one (`--lease-ms 1000`) gets timings
+ * that keep the rules (heartbeat at most half the lease, grace at least one
+ * heartbeat) instead of a refusal over a heartbeat nobody chose. The same
+ * third the claim tells workers to beat at (claimHeartbeatSql).
+ */
+export function leaseDerivedTimings(leaseMs: number): { heartbeatMs: number; graceMs: number } {
+  const third = Math.floor(leaseMs / 3);
+  return { heartbeatMs: Math.min(defaultOf('heartbeatMs'), third), graceMs: Math.min(defaultOf('graceMs'), third) };
+}
+
+const defaultOf = (key: 'heartbeatMs' | 'graceMs') => SETTINGS.find((s) => s.key === key)!.default as number;
+
+/** Applies leaseDerivedTimings to what was not given (in place); says each value it changed (printed at start). */
+export function deriveFromLease(config: Config, given: ReadonlySet<keyof Config>): ConfigProblem[] {
+  if (!given.has('leaseMs') || typeof config.leaseMs !== 'number' || config.leaseMs <= 0) return [];
+  const derived = leaseDerivedTimings(config.leaseMs);
+  const said: ConfigProblem[] = [];
+  if (!given.has('heartbeatMs') && derived.heartbeatMs !== config.heartbeatMs) {
+    config.heartbeatMs = derived.heartbeatMs;
+    said.push({ setting: envOf('heartbeatMs'), rule: `not set: ${derived.heartbeatMs} ms, a third of the ${config.leaseMs} ms lease (${envOf('leaseMs')}), instead of the default ${defaultOf('heartbeatMs')} ms` });
+  }
+  // Never below the heartbeat in force (given or derived): a late beat must still win.
+  const grace = Math.max(derived.graceMs, config.heartbeatMs);
+  if (!given.has('graceMs') && grace !== config.graceMs) {
+    config.graceMs = grace;
+    const why = grace === derived.graceMs ? `a third of the ${config.leaseMs} ms lease (${envOf('leaseMs')})` : `one heartbeat (${envOf('heartbeatMs')})`;
+    said.push({ setting: envOf('graceMs'), rule: `not set: ${grace} ms, ${why}, instead of the default ${defaultOf('graceMs')} ms` });
+  }
+  return said;
 }
 
 /** Default configuration, as if no variable or flag were set. */

@@ -127,7 +127,9 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
   let config: Config;
   try {
     let warnings: { setting: string; rule: string }[];
-    ({ config, warnings } = loadConfig(strings));
+    let derived: { setting: string; rule: string }[];
+    ({ config, warnings, derived } = loadConfig(strings));
+    for (const d of derived) workerLogger(config).info(`leasehold: ${d.setting} ${d.rule}`, { event: 'config_derived', setting: d.setting });
     // Once per isolate (the runtime is cached): risky settings reach the Worker's log.
     for (const w of warnings) workerLogger(config).warn(`leasehold: warning: ${w.setting} ${w.rule}`, { event: 'config_warning', setting: w.setting });
   } catch (err) {
