@@ -137,6 +137,8 @@ export interface Config extends QueueDefaults {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** json (one object per line), text (readable), or auto: text when stdout is a terminal, else json. */
   logFormat: 'auto' | 'json' | 'text';
+  /** Which requests get a log line, and at what level (src/api/request-log.ts). */
+  requestLog: RequestLogMode;
 }
 
 type Kind = 'string' | 'secret' | 'int' | 'duration';
@@ -189,8 +191,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: the client address (login back-off, audit, request log) from X-Forwarded-For, HTTPS (Secure cookie) from X-Forwarded-Proto' },
   { key: 'trustProxyHops', env: 'LEASEHOLD_TRUST_PROXY_HOPS', flag: '--trust-proxy-hops', kind: 'int', default: 1, help: 'with LEASEHOLD_TRUST_PROXY: how many proxies you run in front, each appending to X-Forwarded-For; the client is that many entries from the right (entries further left are what the client sent, never trusted)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
-  { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
-  { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
+  { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease); not set: 5 s, or a third of LEASEHOLD_LEASE_MS when that is given and shorter (said on start)' },
+  { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval); not set: 10 s, or a third of LEASEHOLD_LEASE_MS when that is given and shorter, never below the heartbeat (said on start)' },
   { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs; also how often some reaper is expected to: /healthz, /metrics and the dashboard call it late past 3 intervals while jobs run (set it to the cron period where a cron runs it)' },
   { key: 'workerAliveMs', env: 'LEASEHOLD_WORKER_ALIVE_MS', flag: '--worker-alive-ms', kind: 'duration', default: 15_000, help: 'a worker seen this recently counts as alive' },
   { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
@@ -219,6 +221,14 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST: x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body> (16+ characters)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },
   { key: 'logLevel', env: 'LEASEHOLD_LOG_LEVEL', flag: '--log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error: lower levels are not logged' },
+  {
+    key: 'requestLog',
+    env: 'LEASEHOLD_REQUEST_LOG',
+    flag: '--request-log',
+    kind: 'string',
+    default: 'standard',
+    help: "which requests get a log line: standard (every request; a worker's routine calls that succeed, claim, heartbeat, complete, fail, release, checkpoint, beat, at debug unless slow), all (every request at info), errors (only refusals, failures and slow requests), off; 4xx are warn and 5xx error in every mode but off",
+  },
   { key: 'logFormat', env: 'LEASEHOLD_LOG_FORMAT', flag: '--log-format', kind: 'string', default: 'auto', help: 'json, text, or auto (text on a terminal, JSON lines otherwise)' },
 ];
 
@@ -314,6 +324,10 @@ export function deriveFromLease(config: Config, given: ReadonlySet<keyof Config>
   return said;
 }
 
+/** The values of LEASEHOLD_REQUEST_LOG (src/api/request-log.ts says what each logs). */
+export const REQUEST_LOG_MODES = ['standard', 'all', 'errors', 'off'] as const;
+export type RequestLogMode = (typeof REQUEST_LOG_MODES)[number];
+
 /** Default configuration, as if no variable or flag were set. */
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   const config = Object.fromEntries(SETTINGS.map((s) => [s.key, s.default])) as unknown as Config;
@@ -387,6 +401,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
   if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);
   if (!['auto', 'json', 'text'].includes(c.logFormat)) err('logFormat', `must be auto, json or text, got ${JSON.stringify(c.logFormat)}`);
+  if (!(REQUEST_LOG_MODES as readonly string[]).includes(c.requestLog)) err('requestLog', `must be ${REQUEST_LOG_MODES.join(', ')}, got ${JSON.stringify(c.requestLog)}`);
   if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
   const tokens = checkTokens(c);
   for (const p of tokens.errors) errors.push({ setting: envOf(p.key), rule: p.rule });
