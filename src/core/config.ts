@@ -181,7 +181,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'synchronous', env: 'LEASEHOLD_SYNCHRONOUS', flag: '--synchronous', kind: 'string', default: 'normal', help: 'embedded file: normal survives kill -9; full (fsync per commit) also a power cut' },
   { key: 'busyTimeoutMs', env: 'LEASEHOLD_BUSY_TIMEOUT_MS', flag: '--busy-timeout-ms', kind: 'duration', default: 5_000, help: 'embedded file: how long a write waits for another process holding the write lock before it answers 503' },
   { key: 'host', env: 'LEASEHOLD_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'address to listen on; off loopback both tokens are required' },
-  { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
+  { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one); on Workers, which are not told their port: the one port open mode accepts with the loopback names (not set: any)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls (16+ characters)' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
   { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act, and the bearer token of role reader: /metrics and GET /api/v1/metrics, /alerts, /tuning (needs the admin token)' },
