@@ -55,7 +55,9 @@ export function createApp(appDeps: AppInput) {
   const app = new Hono();
 
   // Outermost, so every answer (refusals by the guards below too) gets its line and its x-request-id.
-  app.use('*', requestLog(log, config));
+  // The worker protocol's routes, once registered below: their routine successes are logged at debug.
+  const routine = new Set<string>();
+  app.use('*', requestLog(log, config, { mode: config.requestLog, routine }));
   // A span per request when the application registered a tracer provider; a no-op otherwise.
   app.use('*', httpTracing());
   // Then: nothing else may build a URL from a bad Host, and in open mode
@@ -87,6 +89,7 @@ export function createApp(appDeps: AppInput) {
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
   auditRoutes(routes, deps);
+  for (const spec of routes.specs) if (spec.tag === 'worker') routine.add(`/api/v1${spec.path}`);
   // Open like /healthz: it describes the API, it holds no data. Built once,
   // gzipped once, revalidated by its ETag (src/api/constant-answer.ts).
   const openApi = constantAnswer(() => ({ body: JSON.stringify(openApiDocument(routes.specs, VERSION)), contentType: 'application/json', cacheControl: 'no-cache' }));

@@ -1,4 +1,4 @@
-/** Admin API: queue health and settings, pause/resume, one reaper pass now. */
+/** Admin API: queue health and settings, pause/resume, delete, one reaper pass now. */
 import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
@@ -10,7 +10,8 @@ import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, num, obj, optional, type Validator } from './validate.ts';
+import { bool, int, nullable, num, obj, optional, str, type Infer, type Validator } from './validate.ts';
+import { deleteQueue } from '../protocol/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */
@@ -44,6 +45,11 @@ export const alertThresholdsBody = obj(
   ) as Record<keyof AlertThresholds, Validator<number | undefined>>,
 );
 
+/** DELETE /queues/:queue?purge=true: also delete the queue's finished jobs. */
+const deleteQuery = obj({
+  purge: optional(str({ min: 4, max: 5, pattern: /^(true|false)$/, patternHelp: 'must be true or false', description: "true: delete the queue's finished jobs (completed, failed, cancelled) with it" })),
+});
+
 export function adminRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
 
@@ -58,6 +64,27 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     if (!queue) throw new LeaseholdError('not_found', `no queue is named ${name}`, 'queue');
     return c.json({ queue: queueView(queue) });
   });
+
+  r.add<undefined, Infer<typeof deleteQuery>>(
+    {
+      method: 'delete',
+      path: '/queues/:queue',
+      role: 'admin',
+      operationId: 'deleteQueue',
+      tag: 'queues',
+      summary:
+        'Delete a queue that holds nothing: its settings and bookkeeping go, audited. Refused (409, saying why) while it holds pending or running jobs or a schedule enqueues to it, and while it keeps finished jobs unless purge=true deletes them with it',
+      answers: { schema: 'queueDeleted' },
+      errors: ['not_found', 'conflict'],
+      query: deleteQuery,
+    },
+    async (c, _body, q) => {
+      const name = parseQueue(c.req.param('queue'));
+      const done = await deleteQueue(store, { queue: name, purge: q.purge === 'true', audit: { by: apiActor(c, config), now: clock.now() } });
+      if (!done.deleted) throw new LeaseholdError(done.code, done.message, 'queue');
+      return c.json({ deleted: name, purgedFinishedJobs: done.purgedFinishedJobs });
+    },
+  );
 
   const duration = (min: number, max: number) => optional(nullable(int({ min, max })));
   r.add(

@@ -7,7 +7,18 @@
  * the error code it was answered with.
  *
  * Level by outcome: 5xx error, 4xx warn, else info; /healthz (polled by
- * orchestrators every few seconds) at debug.
+ * orchestrators every few seconds) at debug. LEASEHOLD_REQUEST_LOG chooses
+ * which requests get a line, as HTTP loggers let you skip the routine:
+ *
+ * - `standard` (default): a worker's routine calls (the worker protocol's
+ *   routes: claim, heartbeats, complete, fail, release, checkpoint, beat,
+ *   effects) that succeed go at debug, unless slow (SLOW_MS; a claim's own
+ *   wait for work does not count). They are most of a busy server's
+ *   requests (one worker, 121 jobs: 377 info lines) and say only "it works";
+ *   their refusals (409 lease_lost, 400) and failures keep their levels.
+ * - `all`: every request at info, as HTTP access logs do.
+ * - `errors`: only refusals (4xx, warn), failures (5xx, error) and slow requests.
+ * - `off`: no request lines (the request id is still echoed).
  *
  * The request id is the caller's `x-request-id` when it is a sane token
  * (1-128 of letters, digits and . _ : -), else a new UUID; it is echoed in
@@ -15,6 +26,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
+import type { RequestLogMode } from '../core/config.ts';
 import type { LogFields, Logger, LogLevel } from '../core/log.ts';
 import { clientAddress, type ProxyTrust } from './throttle.ts';
 
@@ -37,7 +49,21 @@ export function logField(c: Context, fields: LogFields): void {
   Object.assign(c.get('logFields') ?? {}, fields);
 }
 
-export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = () => performance.now()): MiddlewareHandler {
+/** A successful call slower than this is logged at info whatever its route (a claim's wait for work aside). */
+export const SLOW_MS = 1_000;
+
+export interface RequestLogOptions {
+  /** Which requests get a line (Config.requestLog); default standard. */
+  mode?: RequestLogMode;
+  /** Route patterns of the worker's routine calls (filled once the routes are registered). */
+  routine?: ReadonlySet<string>;
+  now?: () => number;
+}
+
+export function requestLog(log: Logger, proxy: ProxyTrust, options: RequestLogOptions = {}): MiddlewareHandler {
+  const mode = options.mode ?? 'standard';
+  const routine = options.routine ?? new Set<string>();
+  const now = options.now ?? (() => performance.now());
   return async function logRequest(c, next) {
     const started = now();
     const incoming = c.req.header(REQUEST_ID_HEADER);
@@ -48,9 +74,13 @@ export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = (
     await next();
     echoRequestId(c, requestId);
     const status = c.res.status;
+    if (mode === 'off') return;
     const { route, index } = matchedRoute(c);
-    const level: LogLevel = status >= 500 ? 'error' : status >= 400 ? 'warn' : route === '/healthz' ? 'debug' : 'info';
-    if (!log.enabled(level)) return;
+    const durationMs = Math.round((now() - started) * 10) / 10;
+    // A claim may wait for work on purpose (waitMs): that is not slowness.
+    const slow = durationMs >= SLOW_MS && !route?.endsWith('/claim');
+    const level = levelOf(mode, status, route, slow, routine);
+    if (level === undefined || !log.enabled(level)) return;
     // The path parameters of that route (the handler may not have run: the body limit refused first).
     const id = param(c, index, 'id');
     const queue = param(c, index, 'queue');
@@ -60,7 +90,8 @@ export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = (
       method: c.req.method,
       ...(route ? { route } : { path: c.req.path.slice(0, 200) }),
       status,
-      durationMs: Math.round((now() - started) * 10) / 10,
+      durationMs,
+      ...(slow ? { slow: true } : {}),
       client: clientAddress(c, proxy),
       ...(id !== undefined && route?.includes('/jobs/:id') ? { jobId: id } : {}),
       ...(queue !== undefined ? { queue } : {}),
@@ -68,6 +99,17 @@ export function requestLog(log: Logger, proxy: ProxyTrust, now: () => number = (
       ...(errorCode ? { error: errorCode } : {}),
     });
   };
+}
+
+/** The level of a request's line, or undefined for none (see the top of the file). */
+function levelOf(mode: RequestLogMode, status: number, route: string | undefined, slow: boolean, routine: ReadonlySet<string>): LogLevel | undefined {
+  if (status >= 500) return 'error';
+  if (status >= 400) return 'warn';
+  if (slow) return 'info';
+  if (mode === 'errors') return undefined;
+  if (route === '/healthz') return 'debug';
+  if (mode === 'standard' && route !== undefined && routine.has(route)) return 'debug';
+  return 'info';
 }
 
 /**

@@ -220,6 +220,10 @@ export const RESPONSES = {
     ),
   }),
   scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
+  queueDeleted: fields<{ deleted: string; purgedFinishedJobs: number }>({
+    deleted: string('the name of the queue deleted'),
+    purgedFinishedJobs: integer('finished jobs deleted with it (purge=true), else 0'),
+  }),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
   ...VIEW_RESPONSES,
 } satisfies Record<string, JsonSchema>;

@@ -54,7 +54,9 @@ export function hostGuard(config: Config): MiddlewareHandler {
       throw new LeaseholdError('invalid_request', 'the Host header is not a valid host name', 'host');
     }
     if (open) {
-      // Port 0 means "any free port": the one we got is not in the config, so any port passes.
+      // Port 0 means "any port": a server that took a free one (not in the
+      // config), or a Worker, which is not told its port (src/runtime/cloudflare.ts).
+      // The name is what stops a rebound page; the port only narrows it.
       const portOk = config.port === 0 || host.port === '' || host.port === String(config.port);
       if (!LOOPBACK_NAMES.has(host.hostname) || !portOk) {
         throw new LeaseholdError(

@@ -298,7 +298,8 @@ async function main(argv: string[]): Promise<number | 'keep-running'> {
       positionals: command.words !== undefined,
       valueFlags: new Set(SETTINGS.map((s) => s.flag)),
     });
-    const { config, warnings } = loadConfig(process.env, settingFlags);
+    const { config, warnings, derived } = loadConfig(process.env, settingFlags);
+    for (const d of derived) console.error(`leasehold: ${d.setting} ${d.rule}`);
     for (const w of warnings) console.warn(`leasehold: warning: ${w.setting} ${w.rule}`);
     return await command.run(config, values, trailing, positionals);
   } catch (err) {

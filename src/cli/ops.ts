@@ -5,7 +5,7 @@
  *   leasehold jobs show ID
  *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
- *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...]
+ *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | delete Q [--purge]
  *   leasehold workers [--queue Q] [--alive | --dead]
  *
  * Readable tables by default, the API's answer with --json. The server
@@ -49,7 +49,11 @@ export const JOBS_DETAILS = `subcommands:
                              at most --limit and never more than the server's cap
                              (LEASEHOLD_BULK_ACTION_CAP); --dry-run lists them first`;
 
-export const QUEUES_FLAGS: CommandFlag[] = [URL_FLAG, JSON_FLAG];
+export const QUEUES_FLAGS: CommandFlag[] = [
+  URL_FLAG,
+  JSON_FLAG,
+  { flag: '--purge', help: "delete: also delete the queue's finished jobs (completed, failed, cancelled) with it", boolean: true },
+];
 export const QUEUES_DETAILS = `subcommands:
   list (default)             every queue: counts, ready, expired leases, paused
   show Q                     one queue: counts, oldest jobs, settings and overrides
@@ -60,7 +64,10 @@ export const QUEUES_DETAILS = `subcommands:
                              maxRunning=N: at most N of the queue's jobs run at once
                              across all workers (maxRunning=null: no limit);
                              rateLimit=MAX/WINDOW_MS: at most MAX claims per window
-                             (rateLimit=100/60000; rateLimit=null: no limit)`;
+                             (rateLimit=100/60000; rateLimit=null: no limit)
+  delete Q [--purge]         delete a queue that holds nothing (its settings go, audited):
+                             refused while it holds pending or running jobs or a schedule
+                             enqueues to it; its finished jobs go with it only with --purge`;
 
 export const WORKERS_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -259,9 +266,16 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     print(queues.length === 0 ? '(no queues yet)' : queueTable(queues));
     return 0;
   }
-  if (!['show', 'pause', 'resume', 'settings'].includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, pause, resume or settings`);
+  if (!['show', 'pause', 'resume', 'settings', 'delete'].includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, pause, resume, settings or delete`);
   if (!name) throw new UsageError(`queues ${sub} needs a queue name`);
   const path = `/queues/${encodeURIComponent(name)}`;
+  if (sub === 'delete') {
+    onlyPositionals(args, 2, 'queues delete Q');
+    const answer = await api.delete<{ deleted: string; purgedFinishedJobs: number }>(`${path}${flags.has('--purge') ? '?purge=true' : ''}`);
+    if (json) return print(answer), 0;
+    print(`queue ${answer.deleted} deleted${answer.purgedFinishedJobs > 0 ? ` with ${plural(answer.purgedFinishedJobs, 'finished job')}` : ''}`);
+    return 0;
+  }
   if (sub === 'pause' || sub === 'resume') {
     onlyPositionals(args, 2, `queues ${sub} Q`);
     const answer = await api.post<{ queue: string; paused: boolean }>(`${path}/${sub}`);

@@ -11,6 +11,7 @@ export type AuditAction =
   | 'queue.pause'
   | 'queue.resume'
   | 'queue.alert_thresholds'
+  | 'queue.delete'
   | 'jobs.bulk'
   | 'job.retry'
   | 'job.cancel'
@@ -25,6 +26,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'queue.pause',
   'queue.resume',
   'queue.alert_thresholds',
+  'queue.delete',
   'jobs.bulk',
   'job.retry',
   'job.cancel',

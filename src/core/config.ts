@@ -141,6 +141,8 @@ export interface Config extends QueueDefaults {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** json (one object per line), text (readable), or auto: text when stdout is a terminal, else json. */
   logFormat: 'auto' | 'json' | 'text';
+  /** Which requests get a log line, and at what level (src/api/request-log.ts). */
+  requestLog: RequestLogMode;
 }
 
 type Kind = 'string' | 'secret' | 'int' | 'duration';
@@ -183,7 +185,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'synchronous', env: 'LEASEHOLD_SYNCHRONOUS', flag: '--synchronous', kind: 'string', default: 'normal', help: 'embedded file: normal survives kill -9; full (fsync per commit) also a power cut' },
   { key: 'busyTimeoutMs', env: 'LEASEHOLD_BUSY_TIMEOUT_MS', flag: '--busy-timeout-ms', kind: 'duration', default: 5_000, help: 'embedded file: how long a write waits for another process holding the write lock before it answers 503' },
   { key: 'host', env: 'LEASEHOLD_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'address to listen on; off loopback both tokens are required' },
-  { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one)' },
+  { key: 'port', env: 'LEASEHOLD_PORT', flag: '--port', kind: 'int', default: 8787, help: 'port to listen on (0 picks a free one); on Workers, which are not told their port: the one port open mode accepts with the loopback names (not set: any)' },
   { key: 'workerToken', env: 'LEASEHOLD_WORKER_TOKEN', flag: '--worker-token', kind: 'secret', default: undefined, help: 'bearer token for worker calls (16+ characters)' },
   { key: 'adminToken', env: 'LEASEHOLD_ADMIN_TOKEN', flag: '--admin-token', kind: 'secret', default: undefined, help: 'bearer token for admin calls (also accepted for worker calls)' },
   { key: 'readonlyToken', env: 'LEASEHOLD_READONLY_TOKEN', flag: '--readonly-token', kind: 'secret', default: undefined, help: 'dashboard login that can view but not act, and the bearer token of role reader: /metrics and GET /api/v1/metrics, /alerts, /tuning (needs the admin token)' },
@@ -193,8 +195,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'trustProxy', env: 'LEASEHOLD_TRUST_PROXY', flag: '--trust-proxy', kind: 'string', default: 'false', help: 'true behind a reverse proxy you run: the client address (login back-off, audit, request log) from X-Forwarded-For, HTTPS (Secure cookie) from X-Forwarded-Proto' },
   { key: 'trustProxyHops', env: 'LEASEHOLD_TRUST_PROXY_HOPS', flag: '--trust-proxy-hops', kind: 'int', default: 1, help: 'with LEASEHOLD_TRUST_PROXY: how many proxies you run in front, each appending to X-Forwarded-For; the client is that many entries from the right (entries further left are what the client sent, never trusted)' },
   { key: 'leaseMs', env: 'LEASEHOLD_LEASE_MS', flag: '--lease-ms', kind: 'duration', default: 30_000, help: 'default lease per claim' },
-  { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease)' },
-  { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval)' },
+  { key: 'heartbeatMs', env: 'LEASEHOLD_HEARTBEAT_MS', flag: '--heartbeat-ms', kind: 'duration', default: 5_000, help: 'heartbeat interval workers are told to use (at most half the lease); not set: 5 s, or a third of LEASEHOLD_LEASE_MS when that is given and shorter (said on start)' },
+  { key: 'graceMs', env: 'LEASEHOLD_GRACE_MS', flag: '--grace-ms', kind: 'duration', default: 10_000, help: 'how long past expiry before the reaper acts (at least one heartbeat interval); not set: 10 s, or a third of LEASEHOLD_LEASE_MS when that is given and shorter, never below the heartbeat (said on start)' },
   { key: 'reaperIntervalMs', env: 'LEASEHOLD_REAPER_INTERVAL_MS', flag: '--reaper-interval-ms', kind: 'duration', default: 5_000, help: 'how often the in-process reaper runs; also how often some reaper is expected to: /healthz, /metrics and the dashboard call it late past 3 intervals while jobs run (set it to the cron period where a cron runs it)' },
   { key: 'workerAliveMs', env: 'LEASEHOLD_WORKER_ALIVE_MS', flag: '--worker-alive-ms', kind: 'duration', default: 15_000, help: 'a worker seen this recently counts as alive' },
   { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
@@ -217,7 +219,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxWaitingClaims', env: 'LEASEHOLD_MAX_WAITING_CLAIMS', flag: '--max-waiting-claims', kind: 'int', default: 500, help: 'claims (with waitMs) that may wait for work on this server at once; one more that finds nothing is answered 429 with Retry-After instead of waiting (the SDK then claims again after it)' },
   { key: 'maxWaitingClaimsPerToken', env: 'LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN', flag: '--max-waiting-claims-per-token', kind: 'int', default: 250, help: 'the same per token, counted by the token\'s name (one count in open mode), so one named token cannot take every waiting slot' },
   { key: 'dashboardFieldBytes', env: 'LEASEHOLD_DASHBOARD_FIELD_BYTES', flag: '--dashboard-field-bytes', kind: 'int', default: 32 * 1024, help: 'bytes of HTML a dashboard page spends on each JSON field (payload, result, checkpoint, progress, last error, the events\' messages together); the rest is one click away as a download (at least 1024)' },
-  { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues there may be: an enqueue that would create one more is a 409 naming the limit and stores nothing (existing queues keep working)' },
+  { key: 'maxQueues', env: 'LEASEHOLD_MAX_QUEUES', flag: '--max-queues', kind: 'int', default: 1_000, help: 'most queues in use there may be (holding jobs in any status, settings of their own or a schedule; an emptied queue with default settings does not count): an enqueue or schedule that would put one more in use is a 409 naming the limit and stores nothing (queues in use keep working); DELETE /api/v1/queues/:queue or `leasehold queues delete` frees a place' },
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one bulk action (dashboard, API, CLI) may change' },
@@ -225,6 +227,14 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST: x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body> (16+ characters)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },
   { key: 'logLevel', env: 'LEASEHOLD_LOG_LEVEL', flag: '--log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error: lower levels are not logged' },
+  {
+    key: 'requestLog',
+    env: 'LEASEHOLD_REQUEST_LOG',
+    flag: '--request-log',
+    kind: 'string',
+    default: 'standard',
+    help: "which requests get a log line: standard (every request; a worker's routine calls that succeed, claim, heartbeat, complete, fail, release, checkpoint, beat, at debug unless slow), all (every request at info), errors (only refusals, failures and slow requests), off; 4xx are warn and 5xx error in every mode but off",
+  },
   { key: 'logFormat', env: 'LEASEHOLD_LOG_FORMAT', flag: '--log-format', kind: 'string', default: 'auto', help: 'json, text, or auto (text on a terminal, JSON lines otherwise)' },
 ];
 
@@ -256,9 +266,10 @@ const isLoopback = (host: string) => LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$
 export function loadConfig(
   env: Record<string, string | undefined>,
   args: readonly string[] = [],
-): { config: Config; warnings: ConfigProblem[] } {
+): { config: Config; warnings: ConfigProblem[]; derived: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
   const raw: Record<string, unknown> = {};
+  const given = new Set<keyof Config>();
   const flags = parseFlags(args, problems);
   for (const s of SETTINGS) {
     const fromFlag = flags.get(s.flag);
@@ -268,6 +279,7 @@ export function loadConfig(
       raw[s.key] = s.default;
       continue;
     }
+    given.add(s.key);
     if (s.kind === 'string' || s.kind === 'secret') {
       raw[s.key] = text;
     } else if (!/^-?\d+$/.test(text.trim())) {
@@ -278,10 +290,49 @@ export function loadConfig(
   }
   if (problems.length) throw new ConfigError(problems);
   const config = raw as unknown as Config;
+  const derived = deriveFromLease(config, given);
   const { errors, warnings } = checkConfig(config);
   if (errors.length) throw new ConfigError(errors);
-  return { config, warnings };
+  return { config, warnings, derived };
 }
+
+/**
+ * Heartbeat and grace for a lease given without them: a third of the lease
+ * each, never more than their own defaults (5 s, 10 s). A lease of 30 s or
+ * more keeps the defaults; a shorter one (`--lease-ms 1000`) gets timings
+ * that keep the rules (heartbeat at most half the lease, grace at least one
+ * heartbeat) instead of a refusal over a heartbeat nobody chose. The same
+ * third the claim tells workers to beat at (claimHeartbeatSql).
+ */
+export function leaseDerivedTimings(leaseMs: number): { heartbeatMs: number; graceMs: number } {
+  const third = Math.floor(leaseMs / 3);
+  return { heartbeatMs: Math.min(defaultOf('heartbeatMs'), third), graceMs: Math.min(defaultOf('graceMs'), third) };
+}
+
+const defaultOf = (key: 'heartbeatMs' | 'graceMs') => SETTINGS.find((s) => s.key === key)!.default as number;
+
+/** Applies leaseDerivedTimings to what was not given (in place); says each value it changed (printed at start). */
+export function deriveFromLease(config: Config, given: ReadonlySet<keyof Config>): ConfigProblem[] {
+  if (!given.has('leaseMs') || typeof config.leaseMs !== 'number' || config.leaseMs <= 0) return [];
+  const derived = leaseDerivedTimings(config.leaseMs);
+  const said: ConfigProblem[] = [];
+  if (!given.has('heartbeatMs') && derived.heartbeatMs !== config.heartbeatMs) {
+    config.heartbeatMs = derived.heartbeatMs;
+    said.push({ setting: envOf('heartbeatMs'), rule: `not set: ${derived.heartbeatMs} ms, a third of the ${config.leaseMs} ms lease (${envOf('leaseMs')}), instead of the default ${defaultOf('heartbeatMs')} ms` });
+  }
+  // Never below the heartbeat in force (given or derived): a late beat must still win.
+  const grace = Math.max(derived.graceMs, config.heartbeatMs);
+  if (!given.has('graceMs') && grace !== config.graceMs) {
+    config.graceMs = grace;
+    const why = grace === derived.graceMs ? `a third of the ${config.leaseMs} ms lease (${envOf('leaseMs')})` : `one heartbeat (${envOf('heartbeatMs')})`;
+    said.push({ setting: envOf('graceMs'), rule: `not set: ${grace} ms, ${why}, instead of the default ${defaultOf('graceMs')} ms` });
+  }
+  return said;
+}
+
+/** The values of LEASEHOLD_REQUEST_LOG (src/api/request-log.ts says what each logs). */
+export const REQUEST_LOG_MODES = ['standard', 'all', 'errors', 'off'] as const;
+export type RequestLogMode = (typeof REQUEST_LOG_MODES)[number];
 
 /** Default configuration, as if no variable or flag were set. */
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
@@ -356,6 +407,7 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
   if (c.trustProxy !== 'true' && c.trustProxy !== 'false') err('trustProxy', `must be true or false, got ${JSON.stringify(c.trustProxy)}`);
   if (!['debug', 'info', 'warn', 'error'].includes(c.logLevel)) err('logLevel', `must be debug, info, warn or error, got ${JSON.stringify(c.logLevel)}`);
   if (!['auto', 'json', 'text'].includes(c.logFormat)) err('logFormat', `must be auto, json or text, got ${JSON.stringify(c.logFormat)}`);
+  if (!(REQUEST_LOG_MODES as readonly string[]).includes(c.requestLog)) err('requestLog', `must be ${REQUEST_LOG_MODES.join(', ')}, got ${JSON.stringify(c.requestLog)}`);
   if (c.synchronous !== 'normal' && c.synchronous !== 'full') err('synchronous', `must be normal or full, got ${JSON.stringify(c.synchronous)}`);
   const tokens = checkTokens(c);
   for (const p of tokens.errors) errors.push({ setting: envOf(p.key), rule: p.rule });

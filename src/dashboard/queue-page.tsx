@@ -6,6 +6,11 @@
  * naming the field, and nothing is saved. An empty field means "no limit".
  * A save is in the audit trail (queue.settings, the operator's name), and a
  * form sent twice is refused the second time.
+ *
+ * Also (admin) the queue's delete, by the rule of src/protocol/queue-delete.ts
+ * (never while it holds pending or running jobs or a schedule; its finished
+ * jobs only when the box is ticked), confirmed by typing the queue's name,
+ * audited as queue.delete with the operator's name.
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
@@ -17,6 +22,7 @@ import { hasToken } from '../core/tokens.ts';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
+import { deleteQueue } from '../protocol/queue-delete.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
@@ -25,7 +31,7 @@ type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
 export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   const { store, config, clock } = deps;
   const path = '/dashboard/queues/:queue';
-  const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 = 200) =>
+  const shell = (c: Context<Env>, title: string, children: Child, status: 200 | 400 | 404 | 409 = 200) =>
     layoutPage(c, { title, nav: 'overview', loggedIn: hasToken(config, 'admin') }, children, status);
 
   /** The queue, if the name is valid and the queue exists. */
@@ -52,7 +58,42 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
         {c.req.query('notice') === 'saved' ? <p class="notice" role="status" id="notice">Saved: the next claim uses these limits.</p> : null}
         <QueueLimits q={q} now={await now()} />
         <LimitsForm queue={q.name} values={enteredOf(q)} csrf={csrfOf(c)} />
+        <DeleteForm queue={q.name} csrf={csrfOf(c)} />
       </>,
+    );
+  });
+
+  app.post(`${path}/delete`, async (c) => {
+    const q = await queueOf(c);
+    if (!q) return notFound(c);
+    const form = await c.req.parseBody();
+    const refused = async (message: string, status: 400 | 409) =>
+      shell(
+        c,
+        `Queue ${q.name}`,
+        <>
+          <p class="notice error" role="alert" id="notice">
+            {message}
+          </p>
+          <QueueLimits q={q} now={await now()} />
+          <DeleteForm queue={q.name} csrf={c.get('csrf')} />
+        </>,
+        status,
+      );
+    if (form.confirm !== q.name) return refused(`Type the queue's name (${q.name}) to delete it. Nothing was deleted.`, 400);
+    const audit = alongside(c, { action: 'queue.delete', queue: q.name, target: `queue ${q.name}`, now: clock.now() }, config).audit!;
+    const done = await once(store, () =>
+      deleteQueue(store, { queue: q.name, purge: form.purge === 'on', audit: { by: audit.by, now: audit.now }, formNonce: c.get('formNonce') }),
+    );
+    if (!done) return alreadySubmitted(c);
+    if (!done.value.deleted) return refused(`${done.value.message}.`, 409);
+    const purged = done.value.purgedFinishedJobs;
+    return shell(
+      c,
+      `Queue ${q.name} deleted`,
+      <p class="notice" role="status" id="notice">
+        Queue {q.name} was deleted{purged > 0 ? ` with ${purged} finished jobs` : ''}. <a href="/dashboard">Back to the overview</a>
+      </p>,
     );
   });
 
@@ -143,6 +184,26 @@ function LimitsForm(props: { queue: string; values: Entered; csrf: string | unde
       <input id="l-rateMax" name="rateMax" type="number" step="1" min="1" value={props.values.rateMax} placeholder="no limit" /> claims per{' '}
       <input id="l-rateWindowMs" name="rateWindowMs" type="number" step="1" min="1000" value={props.values.rateWindowMs} placeholder="window ms" /> ms
       <button type="submit">Save limits for {props.queue}</button>
+    </form>
+  );
+}
+
+function DeleteForm(props: { queue: string; csrf: string | undefined }) {
+  if (!props.csrf) return null;
+  return (
+    <form method="post" action={`/dashboard/queues/${encodeURIComponent(props.queue)}/delete`} class="action danger">
+      <input type="hidden" name="_csrf" value={props.csrf} />
+      <p>
+        Deleting a queue removes its settings, limits and counts. It is refused while the queue holds pending or running jobs, or a schedule enqueues to it.
+      </p>
+      <label>
+        <input type="checkbox" name="purge" /> also delete its finished jobs (completed, failed, cancelled)
+      </label>
+      <label for="d-confirm">Type the queue's name to confirm</label>
+      <input id="d-confirm" name="confirm" autocomplete="off" required />
+      <button type="submit">
+        Delete queue {props.queue}
+      </button>
     </form>
   );
 }

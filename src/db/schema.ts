@@ -500,6 +500,8 @@ export const schedules = sqliteTable(
     check('schedules_cron_xor_interval', sql`(${t.cron} IS NULL) <> (${t.intervalMs} IS NULL)`),
     check('schedules_json', sql`json_valid(${t.payload}) AND json_valid(${t.jobOptions})`),
     index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
+    // A schedule keeps its queue in use (the queue cap, a queue's delete): asked per queue (drizzle/0025).
+    index('schedules_queue_idx').on(t.queueName),
   ],
 );
 

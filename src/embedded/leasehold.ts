@@ -18,7 +18,7 @@ import { parseQueue } from '../api/http.ts';
 import { claimWaiters } from '../api/claim-waiters.ts';
 import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
-import { checkConfig, ConfigError, defaultConfig, type Config } from '../core/config.ts';
+import { checkConfig, ConfigError, defaultConfig, deriveFromLease, type Config } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
 import { tickBatches } from '../core/tick-batches.ts';
 import { describeEnqueued, traceSend } from '../core/trace-context.ts';
@@ -115,6 +115,8 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
     ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.databaseAuthToken !== undefined ? { databaseAuthToken: options.databaseAuthToken } : {}),
   });
+  // A lease given without a heartbeat or grace gets them from it, as the server's settings do.
+  deriveFromLease(config, new Set(Object.keys(options.config ?? {}).filter((k) => options.config![k as keyof Config] !== undefined) as (keyof Config)[]));
   const { errors } = checkConfig(config);
   if (errors.length > 0) throw new ConfigError(errors);
   const clock = options.clock ?? databaseClock;

@@ -121,13 +121,19 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
   const databaseUrl = strings.LEASEHOLD_DATABASE_URL;
   // No bind address on Workers: the host check is replaced by the token rule below.
   strings.LEASEHOLD_HOST = '127.0.0.1';
+  // Nor is a Worker told the port it is served on (`wrangler dev --port 9000`):
+  // open mode then accepts the loopback names on any port (port 0, as for a
+  // server that took a free one), unless LEASEHOLD_PORT names the one to accept.
+  if (!strings.LEASEHOLD_PORT) strings.LEASEHOLD_PORT = '0';
   // D1 is not a URL: give loadConfig a well-formed placeholder so its check passes.
   if (!databaseUrl) strings.LEASEHOLD_DATABASE_URL = 'file:d1';
 
   let config: Config;
   try {
     let warnings: { setting: string; rule: string }[];
-    ({ config, warnings } = loadConfig(strings));
+    let derived: { setting: string; rule: string }[];
+    ({ config, warnings, derived } = loadConfig(strings));
+    for (const d of derived) workerLogger(config).info(`leasehold: ${d.setting} ${d.rule}`, { event: 'config_derived', setting: d.setting });
     // Once per isolate (the runtime is cached): risky settings reach the Worker's log.
     for (const w of warnings) workerLogger(config).warn(`leasehold: warning: ${w.setting} ${w.rule}`, { event: 'config_warning', setting: w.setting });
   } catch (err) {

@@ -131,6 +131,7 @@ async function main(): Promise<void> {
     const loaded = loadConfig(Deno.env.toObject(), Deno.args);
     config = loaded.config;
     log = denoLogger(config);
+    for (const d of loaded.derived) log.info(`leasehold: ${d.setting} ${d.rule}`, { event: 'config_derived', setting: d.setting });
     for (const w of loaded.warnings) log.warn(`leasehold: warning: ${w.setting} ${w.rule}`, { event: 'config_warning', setting: w.setting });
   } catch (err) {
     if (err instanceof ConfigError) {

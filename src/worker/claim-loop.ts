@@ -107,6 +107,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
         unanswered = undefined;
         reserved -= limit;
         failures = 0;
+        w.server.answered('claim');
       } catch (err) {
         // The claim in flight may have taken jobs its lost answer would have
         // brought: send it again (same id), or give it up so the server
@@ -128,7 +129,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
         }
         failures++;
         const delay = Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(failures, 8));
-        logger.warn(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`, { error: describe(err), retryInMs: Math.round(delay), failures });
+        w.server.failed(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`, { error: describe(err), retryInMs: Math.round(delay), failures });
         emit('error', { error: err, during: 'claim' });
         await sleep(timers, jitter(delay), o.stopping);
         continue;

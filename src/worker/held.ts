@@ -9,6 +9,7 @@
  */
 import { JobAbortedError, type AbortCause } from './errors.ts';
 import { describe } from './log.ts';
+import type { ServerWatch } from './server-watch.ts';
 import type { WorkerTimers } from './timers.ts';
 import type { ClaimedJob, LeaseAnswer, Transport } from './transport.ts';
 import type { Logger, WorkerEvents } from './types.ts';
@@ -55,6 +56,8 @@ export interface Held {
   queues: string[];
   timers: WorkerTimers;
   logger: Required<Logger>;
+  /** Whether the server answers the worker's calls: folds an outage's failures into two log lines. */
+  server: ServerWatch;
   emit: Emit;
   stats: WorkerStats;
   /** The jobs this worker holds, by id. */

@@ -44,8 +44,10 @@ const MAX_BEATS_IN_FLIGHT = 2;
 const MAX_LOST_CLAIMS = 100;
 
 export interface LeaseKeeperOptions {
-  /** Fixed interval; default: 5 s, lowered to what the server asks for in each claim. */
+  /** Fixed interval; default: `defaultHeartbeatMs`, lowered to what the server asks for in each claim. */
   heartbeatMs?: number | undefined;
+  /** The interval before any claim says otherwise (5 s, or a third of the worker's leaseMs). */
+  defaultHeartbeatMs: number;
   /** The liveness fields the worker reports with each tick. */
   identity: { host?: string; pid?: number; version?: string };
 }
@@ -57,7 +59,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   let timer: unknown;
   /** Heartbeat calls sent and not yet answered. */
   let inFlight = 0;
-  let interval = options.heartbeatMs ?? 5_000;
+  let interval = options.heartbeatMs ?? options.defaultHeartbeatMs;
   /** Lease and interval pairs already checked against the lease rules (each is said once). */
   const checked = new Set<string>();
 
@@ -253,11 +255,12 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
       // A renewal answered after the last of its jobs was fenced saves nothing.
       const answers = await (renew.length > 0 ? withinLeases(w, renew.reduce((end, r) => Math.max(end, r.fenceAt), -Infinity), 'heartbeat', send) : send());
       delivered(b);
+      w.server.answered('heartbeat');
       applyAnswers(answers, sentAt);
     } catch (err) {
       w.stats.heartbeatFailures++;
       const ids = renew.map((r) => r.job.id);
-      w.logger.warn(`heartbeat failed (${describe(err)}) for job(s) ${ids.join(', ') || '(none)'}`, { error: describe(err), jobIds: ids });
+      w.server.failed(`heartbeat failed (${describe(err)})${ids.length > 0 ? ` for job(s) ${ids.join(', ')}` : ''}`, { error: describe(err), jobIds: ids });
       w.emit('heartbeat_failed', { error: err, jobs: ids });
     } finally {
       inFlight--;

@@ -82,7 +82,10 @@ export interface WorkerOptions<P = unknown> {
   concurrency?: number;
   /** Lease to ask for; default: the queue's. */
   leaseMs?: number;
-  /** Heartbeat interval; default: what the server says in each claim. */
+  /**
+   * Heartbeat interval. Default: 5 s, or a third of `leaseMs` when that is
+   * shorter (logged once), lowered to what the server says in each claim.
+   */
   heartbeatMs?: number;
   /** Poll interval when idle; doubles while idle up to maxPollMs, with jitter. Default 500. */
   pollMs?: number;

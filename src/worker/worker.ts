@@ -39,6 +39,7 @@ import { createLeaseKeeper } from './lease-keeper.ts';
 import { checkLeaseTimings } from './lease-rules.ts';
 import { createRunQueue } from './run-queue.ts';
 import { createAttemptSpans } from './tracing.ts';
+import { createServerWatch } from './server-watch.ts';
 import { consoleLogger, describe, withFields } from './log.ts';
 import { defaultWorkerId, onProcessSignals, processIdentity, randomHex } from './process.ts';
 import { after, realTimers, sleep } from './timers.ts';
@@ -51,6 +52,12 @@ export type { Handler, JobContext, LogFields, Logger, WorkerEvents, WorkerOption
 export { defaultWorkerId } from './process.ts';
 
 export type Worker = ReturnType<typeof createWorker>;
+
+/** A duration for a log line: "10 s", "1.5 s", "250 ms". */
+const seconds = (ms: number) => (ms < 1_000 ? `${Math.round(ms)} ms` : `${Number((ms / 1_000).toFixed(1))} s`);
+
+/** The heartbeat interval when neither heartbeatMs nor a short leaseMs says otherwise. */
+const DEFAULT_HEARTBEAT_MS = 5_000;
 
 export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const queues = Array.isArray(options.queue) ? options.queue : [options.queue];
@@ -77,18 +84,26 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     if (errors.length > 0) throw new TypeError(`createWorker: ${errors.join('; ')}`);
   }
   const logger = withFields(options.logger ?? consoleLogger(workerId), { workerId });
+  // A lease given without a heartbeat gets one that keeps the rules (a third
+  // of it, as the server tells workers in each claim), not the 5 s default.
+  const defaultHeartbeatMs = options.leaseMs === undefined ? DEFAULT_HEARTBEAT_MS : Math.min(DEFAULT_HEARTBEAT_MS, Math.floor(options.leaseMs / 3));
+  if (options.heartbeatMs === undefined && defaultHeartbeatMs !== DEFAULT_HEARTBEAT_MS) {
+    logger.info(`heartbeat every ${defaultHeartbeatMs} ms: heartbeatMs not given, a third of leaseMs (${options.leaseMs} ms)`, { heartbeatMs: defaultHeartbeatMs, leaseMs: options.leaseMs });
+  }
   const events = createEmitter(() => logger);
   const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
   let state: WorkerState = 'new';
   /** Claim requests sent so far: each gets its own id (the instance id and this count). */
   let claimsSent = 0;
+  const timersOf = options.timers ?? realTimers;
   const w: Held = {
     transport: options.transport,
     workerId,
     instanceId,
     queues,
-    timers: options.timers ?? realTimers,
+    timers: timersOf,
     logger,
+    server: createServerWatch(logger, () => timersOf.now()),
     emit: events.emit,
     stats,
     active: new Map(),
@@ -99,7 +114,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
   const { timers, active, emit } = w;
   const stopping = new AbortController();
 
-  const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, identity });
+  const keeper = createLeaseKeeper(w, { heartbeatMs: options.heartbeatMs, defaultHeartbeatMs, identity });
   const spans = createAttemptSpans(w, events.on);
   const concurrency = options.concurrency ?? 1;
   const claimBatch = options.claimBatch ?? 200;
@@ -195,11 +210,30 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
         for (const r of unstarted) keeper.untrack(r);
       }
       if (wasRunning) await claimLoopDone;
-      const deadline = timers.now() + (opts.drainTimeoutMs ?? drainTimeoutMs);
+      const drainMs = opts.drainTimeoutMs ?? drainTimeoutMs;
+      const waitedFrom = timers.now();
+      const deadline = waitedFrom + drainMs;
+      // Said, so a Ctrl-C that seems to hang is seen to wait, for what and how long.
+      const draining = [...active.keys()];
+      if (draining.length > 0) {
+        logger.info(`shutting down: waiting up to ${seconds(drainMs)} for ${draining.length} running job(s) to finish (${draining.join(', ')}); then the rest are stopped and their leases released`, {
+          jobIds: draining,
+          drainTimeoutMs: drainMs,
+        });
+      }
       while (active.size > 0 && timers.now() < deadline) await sleep(timers, Math.min(50, deadline - timers.now()));
       // A job whose result is already on its way is not released: that would
       // either be refused or, winning the race, run a finished job again.
       const leftover = [...active.values()].filter((r) => !r.finishing);
+      if (draining.length > 0 && leftover.length === 0) {
+        logger.info(`shutting down: the running jobs finished in ${seconds(timers.now() - waitedFrom)}`, { jobIds: draining, waitedMs: Math.round(timers.now() - waitedFrom) });
+      } else if (leftover.length > 0) {
+        const ids = leftover.map((r) => r.job.id);
+        logger.warn(`shutting down: ${ids.length} job(s) still running after ${seconds(drainMs)} (${ids.join(', ')}): stopping them and releasing their leases, so they run again at once`, {
+          jobIds: ids,
+          drainTimeoutMs: drainMs,
+        });
+      }
       state = 'stopped';
       keeper.stop();
       for (const r of leftover) abortJob(w, r, 'shutdown', `worker ${workerId} is shutting down`);

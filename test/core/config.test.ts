@@ -66,6 +66,24 @@ describe('loadConfig', () => {
     expect(settingsOf(warnings)).toEqual(['LEASEHOLD_HEARTBEAT_MS']);
   });
 
+  test('a short lease given alone gets its heartbeat and grace from it (a third each), and says so', () => {
+    const { config, derived } = loadConfig({}, ['--lease-ms', '1000']);
+    expect(config).toMatchObject({ leaseMs: 1_000, heartbeatMs: 333, graceMs: 333 });
+    expect(derived).toEqual([
+      { setting: 'LEASEHOLD_HEARTBEAT_MS', rule: 'not set: 333 ms, a third of the 1000 ms lease (LEASEHOLD_LEASE_MS), instead of the default 5000 ms' },
+      { setting: 'LEASEHOLD_GRACE_MS', rule: 'not set: 333 ms, a third of the 1000 ms lease (LEASEHOLD_LEASE_MS), instead of the default 10000 ms' },
+    ]);
+    // Between: the heartbeat keeps its default, the grace follows the lease.
+    expect(loadConfig({ LEASEHOLD_LEASE_MS: '20000' }).config).toMatchObject({ heartbeatMs: 5_000, graceMs: 6_666 });
+    // A long lease keeps both defaults and says nothing.
+    const long = loadConfig({ LEASEHOLD_LEASE_MS: '120000' });
+    expect(long.config).toMatchObject({ heartbeatMs: 5_000, graceMs: 10_000 });
+    expect(long.derived).toEqual([]);
+    // What is given is kept, and checked: a heartbeat given over half the lease is still refused.
+    expect(loadConfig({ LEASEHOLD_LEASE_MS: '1000', LEASEHOLD_GRACE_MS: '2000' }).config).toMatchObject({ heartbeatMs: 333, graceMs: 2_000 });
+    expect(settingsOf(problemsOf(() => loadConfig({ LEASEHOLD_LEASE_MS: '1000', LEASEHOLD_HEARTBEAT_MS: '5000' })))).toEqual(['LEASEHOLD_HEARTBEAT_MS']);
+  });
+
   test('grace shorter than the heartbeat interval is an error naming LEASEHOLD_GRACE_MS', () => {
     const problems = problemsOf(() => loadConfig({ LEASEHOLD_GRACE_MS: '1000' }));
     expect(settingsOf(problems)).toEqual(['LEASEHOLD_GRACE_MS']);
@@ -232,4 +250,19 @@ describe('PATCH /queues/:queue/settings', () => {
     expect(reset.json.queue.settings).toMatchObject({ leaseMs: 30_000, heartbeatMs: 5000, graceMs: 10_000 });
     expect(t.errors).toEqual([]);
   });
+});
+
+test('openLeasehold with a short lease alone derives heartbeat and grace as the server does', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { openLeasehold } = await import('../../src/embedded/leasehold.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-embedded-lease-'));
+  try {
+    const lh = await openLeasehold({ databaseUrl: `file:${join(dir, 'db.sqlite')}`, config: { leaseMs: 1_000 } });
+    expect(lh.config).toMatchObject({ leaseMs: 1_000, heartbeatMs: 333, graceMs: 333 });
+    lh.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -101,3 +101,32 @@ test('a read-only login sees the limits and no form; its POST is refused', async
   expect(refused.status).toBe(403);
   expect((await settings('mail')).maxRunning).toBe(4);
 });
+
+test('an admin deletes an empty queue from its page (typed name, form token, audited with the name); a busy one is refused saying why', async () => {
+  t = await setup({ adminToken: ADMIN, readonlyToken: READONLY });
+  await t.post('/api/v1/queues/mail/jobs', { payload: 1 }, admin);
+  const cookie = await login(ADMIN);
+  const page = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(page).toContain('action="/dashboard/queues/mail/delete"');
+  const busy = await req('/dashboard/queues/mail/delete', { cookie, form: { _csrf: csrfIn(page), confirm: 'mail' } });
+  expect(busy.status).toBe(409);
+  expect(await busy.text()).toContain('queue mail still holds 1 pending and 0 running jobs');
+  const [job] = (await t.get('/api/v1/jobs?queue=mail', admin)).json.jobs as { id: string }[];
+  await t.post(`/api/v1/jobs/${job!.id}/cancel`, { reason: 'test' }, admin);
+  // Without the typed name nothing happens; without a form token neither.
+  expect((await req('/dashboard/queues/mail/delete', { cookie, form: { _csrf: await freshCsrf(cookie), confirm: 'mai', purge: 'on' } })).status).toBe(400);
+  expect((await req('/dashboard/queues/mail/delete', { cookie, form: { confirm: 'mail', purge: 'on' } })).status).toBe(403);
+  const viewer = await login(READONLY);
+  expect(await (await req('/dashboard/queues/mail', { cookie: viewer })).text()).not.toContain('/delete"');
+  expect((await req('/dashboard/queues/mail/delete', { cookie: viewer, form: { _csrf: await freshCsrf(viewer), confirm: 'mail', purge: 'on' } })).status).toBe(403);
+  expect((await t.get('/api/v1/queues/mail', admin)).status).toBe(200);
+
+  const csrf = await freshCsrf(cookie);
+  const deleted = await req('/dashboard/queues/mail/delete', { cookie, form: { _csrf: csrf, confirm: 'mail', purge: 'on' } });
+  expect(deleted.status).toBe(200);
+  expect(await deleted.text()).toContain('Queue mail was deleted with 1 finished jobs.');
+  expect((await t.get('/api/v1/queues/mail', admin)).status).toBe(404);
+  const audit = (await t.get('/api/v1/audit?action=queue.delete', admin)).json.entries;
+  expect(audit).toHaveLength(1);
+  expect(audit[0]).toMatchObject({ action: 'queue.delete', actor: 'Ada', source: 'dashboard', queue: 'mail' });
+});

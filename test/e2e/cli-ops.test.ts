@@ -251,3 +251,21 @@ test('schedules: add, list, show, pause, resume, delete; the server refuses a ba
   expect((await cli(['schedules', 'delete', 'nightly'])).stdout).toContain('schedule nightly deleted');
   expect((await cli(['schedules'])).stdout).toContain('(no schedules)');
 }, 180_000);
+
+test('queues delete: refused with the reason while the queue holds jobs, then deleted (with --purge for its finished ones)', async () => {
+  const [id] = await enqueue('gone', 1);
+  const busy = await cli(['queues', 'delete', 'gone']);
+  expect(busy.status).toBe(1);
+  expect(busy.stderr).toContain('409 conflict: queue gone still holds 1 pending and 0 running jobs');
+  await cli(['jobs', 'cancel', id!, '--reason', 'not needed']);
+  const kept = await cli(['queues', 'delete', 'gone']);
+  expect(kept.status).toBe(1);
+  expect(kept.stderr).toContain('1 finished jobs kept for retention (purge deletes them with the queue)');
+  const done = await cli(['queues', 'delete', 'gone', '--purge']);
+  expect(done.status).toBe(0);
+  expect(done.stdout).toContain('queue gone deleted with 1 finished job');
+  const missing = await cli(['queues', 'delete', 'gone']);
+  expect(missing.status).toBe(1);
+  expect(missing.stderr).toContain('404 not_found: no queue is named gone (field queue)');
+  expect((await cli(['queues', 'delete'])).status).toBe(2);
+}, 180_000);

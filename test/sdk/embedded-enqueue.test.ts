@@ -167,7 +167,7 @@ test('a new queue past maxQueues rejects every caller of its batch with the clea
   for (const i of [0, 2]) {
     expect(errors[i]).toBeInstanceOf(LeaseholdError);
     expect(errors[i]).toMatchObject({ code: 'conflict', field: 'queue' });
-    expect(errors[i]!.message).toMatch(/there is no queue named "new" and leasehold already has 1 queues \(LEASEHOLD_MAX_QUEUES\).*nothing was stored/);
+    expect(errors[i]!.message).toMatch(/there is no queue named "new" in use and leasehold already has 1 queues \(LEASEHOLD_MAX_QUEUES\).*nothing was stored/);
   }
   expect(values[1]?.job.payload).toEqual({ n: 2 });
   expect(await storedJobs(lh, 'new')).toBe(0);

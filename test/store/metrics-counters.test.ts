@@ -376,6 +376,8 @@ describe('the migration that adds the durable counters', () => {
         for (const statement of LATER_INDEXES) await o.client.execute(statement);
         // Today's reaper and requeue read 0018's hold (no row: no hold in force).
         await o.client.execute('CREATE TABLE reaper_hold (id integer PRIMARY KEY, hold_until integer NOT NULL, began_at integer NOT NULL, gap_ms integer, cause text NOT NULL)');
+        // Today's enqueue counts the queues in use, schedules (0012) included.
+        await o.client.execute('CREATE TABLE schedules (name text PRIMARY KEY NOT NULL, queue_name text NOT NULL)');
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
@@ -396,6 +398,7 @@ describe('the migration that adds the durable counters', () => {
 
         for (const index of ['later_retained_key', 'later_active_key']) await o.client.execute(`DROP INDEX ${index}`);
         await o.client.execute('DROP TABLE reaper_hold');
+        await o.client.execute('DROP TABLE schedules');
         for (const [table, column] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} DROP COLUMN ${column}`);
         await migrateLibsql(o, MIGRATIONS);
         const rows = async (q: string) => (await o.client.execute(q)).rows.map((r) => Object.values(r).join(':'));

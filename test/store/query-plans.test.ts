@@ -169,3 +169,20 @@ test('a claim with a claim id, sent again or not, and a beat naming lost claims 
     expect(plan.filter((step) => /^SCAN (jobs|r)\b/.test(step)), sql).toEqual([]);
   }
 });
+
+test('the queue cap finds a queue in use by index searches: its jobs by jobs_queue_status_id_idx, its schedules by schedules_queue_idx, never walking either table', async () => {
+  t = await setup({ maxQueues: 50 });
+  for (let i = 0; i < 20; i++) await t.post(`/api/v1/queues/q${i}/jobs`, { jobs: Array.from({ length: 20 }, (_, j) => ({ payload: j })) });
+  const seen: SQL[] = [];
+  const store = createStore(recording(t.db, seen));
+  await store.jobsInsert({ queue: 'fresh', jobs: [{ payload: 1 }], actor: 'api', now: t.clock.now(), defaults: t.config, maxQueues: 50 });
+  await store.jobsInsert({ queue: 'q1', jobs: [{ payload: 1 }], actor: 'api', now: t.clock.now(), defaults: t.config, maxQueues: 50 });
+  const dialect = new SQLiteSyncDialect();
+  const inserts = seen.map((q) => dialect.sqlToQuery(q)).filter((q) => /^\s*(WITH|INSERT INTO queues)/.test(q.sql));
+  expect(inserts.length).toBeGreaterThanOrEqual(4);
+  for (const { sql, params } of inserts) {
+    const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
+    expect(plan.filter((step) => /^SCAN (jobs|schedules)\b/.test(step)), sql).toEqual([]);
+    if (/FROM schedules/.test(sql)) expect(plan, sql).toContainEqual(expect.stringMatching(/SEARCH schedules USING (COVERING )?INDEX schedules_queue_idx/));
+  }
+});

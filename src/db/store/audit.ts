@@ -62,6 +62,11 @@ export function auditInsert(db: Db, e: AuditEntry) {
   return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)}`);
 }
 
+/** A statement for the batch, before the write it describes: the entry only where `when` (that write's own guard) holds. */
+export function auditInsertWhere(db: Db, e: AuditEntry, when: SQL) {
+  return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)} WHERE ${when}`);
+}
+
 /** A statement for the batch, right after a guarded UPDATE: the entry only if that UPDATE changed a row. */
 export function auditInsertIfChanged(db: Db, e: AuditEntry) {
   return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)} WHERE changes() > 0`);

@@ -30,6 +30,7 @@ import { jobCancelIfPending, jobRetryIfFinishedUnsuccessfully, jobsBulkAct, jobs
 import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, MaintenanceServices, ScheduleStore } from './port.ts';
 import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
+import { queueBlockers, queueDeleteIfUnused, queueFinishedJobsPurge } from './queue-delete.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
@@ -87,6 +88,9 @@ export function createStore(db: Db): JobStore {
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),
     queueAlertThresholds: (p) => queueAlertThresholds(db, p),
     queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),
+    queueBlockers: (p) => queueBlockers(db, p),
+    queueFinishedJobsPurge: (p) => queueFinishedJobsPurge(db, p),
+    queueDeleteIfUnused: (p) => queueDeleteIfUnused(db, p),
     workerBeat: (p) => workerBeat(db, p),
     workersList: (p) => workersList(db, p),
     workersHeldJobs: (p) => workersHeldJobs(db, p),

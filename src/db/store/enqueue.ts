@@ -21,6 +21,7 @@ import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
 import type { UniqueWhile } from '../../core/wire.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
+import { queueAdmitsSql, queuesInUseCountSql } from './queue-use.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 
 export interface NewJob {
@@ -48,7 +49,7 @@ export interface EnqueueParams {
   defaults: QueueDefaults;
   /** Columns to return (must include dedup_count); every column by default. */
   columns?: SQL;
-  /** Most queues there may be: a new queue past it is refused (409), nothing stored. */
+  /** Most queues in use there may be (src/db/store/queue-use.ts): a new queue past it is refused (409), nothing stored. */
   maxQueues?: number;
 }
 
@@ -134,22 +135,33 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
 }
 
 /**
- * The first statement of an enqueue's batch: a new queue only while there are
- * fewer than maxQueues (counted only when the queue is new: CASE evaluates
- * lazily). The jobs that follow go only into a queue that exists, so past the
- * cap they insert nothing.
+ * The first statement of an enqueue's batch: a new queue row only while
+ * fewer than maxQueues queues are in use (src/db/store/queue-use.ts; counted
+ * only when the row is new: CASE evaluates lazily). The jobs that follow go
+ * only where queueAdmitsSql lets them (queueJobsGuard), so past the cap they
+ * insert nothing, and an empty row left from before counts as a new queue.
  */
 export function queueInsertWithinCap(db: Db, queue: string, now: SQL, maxQueues: number | undefined) {
   return db.run(sql`INSERT INTO queues (name, created_at, updated_at) SELECT ${queue}, ${now}, ${now}
-      WHERE CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue}) THEN 0 ELSE ${maxQueues === undefined ? sql`1` : sql`(SELECT count(*) FROM queues) < ${maxQueues}`} END
+      WHERE CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue}) THEN 0 ELSE ${maxQueues === undefined ? sql`1` : sql`${queuesInUseCountSql} < ${maxQueues}`} END
       ON CONFLICT (name) DO NOTHING`);
+}
+
+/**
+ * The jobs statement's guard: the queue's row exists (the statement before
+ * made it, within the cap) and the queue is in use or there is room for one
+ * more. Read in the same statement that inserts, so the check and the write
+ * are one step on the database's single writer, whichever server sends them.
+ */
+export function queueJobsGuard(queue: string, maxQueues: number | undefined): SQL {
+  return sql`EXISTS (SELECT 1 FROM queues WHERE name = ${queue}) AND ${queueAdmitsSql(queue, maxQueues)}`;
 }
 
 /** The refusal when a new queue would pass the cap (nothing was stored). */
 export function queueCapReached(queue: string, maxQueues: number | undefined) {
   return new LeaseholdError(
     'conflict',
-    `there is no queue named ${JSON.stringify(queue)} and leasehold already has ${maxQueues} queues (LEASEHOLD_MAX_QUEUES): enqueue to an existing queue, or raise the limit; nothing was stored`,
+    `there is no queue named ${JSON.stringify(queue)} in use and leasehold already has ${maxQueues} queues (LEASEHOLD_MAX_QUEUES) holding jobs, settings or schedules: enqueue to an existing queue, delete an unused one (DELETE /api/v1/queues/:queue), or raise the limit; nothing was stored`,
     'queue',
   );
 }
@@ -171,7 +183,7 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
         j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
-      FROM json_each(${rows}) AS j WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) ORDER BY j.key
+      FROM json_each(${rows}) AS j WHERE ${queueJobsGuard(p.queue, p.maxQueues)} ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND status IN ('pending', 'running')

@@ -35,6 +35,7 @@ import type { MetricsSnapshot } from './metrics.ts';
 import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
 import type { OwnedOutcome } from './owned.ts';
 import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
+import type { QueueBlockers } from './queue-delete.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
 import type { ReaperHoldRecord } from './reaper-hold.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
@@ -116,6 +117,12 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void>;
+  /** What keeps a queue from being deleted: its jobs by status, the schedules that enqueue to it. */
+  queueBlockers(p: { queue: string }): Promise<QueueBlockers>;
+  /** Deletes up to `limit` of the queue's finished jobs (with their events and effects); how many went. */
+  queueFinishedJobsPurge(p: { queue: string; limit: number }): Promise<number>;
+  /** Deletes the queue's row and bookkeeping if it holds no job and no schedule enqueues to it; false: it was not deleted. */
+  queueDeleteIfUnused(p: { queue: string; also?: Alongside }): Promise<boolean>;
   /** A worker's own liveness beat; the jobs of the claims it says it lost go back to the queue in the same batch. */
   workerBeat(p: WorkerBeat): Promise<void>;
   /** Workers seen since `sinceMs`, most recent first. */

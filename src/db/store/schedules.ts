@@ -19,7 +19,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
-import { dedupHit, queueCapReached, queueInsertWithinCap, type Enqueued } from './enqueue.ts';
+import { dedupHit, queueCapReached, queueInsertWithinCap, queueJobsGuard, type Enqueued } from './enqueue.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 
 export interface ScheduleRecord {
@@ -115,7 +115,7 @@ export async function scheduleEnqueueOccurrence(
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now})
       INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, timeout_ms, schedule_name, occurrence_at, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${s.queue_name}, ${s.payload}, ${options.priority ?? 0}, ${maxAttempts}, now, ${options.timeoutMs ?? null}, ${s.name}, ${p.occurrence}, ${actor}, ${actor}, now, now
-      FROM clock WHERE EXISTS (SELECT 1 FROM queues WHERE name = ${s.queue_name})
+      FROM clock WHERE ${queueJobsGuard(s.queue_name, p.maxQueues)}
       ON CONFLICT (schedule_name, occurrence_at) WHERE schedule_name IS NOT NULL DO UPDATE SET ${dedupHit}
       RETURNING *`),
   ]);

@@ -29,6 +29,19 @@ test('LEASEHOLD_ALLOW_OPEN=true serves without tokens (local development), on lo
   expect(rebound.json.error.code).toBe('misdirected_request');
 });
 
+test('open mode on a port other than 8787 (wrangler dev --port 9000): loopback names are served, other names still 421', async () => {
+  const open = { ...noTokens, LEASEHOLD_ALLOW_OPEN: 'true' };
+  for (const origin of ['http://localhost:9000', 'http://127.0.0.1:9000', 'http://[::1]:9000']) {
+    expect((await fetchWithEnv('/api/v1/queues', open, origin)).status, origin).toBe(200);
+  }
+  expect((await fetchWithEnv('/api/v1/queues', open, 'http://attacker.example:9000')).status).toBe(421);
+  // LEASEHOLD_PORT names the one port to accept.
+  expect((await fetchWithEnv('/api/v1/queues', { ...open, LEASEHOLD_PORT: '9000' }, 'http://localhost:9000')).status).toBe(200);
+  const other = await fetchWithEnv('/api/v1/queues', { ...open, LEASEHOLD_PORT: '9000' }, 'http://localhost:9001');
+  expect(other.status).toBe(421);
+  expect(other.json.error.code).toBe('misdirected_request');
+});
+
 test('an impossible setting is answered as 503 misconfigured, naming it', async () => {
   const res = await fetchWithEnv('/healthz', { LEASEHOLD_HEARTBEAT_MS: '5000' });
   expect(res.status).toBe(503);

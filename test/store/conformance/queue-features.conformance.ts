@@ -138,4 +138,43 @@ export function defineQueueFeatures(backend: StoreBackend) {
       });
     });
   });
+
+  describe('the queue cap counts queues in use; a queue is deleted only when empty', () => {
+    const t = useBundle(backend);
+    const BY = { actor: 'Ada', role: 'admin', credential: 'default', source: 'api', client: null } as const;
+    const enqueue = (queue: string, maxQueues = 2) => t().store.jobsInsert({ queue, jobs: [{ payload: 1 }], actor: 'api', now: T0, defaults: DEFAULTS, maxQueues });
+    const rows = async (table: string, queue: string) =>
+      (await t().db.all<{ n: number }>(sql`SELECT count(*) AS n FROM ${sql.raw(table)} WHERE ${sql.raw(table === 'queues' ? 'name' : 'queue_name')} = ${queue}`))[0]!.n;
+
+    test('an empty row does not count; filling it again must fit under the cap', async () => {
+      await enqueue('a');
+      await enqueue('b');
+      await expect(enqueue('c')).rejects.toMatchObject({ code: 'conflict', field: 'queue' });
+      await t().db.run(sql`DELETE FROM jobs WHERE queue_name = 'a'`);
+      expect(await rows('queues', 'a')).toBe(1);
+      await enqueue('c');
+      await expect(enqueue('a')).rejects.toMatchObject({ code: 'conflict' });
+      expect(await rows('jobs', 'a')).toBe(0);
+    });
+
+    test('the guarded delete refuses a queue that holds a job, deletes it (and its bookkeeping, audited) once empty', async () => {
+      const { store, db } = t();
+      const [first] = await enqueue('q');
+      const job = first!.job;
+      const audit = { by: BY, action: 'queue.delete' as const, queue: 'q', target: 'queue q', now: T0 };
+      // The delete's own guard, not only the check before it: a job landed in between.
+      expect(await store.queueDeleteIfUnused({ queue: 'q', also: { audit } })).toBe(false);
+      expect(await rows('queues', 'q')).toBe(1);
+      expect(await rows('live_counts', 'q')).toBe(1);
+      expect(await rows('operator_audit', 'q')).toBe(0);
+      expect(await store.queueBlockers({ queue: 'q' })).toEqual({ exists: true, pending: 1, running: 0, finished: 0, schedules: [] });
+      await db.run(sql`DELETE FROM jobs WHERE id = ${job.id}`);
+      expect(await store.queueDeleteIfUnused({ queue: 'q', also: { audit } })).toBe(true);
+      expect(await rows('queues', 'q')).toBe(0);
+      expect(await rows('live_counts', 'q')).toBe(0);
+      expect(await rows('operator_audit', 'q')).toBe(1);
+      expect(await store.queueDeleteIfUnused({ queue: 'q', also: { audit } })).toBe(false);
+      expect(await store.queueBlockers({ queue: 'q' })).toMatchObject({ exists: false });
+    });
+  });
 }
