@@ -23,6 +23,7 @@ import type { AppDeps, AppInput } from './api/deps.ts';
 import { createStore } from './db/store/create-store.ts';
 import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
+import { waitRoutes } from './api/wait-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
 import { requestLog } from './api/request-log.ts';
 import { dashboardRoutes } from './dashboard/routes.tsx';
@@ -84,6 +85,7 @@ export function createApp(appDeps: AppInput) {
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
   auditRoutes(routes, deps);
+  waitRoutes(routes, deps);
   // Open like /healthz: it describes the API, it holds no data. Built once,
   // gzipped once, revalidated by its ETag (src/api/constant-answer.ts).
   const openApi = constantAnswer(() => ({ body: JSON.stringify(openApiDocument(routes.specs, VERSION)), contentType: 'application/json', cacheControl: 'no-cache' }));

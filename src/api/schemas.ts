@@ -255,6 +255,11 @@ export const RESPONSES = {
   schedules: fields<{ schedules: unknown[] }>({ schedules: array(loose(['name', 'queue', 'paused', 'nextRunAt', 'nextRuns'], 'a schedule')) }),
   scheduleDeleted: fields<{ deleted: string }>({ deleted: string('the name of the schedule deleted') }),
   bulk: loose(['queue', 'action', 'status', 'force', 'matching', 'cap', 'limit', 'dryRun'], 'what a bulk action matched and changed (or, on a dry run, would touch)'),
+  waited: fields<{ jobs: { version: string; job: Job }[]; missing: string[]; more: boolean }>({
+    jobs: array(fields<{ version: string; job: Job }>({ version: string('opaque: send it back as seen to wait for the next change'), job: JobSchema })),
+    missing: array(string('an id named that no job has (never enqueued, or pruned after its retention)')),
+    more: { ...boolean, description: 'true: more jobs counted than fit in the answer; ask again and they answer at once' },
+  }),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
 } satisfies Record<string, JsonSchema>;
 

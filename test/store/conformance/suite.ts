@@ -19,6 +19,7 @@ import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
 import { defineReaperHold } from './reaper-hold.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
+import { defineWatchReads } from './watch.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
 
@@ -37,5 +38,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
     defineMaintenanceWatch(backend);
+    defineWatchReads(backend);
   });
 }
