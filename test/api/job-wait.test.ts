@@ -120,7 +120,7 @@ describe('waiting on jobs', () => {
     const otherApp = createApp({ db: other.db, config: t.config, clock: databaseClock, log: silentLogger });
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
     await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
-    const call = (path: string, body: unknown) => otherApp.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<any>);
+    const call = async (path: string, body: unknown) => (await (await otherApp.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as any;
     const { jobs } = await call('/api/v1/queues/q/claim', { workerId: 'w2' });
     await call(`/api/v1/jobs/${a.id}/complete`, { workerId: 'w2', lockToken: jobs[0].lockToken, result: 'elsewhere' });
     const res = await waiting;
@@ -197,7 +197,7 @@ describe('waiting on jobs', () => {
     const leaving = t.app.request('/api/v1/jobs/wait', { method: 'POST', signal: gone.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobs: named(a.id), waitMs: 20_000 }) });
     await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
     gone.abort();
-    await leaving.catch(() => undefined);
+    await Promise.resolve(leaving).catch(() => undefined);
     await until('the wait to end', () => jobWatchers(t.db).waiting === 0);
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
     await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
