@@ -55,11 +55,20 @@ export interface WatchEntry {
 /** Reads the watch states of jobs (the store's jobsWatchStates). */
 export type WatchRead = (p: { ids: readonly number[]; versionsOf: readonly number[] }) => Promise<JobWatchState[]>;
 
-/** Whether a job counts for its wait: gone, changed from what its client saw, or finished. */
+/**
+ * Whether a job counts for its wait: gone, changed from what its client saw,
+ * or finished. A wait with a job that is gone answers at once, `all` or not.
+ */
 export function counts(entry: WatchEntry, state: JobWatchState | undefined): boolean {
   if (!state) return true;
   if (entry.seen !== undefined) return state.version !== entry.seen;
   return FINISHED.has(state.status);
+}
+
+/** Whether a wait is answered now: any (or, with `all`, every) entry counts, or a job is gone. */
+export function waitHolds(entries: readonly WatchEntry[], all: boolean, states: ReadonlyMap<number, JobWatchState>): boolean {
+  if (entries.some((e) => !states.has(e.id))) return true;
+  return all ? entries.every((e) => counts(e, states.get(e.id))) : entries.some((e) => counts(e, states.get(e.id)));
 }
 
 interface Wait {
@@ -205,8 +214,8 @@ export class JobWatchers {
     for (const id of ids) {
       for (const w of [...(this.byId.get(id) ?? [])]) {
         for (const e of w.entries) if (e.id === id) (counts(e, byId.get(id)) ? w.counted.add(id) : w.counted.delete(id));
-        // A hint only: the caller reads the answer afresh.
-        if (w.all ? w.counted.size === w.entries.length : w.counted.size > 0) w.done();
+        // A hint only: the caller reads the answer afresh. A job with no row answers at once, whatever the mode: it will never change.
+        if (!byId.has(id) || (w.all ? w.counted.size === w.entries.length : w.counted.size > 0)) w.done();
       }
     }
   }
@@ -237,8 +246,7 @@ export async function waitIsolated(p: { entries: readonly WatchEntry[]; all: boo
     await sleep(Math.min(every, left), p.signal);
     if (p.signal?.aborted || p.closed() || Date.now() >= deadline) return;
     const byId = new Map((await p.read({ ids, versionsOf })).map((s) => [s.id, s]));
-    const hit = p.all ? p.entries.every((e) => counts(e, byId.get(e.id))) : p.entries.some((e) => counts(e, byId.get(e.id)));
-    if (hit) return;
+    if (waitHolds(p.entries, p.all, byId)) return;
   }
 }
 

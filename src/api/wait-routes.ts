@@ -7,7 +7,7 @@ import { invalid } from '../core/errors.ts';
 import { toJob } from '../core/job-record.ts';
 import type { JobWatchState } from '../db/store/watch.ts';
 import { jobIdField } from './http.ts';
-import { counts, jobWatchers, MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, waitIsolated, type WatchEntry } from './job-watchers.ts';
+import { counts, jobWatchers, waitHolds, MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, waitIsolated, type WatchEntry } from './job-watchers.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -44,7 +44,7 @@ export function waitRoutes(r: Routes, deps: AppDeps) {
       tag: 'jobs',
       answers: { schema: 'waited' },
       summary:
-        `Wait on up to ${MAX_WAIT_JOBS} jobs at once: answers when one of them counts (or, with until: all, every one), or after waitMs (at most ${MAX_JOB_WAIT_MS} ms). A job counts when it is completed, failed or cancelled, or, given the version it was last seen at (seen), when that changed. The answer has the jobs that count, whole, each with its version, in the order named and within ${WAIT_ANSWER_BYTES / 1024 / 1024} MiB of JSON (always at least one; more: true says some were left out, and asking again answers them at once), and the ids no job has (missing). Changes made on this server answer at once; changes made elsewhere (another server on the database, the reaper) are seen within a fraction of a second. At most LEASEHOLD_MAX_JOB_WAITS waits at once per server: past it, 429 with Retry-After. The worker token may wait`,
+        `Wait on up to ${MAX_WAIT_JOBS} jobs at once: answers when one of them counts (or, with until: all, every one; a job that does not exist answers at once either way), or after waitMs (at most ${MAX_JOB_WAIT_MS} ms). A job counts when it is completed, failed or cancelled, or, given the version it was last seen at (seen), when that changed. The answer has the jobs that count, whole, each with its version, in the order named and within ${WAIT_ANSWER_BYTES / 1024 / 1024} MiB of JSON (always at least one; more: true says some were left out, and asking again answers them at once), and the ids no job has (missing). Changes made on this server answer at once; changes made elsewhere (another server on the database, the reaper) are seen within a fraction of a second. At most LEASEHOLD_MAX_JOB_WAITS waits at once per server: past it, 429 with Retry-After. The worker token may wait`,
       body: waitBody,
     },
     async (c, body) => {
@@ -60,10 +60,7 @@ export function waitRoutes(r: Routes, deps: AppDeps) {
       const watchers = jobWatchers(deps.db);
       watchers.admit(config.maxJobWaits);
       try {
-        const holds = (states: JobWatchState[]) => {
-          const byId = new Map(states.map((s) => [s.id, s]));
-          return all ? entries.every((e) => counts(e, byId.get(e.id))) : entries.some((e) => counts(e, byId.get(e.id)));
-        };
+        const holds = (states: JobWatchState[]) => waitHolds(entries, all, new Map(states.map((s) => [s.id, s])));
         let states = await read({ ids, versionsOf });
         const waitMs = body.waitMs ?? 0;
         if (!holds(states) && waitMs > 0) {
