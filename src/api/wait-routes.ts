@@ -21,14 +21,14 @@ const waitBody = obj({
         str({
           min: 0,
           max: 100,
-          description: "the job's version as a previous answer gave it: the job counts once its version differs (any change of status, a new claim, new progress or checkpoint). '' counts at once (its current state). Left out: the job counts once it is completed, failed or cancelled",
+          description: "the job's version as a previous answer gave it: the job counts once its version differs (any change of status, a new claim, new progress or checkpoint). '' counts at once, answering its current state. Left out: the job counts once it is completed, failed or cancelled",
         }),
       ),
     }),
     { min: 1, max: MAX_WAIT_JOBS },
   ),
-  waitMs: optional(int({ min: 0, max: MAX_JOB_WAIT_MS, description: 'longest to wait for the condition, in ms (0 or absent: answer at once)' })),
-  until: optional(str({ min: 3, max: 3, pattern: /^(any|all)$/, patternHelp: 'must be any or all', description: "any (default): answer as soon as one job counts; all: only when every job counts (or waitMs passes)" })),
+  waitMs: optional(int({ min: 0, max: MAX_JOB_WAIT_MS, description: 'longest to wait for the condition, in ms; 0 or absent: answer now' })),
+  until: optional(str({ min: 3, max: 3, pattern: /^(any|all)$/, patternHelp: 'must be any or all', description: 'any, the default: answer as soon as one job counts; all: only when every job counts, or when waitMs passes' })),
 });
 
 export function waitRoutes(r: Routes, deps: AppDeps) {
