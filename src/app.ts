@@ -23,6 +23,7 @@ import type { AppDeps, AppInput } from './api/deps.ts';
 import { createStore } from './db/store/create-store.ts';
 import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
+import { waitRoutes } from './api/wait-routes.ts';
 import { hostGuard } from './api/web-guards.ts';
 import { requestLog } from './api/request-log.ts';
 import { httpTracing } from './api/http-tracing.ts';
@@ -89,6 +90,7 @@ export function createApp(appDeps: AppInput) {
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
   auditRoutes(routes, deps);
+  waitRoutes(routes, deps);
   for (const spec of routes.specs) if (spec.tag === 'worker') routine.add(`/api/v1${spec.path}`);
   // Open like /healthz: it describes the API, it holds no data. Built once,
   // gzipped once, revalidated by its ETag (src/api/constant-answer.ts).

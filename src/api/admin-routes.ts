@@ -10,7 +10,7 @@ import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, num, obj, optional, str, type Infer, type Validator } from './validate.ts';
+import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from './validate.ts';
 import { deleteQueue } from '../protocol/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
@@ -47,7 +47,7 @@ export const alertThresholdsBody = obj(
 
 /** DELETE /queues/:queue?purge=true: also delete the queue's finished jobs. */
 const deleteQuery = obj({
-  purge: optional(str({ min: 4, max: 5, pattern: /^(true|false)$/, patternHelp: 'must be true or false', description: "true: delete the queue's finished jobs (completed, failed, cancelled) with it" })),
+  purge: optional(queryBool("true: delete the queue's finished jobs (completed, failed, cancelled) with it")),
 });
 
 export function adminRoutes(r: Routes, deps: AppDeps) {
@@ -80,7 +80,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, _body, q) => {
       const name = parseQueue(c.req.param('queue'));
-      const done = await deleteQueue(store, { queue: name, purge: q.purge === 'true', audit: { by: apiActor(c, config), now: clock.now() } });
+      const done = await deleteQueue(store, { queue: name, purge: q.purge === true, audit: { by: apiActor(c, config), now: clock.now() } });
       if (!done.deleted) throw new LeaseholdError(done.code, done.message, 'queue');
       return c.json({ deleted: name, purgedFinishedJobs: done.purgedFinishedJobs });
     },

@@ -38,6 +38,12 @@ export interface AppDeps {
    * turns it off, because there one request cannot finish another's I/O.
    */
   batchEnqueues?: boolean;
+  /**
+   * A request cannot finish another's I/O or keep its timers (Workers): a
+   * client waiting on jobs (POST /jobs/wait) reads for itself, in its own
+   * request, instead of sharing the server's one read. Default false.
+   */
+  isolatedRequests?: boolean;
 }
 
 /** What createApp takes: AppDeps, the store optional (built from `db`). */

@@ -17,6 +17,7 @@ import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { claimWaiters } from './claim-waiters.ts';
+import { jobWatchers } from './job-watchers.ts';
 import { arr, bool, int, json, obj, optional, queryInt, str, word, type Infer } from './validate.ts';
 import { activeJobTrace, TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
 
@@ -223,6 +224,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     const audit = jobAudit(c, id, force ? 'job.force_requeue' : (`job.${action}` as const), body);
     const outcome = await runOperatorAction(store, { id, ...audit, action, force, rules: config });
     if (!outcome.ok) throw operatorError(outcome, id, action);
+    jobWatchers(deps.db).notify([id]);
     return c.json({ job: toJob(outcome.job), ...(outcome.requeue ? { requeue: requeueWire(outcome.requeue) } : {}) });
   };
 

@@ -25,6 +25,7 @@ import { parseQueue, queueName } from './http.ts';
 import { workerView } from './worker-view.ts';
 import { forceRuleProblem } from '../protocol/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
+import { jobWatchers } from './job-watchers.ts';
 import type { Routes } from './router.ts';
 import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
 import { bool, int, obj, optional, queryBool, str, word, type Infer } from './validate.ts';
@@ -160,6 +161,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         now,
       };
       const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
+      jobWatchers(deps.db).notify(ids);
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) } satisfies BulkDoneWire);
     },
   );

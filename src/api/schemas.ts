@@ -224,6 +224,11 @@ export const RESPONSES = {
     deleted: string('the name of the queue deleted'),
     purgedFinishedJobs: integer('finished jobs deleted with it (purge=true), else 0'),
   }),
+  waited: fields<{ jobs: { version: string; job: Job }[]; missing: string[]; more: boolean }>({
+    jobs: array(fields<{ version: string; job: Job }>({ version: string('opaque: send it back as seen to wait for the next change'), job: JobSchema })),
+    missing: array(string('an id named that no job has (never enqueued, or pruned after its retention)')),
+    more: { ...boolean, description: 'true: more jobs counted than fit in the answer; ask again and they answer at once' },
+  }),
   auditPage: fields<{ entries: AuditEntryWire[]; next: string | null }>({ entries: array(AuditEntrySchema), next: nullable(string('pass as `before` for the next (older) page')) }),
   ...VIEW_RESPONSES,
 } satisfies Record<string, JsonSchema>;

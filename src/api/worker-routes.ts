@@ -11,6 +11,7 @@ import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
+import { jobWatchers } from './job-watchers.ts';
 import type { Routes } from './router.ts';
 import { arr, bool, int, json, obj, optional, str } from './validate.ts';
 
@@ -73,7 +74,8 @@ const beatFields = {
 
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { config } = deps;
-  const protocol = createWorkerProtocol({ store: deps.store, config, clock: deps.clock });
+  const watchers = jobWatchers(deps.db);
+  const protocol = createWorkerProtocol({ store: deps.store, config, clock: deps.clock, changed: (ids) => watchers.notify(ids) });
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
   // A claim's limit is a ceiling, and an answer may always hold fewer jobs:
   // one above this server's LEASEHOLD_MAX_CLAIM_BATCH is taken as that

@@ -1,15 +1,28 @@
 /**
  * The producer client: enqueue, read, wait for, cancel and retry jobs over the
- * HTTP API, with nothing but `fetch`.
+ * HTTP API, with nothing but `fetch`; and every operator call of the admin
+ * API (src/client/operator.ts).
  *
  * Enqueues made together (in the same tick, e.g. `Promise.all(items.map(...))`)
  * go out as one bulk request per queue, which the server writes 500 at a time;
  * each caller still gets its own job, or its own error: a bulk refused because
  * of one item rejects that item's caller and is sent again without it.
+ *
+ * Waiting (waitForJob, waitForJobs, events) is one server-side wait for many
+ * jobs (src/client/waiting.ts), never a poll per job.
+ *
+ * Typed: `createClient<Jobs>()` with a map of queue -> { payload, result }
+ * checks every enqueue's payload and types the jobs waited on
+ * (src/client/typed.ts).
  */
-import type { Enqueued, Job, JobStatus } from '../core/wire.ts';
+import type { Enqueued, Job } from '../core/wire.ts';
 import { sdkFetch } from '../http/node-fetch.ts';
-import { LeaseholdApiError, LeaseholdNetworkError, LeaseholdTimeoutError } from './errors.ts';
+import { checkSenderOptions } from '../http/options.ts';
+import { LeaseholdApiError } from './errors.ts';
+import { operatorCalls, type ActionOptions, type OperatorCalls } from './operator.ts';
+import { requester } from './request.ts';
+import type { AnyJobs, JobHandle, JobOf, JobsOf, JobTypes, TypedEnqueued } from './typed.ts';
+import { waiting, type EventsOptions, type JobEvent, type WaitOptions } from './waiting.ts';
 import { withProducerSpans } from './tracing.ts';
 
 export interface ClientOptions {
@@ -48,39 +61,46 @@ export interface EnqueueOptions {
   timeoutMs?: number;
 }
 
-export interface EnqueueItem extends EnqueueOptions {
-  payload: unknown;
+export interface EnqueueItem<P = unknown> extends EnqueueOptions {
+  payload: P;
 }
 
 /** What an enqueue answers: the new job (or the existing one, for a duplicate idempotency key). */
 export type { Enqueued };
+export type { WaitOptions, EventsOptions, JobEvent };
 
-export interface WaitOptions {
-  /** Give up (LeaseholdTimeoutError) after this long. Default: wait as long as it takes. */
-  timeoutMs?: number;
-  /** Stop waiting when aborted (rejects with the signal's reason). */
-  signal?: AbortSignal;
-  /** First poll interval; it grows by half each poll up to maxPollMs. Default 200 ms. */
-  pollMs?: number;
-  /** Default 2 s. */
-  maxPollMs?: number;
-}
-
-export interface Client {
-  enqueue(queue: string, payload: unknown, options?: EnqueueOptions): Promise<Enqueued>;
+/**
+ * The client. `Jobs` maps each queue to its jobs' payload and result; by
+ * default any queue, untyped. Calls marked admin need the admin token;
+ * the rest take the worker token too.
+ */
+export interface Client<Jobs extends JobTypes = AnyJobs> extends OperatorCalls {
+  enqueue<Q extends keyof Jobs & string>(queue: Q, payload: Jobs[Q]['payload'], options?: EnqueueOptions): Promise<TypedEnqueued<Jobs[Q]['payload'], Jobs[Q]['result']>>;
   /** One bulk request (several, beyond 10,000 items); one answer per item, in order. */
-  enqueueMany(queue: string, items: readonly EnqueueItem[]): Promise<Enqueued[]>;
+  enqueueMany<Q extends keyof Jobs & string>(queue: Q, items: readonly EnqueueItem<Jobs[Q]['payload']>[]): Promise<TypedEnqueued<Jobs[Q]['payload'], Jobs[Q]['result']>[]>;
   getJob(id: string): Promise<Job>;
-  /** Polls until the job is completed, failed or cancelled, and answers it. */
-  waitForJob(id: string, options?: WaitOptions): Promise<Job>;
+  /**
+   * Waits until the job is completed, failed or cancelled, and answers it
+   * (typed, given what enqueue answered). Calls made in the same tick share
+   * one request to the server (POST /jobs/wait).
+   */
+  waitForJob<H extends JobHandle>(job: H, options?: WaitOptions): Promise<JobOf<H>>;
+  /** Waits until every job is finished: one request per 1,000 jobs, however many finish when. Answers them in order. */
+  waitForJobs<const Hs extends readonly JobHandle[]>(jobs: Hs, options?: WaitOptions): Promise<JobsOf<Hs>>;
+  /**
+   * Every change of these jobs (at most 1,000), starting with each one's
+   * state now: waiting, active, progress, completed, failed, cancelled,
+   * removed. Ends when all are finished (untilFinished, the default) or the
+   * signal aborts; `break` ends it too.
+   */
+  events<H extends JobHandle>(jobs: readonly H[], options?: EventsOptions): AsyncGenerator<JobEvent<JobOf<H>['payload'], NonNullable<JobOf<H>['result']>>, void, undefined>;
   /** Cancels a pending job (admin token). */
-  cancel(id: string, options?: { reason?: string }): Promise<Job>;
+  cancel(id: string, options?: ActionOptions): Promise<Job>;
   /** Runs a failed or cancelled job again with a fresh attempt budget (admin token). */
-  retry(id: string, options?: { reason?: string }): Promise<Job>;
+  retry(id: string, options?: ActionOptions): Promise<Job>;
 }
 
 const SERVER_MAX_BULK = 10_000;
-const FINISHED: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 interface Caller {
   job: Record<string, unknown>;
@@ -91,36 +111,24 @@ interface Caller {
 type BulkAnswer = { jobs: Enqueued[] };
 type SingleAnswer = { job: Job; deduplicated?: boolean };
 
-export function createClient(options: ClientOptions): Client {
-  const base = options.url.replace(/\/+$/, '') + '/api/v1';
-  const doFetch = options.fetch ?? sdkFetch;
+/**
+ * @example
+ *   type Jobs = { email: { payload: { to: string }; result: { messageId: string } } };
+ *   const leasehold = createClient<Jobs>({ url: 'http://127.0.0.1:8787', token: process.env.LEASEHOLD_WORKER_TOKEN });
+ *   const job = await leasehold.enqueue('email', { to: 'ada@example.com' });
+ *   const done = await leasehold.waitForJob(job, { timeoutMs: 60_000 });
+ */
+export function createClient<Jobs extends JobTypes = AnyJobs>(options: ClientOptions): Client<Jobs> {
+  const base = checkSenderOptions('createClient', options, "{ url: 'http://127.0.0.1:8787', token: process.env.LEASEHOLD_WORKER_TOKEN }");
+  if (options.maxBatchSize !== undefined && !(Number.isInteger(options.maxBatchSize) && options.maxBatchSize >= 1)) {
+    throw new TypeError(`createClient: maxBatchSize must be a whole number of jobs, at least 1, got ${String(options.maxBatchSize)}`);
+  }
   const timeout = options.requestTimeoutMs ?? 30_000;
   const maxBatch = Math.min(options.maxBatchSize ?? 1000, SERVER_MAX_BULK);
   /** Enqueues waiting for the end of the tick, per queue. */
   const gathering = new Map<string, Caller[]>();
-
-  async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await doFetch(base + path, {
-        method,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(timeout),
-      });
-    } catch (err) {
-      throw new LeaseholdNetworkError(`cannot reach leasehold at ${options.url}: ${(err as Error).message}`, { cause: err });
-    }
-    let json: unknown;
-    try {
-      json = await res.json();
-    } catch {
-      throw new LeaseholdNetworkError(`leasehold answered ${res.status} without JSON on ${method} ${path}`);
-    }
-    if (res.ok) return json as T;
-    const error = (json as { error?: { code?: string; message?: string; field?: string } }).error ?? {};
-    throw new LeaseholdApiError(res.status, error.code ?? `http_${res.status}`, error.message ?? `${method} ${path} answered ${res.status}`, error.field);
-  }
+  const request = requester({ base, url: options.url, token: options.token, timeoutMs: timeout, fetch: options.fetch ?? sdkFetch });
+  const waits = waiting(request);
 
   const jobPath = (id: string) => `/jobs/${encodeURIComponent(id)}`;
   const queuePath = (queue: string) => `/queues/${encodeURIComponent(queue)}/jobs`;
@@ -163,7 +171,9 @@ export function createClient(options: ClientOptions): Client {
     for (let i = 0; i < callers.length; i += maxBatch) void sendBulk(queue, callers.slice(i, i + maxBatch));
   }
 
-  return withProducerSpans({
+  const client: Client<AnyJobs> = withProducerSpans({
+    ...operatorCalls(request),
+
     enqueue(queue, payload, opts = {}) {
       return new Promise<Enqueued>((resolve, reject) => {
         let callers = gathering.get(queue);
@@ -196,20 +206,9 @@ export function createClient(options: ClientOptions): Client {
       return (await request<{ job: Job }>('GET', jobPath(id))).job;
     },
 
-    async waitForJob(id, opts = {}) {
-      const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
-      let delay = opts.pollMs ?? 200;
-      const maxDelay = opts.maxPollMs ?? 2000;
-      for (;;) {
-        opts.signal?.throwIfAborted();
-        const job = await this.getJob(id);
-        if (FINISHED.has(job.status)) return job;
-        const left = deadline - Date.now();
-        if (left <= 0) throw new LeaseholdTimeoutError(`job ${id} is still ${job.status} after ${opts.timeoutMs} ms`);
-        await sleep(Math.min(delay, left), opts.signal);
-        delay = Math.min(delay * 1.5, maxDelay);
-      }
-    },
+    waitForJob: waits.waitForJob as Client['waitForJob'],
+    waitForJobs: waits.waitForJobs as unknown as Client['waitForJobs'],
+    events: waits.events as Client['events'],
 
     async cancel(id, opts = {}) {
       return (await request<{ job: Job }>('POST', `${jobPath(id)}/cancel`, opts)).job;
@@ -219,6 +218,8 @@ export function createClient(options: ClientOptions): Client {
       return (await request<{ job: Job }>('POST', `${jobPath(id)}/retry`, opts)).job;
     },
   });
+  // The type parameters only narrow what callers may pass: the calls are the same.
+  return client as unknown as Client<Jobs>;
 }
 
 /** The enqueue body of one job: runAt as ISO text, absent options left out. */
@@ -238,19 +239,4 @@ function itemOf(err: LeaseholdApiError): { index: number; error: LeaseholdApiErr
   const field = match[2] || undefined;
   const message = err.message.replaceAll(`${prefix}.`, '').replaceAll(prefix, 'the job');
   return { index: Number(match[1]), error: new LeaseholdApiError(err.status, err.code, message, field) };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      signal?.removeEventListener('abort', aborted);
-      resolve();
-    }
-    function aborted() {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    }
-    signal?.addEventListener('abort', aborted, { once: true });
-  });
 }

@@ -2,7 +2,8 @@
  * The producer client's errors. Every one has a `code`: the API's own code
  * (invalid_request, unauthorized, forbidden, not_found, conflict,
  * payload_too_large...) for an answer the server gave, `network` when the
- * server could not be reached, `timeout` when waitForJob gave up.
+ * server could not be reached, `timeout` when waitForJob or waitForJobs
+ * gave up.
  */
 
 /** The server answered with an error: its `code`, `message` and the `field` it blames. */
@@ -16,6 +17,8 @@ export class LeaseholdApiError extends Error {
     message: string,
     /** The request field the error names, e.g. `priority`, when there is one. */
     readonly field?: string,
+    /** A 429 or 503's Retry-After, in ms: when the server asks to be tried again. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }
@@ -27,7 +30,7 @@ export class LeaseholdNetworkError extends Error {
   readonly code = 'network';
 }
 
-/** waitForJob's timeoutMs passed before the job finished. */
+/** waitForJob's (or waitForJobs') timeoutMs passed before the job (or every job) finished. */
 export class LeaseholdTimeoutError extends Error {
   override readonly name = 'LeaseholdTimeoutError';
   readonly code = 'timeout';

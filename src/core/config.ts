@@ -122,6 +122,8 @@ export interface Config extends QueueDefaults {
   maxLeaseMs: number;
   /** Most jobs one bulk action (retry, cancel, requeue; dashboard, admin API, CLI) may change. */
   bulkActionCap: number;
+  /** Most clients waiting on jobs at once (POST /jobs/wait) per server; one more is answered 429 with Retry-After. */
+  maxJobWaits: number;
   /**
    * Where alert transitions are POSTed (http: or https:), by the reaper pass:
    * once when an alert starts firing, once when it clears. At-least-once: a
@@ -223,6 +225,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxClaimBatch', env: 'LEASEHOLD_MAX_CLAIM_BATCH', flag: '--max-claim-batch', kind: 'int', default: 500, help: 'most jobs one claim may take' },
   { key: 'maxLeaseMs', env: 'LEASEHOLD_MAX_LEASE_MS', flag: '--max-lease-ms', kind: 'duration', default: DAY, help: 'longest lease a worker may ask for' },
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one bulk action (dashboard, API, CLI) may change' },
+  { key: 'maxJobWaits', env: 'LEASEHOLD_MAX_JOB_WAITS', flag: '--max-job-waits', kind: 'int', default: 1_000, help: 'most requests waiting on jobs at once (POST /api/v1/jobs/wait, the client\'s waitForJob(s) and events) per server, each naming up to 1,000 jobs; one more gets a 429 with Retry-After (on Workers: per isolate)' },
   { key: 'alertWebhookUrl', env: 'LEASEHOLD_ALERT_WEBHOOK_URL', flag: '--alert-webhook-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper POSTs to when an alert starts firing and when it clears' },
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST: x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body> (16+ characters)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },

@@ -4,6 +4,7 @@
  * API runs the same protocol, so both answer alike, refusals word for word.
  */
 import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../api/claim-waiters.ts';
+import { jobWatchers } from '../api/job-watchers.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
@@ -21,7 +22,9 @@ const lease = (l: LeaseRef) => ({ id: Number(l.id), lockToken: l.lockToken });
 const lost = (r: Refusal) => ({ kind: 'lease_lost' as const, message: r.message });
 
 export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store?: JobStore }): Transport {
-  const protocol = createWorkerProtocol({ store: deps.store ?? createStore(deps.db), config: deps.config, clock: deps.clock ?? databaseClock });
+  // Clients waiting on these jobs over HTTP, on the same database handle, hear of its writes too.
+  const watchers = jobWatchers(deps.db);
+  const protocol = createWorkerProtocol({ store: deps.store ?? createStore(deps.db), config: deps.config, clock: deps.clock ?? databaseClock, changed: (ids) => watchers.notify(ids) });
   return {
     async claim(p) {
       const { waitMs, signal, ...params } = p;

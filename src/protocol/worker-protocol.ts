@@ -113,12 +113,24 @@ export interface WorkerProtocolDeps {
   /** The queue defaults (lease, attempts, backoff) and limits. */
   config: Config;
   clock: Clock;
+  /**
+   * Called after a write committed with the ids of the jobs it changed
+   * (claimed, progressed, checkpointed, completed, failed, released):
+   * clients waiting on those jobs look again at once (src/api/job-watchers.ts).
+   */
+  changed?: (ids: readonly number[]) => void;
 }
 
 export type WorkerProtocol = ReturnType<typeof createWorkerProtocol>;
 
 export function createWorkerProtocol(deps: WorkerProtocolDeps) {
   const { store, config, clock } = deps;
+  /** Tells the watchers which jobs a write changed; answers what it is given. */
+  const told = <T extends { ok: boolean; id: number }>(answers: T[], also: readonly { id: string | number }[] = []): T[] => {
+    const ids = [...answers.filter((a) => a.ok).map((a) => a.id), ...also.map((j) => Number(j.id))];
+    if (ids.length > 0) deps.changed?.(ids);
+    return answers;
+  };
   const completions = (p: { workerId: string; results: (Lease & { result?: unknown })[] }) => ({
     workerId: p.workerId,
     results: p.results.map((x) => ({ id: x.id, lockToken: x.lockToken, data: jsonOrNull(x.result) })),
@@ -139,6 +151,7 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
      */
     async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
       const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
+      if (claimed.length > 0) deps.changed?.(claimed.map((j) => j.id));
       return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
     },
 
@@ -156,24 +169,28 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
         beat: p.beat && storedLiveness(p.beat),
         now: clock.now(),
       });
-      return outcomes.map(answer);
+      const answers = outcomes.map(answer);
+      // Only a lease that carried progress changed what a watcher sees.
+      const progressed = new Set(p.leases.filter((l) => l.progress !== undefined).map((l) => l.id));
+      told(answers.filter((a) => progressed.has(a.id)));
+      return answers;
     },
 
     /** Saves state for the next attempt (and renews the lease). */
     async checkpoint(p: Lease & { workerId: string; checkpoint: unknown }): Promise<JobAnswer> {
       const [o] = await store.jobCheckpointIfOwned({ workerId: p.workerId, id: p.id, lockToken: p.lockToken, checkpoint: JSON.stringify(p.checkpoint ?? null), now: clock.now() });
-      return answer(o!);
+      return told([answer(o!)])[0]!;
     },
 
     /** running -> completed, many in one statement, each fenced by its own token. */
     async complete(p: { workerId: string; results: (Lease & { result?: unknown })[] }): Promise<JobAnswer[]> {
-      return (await store.jobsCompleteIfOwned(completions(p))).map(answer);
+      return told((await store.jobsCompleteIfOwned(completions(p))).map(answer));
     },
 
     /** complete() for one job, answering the whole row. */
     async completeOne(p: Lease & { workerId: string; result?: unknown }): Promise<JobAnswer<JobRecord>> {
       const [o] = await store.jobsCompleteIfOwned({ ...completions({ workerId: p.workerId, results: [p] }), full: true });
-      return answer(o!);
+      return told([answer(o!)])[0]!;
     },
 
     /** Completions, then a claim of the freed slots, in one transaction. */
@@ -185,7 +202,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     }): Promise<{ answers: JobAnswer[]; claimed: ClaimedJobWire[] }> {
       const claim = { ...p.claim, maxBytes: config.maxClaimBytes };
       const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim, instanceId: p.instanceId, defaults: config });
-      return { answers: outcomes.map(answer), claimed: claimed.map(toClaimedJob) };
+      const answers = told(outcomes.map(answer), claimed);
+      return { answers, claimed: claimed.map(toClaimedJob) };
     },
 
     /** running -> pending (retry after backoff) or failed. */
@@ -200,18 +218,18 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
         now: clock.now(),
         defaults: config,
       });
-      return answer(o!);
+      return told([answer(o!)])[0]!;
     },
 
     /** Gives many leases back (shutdown): ready again at once, the attempt not counted. */
     async release(p: { workerId: string; leases: Lease[]; reason?: string | undefined }): Promise<JobAnswer[]> {
-      return (await store.jobsReleaseIfOwned(releases(p))).map(answer);
+      return told((await store.jobsReleaseIfOwned(releases(p))).map(answer));
     },
 
     /** release() for one job, answering the whole row. */
     async releaseOne(p: Lease & { workerId: string; reason?: string | undefined }): Promise<JobAnswer<JobRecord>> {
       const [o] = await store.jobsReleaseIfOwned({ ...releases({ workerId: p.workerId, leases: [p], reason: p.reason }), full: true });
-      return answer(o!);
+      return told([answer(o!)])[0]!;
     },
 
     /** The worker's liveness beat on its own. */

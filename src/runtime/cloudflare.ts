@@ -178,7 +178,7 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
 
   const log = workerLogger(config);
   // No cross-request enqueue batching: a Workers request cannot finish another's I/O.
-  const app = createApp({ db, config, clock: databaseClock, log, batchEnqueues: false });
+  const app = createApp({ db, config, clock: databaseClock, log, batchEnqueues: false, isolatedRequests: true });
   return { db, config, log, app };
 }
 

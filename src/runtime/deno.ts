@@ -17,6 +17,7 @@
  * This is the only file that names `Deno`.
  */
 import { claimWaiters } from '../api/claim-waiters.ts';
+import { jobWatchers } from '../api/job-watchers.ts';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
@@ -114,6 +115,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
         clearInterval(timer);
         cronAbort.abort();
         claimWaiters(opened.db).close();
+        jobWatchers(opened.db).close();
         await server.shutdown();
         opened.close();
       })();

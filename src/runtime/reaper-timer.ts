@@ -15,6 +15,7 @@ import { gapWatch, type GapWatch } from './gap-watch.ts';
 import { createStore } from '../db/store/create-store.ts';
 import type { Logger } from '../core/log.ts';
 import { claimWaiters } from '../api/claim-waiters.ts';
+import { jobWatchers } from '../api/job-watchers.ts';
 
 /** One reaper pass (`source`: who asked: interval, cron), and the note of this server's start. */
 export interface ReaperPass {
@@ -253,6 +254,7 @@ export function listening(p: {
       stopReaper();
       // Claims waiting for work answer now: the server's close waits for open requests.
       claimWaiters(p.opened.db).close();
+      jobWatchers(p.opened.db).close();
       await p.stopServer();
       p.opened.close();
     },

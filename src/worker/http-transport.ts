@@ -4,6 +4,7 @@
  * src/http/node-fetch.ts).
  */
 import { sdkFetch } from '../http/node-fetch.ts';
+import { checkSenderOptions } from '../http/options.ts';
 import type { CallOptions, ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, LeaseRef, Transport } from './transport.ts';
 import { TokenRefusedError, TransportError } from './transport.ts';
 
@@ -40,10 +41,9 @@ type BatchResult = { id: string; ok: true } | { id: string; ok: false; error: { 
 const deadlineCause = (error: { cause?: string } | undefined) => (error?.cause === 'deadline_exceeded' ? { cause: 'deadline_exceeded' as const } : {});
 
 export function httpTransport(options: HttpTransportOptions): Transport {
-  const base = options.url.replace(/\/+$/, '') + '/api/v1';
+  const base = checkSenderOptions('httpTransport', options, "{ url: 'http://127.0.0.1:8787', token: process.env.LEASEHOLD_WORKER_TOKEN }") + '/api/v1';
   const doFetch = options.fetch ?? sdkFetch;
   const timeout = options.requestTimeoutMs ?? 10_000;
-  if (!(Number.isFinite(timeout) && timeout > 0)) throw new TypeError(`httpTransport: requestTimeoutMs must be a positive number of ms, got ${String(options.requestTimeoutMs)}`);
 
   /**
    * POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.

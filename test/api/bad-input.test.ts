@@ -452,6 +452,8 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/queues/:queue/settings': { leaseMs: 30_000 },
       '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },
       '/schedules': { name: 'nightly', queue: 'q', cron: '0 * * * *' },
+      // seen: '' counts at once, so no sweep request waits.
+      '/jobs/wait': { jobs: [{ id: fixture.runningId, seen: '' }] },
     };
     if (byPath[spec.path]) return byPath[spec.path]!;
     return /lockToken/.test(JSON.stringify(spec.body?.schema ?? {})) ? w : {};

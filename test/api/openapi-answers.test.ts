@@ -55,7 +55,7 @@ async function call(method: string, docPath: string, url: string, body?: unknown
   return res;
 }
 
-test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry, and their refusals', async () => {
+test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry, wait, and their refusals', async () => {
   const one = await call('post', '/api/v1/queues/{queue}/jobs', '/api/v1/queues/mail/jobs', { payload: { to: 'ada' }, idempotencyKey: 'k1' });
   expect(one.status).toBe(201);
   expect((await call('post', '/api/v1/queues/{queue}/jobs', '/api/v1/queues/mail/jobs', { payload: {}, idempotencyKey: 'k1' })).status).toBe(200);
@@ -67,6 +67,9 @@ test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry
   await call('post', '/api/v1/jobs/{id}/cancel', `/api/v1/jobs/${pending}/cancel`, { reason: 'test' }, A);
   expect((await call('post', '/api/v1/jobs/{id}/cancel', `/api/v1/jobs/${pending}/cancel`, {}, A)).status).toBe(409);
   await call('post', '/api/v1/jobs/{id}/retry', `/api/v1/jobs/${pending}/retry`, {}, A);
+  const waited = await call('post', '/api/v1/jobs/wait', '/api/v1/jobs/wait', { jobs: [{ id: one.json.job.id, seen: '' }, { id: '99999' }] });
+  expect(waited.json).toMatchObject({ jobs: [{ job: { id: one.json.job.id } }], missing: ['99999'], more: false });
+  expect((await call('post', '/api/v1/jobs/wait', '/api/v1/jobs/wait', { jobs: [] })).status).toBe(400);
 
   expect((await call('get', '/api/v1/jobs/{id}', '/api/v1/jobs/99999')).status).toBe(404);
   expect((await call('post', '/api/v1/queues/{queue}/jobs', '/api/v1/queues/mail/jobs', { payload: 1, priority: 'high' })).status).toBe(400);

@@ -104,6 +104,9 @@ test('the binary serves from an empty directory: the reaper takes back an expire
   expect(enq.status).toBe(201);
   const id = enq.json.job.id as string;
 
+  // A producer waits on the job server-side (POST /jobs/wait): answered when B completes it.
+  const waited = post(`${api}/jobs/wait`, { jobs: [{ id }], waitMs: 30_000 });
+
   const a = await post(`${api}/queues/bin/claim`, { workerId: 'A' });
   expect(a.status).toBe(200);
   const tokenA = a.json.jobs[0].lockToken as string;
@@ -117,6 +120,12 @@ test('the binary serves from an empty directory: the reaper takes back an expire
   expect((await post(`${api}/jobs/${id}/complete`, { workerId: 'B', lockToken: b.lockToken, result: 'from B' })).status).toBe(200);
   const late = await post(`${api}/jobs/${id}/complete`, { workerId: 'A', lockToken: tokenA, result: 'from A' });
   expect(late.status).toBe(409);
+  expect((await waited).json.jobs.map((j: any) => [j.job.id, j.job.status, j.job.result])).toEqual([[id, 'completed', 'from B']]);
+
+  // A wait still open at shutdown is answered at once, not after its 30 s.
+  const pending = (await post(`${api}/queues/bin/jobs`, { payload: { n: 2 } })).json.job.id as string;
+  const open = post(`${api}/jobs/wait`, { jobs: [{ id: pending }], waitMs: 30_000 });
+  await new Promise((r) => setTimeout(r, 200));
 
   const detail = (await (await fetch(`${api}/jobs/${id}`)).json()) as any;
   expect(detail.job).toMatchObject({ status: 'completed', result: 'from B', attempt: 2 });
@@ -124,6 +133,7 @@ test('the binary serves from an empty directory: the reaper takes back an expire
   expect(server.output()).toContain('reaper: requeued 1');
 
   server.child.kill('SIGTERM');
+  expect((await withTimeout(open, 10_000, 'the open wait answered at shutdown')).json).toEqual({ jobs: [], missing: [], more: false });
   expect(await withTimeout(server.exited, 10_000, 'exit after SIGTERM')).toBe(0);
   expect(server.output()).toContain('SIGTERM, shutting down');
 
@@ -133,7 +143,7 @@ test('the binary serves from an empty directory: the reaper takes back an expire
   expect(JSON.parse(reap.stdout)).toMatchObject({ requeued: [], failed: [], raced: 0 });
   const stats = cli('stats', '--json', '--database-url', 'file:./x.db');
   expect(stats.status, stats.stderr).toBe(0);
-  expect(JSON.parse(stats.stdout)).toEqual([expect.objectContaining({ name: 'bin', counts: expect.objectContaining({ completed: 1 }) })]);
+  expect(JSON.parse(stats.stdout)).toEqual([expect.objectContaining({ name: 'bin', counts: expect.objectContaining({ completed: 1, pending: 1 }) })]);
   // Nothing but the binary and the database files were needed or written.
   expect(readdirSync(dir).filter((f) => !f.startsWith('x.db')).sort()).toEqual(['leasehold']);
 }, 60_000);

@@ -106,6 +106,22 @@ test('serves on port 0 with the embedded database: enqueue, claim, heartbeat, co
   expect(detail.json.events.at(-1)).toMatchObject({ type: 'completed' });
 });
 
+test('a producer waits on jobs server-side (POST /jobs/wait): a completion answers it; at SIGTERM an open wait answers at once', async () => {
+  const s = await startDeno(FAST);
+  const { json: a } = await call(s.url, 'POST', '/queues/w/jobs', { payload: 1 });
+  const { json: b } = await call(s.url, 'POST', '/queues/w/jobs', { payload: 2 });
+  const waited = call(s.url, 'POST', '/jobs/wait', { jobs: [{ id: a.job.id }], waitMs: 30_000 });
+  const { json: claimed } = await call(s.url, 'POST', '/queues/w/claim', { workerId: 'w1' });
+  await call(s.url, 'POST', `/jobs/${claimed.jobs[0].id}/complete`, { workerId: 'w1', lockToken: claimed.jobs[0].lockToken, result: 'done' });
+  expect((await waited).json.jobs.map((j: any) => [j.job.id, j.job.status, j.job.result])).toEqual([[a.job.id, 'completed', 'done']]);
+
+  const open = call(s.url, 'POST', '/jobs/wait', { jobs: [{ id: b.job.id }], waitMs: 30_000 });
+  await sleep(200);
+  s.child.kill('SIGTERM');
+  const answered = await Promise.race([open, sleep(10_000).then(() => 'still waiting')]);
+  expect(answered).toMatchObject({ status: 200, json: { jobs: [], missing: [], more: false } });
+});
+
 test('reaper pass through the API: an abandoned lease is requeued and the stale worker gets 409', async () => {
   const s = await startDeno({ ...FAST, ...NO_INTERVAL });
   const { json: enq } = await call(s.url, 'POST', '/queues/q/jobs', { payload: { n: 1 } });

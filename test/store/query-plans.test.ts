@@ -186,3 +186,27 @@ test('the queue cap finds a queue in use by index searches: its jobs by jobs_que
     if (/FROM schedules/.test(sql)) expect(plan, sql).toContainEqual(expect.stringMatching(/SEARCH schedules USING (COVERING )?INDEX schedules_queue_idx/));
   }
 });
+
+test('a wait on jobs reads statuses from jobs_status_id_idx alone, and rows by id (no ANALYZE)', async () => {
+  // Waits re-read every watched job on an interval: a status read from the
+  // row would walk a large payload's overflow pages, and a scan of the
+  // index would read every job of a status.
+  t = await setup({});
+  await t.post('/api/v1/queues/q/jobs', { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: i })) });
+  const seen: SQL[] = [];
+  const store = createStore(recording(t.db, seen));
+  await store.jobsWatchStates({ ids: [1, 2, 3, 999], versionsOf: [2, 3] });
+  await store.jobsGetWithinBytes({ ids: [3, 1], maxBytes: 1_000 });
+  const dialect = new SQLiteSyncDialect();
+  const plans: string[][] = [];
+  for (const q of seen) {
+    const { sql, params } = dialect.sqlToQuery(q);
+    plans.push((await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail)));
+  }
+  expect(plans).toHaveLength(3);
+  expect(plans[0]).toContainEqual(expect.stringMatching(/^SEARCH jobs USING COVERING INDEX jobs_status_id_idx \(status=\? AND id=\?/));
+  for (const plan of plans.slice(1)) {
+    expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step)), plan.join('\n')).toEqual([]);
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH j USING INTEGER PRIMARY KEY \(rowid=\?\)/));
+  }
+});

@@ -32,6 +32,7 @@ import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { queueBlockers, queueDeleteIfUnused, queueFinishedJobsPurge } from './queue-delete.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
 import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
@@ -102,6 +103,8 @@ export function createStore(db: Db): JobStore {
     jobsListStalled: (p) => jobsListStalled(db, p),
     queueMinutesSince: (p) => queueMinutesSince(db, p),
     metricsSnapshot: (p) => metricsSnapshot(db, p),
+    jobsWatchStates: (p) => jobsWatchStates(db, p),
+    jobsGetWithinBytes: (p) => jobsGetWithinBytes(db, p),
 
     alertEvaluationClaimIfDue: (p) => alertEvaluationClaimIfDue(db, p),
     alertStatesRecord: (p) => alertStatesRecord(db, p),

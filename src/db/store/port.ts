@@ -44,6 +44,7 @@ import type { RequeueDone, RequeueRefusal } from './operator-outcome.ts';
 import type { RequeueRules } from './requeue.ts';
 import type { StalledJob } from './stalls.ts';
 import type { WorkerBeat, WorkerRecord } from './workers.ts';
+import type { JobWatchState } from './watch.ts';
 
 /** What a worker does to the jobs it claims: the worker protocol's statements (store/claim, lease, finish). */
 export interface WorkerJobWrites {
@@ -141,6 +142,10 @@ export interface StoreReads {
   jobsListStalled(p: { now: number; limit: number }): Promise<StalledJob[]>;
   queueMinutesSince(p: { sinceMinuteAt: number }): Promise<MinuteRow[]>;
   metricsSnapshot(p: { now: Now; config: QueueDefaults & { workerAliveMs: number } }): Promise<MetricsSnapshot>;
+  /** For waiting clients (store/watch): each named job's status from an index, and its version where asked. */
+  jobsWatchStates(p: { ids: readonly number[]; versionsOf?: readonly number[] }): Promise<JobWatchState[]>;
+  /** The named jobs, whole and in order, as many as fit in maxBytes (always the first). */
+  jobsGetWithinBytes(p: { ids: readonly number[]; maxBytes: number }): Promise<(JobRecord & { version: string })[]>;
 }
 
 /** Alert states and their webhook notifications (store/alert-states). */

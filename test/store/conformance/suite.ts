@@ -20,6 +20,7 @@ import { defineReads } from './reads.conformance.ts';
 import { defineReaper } from './reaper.conformance.ts';
 import { defineReaperHold } from './reaper-hold.conformance.ts';
 import { defineTransitions } from './transitions.conformance.ts';
+import { defineWatchReads } from './watch.conformance.ts';
 
 export type { StoreBackend } from './support.ts';
 
@@ -39,5 +40,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineDashboardReads(backend);
     defineMaintenanceWatch(backend);
     defineHistograms(backend);
+    defineWatchReads(backend);
   });
 }

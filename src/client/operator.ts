@@ -1,0 +1,210 @@
+/**
+ * What an operator's script does over HTTP, as client calls: one per route
+ * of the admin API (queues and their settings, pause and resume, requeue,
+ * bulk actions, the reaper, schedules, workers, metrics, alerts, tuning,
+ * the audit trail, health). Each answers the route's JSON as it is; the
+ * shapes named here are the fields a script relies on (the admin views have
+ * more, and grow).
+ */
+import type { Job, JobStatus, JobSummary, JobWithEvents } from '../core/wire.ts';
+import type { Request } from './request.ts';
+
+const q = (name: string) => `/queues/${encodeURIComponent(name)}`;
+const s = (name: string) => `/schedules/${encodeURIComponent(name)}`;
+
+/** Who and why, kept in the audit trail with the change. */
+export interface ActionOptions {
+  reason?: string;
+  /** Who: default "admin" (or the token's name). */
+  actor?: string;
+}
+
+export interface RequeueOptions extends ActionOptions {
+  /** Take a live lease too (the job may run twice); needs a reason. */
+  force?: boolean;
+  /** Say what the requeue would do now, and change nothing. */
+  dryRun?: boolean;
+}
+
+/** What a requeue did (or, dryRun, would do): requeue, or fail for good as the reaper would. */
+export interface RequeueDone {
+  action: 'requeue' | 'fail';
+  reason: string;
+  why: string;
+  forced: boolean;
+  overrodeHold: { until: string; why: string } | null;
+  beyondBudget: string | null;
+}
+
+export interface ListJobsFilter {
+  queue?: string;
+  status?: JobStatus;
+  idempotencyKey?: string;
+  /** The `next` of the previous page. */
+  after?: string;
+  /** 1-500, default 50. */
+  limit?: number;
+  order?: 'asc' | 'desc';
+}
+
+/** A queue's counts, health and settings (GET /queues/:queue; more fields than these). */
+export interface QueueInfo {
+  name: string;
+  paused: boolean;
+  counts: Record<JobStatus, number>;
+  ready: number;
+  expiredLeases: number;
+  settings: Record<string, unknown>;
+  overrides: Record<string, unknown>;
+  [more: string]: unknown;
+}
+
+/** PATCH /queues/:queue/settings: any of these; null sets one back to the server's default. */
+export interface QueueSettingsPatch {
+  leaseMs?: number | null;
+  heartbeatMs?: number | null;
+  graceMs?: number | null;
+  maxAttempts?: number | null;
+  maxLostAttempts?: number | null;
+  backoffBaseMs?: number | null;
+  backoffMaxMs?: number | null;
+  retentionMs?: number | null;
+  timeoutMs?: number | null;
+  stallMs?: number | null;
+  maxRunning?: number | null;
+  rateLimit?: { max: number; windowMs: number } | null;
+  paused?: boolean;
+}
+
+export interface BulkAction extends ActionOptions {
+  action: 'retry' | 'cancel' | 'requeue';
+  /** retry: failed (default) or cancelled; cancel: pending; requeue: running. */
+  status?: JobStatus;
+  /** List what it would touch, change nothing (no reason needed). */
+  dryRun?: boolean;
+  /** At most this many, lowest id first (never more than the server's cap). */
+  limit?: number;
+  /** requeue only: take live leases too; needs a reason. */
+  force?: boolean;
+}
+
+/** What a bulk action matched and changed (ids), or on a dry run would touch (jobs). */
+export interface BulkResult {
+  queue: string;
+  action: BulkAction['action'];
+  status: JobStatus;
+  matching: number;
+  cap: number;
+  limit: number;
+  dryRun: boolean;
+  changed?: number;
+  ids?: string[];
+  wouldChange?: number;
+  jobs?: Record<string, unknown>[];
+  [more: string]: unknown;
+}
+
+/** A schedule's fields (POST /schedules; PATCH takes any of them). */
+export interface ScheduleFields {
+  queue: string;
+  /** A cron expression (5 or 6 fields) read in timeZone; or intervalMs. */
+  cron?: string | null;
+  timeZone?: string | null;
+  intervalMs?: number | null;
+  payload?: unknown;
+  jobOptions?: { priority?: number; maxAttempts?: number; timeoutMs?: number };
+  paused?: boolean;
+}
+
+export interface Schedule {
+  name: string;
+  queue: string;
+  cron: string | null;
+  timeZone: string | null;
+  intervalMs: number | null;
+  payload: unknown;
+  jobOptions: { priority?: number; maxAttempts?: number; timeoutMs?: number };
+  paused: boolean;
+  nextRunAt: string | null;
+  nextRuns: string[];
+  lastRunAt: string | null;
+  lastJobId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface AuditFilter {
+  actor?: string;
+  /** e.g. queue.pause, jobs.bulk, job.requeue. */
+  action?: string;
+  queue?: string;
+  /** The `next` of the previous page. */
+  before?: string;
+  /** 1-500, default 50. */
+  limit?: number;
+}
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  role: string;
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  action: string;
+  queue: string | null;
+  jobId: string | null;
+  target: string;
+  before: unknown;
+  after: unknown;
+  reason: string | null;
+  client: string | null;
+}
+
+/** An admin view described by its top-level fields (metrics, alerts, tuning, workers, reaper report). */
+export type View = Record<string, unknown>;
+
+export function operatorCalls(request: Request) {
+  return {
+    /** GET /jobs/:id: the job and its newest 1,000 events. */
+    getJobWithEvents: (id: string) => request<JobWithEvents>('GET', `/jobs/${encodeURIComponent(id)}`),
+    /** GET /jobs: summaries (no payload or result), newest first; pass `next` as `after` for the next page. */
+    listJobs: (filter: ListJobsFilter = {}) => request<{ jobs: JobSummary[]; next: string | null }>('GET', '/jobs', undefined, { query: { ...filter } }),
+    /** Put a running job back (or fail it for good) as the reaper would now; 409 while it would wait. */
+    requeue: (id: string, o: RequeueOptions = {}) => request<{ job?: Job; dryRun?: true; requeue: RequeueDone }>('POST', `/jobs/${encodeURIComponent(id)}/requeue`, o),
+
+    listQueues: async () => (await request<{ queues: QueueInfo[] }>('GET', '/queues')).queues,
+    getQueue: async (name: string) => (await request<{ queue: QueueInfo }>('GET', q(name))).queue,
+    updateQueueSettings: async (name: string, patch: QueueSettingsPatch) => (await request<{ queue: QueueInfo }>('PATCH', `${q(name)}/settings`, patch)).queue,
+    /** Replace the queue's alert thresholds ({} clears them: the server's apply). */
+    setQueueAlertThresholds: async (name: string, thresholds: Record<string, number>) => (await request<{ queue: QueueInfo }>('PUT', `${q(name)}/alerts`, thresholds)).queue,
+    pauseQueue: (name: string) => request<{ queue: string; paused: boolean }>('POST', `${q(name)}/pause`),
+    resumeQueue: (name: string) => request<{ queue: string; paused: boolean }>('POST', `${q(name)}/resume`),
+    /**
+     * Delete a queue that holds no pending or running job and no schedule (409 saying why
+     * otherwise); with purge, its finished jobs go with it.
+     */
+    deleteQueue: (name: string, opts: { purge?: boolean } = {}) =>
+      request<{ deleted: string; purgedFinishedJobs: number }>('DELETE', q(name), undefined, { query: opts.purge ? { purge: true } : {} }),
+    /** Retry, cancel or requeue a queue's jobs of one status, at most the server's cap per call. */
+    bulk: (name: string, action: BulkAction) => request<BulkResult>('POST', `${q(name)}/bulk`, action),
+    /** One reaper pass now, and what it did. */
+    runReaper: () => request<View>('POST', '/reaper/run'),
+
+    listSchedules: async () => (await request<{ schedules: Schedule[] }>('GET', '/schedules')).schedules,
+    getSchedule: async (name: string) => (await request<{ schedule: Schedule }>('GET', s(name))).schedule,
+    createSchedule: async (name: string, fields: ScheduleFields) => (await request<{ schedule: Schedule }>('POST', '/schedules', { name, ...fields })).schedule,
+    updateSchedule: async (name: string, patch: Partial<ScheduleFields>) => (await request<{ schedule: Schedule }>('PATCH', s(name), patch)).schedule,
+    deleteSchedule: (name: string) => request<{ deleted: string }>('DELETE', s(name)),
+
+    /** The worker registry, filtered by queue or liveness. */
+    listWorkers: (filter: { queue?: string; alive?: boolean } = {}) => request<View & { workers: View[] }>('GET', '/workers', undefined, { query: filter }),
+    getMetrics: () => request<View>('GET', '/metrics'),
+    listAlerts: () => request<View>('GET', '/alerts'),
+    getTuning: () => request<View>('GET', '/tuning'),
+    /** Who changed what, newest first; pass `next` as `before` for the next page. */
+    listAudit: (filter: AuditFilter = {}) => request<{ entries: AuditEntry[]; next: string | null }>('GET', '/audit', undefined, { query: { ...filter } }),
+  };
+}
+
+export type OperatorCalls = ReturnType<typeof operatorCalls>;

@@ -1,0 +1,140 @@
+/**
+ * Everything an operator's script does over HTTP is a client call: every
+ * route but the worker protocol (which is the SDK's) has one, and each is
+ * run here against the real app (app.request as its fetch, a fresh database).
+ */
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { createClient, type Client } from '../../src/client/index.ts';
+import { setup, type TestBed } from '../support/helpers.ts';
+
+const ADMIN = 'a'.repeat(24);
+const WORKER = 'w'.repeat(24);
+const auth = { authorization: `Bearer ${WORKER}` };
+
+let t: TestBed;
+let paths: string[];
+beforeEach(async () => {
+  t = await setup({ adminToken: ADMIN, workerToken: WORKER });
+  paths = [];
+});
+afterEach(() => {
+  expect(t.errors).toEqual([]);
+  t.close();
+});
+
+function client(token = ADMIN): Client {
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = new URL(String(input));
+    paths.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
+    return t.app.request(url.pathname + url.search, init);
+  };
+  return createClient({ url: 'http://leasehold.test', token, fetch: fetch as typeof globalThis.fetch });
+}
+
+/** The client call(s) of each route a producer or an operator uses. A new route needs its call here, and in the client. */
+const CALLS: Record<string, (keyof Client)[]> = {
+  enqueueJobs: ['enqueue', 'enqueueMany'],
+  getJob: ['getJob', 'getJobWithEvents'],
+  listJobs: ['listJobs'],
+  cancelJob: ['cancel'],
+  retryJob: ['retry'],
+  requeueJob: ['requeue'],
+  waitForJobs: ['waitForJob', 'waitForJobs', 'events'],
+  listQueues: ['listQueues'],
+  getQueue: ['getQueue'],
+  updateQueueSettings: ['updateQueueSettings'],
+  setQueueAlertThresholds: ['setQueueAlertThresholds'],
+  pauseQueue: ['pauseQueue'],
+  resumeQueue: ['resumeQueue'],
+  deleteQueue: ['deleteQueue'],
+  bulkQueueAction: ['bulk'],
+  runReaper: ['runReaper'],
+  listSchedules: ['listSchedules'],
+  createSchedule: ['createSchedule'],
+  getSchedule: ['getSchedule'],
+  updateSchedule: ['updateSchedule'],
+  deleteSchedule: ['deleteSchedule'],
+  listWorkers: ['listWorkers'],
+  getMetrics: ['getMetrics'],
+  listAlerts: ['listAlerts'],
+  getTuning: ['getTuning'],
+  listAudit: ['listAudit'],
+};
+
+test('every route but the worker protocol has a client call', () => {
+  const c = client();
+  const routes = t.app.routeSpecs.filter((s) => s.tag !== 'worker').map((s) => s.operationId);
+  expect(routes.filter((id) => !CALLS[id]), 'routes without a client call').toEqual([]);
+  for (const id of routes) for (const call of CALLS[id]!) expect(typeof c[call], `${id}: client.${call}`).toBe('function');
+});
+
+test('queues: settings, alert thresholds, pause and resume, bulk actions (dry run and real), the reaper', async () => {
+  const c = client();
+  const jobs = await c.enqueueMany('mail', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
+  expect((await c.listQueues()).map((q) => q.name)).toEqual(['mail']);
+  expect(await c.getQueue('mail')).toMatchObject({ name: 'mail', paused: false, counts: { pending: 3 } });
+  expect((await c.updateQueueSettings('mail', { maxAttempts: 7, rateLimit: { max: 10, windowMs: 60_000 } })).settings).toMatchObject({ maxAttempts: 7 });
+  await expect(c.updateQueueSettings('mail', { leaseMs: 10 })).rejects.toMatchObject({ status: 400, field: 'leaseMs' });
+  expect((await c.setQueueAlertThresholds('mail', {})).name).toBe('mail');
+  expect(await c.pauseQueue('mail')).toEqual({ queue: 'mail', paused: true });
+  expect((await c.getQueue('mail')).paused).toBe(true);
+  expect(await c.resumeQueue('mail')).toEqual({ queue: 'mail', paused: false });
+  const dry = await c.bulk('mail', { action: 'cancel', dryRun: true });
+  expect(dry).toMatchObject({ dryRun: true, matching: 3, wouldChange: 3 });
+  const done = await c.bulk('mail', { action: 'cancel', limit: 2, reason: 'test run' });
+  expect(done).toMatchObject({ dryRun: false, changed: 2, ids: [jobs[0]!.id, jobs[1]!.id] });
+  await expect(c.bulk('mail', { action: 'cancel' })).rejects.toMatchObject({ status: 400, field: 'reason' });
+  expect(await c.runReaper()).toHaveProperty('requeued');
+  await expect(c.deleteQueue('mail')).rejects.toMatchObject({ status: 409, code: 'conflict' });
+  await c.bulk('mail', { action: 'cancel', reason: 'test run' });
+  await expect(c.deleteQueue('mail')).rejects.toMatchObject({ status: 409 });
+  expect(await c.deleteQueue('mail', { purge: true })).toEqual({ deleted: 'mail', purgedFinishedJobs: 3 });
+  expect(await c.listQueues()).toEqual([]);
+});
+
+test('jobs: list pages, one job with its events, requeue (dry run, refused while the reaper would wait, forced)', async () => {
+  const c = client();
+  const [a, b] = await c.enqueueMany('q', [{ payload: 'a' }, { payload: 'b' }]);
+  const first = await c.listJobs({ queue: 'q', limit: 1 });
+  expect(first.jobs.map((j) => j.id)).toEqual([b!.id]);
+  expect((await c.listJobs({ queue: 'q', after: first.next! })).jobs.map((j) => j.id)).toEqual([a!.id]);
+  expect((await c.listJobs({ status: 'running' })).jobs).toEqual([]);
+  expect(paths).toContain('GET /api/v1/jobs?queue=q&limit=1');
+  const claimedRes = await t.post('/api/v1/queues/q/claim', { workerId: 'w1' }, auth);
+  const claimed = claimedRes.json.jobs[0] as { id: string };
+  const history = await c.getJobWithEvents(claimed!.id);
+  expect(history.events.map((e) => e.type)).toEqual(['enqueued', 'claimed']);
+  await expect(c.requeue(claimed!.id)).rejects.toMatchObject({ status: 409, code: 'conflict' });
+  expect(await c.requeue(claimed!.id, { force: true, dryRun: true })).toMatchObject({ dryRun: true, requeue: { action: 'requeue', forced: true } });
+  const forced = await c.requeue(claimed!.id, { force: true, reason: 'stuck' });
+  expect(forced.job).toMatchObject({ id: claimed!.id, status: 'pending' });
+  const audit = await c.listAudit({ action: 'job.force_requeue' });
+  expect(audit.entries.map((e) => [e.jobId, e.reason])).toEqual([[claimed!.id, 'stuck']]);
+  expect((await c.listAudit({ limit: 1 })).entries).toHaveLength(1);
+});
+
+test('schedules: create, read, change, list, delete', async () => {
+  const c = client();
+  const made = await c.createSchedule('nightly', { queue: 'reports', cron: '0 3 * * *', timeZone: 'Europe/Berlin', payload: { kind: 'daily' } });
+  expect(made).toMatchObject({ name: 'nightly', queue: 'reports', cron: '0 3 * * *', timeZone: 'Europe/Berlin', paused: false });
+  expect((await c.getSchedule('nightly')).nextRuns.length).toBeGreaterThan(0);
+  expect(await c.updateSchedule('nightly', { paused: true })).toMatchObject({ paused: true, nextRuns: [] });
+  expect((await c.listSchedules()).map((s) => s.name)).toEqual(['nightly']);
+  await expect(c.createSchedule('bad', { queue: 'reports', cron: 'not cron' })).rejects.toMatchObject({ status: 400, field: 'cron' });
+  expect(await c.deleteSchedule('nightly')).toEqual({ deleted: 'nightly' });
+  await expect(c.getSchedule('nightly')).rejects.toMatchObject({ status: 404 });
+});
+
+test('observability: workers (filtered), metrics, alerts, tuning; the worker token is refused on admin calls', async () => {
+  const c = client();
+  await c.enqueue('q', {});
+  await t.post('/api/v1/queues/q/claim', { workerId: 'w1' }, auth);
+  await t.post('/api/v1/workers/beat', { workerId: 'w1', queues: ['q'] }, auth);
+  expect((await c.listWorkers()).workers.map((w) => w.id)).toEqual(['w1']);
+  expect((await c.listWorkers({ queue: 'other' })).workers).toEqual([]);
+  expect((await c.listWorkers({ alive: true })).alive).toBe(1);
+  expect(await c.getMetrics()).toHaveProperty('queues');
+  expect(await c.listAlerts()).toHaveProperty('alerts');
+  expect(await c.getTuning()).toHaveProperty('queues');
+  await expect(client(WORKER).listQueues()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+});
