@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// `npm run build`, and npm's prepare script: src/ -> dist/ as ESM JavaScript
-// with .d.ts. npm runs prepare after `npm ci` / `npm install` in a clone (the
-// bin and the package's own entry points are in dist/), before `npm pack` and
-// `npm publish`, and when it installs leasehold from a git URL.
+// src/ -> dist/ as ESM JavaScript with .d.ts: `npm run build`, prepack (before
+// `npm pack` and `npm publish`) and preprepare, which npm runs after `npm ci` /
+// `npm install` in a clone (the bin and the package's own entry points are in
+// dist/) and in the clone it makes to install leasehold from a git URL.
+// preprepare rather than prepare: npm 11 lists a tarball's or git package's
+// `prepare` among the install scripts a project must approve (and
+// --strict-allow-scripts refuses it), although it never runs it for a tarball.
 // tsc rewrites `./x.ts` to `./x.js` in the JavaScript it emits
 // (rewriteRelativeImportExtensions) but leaves the declarations' imports as
 // written, which a `module: nodenext` consumer cannot follow: rewrite those
@@ -15,11 +18,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
-
-// `npx leasehold` in a clone installs the clone into npx's cache as a link,
-// and npm runs the link's prepare again: the install already built dist/, so
-// the first `npx leasehold serve` need not wait for a second build.
-if (process.env.npm_command === 'exec' && existsSync(join(DIST, 'cli', 'main.js'))) process.exit(0);
 
 let tsc;
 try {

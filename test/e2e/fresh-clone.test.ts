@@ -6,7 +6,7 @@
  * The clone: the files git would check out (tracked and new, not ignored: no dist/, no
  * database files) copied into a private temp folder (mode 0700, as `mktemp -d` makes),
  * with node_modules a link to our install, then the root package's lifecycle scripts that
- * `npm ci` runs after installing (prepare among them), as npm runs them. A real `npm ci`
+ * `npm ci` runs after installing (preprepare builds dist/), as npm runs them. A real `npm ci`
  * would download the same dependencies again, for minutes.
  *
  * Servers listen on a free port (LEASEHOLD_PORT=0) instead of 8787, which others may be
