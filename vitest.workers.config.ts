@@ -19,6 +19,10 @@ export default defineConfig(async () => {
         miniflare: {
           // A D1 database nobody migrates: the Worker must answer 503 on it, not 500s.
           d1Databases: { EMPTY_DB: 'leasehold-empty' },
+          // Every request the Worker sends out (only libSQL over HTTP does) gets this
+          // answer, not a real connection: a refused one makes workerd print its own stack
+          // traces into a passing run, and no test should reach the network.
+          outboundService: () => new Response('no libSQL server in the tests', { status: 502 }),
           bindings: {
             TEST_MIGRATIONS: migrations,
             // Short leases so the stale-worker story runs in a few seconds of real (database) time.
@@ -39,6 +43,8 @@ export default defineConfig(async () => {
       include: ['test/runtimes/workers/**/*.test.ts'],
       setupFiles: ['./test/runtimes/workers/apply-migrations.ts'],
       testTimeout: 30_000,
+      // Each request logs a line; show them for the tests that fail, not for the hundreds that pass.
+      silent: 'passed-only',
     },
   };
 });

@@ -3,7 +3,8 @@
  * installed into an empty project, and there, with plain Node and no loader:
  * `leasehold --version`, `leasehold serve` on an embedded database, a job
  * enqueued with leasehold/client, run by leasehold/worker and read back with
- * waitForJob; and a strict `module: nodenext` TypeScript consumer.
+ * waitForJob; CommonJS callers (require() of an ES module, which Node 20.19+
+ * does); and strict `module: nodenext` TypeScript consumers, ESM and CommonJS.
  *
  * No network: the empty project gets a lock file made from ours (the exact
  * versions, integrity hashes and tarball URLs of the package's runtime
@@ -160,4 +161,51 @@ export const worker = createWorker<Email>({
   const res = spawnSync(process.execPath, [tsc, '-p', consumer], { encoding: 'utf8', cwd: consumer });
   expect(res.stdout + res.stderr).toBe('');
   expect(res.status).toBe(0);
+});
+
+test('CommonJS: require() of leasehold, leasehold/client and leasehold/worker gives their exports (Node 20.19+ loads ES modules from require)', () => {
+  writeFileSync(
+    join(project, 'require.cjs'),
+    `const { createClient, LeaseholdApiError } = require('leasehold/client');
+const { createWorker, httpTransport } = require('leasehold/worker');
+const { openLeasehold, VERSION } = require('leasehold');
+const client = createClient({ url: 'http://127.0.0.1:8787' });
+console.log(JSON.stringify([typeof client.enqueue, typeof LeaseholdApiError, typeof createWorker, typeof httpTransport, typeof openLeasehold, VERSION]));
+`,
+  );
+  const res = spawnSync(process.execPath, ['require.cjs'], { cwd: project, encoding: 'utf8' });
+  expect(res.stderr).toBe('');
+  expect(JSON.parse(res.stdout)).toEqual(['function', 'function', 'function', 'function', 'function', pkg.version]);
+});
+
+test('a strict module: nodenext TypeScript consumer in CommonJS type-checks, compiles to require() calls, and runs', () => {
+  const consumer = join(project, 'ts-cjs');
+  mkdirSync(consumer);
+  writeFileSync(
+    join(consumer, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [], strict: true, outDir: 'out', skipLibCheck: false, exactOptionalPropertyTypes: true },
+      include: ['*.ts'],
+    }),
+  );
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+  writeFileSync(
+    join(consumer, 'index.ts'),
+    `import { createClient, type Job } from 'leasehold/client';
+import { createWorker, httpTransport } from 'leasehold/worker';
+
+const client = createClient({ url: 'http://127.0.0.1:8787' });
+export const produce = (): Promise<Job> => client.enqueue('email', { to: 'a@b' }).then(({ id }) => client.waitForJob(id));
+export const worker = createWorker({ transport: httpTransport({ url: 'http://127.0.0.1:8787' }), queue: 'email', handleSignals: false, handler: () => 'sent' });
+console.log(typeof produce, typeof worker.start);
+`,
+  );
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const built = spawnSync(process.execPath, [tsc, '-p', consumer], { encoding: 'utf8', cwd: consumer });
+  expect(built.stdout + built.stderr).toBe('');
+  expect(built.status).toBe(0);
+  expect(readFileSync(join(consumer, 'out', 'index.js'), 'utf8')).toContain('require("leasehold/client")');
+  const ran = spawnSync(process.execPath, [join(consumer, 'out', 'index.js')], { encoding: 'utf8', cwd: consumer });
+  expect(ran.stderr).toBe('');
+  expect(ran.stdout.trim()).toBe('function function');
 });

@@ -131,10 +131,16 @@ test('past the busy timeout the write is a clear 503 and changes nothing; reads 
   expect((await postJson(`${url}/api/v1/queues/q/jobs`, { payload: 1 })).status).toBe(201);
 });
 
-/** Runs `leasehold serve` and expects it to refuse to start: exit 1 and one line on stderr. */
-function refusedStart(databaseUrl: string, asUser?: number): string {
-  const command = asUser ? ['setpriv', `--reuid=${asUser}`, `--regid=${asUser}`, '--clear-groups', process.execPath] : [process.execPath];
-  // Run from a folder every user may enter.
+/**
+ * Runs `leasehold serve` and expects it to refuse to start: exit 1 and one line on stderr.
+ * `withoutFileOverride` runs it as this same root user but without the capabilities that let
+ * root read and write whatever the file modes say (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so
+ * a file owned by someone else is refused as it is to any user. Not a switch to another
+ * user: that user could not enter a checkout in a private folder (a `mktemp -d`, /root) to
+ * run the CLI at all, and would fail for that reason instead.
+ */
+function refusedStart(databaseUrl: string, withoutFileOverride = false): string {
+  const command = withoutFileOverride ? ['setpriv', '--bounding-set', '-dac_override,-dac_read_search', process.execPath] : [process.execPath];
   const r = spawnSync(command[0]!, [...command.slice(1), BIN, 'serve', '--port', '0', '--database-url', databaseUrl], { encoding: 'utf8', timeout: 20_000, cwd: tmpdir() });
   expect(r.status).toBe(1);
   const lines = r.stderr.trim().split('\n');
@@ -171,11 +177,11 @@ test('a database file this user may not read or write is one clear line and exit
   expect(url).toMatch(/^http/);
   await server!.close();
   server = undefined;
-  // Owned by root and private: the unprivileged user cannot open it.
+  // Private to another user (nobody): this process, root without its file override, cannot open it.
+  chownSync(join(dir, 'q.db'), 65534, 65534);
   chmodSync(join(dir, 'q.db'), 0o600);
-  expect(refusedStart(`file:${join(dir, 'q.db')}`, 65534)).toMatch(/cannot read .*q\.db: check its owner and mode/);
-  // Readable but not writable by that user.
-  chownSync(join(dir, 'q.db'), 0, 0);
+  expect(refusedStart(`file:${join(dir, 'q.db')}`, true)).toMatch(/cannot read .*q\.db: check its owner and mode/);
+  // Readable but not writable by anyone but its owner.
   chmodSync(join(dir, 'q.db'), 0o644);
-  expect(refusedStart(`file:${join(dir, 'q.db')}`, 65534)).toMatch(/q\.db is read-only/);
+  expect(refusedStart(`file:${join(dir, 'q.db')}`, true)).toMatch(/q\.db is read-only/);
 });

@@ -59,7 +59,8 @@ test('LEASEHOLD_DATABASE_URL picks libSQL over HTTP (@libsql/client/web) instead
   const file = await fetchWithEnv('/healthz', { LEASEHOLD_DATABASE_URL: 'file:./x.db' });
   expect(file.status).toBe(503);
   expect(file.json.error.code).toBe('misconfigured');
-  // Nothing listens there: the client loads and the query fails as a 500, not a crash (or a D1 answer).
+  // The tests' outbound service answers 502 to every request (vitest.workers.config.ts): the
+  // client loads, sends its query over HTTP, and the failure is a 500, not a crash (or a D1 answer).
   const remote = await fetchWithEnv('/healthz', { LEASEHOLD_DATABASE_URL: 'http://127.0.0.1:9' });
   expect(remote.status).toBe(500);
   expect(remote.json.error.code).toBe('internal');
