@@ -62,7 +62,6 @@ export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store
     async release(p) {
       return (await protocol.release({ workerId: p.workerId, leases: p.leases.map(lease), reason: p.reason })).map(leaseAnswer);
     },
-    beat: (p) => protocol.beat(p),
     async effectStart(p) {
       const a = await protocol.effectStart({ ...lease(p.lease), workerId: p.workerId, key: p.key });
       return a.kind === 'refused' ? lost(a.refusal) : a;

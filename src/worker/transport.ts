@@ -92,8 +92,6 @@ export interface Transport {
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
   /** Gives many leases back in one call (shutdown), each fenced by its own token. */
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }, call?: CallOptions): Promise<LeaseAnswer[]>;
-  /** The worker's own liveness row, on its own (POST /workers/beat). The SDK now sends its beat with heartbeat(); this stays for other callers. */
-  beat(p: { workerId: string } & WorkerLiveness): Promise<void>;
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */

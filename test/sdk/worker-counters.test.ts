@@ -48,7 +48,7 @@ test('a worker that blocked its event loop, failed a heartbeat and lost a lease 
       return http.heartbeat(p);
     },
   };
-  await http.beat({ workerId: 'w1', queues: ['q'], runningCount: 0 }).catch(() => undefined);
+  await http.heartbeat({ workerId: 'w1', leases: [], beat: { queues: ['q'], runningCount: 0 } }).catch(() => undefined);
   const [, lost] = (await t.post('/api/v1/queues/q/jobs', { jobs: [{ payload: 'block' }, { payload: 'hold' }] })).json.jobs;
   let release: () => void = () => {};
   w = createWorker({
