@@ -1,24 +1,10 @@
 /** An operator audit entry as the API answers it (GET /api/v1/audit, `leasehold audit`). */
 import type { AuditRecord } from '../db/store/audit.ts';
 import { iso } from '../core/job-record.ts';
+import type { AuditEntryWire } from '../core/wire.ts';
 
-export interface AuditEntryWire {
-  id: string;
-  at: string;
-  actor: string;
-  role: string;
-  /** The name of the token the request or session authenticated with (null: open mode, or a failed login). */
-  credential: string | null;
-  source: 'dashboard' | 'api';
-  action: string;
-  queue: string | null;
-  jobId: string | null;
-  target: string;
-  before: unknown;
-  after: unknown;
-  reason: string | null;
-  client: string | null;
-}
+export type { AuditEntryWire };
+
 
 const parsed = (text: string | null): unknown => {
   if (text === null) return null;

@@ -6,7 +6,9 @@
  * shapes named here are the fields a script relies on (the admin views have
  * more, and grow).
  */
-import type { Job, JobStatus, JobSummary, JobWithEvents } from '../core/wire.ts';
+import type { AuditEntryWire as AuditEntry, Job, JobStatus, JobSummary, JobWithEvents, QueueSettingsPatch } from '../core/wire.ts';
+
+export type { AuditEntry, QueueSettingsPatch };
 import type { Request } from './request.ts';
 
 const q = (name: string) => `/queues/${encodeURIComponent(name)}`;
@@ -59,22 +61,6 @@ export interface QueueInfo {
   [more: string]: unknown;
 }
 
-/** PATCH /queues/:queue/settings: any of these; null sets one back to the server's default. */
-export interface QueueSettingsPatch {
-  leaseMs?: number | null;
-  heartbeatMs?: number | null;
-  graceMs?: number | null;
-  maxAttempts?: number | null;
-  maxLostAttempts?: number | null;
-  backoffBaseMs?: number | null;
-  backoffMaxMs?: number | null;
-  retentionMs?: number | null;
-  timeoutMs?: number | null;
-  stallMs?: number | null;
-  maxRunning?: number | null;
-  rateLimit?: { max: number; windowMs: number } | null;
-  paused?: boolean;
-}
 
 export interface BulkAction extends ActionOptions {
   action: 'retry' | 'cancel' | 'requeue';
@@ -144,22 +130,6 @@ export interface AuditFilter {
   limit?: number;
 }
 
-export interface AuditEntry {
-  id: string;
-  at: string;
-  actor: string;
-  role: string;
-  credential: string | null;
-  source: 'dashboard' | 'api';
-  action: string;
-  queue: string | null;
-  jobId: string | null;
-  target: string;
-  before: unknown;
-  after: unknown;
-  reason: string | null;
-  client: string | null;
-}
 
 /** An admin view described by its top-level fields (metrics, alerts, tuning, workers, reaper report). */
 export type View = Record<string, unknown>;

@@ -185,3 +185,39 @@ export interface WorkerLivenessWire {
    */
   lostClaims?: readonly string[] | undefined;
 }
+
+/** An operator audit entry as the API answers it (GET /api/v1/audit, `leasehold audit`, the client's listAudit). */
+export interface AuditEntryWire {
+  id: string;
+  at: string;
+  actor: string;
+  role: string;
+  /** The name of the token the request or session authenticated with (null: open mode, or a failed login). */
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  action: string;
+  queue: string | null;
+  jobId: string | null;
+  target: string;
+  before: unknown;
+  after: unknown;
+  reason: string | null;
+  client: string | null;
+}
+
+/** PATCH /queues/:queue/settings: any of these; null sets one back to the server's default. */
+export interface QueueSettingsPatch {
+  leaseMs?: number | null;
+  heartbeatMs?: number | null;
+  graceMs?: number | null;
+  maxAttempts?: number | null;
+  maxLostAttempts?: number | null;
+  backoffBaseMs?: number | null;
+  backoffMaxMs?: number | null;
+  retentionMs?: number | null;
+  timeoutMs?: number | null;
+  stallMs?: number | null;
+  maxRunning?: number | null;
+  rateLimit?: { max: number; windowMs: number } | null;
+  paused?: boolean;
+}

@@ -1,4 +1,5 @@
 /** Reads: one job with its events, keyset-paginated lists, per-queue health. */
+import type { QueueSettingsPatch } from '../../core/wire.ts';
 import { sql, type SQL } from 'drizzle-orm';
 import { MINUTE_MS, type Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
@@ -7,7 +8,7 @@ import { batchList, type Db } from '../db.ts';
 import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import type { QueueHealth, RateLimit } from '../../core/metrics-snapshot.ts';
+import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
 
@@ -329,21 +330,7 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
   });
 }
 
-export interface QueueSettingsPatch {
-  leaseMs?: number | null;
-  heartbeatMs?: number | null;
-  graceMs?: number | null;
-  maxAttempts?: number | null;
-  maxLostAttempts?: number | null;
-  backoffBaseMs?: number | null;
-  backoffMaxMs?: number | null;
-  retentionMs?: number | null;
-  timeoutMs?: number | null;
-  stallMs?: number | null;
-  maxRunning?: number | null;
-  rateLimit?: RateLimit | null;
-  paused?: boolean;
-}
+export type { QueueSettingsPatch } from '../../core/wire.ts';
 
 /**
  * A queue's rate window now (`q`: the queues row): rate_used, the claims of
