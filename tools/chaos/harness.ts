@@ -323,10 +323,19 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     switch (f.kind) {
       case 'kill_worker': {
         let w = slots[f.target]!;
-        // "Mid-job": wait (bounded) until it runs something.
-        for (let i = 0; i < 30 && (w.dead || w.stopped || w.inFlight.size === 0); i++) {
+        // "Mid-job": wait (bounded) until it runs something. Up to 10 s: a
+        // restarting server (about 3 s under tsx on a loaded machine) can hold
+        // the first jobs back that long, and a kill with nothing in flight
+        // tests only a restart.
+        for (let i = 0; i < 100 && (w.dead || w.stopped || w.inFlight.size === 0); i++) {
           await sleep(100);
           w = slots[f.target]!;
+        }
+        // Still idle (its claims backing off after a server outage): the
+        // live worker with the most jobs in flight takes the kill instead.
+        if (w.inFlight.size === 0) {
+          const busiest = slots.filter((x): x is WorkerProc => !!x && !x.dead && !x.stopped).sort((a, b) => b.inFlight.size - a.inFlight.size)[0];
+          if (busiest && busiest.inFlight.size > 0) w = busiest;
         }
         rec.wallAt = Date.now();
         rec.atMs = elapsed();
@@ -337,7 +346,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         note(rec, `SIGKILL ${w.id} (${w.inFlight.size} job(s) in flight)`);
         await w.exited;
         await sleep(f.durationMs);
-        if (Date.now() < hardDeadline) spawnWorker(f.target);
+        if (Date.now() < hardDeadline) spawnWorker(w.slot);
         break;
       }
       case 'stop_worker': {
