@@ -10,8 +10,8 @@ import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from './validate.ts';
-import { deleteQueue } from '../protocol/queue-delete.ts';
+import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from '../core/validate.ts';
+import { deleteQueue } from '../engine/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */

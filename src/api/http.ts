@@ -1,7 +1,7 @@
 /** Shared pieces of every route: reading a JSON body, ids, names, error responses. */
 import type { Context } from 'hono';
 import { LeaseholdError, invalid, type ErrorCode } from '../core/errors.ts';
-import { str, type Validator } from './validate.ts';
+import { str, type Validator } from '../core/validate.ts';
 
 /**
  * Reads the body as JSON and validates it. Requiring `application/json` keeps

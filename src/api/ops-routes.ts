@@ -23,12 +23,12 @@ import { requeueWire } from './outcomes.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
 import { workerView } from './worker-view.ts';
-import { forceRuleProblem } from '../protocol/operator-actions.ts';
+import { forceRuleProblem } from '../engine/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
-import { jobWatchers } from './job-watchers.ts';
+import { jobWatchers } from '../engine/job-watchers.ts';
 import type { Routes } from './router.ts';
 import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
-import { bool, int, obj, optional, queryBool, str, word, type Infer } from './validate.ts';
+import { bool, int, obj, optional, queryBool, str, word, type Infer } from '../core/validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** Workers not seen for a day are left out, as on the dashboard's workers page. */

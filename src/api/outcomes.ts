@@ -3,8 +3,8 @@ import { LeaseholdError } from '../core/errors.ts';
 import type { OperatorOutcome, RequeueDone } from '../db/store/operator.ts';
 import type { EventRecord } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
-import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
-import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
+import type { JobAnswer, Refusal } from '../engine/worker-protocol.ts';
+import { operatorRefusal, type OperatorAction } from '../engine/operator-actions.ts';
 
 /** A worker protocol refusal as the API's error (its status, body and field). */
 export function refusalError(r: Refusal): LeaseholdError {

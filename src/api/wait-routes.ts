@@ -7,11 +7,11 @@ import { invalid } from '../core/errors.ts';
 import { toJob } from '../core/job-record.ts';
 import type { JobWatchState } from '../db/store/watch.ts';
 import { jobIdField } from './http.ts';
-import { counts, jobWatchers, waitHolds, MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, waitIsolated, type WatchEntry } from './job-watchers.ts';
+import { counts, jobWatchers, waitHolds, MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, waitIsolated, type WatchEntry } from '../engine/job-watchers.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { arr, int, obj, optional, str } from './validate.ts';
+import { arr, int, obj, optional, str } from '../core/validate.ts';
 
 const waitBody = obj({
   jobs: arr(

@@ -5,15 +5,15 @@
  */
 import { iso, toJob } from '../core/job-record.ts';
 import { invalid } from '../core/errors.ts';
-import { createWorkerProtocol, rateLimitedWait, type JobAnswer } from '../protocol/worker-protocol.ts';
+import { createWorkerProtocol, rateLimitedWait, type JobAnswer } from '../engine/worker-protocol.ts';
 import { CLAIM_ID_PATTERN, claimIdField, instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
-import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
+import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../engine/claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
-import { jobWatchers } from './job-watchers.ts';
+import { jobWatchers } from '../engine/job-watchers.ts';
 import type { Routes } from './router.ts';
-import { arr, bool, int, json, obj, optional, str } from './validate.ts';
+import { arr, bool, int, json, obj, optional, str } from '../core/validate.ts';
 
 const MAX_BATCH = 1_000;
 const MAX_ERROR_CHARS = 16_000;

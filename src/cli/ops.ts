@@ -17,7 +17,7 @@ import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
-import { forceRuleProblem, requeueText, type RequeueDoneText } from '../protocol/operator-actions.ts';
+import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
 
 type Flags = Map<string, string | true>;
 

@@ -32,7 +32,7 @@ import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type Dashb
 import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
 import { hasToken } from '../core/tokens.ts';
-import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { requeueText, requeueVerdict } from '../engine/operator-actions.ts';
 
 type Env = DashboardEnv;
 

@@ -22,7 +22,7 @@ import { hasToken } from '../core/tokens.ts';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
-import { deleteQueue } from '../protocol/queue-delete.ts';
+import { deleteQueue } from '../engine/queue-delete.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;

@@ -12,7 +12,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
-import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
+import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../engine/operator-actions.ts';
 import type { JobStatus } from '../core/wire.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';

@@ -8,7 +8,7 @@ import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
-import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../engine/operator-actions.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';

@@ -3,13 +3,13 @@
  * over a store on a database handle, adapted to the SDK's Transport. The HTTP
  * API runs the same protocol, so both answer alike, refusals word for word.
  */
-import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
+import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../engine/claim-waiters.ts';
+import { jobWatchers } from '../engine/job-watchers.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
 import { createStore, type JobStore } from '../db/store/create-store.ts';
-import { createWorkerProtocol, rateLimitedWait, type JobAnswer, type Refusal } from '../protocol/worker-protocol.ts';
+import { createWorkerProtocol, rateLimitedWait, type JobAnswer, type Refusal } from '../engine/worker-protocol.ts';
 import type { LeaseAnswer, LeaseRef, Transport } from '../worker/transport.ts';
 
 function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {

@@ -15,12 +15,12 @@
  *   await worker.stop(); stopReaper(); lh.close();
  */
 import { parseQueue } from '../api/http.ts';
-import { claimWaiters } from '../api/claim-waiters.ts';
+import { claimWaiters } from '../engine/claim-waiters.ts';
 import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, deriveFromLease, type Config } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
-import { tickBatches } from '../core/tick-batches.ts';
+import { tickBatches } from '../engine/tick-batches.ts';
 import { describeEnqueued, traceSend } from '../core/trace-context.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';

@@ -16,8 +16,8 @@
  *
  * This is the only file that names `Deno`.
  */
-import { claimWaiters } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
+import { claimWaiters } from '../engine/claim-waiters.ts';
+import { jobWatchers } from '../engine/job-watchers.ts';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';

@@ -14,8 +14,8 @@ import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch } from './gap-watch.ts';
 import { createStore } from '../db/store/create-store.ts';
 import type { Logger } from '../core/log.ts';
-import { claimWaiters } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
+import { claimWaiters } from '../engine/claim-waiters.ts';
+import { jobWatchers } from '../engine/job-watchers.ts';
 
 /** One reaper pass (`source`: who asked: interval, cron), and the note of this server's start. */
 export interface ReaperPass {

@@ -11,7 +11,7 @@ import { defaultConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
 import { startServer } from '../../src/runtime/node.ts';
-import { claimWaiters } from '../../src/api/claim-waiters.ts';
+import { claimWaiters } from '../../src/engine/claim-waiters.ts';
 import { openLeasehold } from '../../src/embedded/leasehold.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 import { until } from '../support/until.ts';

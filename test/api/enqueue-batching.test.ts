@@ -1,6 +1,6 @@
 /**
  * Single-job enqueue requests that the server reads in one event-loop turn
- * share one transaction (src/core/tick-batches.ts), so independent producers
+ * share one transaction (src/engine/tick-batches.ts), so independent producers
  * (other languages, curl, many processes, each sending one job) share
  * commits. Each request still gets its own answer or its own error, as if it
  * had been alone.

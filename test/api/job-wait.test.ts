@@ -10,7 +10,7 @@ import { createApp } from '../../src/app.ts';
 import { databaseClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
-import { jobWatchers, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES } from '../../src/api/job-watchers.ts';
+import { jobWatchers, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES } from '../../src/engine/job-watchers.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 import { until } from '../support/until.ts';
 

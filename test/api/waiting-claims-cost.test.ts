@@ -5,7 +5,7 @@
  * bounded per server and per token with a 429 that says when to come back.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { claimWaiters, CLAIM_REPOLL_MS } from '../../src/api/claim-waiters.ts';
+import { claimWaiters, CLAIM_REPOLL_MS } from '../../src/engine/claim-waiters.ts';
 import { databaseClock } from '../../src/core/clock.ts';
 import type { Config } from '../../src/core/config.ts';
 import { createApp } from '../../src/app.ts';

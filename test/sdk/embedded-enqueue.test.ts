@@ -1,5 +1,5 @@
 /**
- * The embedded API's enqueue (src/embedded/leasehold.ts, src/core/tick-batches.ts):
+ * The embedded API's enqueue (src/embedded/leasehold.ts, src/engine/tick-batches.ts):
  * calls for one queue made in the same tick are stored in one transaction,
  * each caller still gets its own answer or its own error; and enqueueMany.
  * A real database file per test, opened by openLeasehold as a user opens it.
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterEach, expect, test } from 'vitest';
-import { claimWaiters } from '../../src/api/claim-waiters.ts';
+import { claimWaiters } from '../../src/engine/claim-waiters.ts';
 import type { Config } from '../../src/core/config.ts';
 import { LeaseholdError } from '../../src/core/errors.ts';
 import { openLeasehold, type Leasehold } from '../../src/embedded/leasehold.ts';
