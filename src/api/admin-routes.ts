@@ -2,7 +2,6 @@
 import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { maintenancePassOnce } from '../maintenance/pass.ts';
 import { iso } from '../core/job-record.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
@@ -181,7 +180,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       answers: { schema: 'reaperReport' },
     },
     async (c) => {
-      const { hold, ...report } = await maintenancePassOnce(store, clock.now(), config);
+      const { hold, ...report } = await deps.engine.maintenancePass(clock.now());
       return c.json({ ...report, at: iso(report.at), ...(hold ? { hold: { until: iso(hold.until), why: hold.why } } : {}) } satisfies ReaperWire);
     },
   );

@@ -25,7 +25,6 @@ import { parseQueue, queueName } from './http.ts';
 import { workerView } from './worker-view.ts';
 import { forceRuleProblem } from '../engine/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
-import { jobWatchers } from '../engine/job-watchers.ts';
 import type { Routes } from './router.ts';
 import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
 import { bool, int, obj, optional, queryBool, str, word, type Infer } from '../core/validate.ts';
@@ -160,8 +159,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         reason: body.reason!,
         now,
       };
-      const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
-      jobWatchers(deps.db).notify(ids);
+      const ids = await deps.engine.bulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) } satisfies BulkDoneWire);
     },
   );
