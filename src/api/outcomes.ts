@@ -18,7 +18,7 @@ export function batchEntry<T>(a: JobAnswer<T>, ok: (job: T) => Record<string, un
   return { id: String(a.id), ok: false, error: { code, message, ...(details ?? {}) } };
 }
 
-/** An operator action's refusal (src/protocol/operator-actions.ts) as the API's error. */
+/** An operator action's refusal (src/engine/operator-actions.ts) as the API's error. */
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, action: OperatorAction): LeaseholdError {
   const r = operatorRefusal(o, id, action);
   if (o.reason === 'reaper_would_wait') {

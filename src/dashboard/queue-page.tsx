@@ -7,7 +7,7 @@
  * A save is in the audit trail (queue.settings, the operator's name), and a
  * form sent twice is refused the second time.
  *
- * Also (admin) the queue's delete, by the rule of src/protocol/queue-delete.ts
+ * Also (admin) the queue's delete, by the rule of src/engine/queue-delete.ts
  * (never while it holds pending or running jobs or a schedule; its finished
  * jobs only when the box is ticked), confirmed by typing the queue's name,
  * audited as queue.delete with the operator's name.
