@@ -111,7 +111,8 @@ export function createEngine(deps: EngineDeps) {
     added(queue, jobs) {
       // Delayed ones too (a hint only: a claim that finds nothing waits again), and their due times.
       jobsBecameClaimable(queue, jobs.length);
-      for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
+      // (A bulk's summaries carry available_at too; the timers compare it with this process's clock.)
+      for (const { job } of jobs) if (job.available_at > Date.now()) due.add(queue, job.available_at);
     },
   });
   const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };
