@@ -8,6 +8,8 @@
  * (perf_hooks' monitorEventLoopDelay reported 2-31 ms here for blocks the
  * interval saw as 500-900 ms, so the interval is the measure.)
  */
+import { createEngine } from '../src/engine/engine.ts';
+import { createStore } from '../src/db/store/create-store.ts';
 import { createApp } from '../src/app.ts';
 import { manualClock } from '../src/core/clock.ts';
 import { defaultConfig } from '../src/core/config.ts';
@@ -16,7 +18,7 @@ import { openTempDb } from './lib.ts';
 
 const count = Number(process.argv[2] ?? 10_000);
 const db = await openTempDb('bulk-block');
-const app = createApp({ db: db.db, config: defaultConfig({ databaseUrl: db.tmp.url }), clock: manualClock(), log: silentLogger });
+const app = createApp({ engine: createEngine({ store: createStore(db.db), config: defaultConfig({ databaseUrl: db.tmp.url }), clock: manualClock(), log: silentLogger }) });
 const body = JSON.stringify({ jobs: Array.from({ length: count }, (_, i) => ({ payload: { i, to: `user${i}@example.com` }, idempotencyKey: `k-${i}` })) });
 
 const rounds: { blockMs: number; totalMs: number }[] = [];

@@ -10,6 +10,8 @@
  *
  * 10,000,000 takes a few minutes to seed and about 3 GB of temp disk.
  */
+import { createEngine } from '../src/engine/engine.ts';
+import { createStore } from '../src/db/store/create-store.ts';
 import { sql } from 'drizzle-orm';
 import { createApp } from '../src/app.ts';
 import { databaseClock } from '../src/core/clock.ts';
@@ -40,7 +42,7 @@ for (const pending of sizes) {
       }
       return median(xs);
     };
-    const app = createApp({ db: db.db, config: defaultConfig({ databaseUrl: db.tmp.url }), clock: databaseClock, log: silentLogger });
+    const app = createApp({ engine: createEngine({ store: createStore(db.db), config: defaultConfig({ databaseUrl: db.tmp.url }), clock: databaseClock, log: silentLogger }) });
     const get = (path: string) => async () => {
       const res = await app.request(path);
       if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);

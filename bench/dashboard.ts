@@ -6,6 +6,8 @@
  * an admin session from POST /dashboard/login, `renders` times after a
  * warm-up; the median is compared with the target "well under 100 ms".
  */
+import { createEngine } from '../src/engine/engine.ts';
+import { createStore } from '../src/db/store/create-store.ts';
 import { streamLogger } from '../src/runtime/log.ts';
 import type { Client } from '@libsql/client';
 import { createApp } from '../src/app.ts';
@@ -93,7 +95,7 @@ export async function benchDashboard(s: DashboardSizes, log: (line: string) => v
     // The JavaScript clock, not databaseClock: on the database clock the
     // dashboard shares one metrics read per second among polls
     // (src/dashboard/shared-read.ts), and this measures a render that reads.
-    const app = createApp({ db: db.db, config, clock: { now: () => Date.now() }, log: streamLogger({ level: 'error' }) });
+    const app = createApp({ engine: createEngine({ store: createStore(db.db), config, clock: { now: () => Date.now() }, log: streamLogger({ level: 'error' }) }) });
     const login = await app.request('/dashboard/login', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -4,7 +4,11 @@
  * engine benchmark drains. The SDK should keep at least 80% of the engine's
  * claim+complete rate with 8 slots.
  */
+import { createEngine } from '../src/engine/engine.ts';
+import { createStore } from '../src/db/store/create-store.ts';
 import { defaultConfig } from '../src/core/config.ts';
+import { databaseClock } from '../src/core/clock.ts';
+import { silentLogger } from '../src/core/log.ts';
 import { dbTransport } from '../src/embedded/db-transport.ts';
 import { createWorker, httpTransport, type Transport } from '../src/worker/index.ts';
 import { now, openTempDb, repeat, seedPending } from './lib.ts';
@@ -36,7 +40,7 @@ export async function benchSdk(sizes: SdkSizes, log: (line: string) => void) {
     const db = await openTempDb('sdk-inprocess');
     try {
       await seedPending(db.client, QUEUE, sizes.jobs);
-      return await drain(dbTransport({ db: db.db, config: defaultConfig() }), sizes);
+      return await drain(dbTransport(createEngine({ store: createStore(db.db), config: defaultConfig(), clock: databaseClock, log: silentLogger })), sizes);
     } finally {
       db.done();
     }

@@ -27,9 +27,11 @@ import path from 'node:path';
 /**
  * What each folder (or top-level file) of src/ may import besides itself.
  * Read it bottom-up: core is pure rules; db stores them; maintenance runs
- * the reaper's services over the store; protocol is what a worker and an
- * operator may do, over the store, written once; api serves them;
- * the dashboard renders them; app wires both; runtimes and the CLI sit on top.
+ * the reaper's services over the store; engine is what leasehold does over
+ * the store, written once (a worker's and an operator's writes, enqueue,
+ * the waits and their wake-ups); api serves it over HTTP and the embedded
+ * API in process; the dashboard renders it; app wires both; runtimes and
+ * the CLI sit on top, each building one engine.
  * The worker SDK and the client are what users install next to their code,
  * so they see only core (the wire contract) and http (how they send a
  * request), never the server.
@@ -42,14 +44,14 @@ export const LAYERS = {
   worker: ['core', 'http', 'version'],
   db: ['core', 'version'],
   maintenance: ['core', 'db', 'version'],
-  protocol: ['core', 'db', 'version'],
-  api: ['core', 'db', 'maintenance', 'protocol', 'version'],
-  dashboard: ['core', 'db', 'maintenance', 'protocol', 'api', 'version'],
-  app: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'version'],
-  runtime: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'version'],
-  embedded: ['core', 'db', 'maintenance', 'protocol', 'api', 'worker', 'runtime', 'app', 'version'],
-  cli: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
-  index: ['core', 'db', 'maintenance', 'protocol', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
+  engine: ['core', 'db', 'maintenance', 'version'],
+  api: ['core', 'db', 'maintenance', 'engine', 'version'],
+  dashboard: ['core', 'db', 'maintenance', 'engine', 'api', 'version'],
+  app: ['core', 'db', 'maintenance', 'engine', 'api', 'dashboard', 'version'],
+  runtime: ['core', 'db', 'maintenance', 'engine', 'api', 'dashboard', 'app', 'version'],
+  embedded: ['core', 'db', 'maintenance', 'engine', 'api', 'worker', 'runtime', 'app', 'version'],
+  cli: ['core', 'db', 'maintenance', 'engine', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
+  index: ['core', 'db', 'maintenance', 'engine', 'api', 'dashboard', 'app', 'runtime', 'embedded', 'worker', 'client', 'version'],
 };
 
 /**
@@ -65,7 +67,7 @@ export const PACKAGES = {
   worker: ['@opentelemetry/api'],
   db: ['drizzle-orm'],
   maintenance: [],
-  protocol: [],
+  engine: [],
   api: ['hono', '@opentelemetry/api'],
   dashboard: ['hono'],
   app: ['hono', '@opentelemetry/api'],
@@ -85,16 +87,16 @@ export const TOOLS = {
 
 /**
  * The store port rule: routes, the CLI, maintenance and the
- * protocol call a `JobStore` (src/db/store/port.ts), never a store function
+ * engine call a `JobStore` (src/db/store/port.ts), never a store function
  * with a database handle, so SQL and the database handle stay under src/db.
  *
  * - `allowed`: the only db/store files a value import may name outside
  *   src/db: createStore (port.ts holds types only).
  * - `compositionPoints`: where a database handle becomes a store, so they
- *   may import the store's values: app.ts (createApp builds deps.store and
- *   recognises the store's EnqueuePartlyStored), runtime/ (each runtime
- *   opens its database and runs the pass over it) and embedded/ (the
- *   library's own composition). The CLI is not one: its commands build
+ *   may import the store's values: app.ts (createApp recognises the store's
+ *   EnqueuePartlyStored), runtime/ (each runtime opens its database and
+ *   builds its store and engine) and embedded/ (the library's own
+ *   composition). The CLI is not one: its commands build
  *   their store with createStore at their edge.
  * - `notYetConverted`: folders still calling store functions directly, on
  *   their way to the port. None now (the dashboard was the last); nothing

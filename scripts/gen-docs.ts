@@ -10,6 +10,8 @@
  * markers below; only that region is rewritten. test/core/docs-current.test.ts
  * fails when a region is stale, and says to run `npm run docs`.
  */
+import { createEngine } from '../src/engine/engine.ts';
+import { createStore } from '../src/db/store/create-store.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createApp } from '../src/app.ts';
@@ -86,7 +88,7 @@ export function routesTable(specs: readonly RouteSpec[]): string {
 export async function routeSpecs(): Promise<readonly RouteSpec[]> {
   const opened = await openLibsql(':memory:');
   try {
-    return createApp({ db: opened.db, config: defaultConfig(), clock: manualClock(), log: silentLogger }).routeSpecs;
+    return createApp({ engine: createEngine({ store: createStore(opened.db), config: defaultConfig(), clock: manualClock(), log: silentLogger }) }).routeSpecs;
   } finally {
     opened.client.close();
   }

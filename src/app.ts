@@ -1,9 +1,11 @@
 /**
  * createApp: the one Hono app every runtime serves. It knows only Web-standard
- * Request/Response; the runtime entry passes the database, config and clock in.
+ * Request/Response; the runtime entry builds the engine (over its store, with
+ * the config, clock and log) and passes it in.
  *
  * @example
- *   const app = createApp({ db, config, clock: databaseClock, log: streamLogger({ level: config.logLevel }) });
+ *   const engine = createEngine({ store: createStore(db), config, clock: databaseClock, log: streamLogger({ level: config.logLevel }) });
+ *   const app = createApp({ engine });
  *   const res = await app.request('/healthz');
  */
 import { Hono } from 'hono';
@@ -20,7 +22,6 @@ import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { constantAnswer } from './api/constant-answer.ts';
 import type { AppDeps, AppInput } from './api/deps.ts';
-import { createStore } from './db/store/create-store.ts';
 import { Routes } from './api/router.ts';
 import { workerRoutes } from './api/worker-routes.ts';
 import { waitRoutes } from './api/wait-routes.ts';
@@ -51,7 +52,8 @@ function assetKey(path: string): string | undefined {
 }
 
 export function createApp(appDeps: AppInput) {
-  const deps: AppDeps = { ...appDeps, store: appDeps.store ?? createStore(appDeps.db), authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
+  const { engine } = appDeps;
+  const deps: AppDeps = { ...appDeps, store: engine.store, config: engine.config, clock: engine.clock, log: engine.log, authThrottle: appDeps.authThrottle ?? new AuthThrottle() };
   const { config, log } = deps;
   const app = new Hono();
 

@@ -7,6 +7,8 @@
  */
 export { openLeasehold, type EmbeddedEnqueued, type EmbeddedEnqueueItem, type EmbeddedEnqueueOptions, type Leasehold, type OpenOptions } from './embedded/leasehold.ts';
 export { dbTransport } from './embedded/db-transport.ts';
+export { createEngine, type Engine, type EngineDeps } from './engine/engine.ts';
+export { createStore } from './db/store/create-store.ts';
 export { createApp, VERSION, type AppDeps, type AppInput } from './app.ts';
 export { reapOnce, type ReapReport } from './maintenance/pass.ts';
 export { databaseClock, manualClock, DB_CLOCK, type Clock, type Now } from './core/clock.ts';

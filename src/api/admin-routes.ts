@@ -2,7 +2,6 @@
 import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { maintenancePassOnce } from '../maintenance/pass.ts';
 import { iso } from '../core/job-record.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
@@ -10,8 +9,8 @@ import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from './validate.ts';
-import { deleteQueue } from '../protocol/queue-delete.ts';
+import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from '../core/validate.ts';
+import { deleteQueue } from '../engine/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** The largest maxRunning accepted: beyond it a limit means nothing. */
@@ -181,7 +180,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       answers: { schema: 'reaperReport' },
     },
     async (c) => {
-      const { hold, ...report } = await maintenancePassOnce(store, clock.now(), config);
+      const { hold, ...report } = await deps.engine.maintenancePass(clock.now());
       return c.json({ ...report, at: iso(report.at), ...(hold ? { hold: { until: iso(hold.until), why: hold.why } } : {}) } satisfies ReaperWire);
     },
   );

@@ -8,7 +8,7 @@ import { toAuditEntry } from './audit-view.ts';
 import { queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { obj, optional, queryInt, str, word, type Infer } from './validate.ts';
+import { obj, optional, queryInt, str, word, type Infer } from '../core/validate.ts';
 
 export const AUDIT_PAGE_MAX = 500;
 

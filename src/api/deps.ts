@@ -1,22 +1,27 @@
 /**
  * What the app is built from: every route, dashboard page and maintenance
  * call takes these, so a runtime (Node, Deno, Bun, Workers) or a test
- * decides the database, settings, clock and log in one place: createApp(deps).
+ * decides the engine (over its store), settings, clock and log in one
+ * place: createApp({ engine }).
  */
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
-import type { Db } from '../db/db.ts';
 import type { JobStore } from '../db/store/port.ts';
+import type { Engine } from '../engine/engine.ts';
 import type { AuthThrottle } from './throttle.ts';
 
 export interface AppDeps {
-  db: Db;
   /**
-   * The store port over `db` (src/db/store/port.ts): what routes, pages and
-   * the worker protocol call. createApp builds it from `db` when not given.
+   * What leasehold does (src/engine/engine.ts): enqueue, claim and its wait,
+   * the owned writes, operator actions, waits on jobs, the maintenance pass.
+   * The runtime builds one and hands it to the app and the in-process
+   * transport alike, so each wakes the other's waiting claims.
    */
+  engine: Engine;
+  /** The engine's store (src/db/store/port.ts): what routes and pages read through. */
   store: JobStore;
+  /** The engine's settings, clock and log. */
   config: Config;
   clock: Clock;
   /**
@@ -32,19 +37,7 @@ export interface AppDeps {
   assets?: (path: string) => Promise<Response | undefined>;
   /** Backs off clients that present wrong tokens; createApp makes one per app. */
   authThrottle?: AuthThrottle;
-  /**
-   * Single-job enqueue requests read in one event-loop turn share one
-   * transaction (src/core/tick-batches.ts). Default true; the Workers entry
-   * turns it off, because there one request cannot finish another's I/O.
-   */
-  batchEnqueues?: boolean;
-  /**
-   * A request cannot finish another's I/O or keep its timers (Workers): a
-   * client waiting on jobs (POST /jobs/wait) reads for itself, in its own
-   * request, instead of sharing the server's one read. Default false.
-   */
-  isolatedRequests?: boolean;
 }
 
-/** What createApp takes: AppDeps, the store optional (built from `db`). */
-export type AppInput = Omit<AppDeps, 'store'> & { store?: JobStore | undefined };
+/** What createApp takes: the engine, and the app's own parts (assets, the auth throttle). */
+export type AppInput = Pick<AppDeps, 'engine' | 'assets' | 'authThrottle'>;

@@ -1,7 +1,7 @@
 /** Shared pieces of every route: reading a JSON body, ids, names, error responses. */
 import type { Context } from 'hono';
 import { LeaseholdError, invalid, type ErrorCode } from '../core/errors.ts';
-import { str, type Validator } from './validate.ts';
+import { str, type Validator } from '../core/validate.ts';
 
 /**
  * Reads the body as JSON and validates it. Requiring `application/json` keeps
@@ -47,17 +47,8 @@ export function parseJobId(raw: string): number {
 
 export const jobIdField = str({ min: 1, max: 15, pattern: JOB_ID_PATTERN, patternHelp: 'must be a job id as returned by the API', description: 'job id' });
 
-export const QUEUE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-export const queueName = str({
-  min: 1,
-  max: 128,
-  pattern: QUEUE_PATTERN,
-  patternHelp: 'must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit',
-});
-
-export function parseQueue(raw: string | undefined, field = 'queue'): string {
-  return queueName.parse(raw ?? '', field);
-}
+// A queue's name is the engine's rule (an embedded enqueue checks it too); the routes name it from here.
+export { QUEUE_PATTERN, queueName, parseQueue } from '../engine/enqueue-input.ts';
 
 export const workerIdField = str({ min: 1, max: 200, description: 'the worker id the claim was made with' });
 export const instanceIdField = str({

@@ -5,50 +5,19 @@
 import { apiActor } from './audit-actor.ts';
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
-import type { NewJob } from '../db/store/enqueue.ts';
-import { tickBatches } from '../core/tick-batches.ts';
-import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
+import { newJob, toNewJob, withTrace } from '../engine/enqueue-input.ts';
+import { forceRuleProblem, type OperatorAction } from '../engine/operator-actions.ts';
 import { iso, toJob, toJobSummary } from '../core/job-record.ts';
-import { JOB_STATUSES, UNIQUE_WHILE } from '../core/wire.ts';
+import { JOB_STATUSES } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
 import { eventsWire, operatorError, requeueWire } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { claimWaiters } from './claim-waiters.ts';
-import { jobWatchers } from './job-watchers.ts';
-import { arr, bool, int, json, obj, optional, queryInt, str, word, type Infer } from './validate.ts';
-import { activeJobTrace, TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
+import { arr, bool, obj, optional, queryInt, str, word, type Infer } from '../core/validate.ts';
+import { activeJobTrace } from '../core/trace-context.ts';
 
 const MAX_BULK = 10_000;
-const YEAR_MS = 365 * 24 * 3600 * 1000;
-
-export const newJob = obj({
-  payload: json('the job payload, any JSON'),
-  idempotencyKey: optional(str({ min: 1, max: 255, description: 'unique per queue: a duplicate returns the existing job' })),
-  uniqueWhile: optional(
-    word(
-      UNIQUE_WHILE,
-      "how long idempotencyKey deduplicates: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running, so a finished one lets the key make a new job",
-    ),
-  ),
-  priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
-  delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
-  runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
-  maxAttempts: optional(int({ min: 1, max: 1000 })),
-  timeoutMs: optional(int({ min: 1, max: MAX_JOB_TIMEOUT_MS, description: "hard time limit per attempt, enforced by the reaper even while the job heartbeats (default: the queue's, else the server's)" })),
-  traceparent: optional(
-    str({
-      min: 55,
-      max: 55,
-      pattern: TRACEPARENT,
-      patternHelp: TRACEPARENT_HELP,
-      description: "the W3C traceparent of the enqueuing code: every attempt's span joins that trace. Default: the request's own trace context, when the server traces its requests",
-    }),
-  ),
-  tracestate: optional(str({ min: 1, max: TRACESTATE_MAX, description: 'the W3C tracestate that goes with traceparent' })),
-});
 
 const bulkBody = obj({ jobs: arr(newJob, { min: 1, max: MAX_BULK }) });
 
@@ -80,22 +49,8 @@ const listQuery = obj({
   order: optional(word(['asc', 'desc'], 'by id; default desc (newest first)')),
 });
 
-/** Most single-job requests in one transaction: below the store's chunk (500), so a batch is one transaction, all or none. */
-const SINGLE_BATCH_MAX = 100;
-
-/** The next event-loop turn, after the I/O read in this one (setImmediate where the runtime has it). */
-const nextTurn = (run: () => void) => (typeof setImmediate === 'function' ? setImmediate(run) : setTimeout(run, 0));
-
 export function jobRoutes(r: Routes, deps: AppDeps) {
-  const { store, config, clock } = deps;
-  const inserting = (queue: string, jobs: NewJob[]) => ({ queue, jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
-  const insert = (queue: string, jobs: NewJob[]) => store.jobsInsert(inserting(queue, jobs));
-  // Independent producers each sending one job (other languages, curl, many
-  // processes) share commits: one request alone still writes in the turn it
-  // arrived. A failed write (a new queue past maxQueues, a storage fault)
-  // fails every request of its batch, as it would have failed each alone.
-  const singles = deps.batchEnqueues === false ? undefined : tickBatches({ write: insert, maxBatch: SINGLE_BATCH_MAX, schedule: nextTurn });
-  const insertOne = async (queue: string, job: NewJob) => (singles ? [await singles.add(queue, job)] : insert(queue, [job]));
+  const { store, config, clock, engine } = deps;
   r.add(
     {
       method: 'post',
@@ -120,14 +75,10 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       // trace (its incoming traceparent header, through the server's span).
       const requestTrace = activeJobTrace();
       const jobs = body.jobs.map((j, i) => withTrace(toNewJob(j, body.bulk ? `jobs[${i}]` : ''), requestTrace));
-      // A bulk answer does not echo payloads back: for large batches the copy
-      // was most of the response time and of the server's memory.
-      const enqueued = body.bulk ? await store.jobsInsertSummaries(inserting(queue, jobs)) : await insertOne(queue, jobs[0]!);
+      // Independent producers each sending one job share commits (the engine
+      // gathers the requests of one turn); a bulk answers summaries, without payloads.
+      const enqueued = body.bulk ? await engine.enqueueMany(queue, jobs, 'api', { summaries: true }) : [await engine.enqueue(queue, jobs[0]!, 'api')];
       logField(c, body.bulk ? { jobCount: enqueued.length } : { jobId: String(enqueued[0]!.job.id) });
-      // Committed: claims waiting on this queue look now rather than at their next re-poll
-      // (the waiters are kept per database handle, shared by every app and transport on it).
-      const added = enqueued.filter((e) => !e.deduplicated).length;
-      if (added > 0) claimWaiters(deps.db).notify(queue, added);
       if (body.bulk) {
         return c.json(
           {
@@ -209,7 +160,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     return { actor: by.actor, reason, now, also: { audit: { by, action, jobId: id, target: `job ${id}`, reason, now } } };
   };
 
-  /** One operator action on one job (src/protocol/operator-actions.ts): its rule, its statement, its refusal. */
+  /** One operator action on one job (src/engine/operator-actions.ts): its rule, its statement, its refusal. */
   const act = async (c: Context, action: OperatorAction, body: { actor?: string | undefined; reason?: string | undefined; force?: boolean | undefined; dryRun?: boolean | undefined }) => {
     const id = parseJobId(c.req.param('id')!);
     const force = body.force ?? false;
@@ -222,9 +173,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       return c.json({ dryRun: true, requeue: requeueWire(plan.requeue) });
     }
     const audit = jobAudit(c, id, force ? 'job.force_requeue' : (`job.${action}` as const), body);
-    const outcome = await runOperatorAction(store, { id, ...audit, action, force, rules: config });
+    const outcome = await engine.operatorAction({ id, ...audit, action, force, rules: config });
     if (!outcome.ok) throw operatorError(outcome, id, action);
-    jobWatchers(deps.db).notify([id]);
     return c.json({ job: toJob(outcome.job), ...(outcome.requeue ? { requeue: requeueWire(outcome.requeue) } : {}) });
   };
 
@@ -255,59 +205,4 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     },
     (c, body) => act(c, 'requeue', body),
   );
-}
-
-export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
-  const field = (name: string) => (path ? `${path}.${name}` : name);
-  if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
-  if (j.uniqueWhile !== undefined && j.idempotencyKey === undefined) throw invalid(field('uniqueWhile'), `${field('uniqueWhile')} needs an idempotencyKey`);
-  checkTrace(j, field);
-  let runAt: number | undefined;
-  if (typeof j.runAt === 'string') {
-    runAt = Date.parse(j.runAt);
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(j.runAt) || Number.isNaN(runAt) || !calendarDateExists(j.runAt)) {
-      throw invalid(field('runAt'), `${field('runAt')} must be an ISO 8601 time such as 2030-01-01T00:00:00Z`);
-    }
-  }
-  return {
-    payload: j.payload,
-    idempotencyKey: j.idempotencyKey,
-    uniqueWhile: j.uniqueWhile,
-    priority: j.priority,
-    delayMs: j.delayMs,
-    runAt,
-    maxAttempts: j.maxAttempts,
-    timeoutMs: j.timeoutMs,
-    traceparent: j.traceparent,
-    tracestate: j.tracestate,
-  };
-}
-
-/**
- * A malformed trace context is refused (400 naming the field), not dropped.
- * W3C asks a receiver of a bad traceparent *header* to start a new trace,
- * because a header passes through proxies the sender does not control and
- * the request must still be served. Here it is a field the producer chose
- * to send, stored and handed to every attempt: dropping it would lose the
- * trace for good with no one told, while a 400 points at the bug at once,
- * like every other field. (Our client and the embedded API only send what
- * they formatted themselves.)
- */
-function checkTrace(j: { traceparent?: string | undefined; tracestate?: string | undefined }, field: (name: string) => string): void {
-  if (j.tracestate === undefined) return;
-  if (j.traceparent === undefined) throw invalid(field('tracestate'), `${field('tracestate')} needs a traceparent`);
-  const problem = tracestateProblem(j.tracestate);
-  if (problem) throw invalid(field('tracestate'), `${field('tracestate')} ${problem}`);
-}
-
-/** The job's own trace context, else `fallback` (the request's). */
-function withTrace(job: NewJob, fallback: JobTrace): NewJob {
-  return job.traceparent !== undefined || fallback.traceparent === undefined ? job : { ...job, ...fallback };
-}
-
-/** Date.parse rolls 2030-02-31 over into March; the date must name a real day. */
-function calendarDateExists(iso: string): boolean {
-  const [y, m, d] = iso.slice(0, 10).split('-').map(Number) as [number, number, number];
-  const day = new Date(Date.UTC(y, m - 1, d));
-  return day.getUTCFullYear() === y && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
 }

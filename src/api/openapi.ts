@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.0 document (GET /api/v1/openapi.json), generated from the
  * route specs: request schemas are the validators that check requests
- * (src/api/validate.ts), response schemas come from src/api/schemas.ts
+ * (src/core/validate.ts), response schemas come from src/api/schemas.ts
  * (compile-checked against the wire types the SDK and client decode), each
  * route's error statuses from the guards that can refuse it (errorStatuses),
  * and its security from the token table requireRole admits by (ROLE_TOKENS in

@@ -23,12 +23,11 @@ import { requeueWire } from './outcomes.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
 import { workerView } from './worker-view.ts';
-import { forceRuleProblem } from '../protocol/operator-actions.ts';
+import { forceRuleProblem } from '../engine/operator-actions.ts';
 import type { AppDeps } from './deps.ts';
-import { jobWatchers } from './job-watchers.ts';
 import type { Routes } from './router.ts';
 import type { BulkDoneWire, BulkDryRunWire, WorkersWire } from './view-schemas.ts';
-import { bool, int, obj, optional, queryBool, str, word, type Infer } from './validate.ts';
+import { bool, int, obj, optional, queryBool, str, word, type Infer } from '../core/validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 /** Workers not seen for a day are left out, as on the dashboard's workers page. */
@@ -160,8 +159,7 @@ export function opsRoutes(r: Routes, deps: AppDeps) {
         reason: body.reason!,
         now,
       };
-      const ids = await store.jobsBulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
-      jobWatchers(deps.db).notify(ids);
+      const ids = await deps.engine.bulkAct({ ...filter, actor: by.actor, reason: body.reason!, now, limit, also: { audit } });
       return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) } satisfies BulkDoneWire);
     },
   );

@@ -3,8 +3,8 @@ import { LeaseholdError } from '../core/errors.ts';
 import type { OperatorOutcome, RequeueDone } from '../db/store/operator.ts';
 import type { EventRecord } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
-import type { JobAnswer, Refusal } from '../protocol/worker-protocol.ts';
-import { operatorRefusal, type OperatorAction } from '../protocol/operator-actions.ts';
+import type { JobAnswer, Refusal } from '../engine/worker-protocol.ts';
+import { operatorRefusal, type OperatorAction } from '../engine/operator-actions.ts';
 
 /** A worker protocol refusal as the API's error (its status, body and field). */
 export function refusalError(r: Refusal): LeaseholdError {
@@ -18,7 +18,7 @@ export function batchEntry<T>(a: JobAnswer<T>, ok: (job: T) => Record<string, un
   return { id: String(a.id), ok: false, error: { code, message, ...(details ?? {}) } };
 }
 
-/** An operator action's refusal (src/protocol/operator-actions.ts) as the API's error. */
+/** An operator action's refusal (src/engine/operator-actions.ts) as the API's error. */
 export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: number, action: OperatorAction): LeaseholdError {
   const r = operatorRefusal(o, id, action);
   if (o.reason === 'reaper_would_wait') {

@@ -10,7 +10,7 @@ import type { ErrorCode } from '../core/errors.ts';
 import { requireRole, ROLE_REFUSALS, roleToken, type Role } from './auth.ts';
 import { BODY_REFUSALS, readBody } from './http.ts';
 import { CROSS_SITE_REFUSALS, HOST_REFUSALS, refuseSimpleCrossSite } from './web-guards.ts';
-import { obj, type Validator } from './validate.ts';
+import { obj, type Validator } from '../core/validate.ts';
 import type { ResponseName } from './schemas.ts';
 
 /** The refusals a route can answer besides the ones its guards can (see routeRefusals below). */

@@ -13,7 +13,7 @@ import { parseQueue, QUEUE_PATTERN, queueName } from './http.ts';
 import { scheduleView } from './schedule-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { bool, int, json, nullable, obj, optional, str } from './validate.ts';
+import { bool, int, json, nullable, obj, optional, str } from '../core/validate.ts';
 
 const DAY = 24 * 3600 * 1000;
 

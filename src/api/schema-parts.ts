@@ -2,7 +2,7 @@
  * The building blocks of the response schemas (src/api/schemas.ts,
  * src/api/view-schemas.ts): JSON Schema in the OpenAPI 3.0 dialect.
  */
-import type { JsonSchema } from './validate.ts';
+import type { JsonSchema } from '../core/validate.ts';
 
 export const string = (description?: string): JsonSchema => ({ type: 'string', ...(description ? { description } : {}) });
 export const time: JsonSchema = { type: 'string', format: 'date-time' };

@@ -11,7 +11,7 @@
  * routes answer.
  */
 import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
-import type { JsonSchema } from './validate.ts';
+import type { JsonSchema } from '../core/validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
 import type { requeueWire } from './outcomes.ts';

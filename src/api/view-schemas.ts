@@ -27,7 +27,7 @@ import type { requeueWire } from './outcomes.ts';
 import type { WorkerView } from './worker-view.ts';
 import type { ScheduleView } from './schedule-view.ts';
 import { anyJson, array, boolean, described, fields, integer, nullable, number, oneOf, sameFor, string, time, words, constant } from './schema-parts.ts';
-import type { JsonSchema } from './validate.ts';
+import type { JsonSchema } from '../core/validate.ts';
 
 /** GET /metrics (JSON): the snapshot's public part, with the maintenance verdict. */
 export interface MetricsWire {

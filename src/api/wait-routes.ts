@@ -1,17 +1,16 @@
 /**
  * POST /jobs/wait: one request waits on many jobs (what the producer
  * client's waitForJob, waitForJobs and events are built on). The waiting is
- * src/api/job-watchers.ts; this file decodes, reads the answer and encodes.
+ * the engine's (src/engine/job-wait.ts); this file decodes and encodes.
  */
 import { invalid } from '../core/errors.ts';
 import { toJob } from '../core/job-record.ts';
-import type { JobWatchState } from '../db/store/watch.ts';
 import { jobIdField } from './http.ts';
-import { counts, jobWatchers, waitHolds, MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, waitIsolated, type WatchEntry } from './job-watchers.ts';
+import { MAX_JOB_WAIT_MS, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES, type WatchEntry } from '../engine/job-watchers.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { arr, int, obj, optional, str } from './validate.ts';
+import { arr, int, obj, optional, str } from '../core/validate.ts';
 
 const waitBody = obj({
   jobs: arr(
@@ -32,8 +31,6 @@ const waitBody = obj({
 });
 
 export function waitRoutes(r: Routes, deps: AppDeps) {
-  const { store, config } = deps;
-  const read = (p: { ids: readonly number[]; versionsOf: readonly number[] }) => store.jobsWatchStates(p);
 
   r.add(
     {
@@ -54,35 +51,13 @@ export function waitRoutes(r: Routes, deps: AppDeps) {
         if (seenIds.has(e.id)) throw invalid(`jobs[${i}].id`, `jobs[${i}].id names job ${e.id} a second time`);
         seenIds.add(e.id);
       });
-      const all = body.until === 'all';
-      const ids = entries.map((e) => e.id);
-      const versionsOf = entries.filter((e) => e.seen !== undefined).map((e) => e.id);
-      const watchers = jobWatchers(deps.db);
-      watchers.admit(config.maxJobWaits);
-      try {
-        const holds = (states: JobWatchState[]) => waitHolds(entries, all, new Map(states.map((s) => [s.id, s])));
-        let states = await read({ ids, versionsOf });
-        const waitMs = body.waitMs ?? 0;
-        if (!holds(states) && waitMs > 0) {
-          const p = { entries, all, ms: waitMs, signal: c.req.raw.signal, read };
-          if (deps.isolatedRequests) await waitIsolated({ ...p, closed: () => watchers.isClosed });
-          else await watchers.wait(p);
-          states = await read({ ids, versionsOf });
-        }
-        const byId = new Map(states.map((s) => [s.id, s]));
-        const counting = entries.filter((e) => counts(e, byId.get(e.id)));
-        const missing = counting.filter((e) => !byId.has(e.id)).map((e) => String(e.id));
-        const wanted = counting.filter((e) => byId.has(e.id)).map((e) => e.id);
-        const rows = await store.jobsGetWithinBytes({ ids: wanted, maxBytes: WAIT_ANSWER_BYTES });
-        logField(c, { jobCount: rows.length });
-        return c.json({
-          jobs: rows.map((row) => ({ version: row.version, job: toJob(row) })),
-          missing,
-          more: rows.length < wanted.length,
-        });
-      } finally {
-        watchers.leave();
-      }
+      const answer = await deps.engine.waitForJobs({ entries, all: body.until === 'all', waitMs: body.waitMs ?? 0, signal: c.req.raw.signal });
+      logField(c, { jobCount: answer.jobs.length });
+      return c.json({
+        jobs: answer.jobs.map((row) => ({ version: row.version, job: toJob(row) })),
+        missing: answer.missing.map(String),
+        more: answer.more,
+      });
     },
   );
 }

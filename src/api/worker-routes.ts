@@ -5,15 +5,14 @@
  */
 import { iso, toJob } from '../core/job-record.ts';
 import { invalid } from '../core/errors.ts';
-import { createWorkerProtocol, rateLimitedWait, type JobAnswer } from '../protocol/worker-protocol.ts';
+import type { JobAnswer } from '../engine/worker-protocol.ts';
 import { CLAIM_ID_PATTERN, claimIdField, instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
-import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from './claim-waiters.ts';
+import { MAX_CLAIM_WAIT_MS } from '../engine/claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
-import { jobWatchers } from './job-watchers.ts';
 import type { Routes } from './router.ts';
-import { arr, bool, int, json, obj, optional, str } from './validate.ts';
+import { arr, bool, int, json, obj, optional, str } from '../core/validate.ts';
 
 const MAX_BATCH = 1_000;
 const MAX_ERROR_CHARS = 16_000;
@@ -74,8 +73,8 @@ const beatFields = {
 
 export function workerRoutes(r: Routes, deps: AppDeps) {
   const { config } = deps;
-  const watchers = jobWatchers(deps.db);
-  const protocol = createWorkerProtocol({ store: deps.store, config, clock: deps.clock, changed: (ids) => watchers.notify(ids) });
+  // The engine's worker protocol, with its wake-ups: the routes decode, call it and encode.
+  const protocol = deps.engine;
   const leaseMs = int({ min: 1_000, max: config.maxLeaseMs, description: 'lease length in ms' });
   // A claim's limit is a ceiling, and an answer may always hold fewer jobs:
   // one above this server's LEASEHOLD_MAX_CLAIM_BATCH is taken as that
@@ -93,7 +92,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'claimed' },
       summary:
-        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken by an enqueue to the queue on this server, and by one shared look every 250 ms for work from elsewhere or newly due) before answering; past LEASEHOLD_MAX_WAITING_CLAIMS waiting claims on the server, or LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN for the token, one that finds nothing is answered 429 with Retry-After instead. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens. With `claimId`, the claim can be sent again safely when its answer was lost: the same id from the same worker answers the jobs it already took (still running, before their deadline) instead of claiming more",
+        "Claim up to `limit` ready jobs, in claim order, as many as fit in the server's LEASEHOLD_MAX_CLAIM_BYTES of payloads and checkpoints (always at least one: a larger job comes alone); an empty list means nothing is ready. With `waitMs`, a claim that finds nothing waits up to that long for work (woken when a job of the queue becomes claimable through this server: an enqueue, a release, an operator's retry or requeue, its reaper's requeue or schedule occurrence, a delayed job or retry it wrote coming due; and by one shared look every 250 ms for work from elsewhere) before answering; past LEASEHOLD_MAX_WAITING_CLAIMS waiting claims on the server, or LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN for the token, one that finds nothing is answered 429 with Retry-After instead. When the queue's rate limit holds claims back, `rateLimitedUntil` and `retryAfterMs` say when its next window opens. With `claimId`, the claim can be sent again safely when its answer was lost: the same id from the same worker answers the jobs it already took (still running, before their deadline) instead of claiming more",
       body: obj({
         workerId: workerIdField,
         instanceId: optional(instanceIdField),
@@ -106,28 +105,28 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));
       const limit = claimLimit(body.limit ?? 1);
-      const claimed = await claimOrWait({
-        waiters: claimWaiters(deps.db),
+      const { jobs, retryAfterMs, rateLimitedUntil } = await deps.engine.claim({
         queue,
+        workerId: body.workerId,
+        instanceId: body.instanceId,
+        limit,
+        leaseMs: body.leaseMs,
+        claimId: body.claimId,
         waitMs: body.waitMs ?? 0,
         signal: c.req.raw.signal,
-        claim: () => protocol.claim({ queue, workerId: body.workerId, instanceId: body.instanceId, limit, leaseMs: body.leaseMs, claimId: body.claimId }),
-        ready: (cap) => protocol.claimableCount({ queue, cap }),
         // Every caller is one owner while the worker role is open.
         owner: c.get('principal')?.name ?? '',
-        bounds: { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken },
       });
-      if (claimed.length > 0) logField(c, claimed.length === 1 ? { jobId: claimed[0]!.id } : { jobIds: claimed.map((j) => j.id) });
+      if (jobs.length > 0) logField(c, jobs.length === 1 ? { jobId: jobs[0]!.id } : { jobIds: jobs.map((j) => j.id) });
       // The claim statement kept the payloads and checkpoints within
       // LEASEHOLD_MAX_CLAIM_BYTES (at most 256 MiB; one job over it comes
       // alone, and is at most two request bodies of at most 128 MiB each), so
       // this one JSON string stays below V8's ~512 MiB: encoding it cannot
       // throw `RangeError: Invalid string length` after the jobs were marked
       // running. The same holds for the claim riding on /completions.
-      // Read in the claim's own round trip.
-      const wait = rateLimitedWait(claimed, limit);
-      if (wait) return c.json({ jobs: claimed, rateLimitedUntil: iso(wait.until), retryAfterMs: wait.waitMs });
-      return c.json({ jobs: claimed });
+      // The rate limit's advice was read in the claim's own round trip.
+      if (retryAfterMs !== undefined) return c.json({ jobs, rateLimitedUntil: iso(rateLimitedUntil!), retryAfterMs });
+      return c.json({ jobs });
     },
   );
 

@@ -17,7 +17,7 @@ import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
-import { forceRuleProblem, requeueText, type RequeueDoneText } from '../protocol/operator-actions.ts';
+import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
 
 type Flags = Map<string, string | true>;
 
@@ -168,7 +168,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');
-  // The shared rule (src/protocol/operator-actions.ts); its reason half the server answers, in the same words.
+  // The shared rule (src/engine/operator-actions.ts); its reason half the server answers, in the same words.
   const problem = forceRuleProblem({ action, force, reason });
   if (problem?.field === 'force') throw new UsageError(`--${problem.message}`);
   if (id === undefined) return bulk(api, flags, action, reason, force, json);
@@ -179,7 +179,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   const body = { ...(reason ? { reason } : {}), actor: actor(), ...(force ? { force: true } : {}), ...(dryRun ? { dryRun: true } : {}) };
   const answer = await api.post<{ job?: any; requeue?: RequeueDoneText }>(`/jobs/${encodeURIComponent(id)}/${action}`, body);
   if (json) return print(answer), 0;
-  // Said before acting (--dry-run) and after, in the words the dashboard uses (src/protocol/operator-actions.ts).
+  // Said before acting (--dry-run) and after, in the words the dashboard uses (src/engine/operator-actions.ts).
   if (dryRun) return print(`job ${id}: a requeue now would ${requeueText(answer.requeue!)}. Nothing changed.`), 0;
   print(`job ${answer.job.id} ${doneText(action, answer.requeue)}: now ${answer.job.status}`);
   return 0;

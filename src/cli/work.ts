@@ -361,11 +361,11 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
 
   // Loaded only when needed, so `leasehold --help` and `work --url` skip the database code.
   const opened = url === undefined ? await (await import('../runtime/node.ts')).openDatabase(config) : undefined;
-  const transport = opened ? (await import('../embedded/db-transport.ts')).dbTransport({ db: opened.db, config }) : httpTransport({ url: url!, token });
   // stderr: stdout belongs to nobody here, but the commands' own output is what people read.
   const line = (m: string, fields?: Record<string, unknown>) =>
     console.error([`leasehold work: ${m}`, ...Object.entries(fields ?? {}).filter(([k]) => k !== 'workerId').map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)].join(' '));
   const logger: Logger = { info: line, warn: line, error: line };
+  const transport = opened ? await inProcessTransport(opened.db, config) : httpTransport({ url: url!, token });
   const worker = createShellWorker({ transport, queue, command, args, concurrency, leaseMs, outputBytes, logger });
   worker.start();
   console.error(`leasehold work: worker ${worker.id} on queue ${queue} (${redactUrl(url || config.databaseUrl)}), running ${JSON.stringify([command, ...args])}`);
@@ -396,4 +396,16 @@ export async function workCommand(config: Config, flags: Map<string, string | tr
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   return 'keep-running';
+}
+
+/** The in-process transport over its own engine: this process's workers are the only ones it wakes. */
+async function inProcessTransport(db: import('../db/db.ts').Db, config: Config) {
+  const [{ createEngine }, { createStore }, { dbTransport }, { databaseClock }, { createLogger }] = await Promise.all([
+    import('../engine/engine.ts'),
+    import('../db/store/create-store.ts'),
+    import('../embedded/db-transport.ts'),
+    import('../core/clock.ts'),
+    import('../core/log.ts'),
+  ]);
+  return dbTransport(createEngine({ store: createStore(db), config, clock: databaseClock, log: createLogger({ level: config.logLevel, sink: () => {} }) }));
 }

@@ -32,7 +32,7 @@ import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type Dashb
 import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
 import { hasToken } from '../core/tokens.ts';
-import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { requeueText, requeueVerdict } from '../engine/operator-actions.ts';
 
 type Env = DashboardEnv;
 
@@ -224,7 +224,7 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
     const now = clock.now();
     // What the reaper's rule gives each job (requeue, or fail for good), to say which the action did.
     const plan = f.kind === 'requeue' ? new Map((await store.jobsBulkPreview({ ...f, now, limit, rules: config })).map((r) => [r.id, r.requeue?.action])) : new Map();
-    const ran = await once(store, () => store.jobsBulkAct({ ...f, actor, reason: reasonText, now, limit, rules: config, also }));
+    const ran = await once(store, () => deps.engine.bulkAct({ ...f, actor, reason: reasonText, now, limit, rules: config, also }));
     if (!ran) return alreadySubmitted(c);
     const ids = ran.value;
     const failed = ids.filter((id) => plan.get(id) === 'fail').length;

@@ -7,7 +7,7 @@
  * A save is in the audit trail (queue.settings, the operator's name), and a
  * form sent twice is refused the second time.
  *
- * Also (admin) the queue's delete, by the rule of src/protocol/queue-delete.ts
+ * Also (admin) the queue's delete, by the rule of src/engine/queue-delete.ts
  * (never while it holds pending or running jobs or a schedule; its finished
  * jobs only when the box is ticked), confirmed by typing the queue's name,
  * audited as queue.delete with the operator's name.
@@ -22,7 +22,7 @@ import { hasToken } from '../core/tokens.ts';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
-import { deleteQueue } from '../protocol/queue-delete.ts';
+import { deleteQueue } from '../engine/queue-delete.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;

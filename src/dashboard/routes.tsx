@@ -12,7 +12,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
-import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
+import { forceRuleProblem, type OperatorAction } from '../engine/operator-actions.ts';
 import type { JobStatus } from '../core/wire.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
@@ -436,7 +436,7 @@ export function dashboardRoutes(deps: AppDeps) {
     // The rule the API and the CLI keep too: a forced requeue needs a reason.
     if (forceRuleProblem({ action: 'requeue', force, reason })) return go('reason_required');
     const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
-    const ran = await once<OperatorOutcome>(store, () => runOperatorAction(store, { ...p, action: operatorAction, force, rules: config }));
+    const ran = await once<OperatorOutcome>(store, () => deps.engine.operatorAction({ ...p, action: operatorAction, force, rules: config }));
     if (!ran) return alreadySubmitted(c);
     const outcome = ran.value;
     if (outcome.ok && outcome.requeue?.action === 'fail') return go('failed_as_reaper_would');

@@ -8,7 +8,7 @@ import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
-import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../engine/operator-actions.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
@@ -28,7 +28,7 @@ const NOTICES: Record<string, string> = {
   conflict: 'Nothing changed: the job is not in a state that allows this action (it may have moved on). See its current status below.',
   not_found: 'Nothing changed: there is no such job.',
   confirm_mismatch: 'Nothing changed: to force a requeue, type the job id exactly.',
-  // The force/reason rule and the reaper's refusal in the words the API and the CLI use (src/protocol/operator-actions.ts).
+  // The force/reason rule and the reaper's refusal in the words the API and the CLI use (src/engine/operator-actions.ts).
   reason_required: `Nothing changed: ${FORCE_NEEDS_REASON}.`,
   reaper_would_wait: `Nothing changed: the reaper would not take this job back now (see Reaper below for why); ${REAPER_ACTS_ITSELF}.`,
 };

@@ -1,15 +1,11 @@
 /**
- * The in-process transport: the worker protocol (src/protocol/worker-protocol.ts)
- * over a store on a database handle, adapted to the SDK's Transport. The HTTP
- * API runs the same protocol, so both answer alike, refusals word for word.
+ * The in-process transport: the engine (src/engine/engine.ts) adapted to the
+ * SDK's Transport. The HTTP API runs the same engine, so both answer alike,
+ * refusals word for word, and a worker on either is woken by the same
+ * transitions.
  */
-import { claimOrWait, claimWaiters, MAX_CLAIM_WAIT_MS } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
-import { databaseClock, type Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
-import type { Db } from '../db/db.ts';
-import { createStore, type JobStore } from '../db/store/create-store.ts';
-import { createWorkerProtocol, rateLimitedWait, type JobAnswer, type Refusal } from '../protocol/worker-protocol.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { JobAnswer, Refusal } from '../engine/worker-protocol.ts';
 import type { LeaseAnswer, LeaseRef, Transport } from '../worker/transport.ts';
 
 function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {
@@ -21,27 +17,14 @@ function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {
 const lease = (l: LeaseRef) => ({ id: Number(l.id), lockToken: l.lockToken });
 const lost = (r: Refusal) => ({ kind: 'lease_lost' as const, message: r.message });
 
-export function dbTransport(deps: { db: Db; config: Config; clock?: Clock; store?: JobStore }): Transport {
-  // Clients waiting on these jobs over HTTP, on the same database handle, hear of its writes too.
-  const watchers = jobWatchers(deps.db);
-  const protocol = createWorkerProtocol({ store: deps.store ?? createStore(deps.db), config: deps.config, clock: deps.clock ?? databaseClock, changed: (ids) => watchers.notify(ids) });
+export function dbTransport(engine: Engine): Transport {
+  const protocol = engine;
   return {
     async claim(p) {
-      const { waitMs, signal, ...params } = p;
-      const claimed = await claimOrWait({
-        waiters: claimWaiters(deps.db),
-        queue: params.queue,
-        waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
-        signal,
-        claim: () => protocol.claim(params),
-        // In-process callers are the application itself: not bounded.
-        ready: (cap) => protocol.claimableCount({ queue: params.queue, cap }),
-      });
-      // As the HTTP route does, so the worker sleeps until the next window
-      // instead of polling into the closed one.
-      const wait = rateLimitedWait(claimed, params.limit);
-      const jobs = [...claimed];
-      return wait ? Object.assign(jobs, { retryAfterMs: wait.waitMs }) : jobs;
+      // In-process callers are the application itself: no owner, not bounded.
+      const { jobs, retryAfterMs } = await engine.claim(p);
+      // The SDK's transport answer carries the rate limit's advice on the list.
+      return retryAfterMs === undefined ? jobs : Object.assign(jobs, { retryAfterMs });
     },
     async heartbeat(p) {
       const answers = await protocol.heartbeat({ ...p, leases: p.leases.map((l) => ({ ...lease(l), progress: l.progress })) });

@@ -14,20 +14,17 @@
  *   // on shutdown:
  *   await worker.stop(); stopReaper(); lh.close();
  */
-import { parseQueue } from '../api/http.ts';
-import { claimWaiters } from '../api/claim-waiters.ts';
-import { newJob, toNewJob } from '../api/job-routes.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
 import { checkConfig, ConfigError, defaultConfig, deriveFromLease, type Config } from '../core/config.ts';
-import { invalid } from '../core/errors.ts';
-import { tickBatches } from '../core/tick-batches.ts';
 import { describeEnqueued, traceSend } from '../core/trace-context.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce, type ReapReport } from '../maintenance/pass.ts';
+import type { ReapReport } from '../maintenance/pass.ts';
 import { createStore } from '../db/store/create-store.ts';
-import { ENQUEUE_CHUNK, type Enqueued, type NewJob } from '../db/store/enqueue.ts';
+import type { Enqueued } from '../db/store/enqueue.ts';
 import { toJob } from '../core/job-record.ts';
+import { createEngine, type Engine } from '../engine/engine.ts';
+import { checkedJob, parseQueue, type EnqueueItem } from '../engine/enqueue-input.ts';
 import { openDatabase } from '../runtime/node.ts';
 import { startReaperTimer } from '../runtime/reaper-timer.ts';
 import { streamLogger } from '../runtime/log.ts';
@@ -46,20 +43,10 @@ export interface OpenOptions {
   clock?: Clock;
 }
 
-export interface EmbeddedEnqueueOptions {
-  idempotencyKey?: string;
-  /** 'retained' (default): the key deduplicates while a job enqueued with it is kept; 'active': while one is pending or running. */
-  uniqueWhile?: 'retained' | 'active';
-  priority?: number;
-  delayMs?: number;
-  runAt?: Date | string;
-  maxAttempts?: number;
-  timeoutMs?: number;
-}
+/** An enqueue's options; `uniqueWhile` 'retained' (default): the key deduplicates while a job enqueued with it is kept; 'active': while one is pending or running. */
+export type EmbeddedEnqueueOptions = Omit<EnqueueItem, 'payload'>;
 
-export interface EmbeddedEnqueueItem extends EmbeddedEnqueueOptions {
-  payload: unknown;
-}
+export type EmbeddedEnqueueItem = EnqueueItem;
 
 /** What an enqueue answers: the new job, or the existing one for a duplicate idempotency key. */
 export interface EmbeddedEnqueued {
@@ -68,8 +55,14 @@ export interface EmbeddedEnqueued {
 }
 
 export interface Leasehold {
-  /** The Drizzle database, for createApp({ db, config, clock }) when you also want the HTTP API. */
+  /** The Drizzle database. */
   readonly db: Db;
+  /**
+   * The engine the in-process transport runs on: createApp({ engine }) when
+   * you also want the HTTP API, so its claims and this process's workers
+   * wake each other.
+   */
+  readonly engine: Engine;
   readonly config: Config;
   readonly clock: Clock;
   /** The in-process transport a worker uses instead of httpTransport. */
@@ -122,20 +115,12 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
   const db = opened.db;
-  const store = createStore(db);
-  const transport = dbTransport({ db, config, clock });
-  // One `now` per write, read when it starts: a batch's calls were all made in that same tick.
-  async function insert(queue: string, jobs: NewJob[]): Promise<Enqueued[]> {
-    const enqueued = await store.jobsInsert({ queue, jobs, actor: 'embedded', now: clock.now(), defaults: config, maxQueues: config.maxQueues });
-    // Committed: claims waiting on this queue (on this database handle) look now, once per write.
-    const added = enqueued.filter((e) => !e.deduplicated).length;
-    if (added > 0) claimWaiters(db).notify(queue, added);
-    return enqueued;
-  }
-  // Batches of at most one store chunk: a batch is then one transaction, stored whole or not at all.
-  const batches = tickBatches({ write: insert, maxBatch: ENQUEUE_CHUNK });
+  const log = streamLogger({ level: config.logLevel, format: config.logFormat });
+  const engine = createEngine({ store: createStore(db), config, clock, log });
+  const transport = dbTransport(engine);
   return {
     db,
+    engine,
     config,
     clock,
     transport,
@@ -147,7 +132,7 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
         async (trace) => {
           // Checked before joining a batch: a bad call rejects here, alone.
           const job = { ...checkedJob({ ...opts, payload }, ''), ...trace };
-          return answer(await batches.add(parseQueue(queue), job));
+          return answer(await engine.enqueue(parseQueue(queue), job, 'embedded'));
         },
         (span, a) => describeEnqueued(span, [{ id: a.job.id, deduplicated: a.deduplicated }]),
       ),
@@ -158,41 +143,24 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
         async (trace) => {
           const name = parseQueue(queue);
           const jobs = items.map((item, i) => ({ ...checkedJob(item, `jobs[${i}]`), ...trace }));
-          if (jobs.length === 0) return [];
-          return (await insert(name, jobs)).map(answer);
+          return (await engine.enqueueMany(name, jobs, 'embedded')).map(answer);
         },
         (span, answers) => describeEnqueued(span, answers.map((a) => ({ id: a.job.id, deduplicated: a.deduplicated }))),
       ),
     async getJob(id) {
       if (!/^[0-9]{1,15}$/.test(id)) return undefined;
-      const row = await store.jobGet({ id: Number(id) });
+      const row = await engine.store.jobGet({ id: Number(id) });
       return row && toJob(row);
     },
     createWorker: (workerOptions) => createWorker({ ...workerOptions, transport }),
-    reap: () => reapOnce(db, clock.now(), config),
-    startReaper: (log) => startReaperTimer(db, config, clock, typeof log === 'function' ? createLogger({ level: config.logLevel, sink: (r) => log(r.msg) }) : (log ?? streamLogger({ level: config.logLevel, format: config.logFormat }))),
+    reap: () => engine.maintenancePass(clock.now()),
+    startReaper: (to) => startReaperTimer(engine, typeof to === 'function' ? createLogger({ level: config.logLevel, sink: (r) => to(r.msg) }) : (to ?? log)),
     close() {
-      // Enqueues made this turn and not yet written go first, as they would have before batching.
-      batches.flush();
+      // Enqueues made this turn and not yet written go first (the engine starts them), as they would have before batching.
+      engine.close();
       opened.close();
     },
   };
-}
-
-/** One job's input, checked as the API checks it; `path` names it in a list (`jobs[3]`), '' for a lone job. */
-function checkedJob(item: EmbeddedEnqueueItem, path: string): NewJob {
-  const { runAt, ...rest } = item;
-  const input = { ...rest, ...(runAt === undefined ? {} : { runAt: runAt instanceof Date ? runAt.toISOString() : runAt }) };
-  const job = toNewJob(newJob.parse(input, path), path);
-  // The API's payloads arrived as JSON; ours are values, and one that JSON cannot
-  // hold (a BigInt, a throwing toJSON) would otherwise fail its whole batch.
-  try {
-    JSON.stringify(item.payload);
-  } catch (err) {
-    const field = path ? `${path}.payload` : 'payload';
-    throw invalid(field, `${field} must be JSON-serialisable: ${(err as Error).message}`);
-  }
-  return job;
 }
 
 function answer({ job, deduplicated }: Enqueued): EmbeddedEnqueued {

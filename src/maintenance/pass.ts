@@ -57,6 +57,12 @@ export interface ReapObserver {
 }
 
 export interface ReapOptions extends ReapObserver {
+  /**
+   * After a write of the pass committed that made `n` jobs of `queue`
+   * claimable (a reaper requeue, a schedule's occurrence): the engine that
+   * runs the pass wakes the claims waiting on it (src/engine/engine.ts).
+   */
+  jobsBecameClaimable?: (queue: string, n: number) => void;
   /** See rescueOnce: a hold the caller knows of besides the database's (the servers write theirs there). */
   holdLostLeases?: { why: string };
   /** Where webhook POSTs go through (default: the global fetch). */
@@ -71,8 +77,8 @@ export function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions 
 /** One pass over the store port. */
 export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await store.readNow();
-  const rescued = await rescueOnce(store, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job });
-  const schedules = await schedulesOnce(store, at, config);
+  const rescued = await rescueOnce(store, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job, jobsBecameClaimable: options.jobsBecameClaimable });
+  const schedules = await schedulesOnce(store, at, config, options.jobsBecameClaimable);
   const [pruned] = await Promise.all([pruneOnce(store, at, config), sampleActivityOnce(store, at)]);
   let alerts: AlertPassReport;
   try {

@@ -42,6 +42,8 @@ export interface RescueOptions {
    */
   holdLostLeases?: { why: string };
   onJob?: RescueObserver;
+  /** After the pass's writes committed: `n` jobs of `queue` it put back to pending (claims waiting on it look now). */
+  jobsBecameClaimable?: (queue: string, n: number) => void;
 }
 
 export async function rescueOnce(
@@ -86,5 +88,10 @@ export async function rescueOnce(
       options.onJob?.({ id, queue: candidate.queueName, workerId: candidate.lockedBy, action: decision.action, reason: decision.reason, ...overdue });
     }
   }
+  const requeuedByQueue = new Map<string, number>();
+  for (const { candidate, decision } of writes) {
+    if (decision.action === 'requeue' && taken.has(candidate.id)) requeuedByQueue.set(candidate.queueName, (requeuedByQueue.get(candidate.queueName) ?? 0) + 1);
+  }
+  for (const [queue, n] of requeuedByQueue) options.jobsBecameClaimable?.(queue, n);
   return report;
 }

@@ -57,6 +57,8 @@ export async function schedulesOnce(
   store: Pick<JobStore, 'schedulesDue' | 'scheduleEnqueueOccurrence' | 'scheduleAdvanceIfUnchanged'>,
   at: number,
   config: Config,
+  /** Told of each occurrence that made a new job, after its commit (claims waiting on the queue look now). */
+  jobsBecameClaimable?: (queue: string, n: number) => void,
 ): Promise<SchedulesReport> {
   const report: SchedulesReport = { enqueued: 0, alreadyEnqueued: 0, missedSkipped: 0, missedCountCapped: false, errors: [] };
   let countSteps = MISSED_COUNT_STEPS_PER_PASS;
@@ -75,7 +77,10 @@ export async function schedulesOnce(
       if (!missed.exact) report.missedCountCapped = true;
       const { job, deduplicated } = await store.scheduleEnqueueOccurrence({ schedule: s, occurrence, now: at, defaults: config, maxQueues: config.maxQueues });
       if (deduplicated) report.alreadyEnqueued++;
-      else report.enqueued++;
+      else {
+        report.enqueued++;
+        jobsBecameClaimable?.(s.queue_name, 1);
+      }
       const next = nextOccurrence(spec, occurrence, s.next_run_at);
       // A cron that never matches again: park the schedule far away rather than fire it every pass.
       await store.scheduleAdvanceIfUnchanged({ name: s.name, readNextRunAt: s.next_run_at, occurrence, nextRunAt: next ?? Number.MAX_SAFE_INTEGER, jobId: job.id, now: at });

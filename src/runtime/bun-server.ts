@@ -13,6 +13,8 @@
  * (`init_bun().then` on an init that returns nothing), which broke
  * `leasehold reap`, `stats` and `enqueue` in the binary.
  */
+import { createEngine } from '../engine/engine.ts';
+import { createStore } from '../db/store/create-store.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,8 +93,10 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   const clock = options.clock ?? databaseClock;
   const opened = await openDatabase(config);
   // Before the server answers anyone: the start is noted as the reaper's hold (see node.ts).
-  const reaper = options.reaper !== false ? await startReaper(opened.db, config, clock, log) : undefined;
-  const app = createApp({ db: opened.db, config, clock, assets: assetsFromFiles(publicFiles()), log });
+  // One engine for the app and the reaper: what either makes claimable wakes the waiting claims.
+  const engine = createEngine({ store: createStore(opened.db), config, clock, log });
+  const reaper = options.reaper !== false ? await startReaper(engine, log) : undefined;
+  const app = createApp({ engine, assets: assetsFromFiles(publicFiles()) });
 
   let server: BunServer;
   try {
@@ -116,8 +120,8 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   return listening({
     url: serverUrl(config.host, server.port),
     opened,
+    engine,
     config,
-    clock,
     log,
     reaper,
     stopServer: async () => await server.stop(),

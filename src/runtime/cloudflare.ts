@@ -28,6 +28,8 @@
  * declares the few Workers shapes it needs structurally instead of pulling
  * @cloudflare/workers-types into the whole project.
  */
+import { createEngine, type Engine } from '../engine/engine.ts';
+import { createStore } from '../db/store/create-store.ts';
 import { drizzle as drizzleD1 } from 'drizzle-orm/d1';
 import { sql } from 'drizzle-orm';
 import { createApp } from '../app.ts';
@@ -35,7 +37,6 @@ import { hasToken } from '../core/tokens.ts';
 import { databaseClock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce } from '../maintenance/pass.ts';
 import * as schema from '../db/schema.ts';
 import { logReapSummary, reapLogger } from './reaper-timer.ts';
 import { consoleLogger } from './log.ts';
@@ -70,7 +71,7 @@ export interface Env {
 }
 
 interface Runtime {
-  db: Db;
+  engine: Engine;
   config: Config;
   log: Logger;
   app: ReturnType<typeof createApp>;
@@ -178,8 +179,9 @@ async function build(env: Env, role: 'serve' | 'reap'): Promise<Runtime | Refusa
 
   const log = workerLogger(config);
   // No cross-request enqueue batching: a Workers request cannot finish another's I/O.
-  const app = createApp({ db, config, clock: databaseClock, log, batchEnqueues: false, isolatedRequests: true });
-  return { db, config, log, app };
+  const engine = createEngine({ store: createStore(db), config, clock: databaseClock, log, batchEnqueues: false, isolatedRequests: true });
+  const app = createApp({ engine });
+  return { engine, config, log, app };
 }
 
 /** JSON lines through console (Workers Logs indexes their fields); LEASEHOLD_LOG_FORMAT=text for wrangler dev by eye. */
@@ -250,7 +252,7 @@ export default {
         workerLogger().error(`leasehold: reaper (cron ${controller.cron}) cannot run: ${runtime.message}`, { event: 'refused', code: runtime.code });
         return;
       }
-      logReapSummary(runtime.log, await reapOnce(runtime.db, databaseClock.now(), runtime.config, reapLogger(runtime.log, 'cron')), 'cron');
+      logReapSummary(runtime.log, await runtime.engine.maintenancePass(databaseClock.now(), reapLogger(runtime.log, 'cron')), 'cron');
     })();
     ctx.waitUntil(pass);
     // Awaited too, so a failed pass shows as a failed cron invocation (the next cron retries).

@@ -16,8 +16,8 @@
  *
  * This is the only file that names `Deno`.
  */
-import { claimWaiters } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
+import { createEngine } from '../engine/engine.ts';
+import { createStore } from '../db/store/create-store.ts';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
 import { databaseClock, type Clock } from '../core/clock.ts';
@@ -76,9 +76,11 @@ export function denoLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Logg
 export async function startDenoServer(config: Config, clock: Clock = databaseClock, log: Logger = denoLogger(config)): Promise<DenoServer> {
   const opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   await migrateLibsql(opened, MIGRATIONS_DIR);
-  const app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
+  // One engine for the app and the reaper: what either makes claimable wakes the waiting claims.
+  const engine = createEngine({ store: createStore(opened.db), config, clock, log });
+  const app = createApp({ engine, assets: publicAssets(PUBLIC_DIR) });
 
-  const reaperPass = makeReaperPass(opened.db, config, clock, log);
+  const reaperPass = makeReaperPass(engine, log);
   // Before the server answers anyone: the start is noted as the reaper's hold (see node.ts).
   const started = await reaperPass.noteStart();
 
@@ -114,8 +116,7 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
       closing ??= (async () => {
         clearInterval(timer);
         cronAbort.abort();
-        claimWaiters(opened.db).close();
-        jobWatchers(opened.db).close();
+        engine.close();
         await server.shutdown();
         opened.close();
       })();

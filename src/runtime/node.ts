@@ -2,6 +2,8 @@
  * The Node entry: opens the database (embedded libSQL file by default),
  * applies migrations, serves the app, and runs the reaper on a timer.
  */
+import { createEngine } from '../engine/engine.ts';
+import { createStore } from '../db/store/create-store.ts';
 import { serve } from '@hono/node-server';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../app.ts';
@@ -99,11 +101,13 @@ export async function startServer(config: Config, options: ServeOptions = {}): P
   // Before the app answers anyone: the start is noted in the database as the
   // reaper's hold, so no reaper and no operator's requeue takes a lease that
   // ran out while workers could not reach this server.
-  const reaper = options.reaper !== false ? await startReaper(opened.db, config, clock, log) : undefined;
-  app = createApp({ db: opened.db, config, clock, assets: publicAssets(PUBLIC_DIR), log });
+  // One engine for the app and the reaper: what either makes claimable wakes the waiting claims.
+  const engine = createEngine({ store: createStore(opened.db), config, clock, log });
+  const reaper = options.reaper !== false ? await startReaper(engine, log) : undefined;
+  app = createApp({ engine, assets: publicAssets(PUBLIC_DIR) });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  return listening({ url: serverUrl(config.host, port), opened, config, clock, log, reaper, stopServer });
+  return listening({ url: serverUrl(config.host, port), opened, engine, config, log, reaper, stopServer });
 }
 
 /** After this long, connections still open at shutdown are cut. */

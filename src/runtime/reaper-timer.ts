@@ -5,17 +5,14 @@
  * tick), its log line, the start line and the close order.
  */
 import { roleTokens } from '../core/tokens.ts';
-import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import { reapOnce, type ReapObserver, type ReapReport } from '../maintenance/pass.ts';
+import type { ReapObserver, ReapReport } from '../maintenance/pass.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch } from './gap-watch.ts';
-import { createStore } from '../db/store/create-store.ts';
 import type { Logger } from '../core/log.ts';
-import { claimWaiters } from '../api/claim-waiters.ts';
-import { jobWatchers } from '../api/job-watchers.ts';
+import type { Engine } from '../engine/engine.ts';
 
 /** One reaper pass (`source`: who asked: interval, cron), and the note of this server's start. */
 export interface ReaperPass {
@@ -40,8 +37,8 @@ export interface ReaperPass {
  * the reaper's hold (src/db/store/reaper-hold.ts), which every pass, every
  * server's, and every operator's requeue then obeys; a cron pass only obeys.
  */
-export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger, watch: GapWatch | false = gapWatch(config)): ReaperPass {
-  const store = createStore(db);
+export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | false = gapWatch(engine.config)): ReaperPass {
+  const { store, clock } = engine;
   let running = false;
   // A gap noticed whose hold is not in the database yet (its write failed): tried again at the next tick.
   let unwritten: { gapMs: number | null; holdMs: number } | undefined;
@@ -79,7 +76,8 @@ export function makeReaperPass(db: Db, config: Config, clock: Clock, log: Logger
     try {
       // The hold first: this very pass obeys it.
       await noting;
-      const report = await reapOnce(db, clock.now(), config, reapLogger(log, source));
+      // Through the engine: the jobs the pass requeues and the occurrences it enqueues wake the claims waiting on their queues.
+      const report = await engine.maintenancePass(clock.now(), reapLogger(log, source));
       logReapSummary(log, report, source);
     } catch (err) {
       // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
@@ -149,10 +147,10 @@ export function logReapSummary(log: Logger, report: ReapReport, source?: string,
  * (the reaper's hold: resolved once written, so call it before the server
  * answers requests), then a pass every interval. Returns its stop function.
  */
-export async function startReaper(db: Db, config: Config, clock: Clock, log: Logger): Promise<StartedReaper> {
-  const pass = makeReaperPass(db, config, clock, log);
+export async function startReaper(engine: Engine, log: Logger): Promise<StartedReaper> {
+  const pass = makeReaperPass(engine, log);
   const hold = await pass.noteStart();
-  return { stop: everyInterval(pass, config), ...(hold ? { heldUntil: hold.holdUntil } : {}) };
+  return { stop: everyInterval(pass, engine.config), ...(hold ? { heldUntil: hold.holdUntil } : {}) };
 }
 
 /** A server's running reaper: its stop, and until when its start holds expired leases (for the start line). */
@@ -168,10 +166,10 @@ export function reaperDescription(config: Pick<Config, 'reaperIntervalMs'>, reap
 }
 
 /** The same, for a caller that cannot wait (the embedded library's startReaper): the start is noted in the background. */
-export function startReaperTimer(db: Db, config: Config, clock: Clock, log: Logger): () => void {
-  const pass = makeReaperPass(db, config, clock, log);
+export function startReaperTimer(engine: Engine, log: Logger): () => void {
+  const pass = makeReaperPass(engine, log);
   void pass.noteStart();
-  return everyInterval(pass, config);
+  return everyInterval(pass, engine.config);
 }
 
 function everyInterval(pass: ReaperPass, config: Config): () => void {
@@ -239,8 +237,8 @@ export const serverUrl = (host: string, port: number) => `http://${host.includes
 export function listening(p: {
   url: string;
   opened: { db: Db; close(): void };
+  engine: Engine;
   config: Config;
-  clock: Clock;
   log: Logger;
   /** The in-process reaper (startReaper, started before the app answers anyone), or none. */
   reaper: StartedReaper | undefined;
@@ -252,9 +250,8 @@ export function listening(p: {
     url: p.url,
     async close() {
       stopReaper();
-      // Claims waiting for work answer now: the server's close waits for open requests.
-      claimWaiters(p.opened.db).close();
-      jobWatchers(p.opened.db).close();
+      // Claims and waits on jobs answer now: the server's close waits for open requests.
+      p.engine.close();
       await p.stopServer();
       p.opened.close();
     },

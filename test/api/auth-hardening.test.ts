@@ -6,9 +6,8 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { silentLogger } from '../../src/core/log.ts';
-import { createApp } from '../../src/app.ts';
 import { AuthThrottle } from '../../src/api/throttle.ts';
-import { recordingLogger, setup, type TestBed } from '../support/helpers.ts';
+import { recordingLogger, setup, type TestBed, appOn } from '../support/helpers.ts';
 import type { LogRecord } from '../../src/core/log.ts';
 
 const ADMIN = 'a'.repeat(24);
@@ -72,7 +71,7 @@ test('a read-only session ends when the read-only token is changed or removed; a
 
   for (const readonlyToken of ['n'.repeat(24), undefined]) {
     // The same server restarted with the read-only token rotated (or removed).
-    const rotated = createApp({ db: t.db, config: { ...t.config, readonlyToken }, clock: t.clock, log: silentLogger });
+    const rotated = appOn({ db: t.db, config: { ...t.config, readonlyToken }, clock: t.clock, log: silentLogger });
     const old = await request(rotated, '/dashboard', { cookie: readonly.cookie });
     expect(old.status).toBe(303);
     expect(old.headers.get('location')).toMatch(/^\/dashboard\/login/);
@@ -93,7 +92,7 @@ test('the session cookie is Secure over HTTPS, and behind a trusted proxy that s
   });
   expect(direct.headers.get('set-cookie')).toMatch(/; Secure/);
 
-  const proxied = createApp({ db: t.db, config: { ...t.config, trustProxy: 'true' }, clock: t.clock, log: silentLogger });
+  const proxied = appOn({ db: t.db, config: { ...t.config, trustProxy: 'true' }, clock: t.clock, log: silentLogger });
   const behind = await login(proxied, ADMIN, { 'x-forwarded-proto': 'https' });
   expect(behind.res.headers.get('set-cookie')).toMatch(/; Secure/);
 });
@@ -101,7 +100,7 @@ test('the session cookie is Secure over HTTPS, and behind a trusted proxy that s
 test('wrong dashboard logins back the client off with 429, even for the right token, until the delay passes', async () => {
   t = await setup({ adminToken: ADMIN, trustProxy: 'true' });
   let now = 1_000_000;
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
+  const app = appOn({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
   const from = (ip: string) => ({ 'x-forwarded-for': ip });
   for (let i = 0; i < 6; i++) expect((await login(app, 'wrong-token-xxxxxxxxxxxx', from('10.0.0.1'))).res.status).toBe(401);
   const blocked = await login(app, ADMIN, from('10.0.0.1'));
@@ -118,7 +117,7 @@ test('behind a trusted proxy the client is the entry the proxy appended: a spoof
   t = await setup({ adminToken: ADMIN, workerToken: WORKER, trustProxy: 'true' });
   let now = 1_000_000;
   const logs: LogRecord[] = [];
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: recordingLogger(logs), authThrottle: new AuthThrottle(() => now) });
+  const app = appOn({ db: t.db, config: t.config, clock: t.clock, log: recordingLogger(logs), authThrottle: new AuthThrottle(() => now) });
   // nginx's $proxy_add_x_forwarded_for: what the client sent, then the address nginx saw.
   const via = (sent: string, real: string) => ({ 'x-forwarded-for': `${sent}, ${real}` });
   for (let i = 0; i < 6; i++) expect((await login(app, 'wrong-token-xxxxxxxxxxxx', via('127.0.0.1', '203.0.113.7'))).res.status).toBe(401);
@@ -138,7 +137,7 @@ test('behind a trusted proxy the client is the entry the proxy appended: a spoof
   expect([clients('queue.pause'), clients('login'), clients('login_failed')]).toEqual([['203.0.113.8'], ['203.0.113.8'], ['203.0.113.7']]);
 
   // Two proxies in front: the second appends the first's address; the client is one further left.
-  const twoHops = createApp({ db: t.db, config: { ...t.config, trustProxyHops: 2 }, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
+  const twoHops = appOn({ db: t.db, config: { ...t.config, trustProxyHops: 2 }, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
   for (let i = 0; i < 6; i++) expect((await login(twoHops, 'wrong-token-xxxxxxxxxxxx', { 'x-forwarded-for': `127.0.0.${i}, 198.51.100.4, 10.0.0.2` })).res.status).toBe(401);
   expect((await login(twoHops, ADMIN, { 'x-forwarded-for': '198.51.100.4, 10.0.0.2' })).res.status).toBe(429);
   expect((await login(twoHops, ADMIN, { 'x-forwarded-for': '198.51.100.5, 10.0.0.2' })).res.status).toBe(303);
@@ -147,7 +146,7 @@ test('behind a trusted proxy the client is the entry the proxy appended: a spoof
 test('wrong bearer tokens back the client off with 429 and Retry-After; the delay doubles', async () => {
   t = await setup({ adminToken: ADMIN, workerToken: WORKER, trustProxy: 'true' });
   let now = 1_000_000;
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
+  const app = appOn({ db: t.db, config: t.config, clock: t.clock, log: silentLogger, authThrottle: new AuthThrottle(() => now) });
   const call = (token: string) => app.request('/api/v1/jobs', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '10.0.0.9' } });
   for (let i = 0; i < 6; i++) expect((await call('not-the-token-xxxxxxxxxxx')).status).toBe(401);
   const first = await call(ADMIN);
@@ -201,7 +200,7 @@ test('a cookie replayed after logout is refused, on every server sharing the dat
   expect(replayed.status).toBe(303);
   expect(replayed.headers.get('location')).toMatch(/^\/dashboard\/login/);
   // A second server on the same database (same admin token, same cookie key) refuses it too.
-  const second = createApp({ db: t.db, config: t.config, clock: t.clock, log: silentLogger });
+  const second = appOn({ db: t.db, config: t.config, clock: t.clock, log: silentLogger });
   expect((await request(second, '/dashboard', { cookie })).status).toBe(303);
   expect((await request(t.app, '/dashboard', { cookie: other.cookie })).status).toBe(200);
 });

@@ -6,7 +6,8 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { defaultConfig } from '../../src/core/config.ts';
-import { ENQUEUE_CHUNK, EnqueuePartlyStored, jobsInsert } from '../../src/db/store/enqueue.ts';
+import { ENQUEUE_CHUNK } from '../../src/db/db.ts';
+import { EnqueuePartlyStored, jobsInsert } from '../../src/db/store/enqueue.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed;

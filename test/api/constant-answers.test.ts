@@ -68,10 +68,7 @@ test('static files are served gzipped with an ETag, read once', async () => {
   let reads = 0;
   const files = assetsFromFiles(new Map([['app.js', new TextEncoder().encode(script)]]));
   const app = createApp({
-    db: t.db,
-    config: t.config,
-    clock: t.clock,
-    log: t.log,
+    engine: t.engine,
     assets: async (path) => {
       reads++;
       return files(path);

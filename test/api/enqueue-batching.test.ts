@@ -1,13 +1,12 @@
 /**
  * Single-job enqueue requests that the server reads in one event-loop turn
- * share one transaction (src/core/tick-batches.ts), so independent producers
+ * share one transaction (src/engine/tick-batches.ts), so independent producers
  * (other languages, curl, many processes, each sending one job) share
  * commits. Each request still gets its own answer or its own error, as if it
  * had been alone.
  */
 import { afterEach, expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 import { countTransactions } from '../support/count-transactions.ts';
 
 let t: TestBed;
@@ -57,7 +56,7 @@ test('requests one after another each commit in their own turn; with batchEnqueu
   const commits = countTransactions(t.db);
   for (let i = 0; i < 3; i++) expect((await post(t.app, 'q', { payload: i })).status).toBe(201);
   expect(commits()).toBe(3);
-  const unbatched = createApp({ db: t.db, config: t.config, clock: t.clock, log: t.log, batchEnqueues: false });
+  const unbatched = appOn({ db: t.db, config: t.config, clock: t.clock, log: t.log, batchEnqueues: false });
   const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => post(unbatched, 'q', { payload: i })));
   expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201, 201]);
   expect(commits()).toBe(8);

@@ -176,7 +176,7 @@ describe('paths that skip the HTTP validators', () => {
   afterAll(() => t?.close());
 
   test('the in-process transport refuses bad text with an error instead of crashing', async () => {
-    const transport = dbTransport({ db: t.db, config: t.config, clock: t.clock });
+    const transport = dbTransport(t.engine);
     await t.enqueue('p');
     const [c] = await transport.claim({ queue: 'p', workerId: 'w1', limit: 1 });
     await expect(transport.heartbeat({ workerId: 'w1', leases: [{ id: c!.id, lockToken: LONE_HIGH }] })).rejects.toMatchObject({ code: 'invalid_request', field: 'lockToken' });
@@ -187,7 +187,7 @@ describe('paths that skip the HTTP validators', () => {
   });
 
   test('createWorker refuses a bad worker id or queue at once; once() a bad key; a thrown error with a cut emoji is still recorded', async () => {
-    const transport = dbTransport({ db: t.db, config: t.config, clock: t.clock });
+    const transport = dbTransport(t.engine);
     expect(() => createWorker({ transport, queue: 'p', workerId: WITH_NUL, handler: async () => {}, handleSignals: false })).toThrow(/NUL/);
     expect(() => createWorker({ transport, queue: LONE_HIGH, handler: async () => {}, handleSignals: false })).toThrow(/surrogate/);
 

@@ -238,7 +238,7 @@ describe.each(['in-process', 'http'] as const)('the worker SDK over %s', (kind) 
 
   async function transportFor(): Promise<Transport> {
     t = await setup(SHORT, { realClock: databaseClock });
-    if (kind === 'in-process') return dbTransport({ db: t.db, config: t.config, clock: databaseClock });
+    if (kind === 'in-process') return dbTransport(t.engine);
     server = await startServer(defaultConfig({ ...SHORT, databaseUrl: t.url, port: 0 }), { reaper: false, log: silentLogger });
     return httpTransport({ url: server.url });
   }

@@ -6,12 +6,11 @@
  * answering at once at shutdown.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { databaseClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
-import { jobWatchers, MAX_WAIT_JOBS, WAIT_ANSWER_BYTES } from '../../src/api/job-watchers.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { MAX_WAIT_JOBS, WAIT_ANSWER_BYTES } from '../../src/engine/job-watchers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 import { until } from '../support/until.ts';
 
 const beds: TestBed[] = [];
@@ -60,14 +59,14 @@ describe('waiting on jobs', () => {
     const a = await t.enqueue('q', { payload: 1 });
     const [job] = await t.claim('q', 'w1');
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     const completedAt = Date.now();
     await t.post(`/api/v1/jobs/${a.id}/complete`, { workerId: 'w1', lockToken: job!.lockToken, result: 'done' });
     const res = await waiting;
     expect(res.json.jobs.map((j: any) => [j.job.id, j.job.status, j.job.result])).toEqual([[a.id, 'completed', 'done']]);
     // The wake-up, not the re-read, brought it (generous for a loaded machine).
     expect(Date.now() - completedAt).toBeLessThan(2_000);
-    expect(jobWatchers(t.db).waiting).toBe(0);
+    expect(t.engine.jobWatchers.waiting).toBe(0);
   });
 
   test('until: all answers only when every job counts; an id no job has answers at once, in either mode (missing)', async () => {
@@ -77,11 +76,11 @@ describe('waiting on jobs', () => {
     const gone = await wait(t, { jobs: named(a.id, '999999'), waitMs: 20_000, until: 'all' });
     expect(gone.json).toEqual({ jobs: [], missing: ['999999'], more: false });
     const waiting = wait(t, { jobs: named(a.id, b.id), waitMs: 20_000, until: 'all' });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     await finish(t, 'q');
     // One of two finished: still waiting.
     await new Promise((r) => setTimeout(r, 100));
-    expect(jobWatchers(t.db).waiting).toBe(1);
+    expect(t.engine.jobWatchers.waiting).toBe(1);
     await finish(t, 'q');
     const res = await waiting;
     expect(res.json.jobs.map((j: any) => j.job.id)).toEqual([a.id, b.id]);
@@ -97,7 +96,7 @@ describe('waiting on jobs', () => {
     // Same version: nothing counts.
     expect((await wait(t, { jobs: [{ id: a.id, seen: pendingVersion }] })).json.jobs).toEqual([]);
     const waiting = wait(t, { jobs: [{ id: a.id, seen: pendingVersion }], waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     const [claimed] = await t.claim('q', 'w1');
     const active = await waiting;
     expect(active.json.jobs[0].job).toMatchObject({ id: a.id, status: 'running' });
@@ -107,7 +106,7 @@ describe('waiting on jobs', () => {
     await t.post(`/api/v1/jobs/${a.id}/heartbeat`, { workerId: 'w1', lockToken: claimed!.lockToken });
     expect((await wait(t, { jobs: [{ id: a.id, seen: runningVersion }] })).json.jobs).toEqual([]);
     const progressing = wait(t, { jobs: [{ id: a.id, seen: runningVersion }], waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     await t.post(`/api/v1/jobs/${a.id}/heartbeat`, { workerId: 'w1', lockToken: claimed!.lockToken, progress: { pct: 50 } });
     const progressed = await progressing;
     expect(progressed.json.jobs[0].job).toMatchObject({ status: 'running', progress: { pct: 50 } });
@@ -119,9 +118,9 @@ describe('waiting on jobs', () => {
     // A second server: its own handle on the same file, its own app (no shared wake-ups).
     const other = await openLibsql(t.url);
     cleanups.push(() => other.close());
-    const otherApp = createApp({ db: other.db, config: t.config, clock: databaseClock, log: silentLogger });
+    const otherApp = appOn({ db: other.db, config: t.config, clock: databaseClock, log: silentLogger });
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     const call = async (path: string, body: unknown) => (await (await otherApp.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as any;
     const { jobs } = await call('/api/v1/queues/q/claim', { workerId: 'w2' });
     await call(`/api/v1/jobs/${a.id}/complete`, { workerId: 'w2', lockToken: jobs[0].lockToken, result: 'elsewhere' });
@@ -135,7 +134,7 @@ describe('waiting on jobs', () => {
     const b = await t.enqueue('q', { payload: 2 });
     expect((await wait(t, { jobs: named(b.id), waitMs: 50 })).json).toEqual({ jobs: [], missing: [], more: false });
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     await t.post(`/api/v1/jobs/${a.id}/cancel`, { reason: 'test' });
     expect((await waiting).json.jobs[0].job).toMatchObject({ id: a.id, status: 'cancelled' });
   });
@@ -181,7 +180,7 @@ describe('waiting on jobs', () => {
     const a = await t.enqueue('q', { payload: 1 });
     const first = wait(t, { jobs: named(a.id), waitMs: 20_000 });
     const second = wait(t, { jobs: named(a.id), waitMs: 20_000 });
-    await until('two requests to wait', () => jobWatchers(t.db).waiting === 2);
+    await until('two requests to wait', () => t.engine.jobWatchers.waiting === 2);
     const res = await t.app.request('/api/v1/jobs/wait', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobs: named(a.id) }) });
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('1');
@@ -197,13 +196,13 @@ describe('waiting on jobs', () => {
     const a = await t.enqueue('q', { payload: 1 });
     const gone = new AbortController();
     const leaving = t.app.request('/api/v1/jobs/wait', { method: 'POST', signal: gone.signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobs: named(a.id), waitMs: 20_000 }) });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
     gone.abort();
     await Promise.resolve(leaving).catch(() => undefined);
-    await until('the wait to end', () => jobWatchers(t.db).waiting === 0);
+    await until('the wait to end', () => t.engine.jobWatchers.waiting === 0);
     const waiting = wait(t, { jobs: named(a.id), waitMs: 20_000 });
-    await until('the request to wait', () => jobWatchers(t.db).waiting === 1);
-    jobWatchers(t.db).close();
+    await until('the request to wait', () => t.engine.jobWatchers.waiting === 1);
+    t.engine.jobWatchers.close();
     expect((await waiting).json).toEqual({ jobs: [], missing: [], more: false });
   });
 });

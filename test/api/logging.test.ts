@@ -10,10 +10,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig, ConfigError } from '../../src/core/config.ts';
 import { createLogger, type LogRecord } from '../../src/core/log.ts';
-import { createApp } from '../../src/app.ts';
 import { formatText, streamLogger } from '../../src/runtime/log.ts';
 import { makeReaperPass } from '../../src/runtime/reaper-timer.ts';
-import { recordingLogger, setup, type TestBed } from '../support/helpers.ts';
+import { recordingLogger, setup, type TestBed, appOn } from '../support/helpers.ts';
 import { startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
 
 let t: TestBed;
@@ -139,7 +138,7 @@ test('a reap is one warn record naming the job, queue, worker and reason, then t
   t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
   // No gap watch: a fresh pass would otherwise hold expired leases for heartbeat + grace (src/runtime/gap-watch.ts).
   const noGap = false;
-  await makeReaperPass(t.db, t.config, t.clock, recordingLogger(records), noGap)();
+  await makeReaperPass(t.engine, recordingLogger(records), noGap)();
   const reap = records.find((r) => r.event === 'reap')!;
   expect(reap).toMatchObject({ level: 'warn', action: 'requeue', jobId: job.id, queue: 'mail', workerId: 'w-gone', reason: 'reaped_due_to_expired_lease' });
   expect(reap.msg).toContain(`job ${job.id}`);
@@ -147,7 +146,7 @@ test('a reap is one warn record naming the job, queue, worker and reason, then t
 
   // A quiet pass says nothing.
   records.length = 0;
-  await makeReaperPass(t.db, t.config, t.clock, recordingLogger(records), noGap)();
+  await makeReaperPass(t.engine, recordingLogger(records), noGap)();
   expect(records).toEqual([]);
 });
 
@@ -240,14 +239,14 @@ test('text logs escape control characters: a newline in a 404 path or a worker i
   const written: string[] = [];
   const text = streamLogger({ level: 'debug', format: 'text', stream: { isTTY: true, write: (s: string) => written.push(s) } });
   const json = streamLogger({ level: 'debug', format: 'json', stream: { isTTY: false, write: (s: string) => written.push(s) } });
-  const app = createApp({ db: t.db, config: t.config, clock: t.clock, log: text });
+  const app = appOn({ db: t.db, config: t.config, clock: t.clock, log: text });
   const forged = '00:00:00.000 INFO  GET /api/v1/queues 200';
   expect((await app.request(`/nothing%0a${forged.replaceAll(" ", "%20")}%0d%1b[2J%c2%9b`)).status).toBe(404);
 
   const job = await t.enqueue('mail');
   await t.claim('mail', `w1\n${forged}\u001b[31m`);
   t.clock.advance(t.config.leaseMs + t.config.graceMs + 1);
-  await makeReaperPass(t.db, t.config, t.clock, text, false)();
+  await makeReaperPass(t.engine, text, false)();
   json.warn(`from w1\n${forged}\u009b`, { workerId: `w1\u2028x` });
 
   expect(written.length).toBeGreaterThanOrEqual(4);

@@ -9,7 +9,7 @@ import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/core/config.ts';
 import { matchToken, roleTokens } from '../../src/core/tokens.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 
 const ADMIN = 'a'.repeat(24);
 const WORKER = 'w'.repeat(24);
@@ -313,7 +313,7 @@ describe('several tokens per role', () => {
     t = await setup({ adminToken: ADMIN, workerToken: WORKER, adminTokens: `oncall:${ONCALL}` });
     const viaDefault = await login(ADMIN, 'A');
     const viaOncall = await login(ONCALL, 'B');
-    const restart = (config: Partial<Config>) => createApp({ db: t.db, config: { ...t.config, ...config }, clock: t.clock, log: t.log });
+    const restart = (config: Partial<Config>) => appOn({ db: t.db, config: { ...t.config, ...config }, clock: t.clock, log: t.log });
     // A second list entry added (a restart with more tokens): both sessions live on.
     const added = restart({ adminTokens: `oncall:${ONCALL},ci-bot:${CI}` });
     for (const cookie of [viaDefault, viaOncall]) expect((await req('/dashboard', { cookie }, added)).status).toBe(200);
@@ -327,7 +327,7 @@ describe('several tokens per role', () => {
     t.close();
     t = await setup({ adminToken: ADMIN, readonlyTokens: `grafana:${READONLY}` });
     const ro = await login(READONLY, 'R');
-    const gone = createApp({ db: t.db, config: { ...t.config, readonlyTokens: `grafana2:${'q'.repeat(24)}` }, clock: t.clock, log: t.log });
+    const gone = appOn({ db: t.db, config: { ...t.config, readonlyTokens: `grafana2:${'q'.repeat(24)}` }, clock: t.clock, log: t.log });
     expect((await req('/dashboard', { cookie: ro }, gone)).status).toBe(303);
   });
 

@@ -17,7 +17,7 @@ import { reapOnce } from '../../src/maintenance/pass.ts';
 import { jobRequeueIfReaperWould } from '../../src/db/store/requeue.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { silentLogger } from '../../src/core/log.ts';
-import { recordingLogger, setup, type TestBed } from '../support/helpers.ts';
+import { recordingLogger, setup, type TestBed, engineOn } from '../support/helpers.ts';
 
 const api = '/api/v1';
 let t: TestBed;
@@ -45,7 +45,7 @@ async function abandoned(n: number, extra: Record<string, unknown> = {}) {
 /** A second server starting on the same database file: its reaper timer notes the start (and is stopped at once). */
 async function anotherServerStarts() {
   other = await openLibsql(t.url);
-  const reaper = await startReaper(other.db, t.config, t.clock, silentLogger);
+  const reaper = await startReaper(engineOn(other.db, { config: t.config, clock: t.clock, log: silentLogger }), silentLogger);
   reaper.stop();
 }
 
@@ -150,7 +150,7 @@ test("a server that notices its own pause writes the hold (the later end wins), 
   const { ids } = await abandoned(2);
   let mono = 0;
   const records: Parameters<typeof recordingLogger>[0] = [];
-  const pass = makeReaperPass(t.db, t.config, t.clock, recordingLogger(records), gapWatch(t.config, () => mono));
+  const pass = makeReaperPass(t.engine, recordingLogger(records), gapWatch(t.config, () => mono));
   // The start's hold is said in the server's start line, not as a line of its own.
   expect(await pass.noteStart()).toEqual({ holdUntil: t.clock.now() + HOLD_MS, beganAt: t.clock.now(), gapMs: null, cause: 'the server just started' });
   // Regular ticks inside the start's hold: they notice nothing new.

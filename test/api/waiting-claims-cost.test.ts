@@ -5,22 +5,21 @@
  * bounded per server and per token with a 429 that says when to come back.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { claimWaiters, CLAIM_REPOLL_MS } from '../../src/api/claim-waiters.ts';
+import { CLAIM_REPOLL_MS } from '../../src/engine/claim-waiters.ts';
 import { databaseClock } from '../../src/core/clock.ts';
 import type { Config } from '../../src/core/config.ts';
-import { createApp } from '../../src/app.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
 import { startServer } from '../../src/runtime/node.ts';
 import { httpTransport } from '../../src/worker/index.ts';
 import { countTransactions } from '../support/count-transactions.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 import { until } from '../support/until.ts';
 
 const beds: TestBed[] = [];
 afterEach(() => {
   for (const t of beds.splice(0)) {
-    claimWaiters(t.db).close();
+    t.engine.claimWaiters.close();
     t.close();
   }
 });
@@ -60,7 +59,7 @@ describe('waiting claims', () => {
     const commits = countTransactions(t.db);
     const looks = countLooks(t);
     const claims = Array.from({ length: 40 }, (_, i) => claim(t, `w${i}`, 1_500));
-    await until('every claim to wait', () => claimWaiters(t.db).waiting === 40);
+    await until('every claim to wait', () => t.engine.claimWaiters.waiting === 40);
     const afterFirstClaims = commits();
     const looksBefore = looks();
     await sleep(1_000);
@@ -78,7 +77,7 @@ describe('waiting claims', () => {
   test('one enqueue wakes one of 20 waiting claims; the others keep waiting', async () => {
     const t = await bed();
     const claims = Array.from({ length: 20 }, (_, i) => claim(t, `w${i}`, 5_000));
-    await until('every claim to wait', () => claimWaiters(t.db).waiting === 20);
+    await until('every claim to wait', () => t.engine.claimWaiters.waiting === 20);
     const commits = countTransactions(t.db);
     const job = await t.enqueue('q');
     const first = await Promise.race(claims.map(async (c) => (await c).json() as Promise<{ jobs: { id: string }[] }>));
@@ -86,23 +85,23 @@ describe('waiting claims', () => {
     await sleep(CLAIM_REPOLL_MS * 2);
     // The enqueue's own commit and one claim: not twenty claims racing for one job.
     expect(commits()).toBeLessThanOrEqual(3);
-    expect(claimWaiters(t.db).waiting).toBe(19);
+    expect(t.engine.claimWaiters.waiting).toBe(19);
   });
 
   test('a job enqueued by another server wakes as many waiting claims as there are jobs, through the shared look', async () => {
     const t = await bed();
     const claims = Array.from({ length: 10 }, (_, i) => claim(t, `w${i}`, 5_000));
-    await until('every claim to wait', () => claimWaiters(t.db).waiting === 10);
+    await until('every claim to wait', () => t.engine.claimWaiters.waiting === 10);
     // Another server on the same database: this server's waiters hear nothing of it.
     const other = await openLibsql(t.url);
-    const otherApp = createApp({ db: other.db, config: t.config, clock: databaseClock, log: silentLogger });
+    const otherApp = appOn({ db: other.db, config: t.config, clock: databaseClock, log: silentLogger });
     const res = await otherApp.request('/api/v1/queues/q/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobs: [{ payload: 1 }, { payload: 2 }] }) });
     expect(res.status).toBe(201);
     other.close();
-    await until('two claims to take the two jobs', () => claimWaiters(t.db).waiting === 8);
+    await until('two claims to take the two jobs', () => t.engine.claimWaiters.waiting === 8);
     await sleep(CLAIM_REPOLL_MS * 2);
-    expect(claimWaiters(t.db).waiting).toBe(8);
-    claimWaiters(t.db).close();
+    expect(t.engine.claimWaiters.waiting).toBe(8);
+    t.engine.claimWaiters.close();
     await Promise.all(claims);
     expect(Number((await t.client.execute("SELECT count(*) AS n FROM jobs WHERE status = 'running'")).rows[0]!.n)).toBe(2);
   });
@@ -115,7 +114,7 @@ describe('waiting claims', () => {
     expect((await claim(t, 'busy', 0)).status).toBe(200);
     const commits = countTransactions(t.db);
     const claims = Array.from({ length: 5 }, (_, i) => claim(t, `w${i}`, 1_200));
-    await until('every claim to wait', () => claimWaiters(t.db).waiting === 5);
+    await until('every claim to wait', () => t.engine.claimWaiters.waiting === 5);
     await sleep(800);
     // Five first claims, then nothing: a job is pending but the queue is full.
     expect(commits()).toBe(5);
@@ -127,7 +126,7 @@ describe('bounds', () => {
   test('past LEASEHOLD_MAX_WAITING_CLAIMS a claim that finds nothing gets 429 with Retry-After; a claim that finds work still gets it', async () => {
     const t = await bed({ maxWaitingClaims: 3 });
     const waiting = [claim(t, 'a', 3_000), claim(t, 'b', 3_000), claim(t, 'c', 3_000)];
-    await until('three claims to wait', () => claimWaiters(t.db).waiting === 3);
+    await until('three claims to wait', () => t.engine.claimWaiters.waiting === 3);
     const refused = await claim(t, 'd', 3_000);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
@@ -136,24 +135,24 @@ describe('bounds', () => {
     expect(body.error.message).toContain('LEASEHOLD_MAX_WAITING_CLAIMS');
     // Without waitMs nothing parks, so nothing is refused.
     expect((await claim(t, 'e', 0)).status).toBe(200);
-    claimWaiters(t.db).close();
+    t.engine.claimWaiters.close();
     await Promise.all(waiting);
   });
 
   test('per token: one named token cannot take every waiting slot', async () => {
     const t = await bed({ workerTokens: 'alpha:alpha-token-0123456789,beta:beta-token-0123456789', workerToken: 'plain-worker-token-0123', maxWaitingClaimsPerToken: 2 });
     const alpha = [claim(t, 'a1', 3_000, 'alpha-token-0123456789'), claim(t, 'a2', 3_000, 'alpha-token-0123456789')];
-    await until('alpha to hold two waiting claims', () => claimWaiters(t.db).waiting === 2);
+    await until('alpha to hold two waiting claims', () => t.engine.claimWaiters.waiting === 2);
     const third = await claim(t, 'a3', 3_000, 'alpha-token-0123456789');
     expect(third.status).toBe(429);
     expect(((await third.json()) as { error: { message: string } }).error.message).toContain('LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN');
     const beta = claim(t, 'b1', 3_000, 'beta-token-0123456789');
-    await until('beta to wait too', () => claimWaiters(t.db).waiting === 3);
+    await until('beta to wait too', () => t.engine.claimWaiters.waiting === 3);
     const enqueued = await t.call('POST', '/api/v1/queues/q/jobs', { payload: {} }, { authorization: 'Bearer plain-worker-token-0123' });
     expect(enqueued.status).toBe(201);
     const first = await Promise.race([...alpha, beta].map(async (a) => ((await (await a).json()) as { jobs: { id: string }[] }).jobs.map((j) => j.id)));
     expect(first).toEqual([enqueued.json.job.id]);
-    claimWaiters(t.db).close();
+    t.engine.claimWaiters.close();
     await Promise.all([...alpha, beta]);
   });
 

@@ -92,18 +92,18 @@ describe('the dependency rule', () => {
         ...files,
       });
 
-    it('fails a route, a maintenance service, a CLI command or the protocol that imports a store function, naming the file', () => {
+    it('fails a route, a maintenance service, a CLI command or the engine that imports a store function, naming the file', () => {
       const root = withStore({
         'api/admin-routes.ts': "import { queuesHealth } from '../db/store/read.ts';\nexport const r = queuesHealth;\n",
         'maintenance/prune.ts': "import { queuesHealth, type QueueHealth } from '../db/store/read.ts';\nexport const p = (q: QueueHealth) => [q, queuesHealth];\n",
         'cli/main.ts': "export const stats = async () => (await import('../db/store/read.ts')).queuesHealth;\n",
-        'protocol/worker-protocol.ts': "export { queuesHealth } from '../db/store/read.ts';\n",
+        'engine/worker-protocol.ts': "export { queuesHealth } from '../db/store/read.ts';\n",
       });
       expect(check(root).sort()).toEqual([
         `api/admin-routes.ts imports db/store/read.ts: ${WHY}`,
         `cli/main.ts imports db/store/read.ts: ${WHY}`,
+        `engine/worker-protocol.ts imports db/store/read.ts: ${WHY}`,
         `maintenance/prune.ts imports db/store/read.ts: ${WHY}`,
-        `protocol/worker-protocol.ts imports db/store/read.ts: ${WHY}`,
       ]);
     });
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
-import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../../src/protocol/operator-actions.ts';
+import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../../src/engine/operator-actions.ts';
 
 const ADMIN = 'a'.repeat(24);
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -321,7 +321,7 @@ describe('with an admin token', () => {
     expect(page).toContain('fresh attempt budget');
   });
 
-  test('a refused requeue says the rule in the words the API and the CLI use (src/protocol/operator-actions.ts)', async () => {
+  test('a refused requeue says the rule in the words the API and the CLI use (src/engine/operator-actions.ts)', async () => {
     const j = await t.enqueue('q', { payload: 1 });
     await t.claim('q', 'w-1');
     const cookie = await login();

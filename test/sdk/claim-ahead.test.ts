@@ -54,7 +54,7 @@ function watched(inner: Transport) {
   return { transport, calls, peakHeld: () => peakHeld };
 }
 
-const inProcess = (t: TestBed) => dbTransport({ db: t.db, config: t.config, clock: databaseClock });
+const inProcess = (t: TestBed) => dbTransport(t.engine);
 
 async function bedWith(jobs: number) {
   const t = await setup(FAST, { realClock: databaseClock });

@@ -1,5 +1,5 @@
 /**
- * The embedded API's enqueue (src/embedded/leasehold.ts, src/core/tick-batches.ts):
+ * The embedded API's enqueue (src/embedded/leasehold.ts, src/engine/tick-batches.ts):
  * calls for one queue made in the same tick are stored in one transaction,
  * each caller still gets its own answer or its own error; and enqueueMany.
  * A real database file per test, opened by openLeasehold as a user opens it.
@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterEach, expect, test } from 'vitest';
-import { claimWaiters } from '../../src/api/claim-waiters.ts';
 import type { Config } from '../../src/core/config.ts';
 import { LeaseholdError } from '../../src/core/errors.ts';
 import { openLeasehold, type Leasehold } from '../../src/embedded/leasehold.ts';
@@ -54,7 +53,7 @@ test('8 enqueues in flight together are one transaction: each caller gets its ow
   const ids = answers.map((a) => Number(a.job.id));
   expect(ids).toEqual(Array.from({ length: 8 }, (_, i) => ids[0]! + i));
   expect(answers.every((a) => !a.deduplicated && a.job.status === 'pending' && a.job.queue === 'mail')).toBe(true);
-  expect(claimWaiters(lh.db).generation('mail')).toBe(1);
+  expect(lh.engine.claimWaiters.generation('mail')).toBe(1);
   expect(await storedJobs(lh, 'mail')).toBe(8);
   // The stored rows are what the callers were told.
   for (const a of answers) expect((await lh.getJob(a.job.id))?.payload).toEqual(a.job.payload);
@@ -65,7 +64,7 @@ test('calls one after another are not held back: each awaited enqueue is its own
   const transactions = countTransactions(lh.db);
   for (let i = 0; i < 3; i++) await lh.enqueue('mail', { i });
   expect(transactions()).toBe(3);
-  expect(claimWaiters(lh.db).generation('mail')).toBe(3);
+  expect(lh.engine.claimWaiters.generation('mail')).toBe(3);
 });
 
 test('close() right after enqueues that were not awaited still stores them, as when each call wrote at once', async () => {
@@ -101,7 +100,7 @@ test('1,200 calls in one tick go 500 per transaction, ids in call order across t
   const ids = answers.map((a) => Number(a.job.id));
   expect(ids).toEqual([...ids].sort((x, y) => x - y));
   expect(new Set(ids).size).toBe(1200);
-  expect(claimWaiters(lh.db).generation('bulk')).toBe(3);
+  expect(lh.engine.claimWaiters.generation('bulk')).toBe(3);
 });
 
 test('a bad call among good ones rejects alone, with its LeaseholdError; the others are stored in one transaction', async () => {
@@ -155,9 +154,9 @@ test('the same idempotency key twice in one batch: the first creates, the later 
   expect(batched[2]).toEqual({ ...batched[0], deduplicated: true });
   expect(await storedJobs(together, 'mail')).toBe(2);
   // Only the batch that created jobs wakes claims; one of duplicates alone wakes none.
-  expect(claimWaiters(together.db).generation('mail')).toBe(1);
+  expect(together.engine.claimWaiters.generation('mail')).toBe(1);
   await Promise.all([together.enqueue('mail', {}, { idempotencyKey: 'welcome-ada' }), together.enqueue('mail', {}, { idempotencyKey: 'welcome-bob' })]);
-  expect(claimWaiters(together.db).generation('mail')).toBe(1);
+  expect(together.engine.claimWaiters.generation('mail')).toBe(1);
 });
 
 test('a new queue past maxQueues rejects every caller of its batch with the clear error; a batch for an existing queue in the same tick is stored', async () => {
@@ -186,7 +185,7 @@ test('enqueueMany: one answer per item in order, 500 per transaction, duplicates
   expect(answers.map((a) => a.job.priority)).toEqual(items.map((item, i) => ([11, 900].includes(i) ? 10 % 3 : item.priority)));
   expect(answers.filter((a) => a.deduplicated).map((a) => a.job.id)).toEqual([answers[10]!.job.id, answers[10]!.job.id]);
   expect(await storedJobs(lh, 'many')).toBe(1198);
-  expect(claimWaiters(lh.db).generation('many')).toBe(1);
+  expect(lh.engine.claimWaiters.generation('many')).toBe(1);
 });
 
 test('enqueueMany checks every item first: an error names jobs[i].field and nothing is stored', async () => {

@@ -59,7 +59,7 @@ async function bed(kind: 'in-process' | 'http', overrides: Partial<Config> = {})
   const t = await setup({ ...FAST, ...overrides }, { realClock: databaseClock });
   let b: Bed;
   if (kind === 'in-process') {
-    b = { t, transport: dbTransport({ db: t.db, config: t.config, clock: databaseClock }) };
+    b = { t, transport: dbTransport(t.engine) };
   } else {
     const server = await startServer(defaultConfig({ ...FAST, ...overrides, databaseUrl: t.url, port: 0 }), { reaper: false, log: silentLogger });
     b = { t, transport: httpTransport({ url: server.url }), server };
@@ -268,7 +268,7 @@ interface FakeBed extends Bed {
 async function fakeBed(kind: 'in-process' | 'http', overrides: Partial<Config> = {}): Promise<FakeBed> {
   const t = await setup({ ...FAST, ...overrides });
   const http = countedHttp(t);
-  const b = { t, transport: kind === 'in-process' ? dbTransport({ db: t.db, config: t.config, clock: t.clock }) : http.transport, timers: fakeTimers(t.clock), requests: http.requests };
+  const b = { t, transport: kind === 'in-process' ? dbTransport(t.engine) : http.transport, timers: fakeTimers(t.clock), requests: http.requests };
   beds.push(b);
   return b;
 }

@@ -4,11 +4,10 @@
  * race through one app or through two clients on the same database file.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { jobsClaimPending } from '../../src/db/store/claim.ts';
 import { jobsCompleteIfOwned } from '../../src/db/store/finish.ts';
 import { openLibsql, type OpenedDb } from '../../src/runtime/libsql.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 
 let t: TestBed;
 const extra: OpenedDb[] = [];
@@ -114,7 +113,7 @@ test('two libSQL clients on the same file claiming in parallel batches: no job c
 test('two apps on two clients racing for the same jobs over HTTP', async () => {
   const second = await openLibsql(t.url);
   extra.push(second);
-  const app2 = createApp({ db: second.db, config: t.config, clock: t.clock, log: t.log });
+  const app2 = appOn({ db: second.db, config: t.config, clock: t.clock, log: t.log });
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 40 }, (_, i) => ({ payload: i })) });
   const claimVia = async (app: typeof t.app, workerId: string) => {
     const res = await app.request(`${api}/queues/q/claim`, {

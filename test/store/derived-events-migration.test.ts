@@ -8,12 +8,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { manualClock } from '../../src/core/clock.ts';
 import { defaultConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { migrateLibsql, openLibsql } from '../../src/runtime/libsql.ts';
-import { MIGRATIONS } from '../support/helpers.ts';
+import { MIGRATIONS, appOn } from '../support/helpers.ts';
 
 const api = '/api/v1';
 
@@ -32,10 +31,10 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       await migrateLibsql(o, before);
       const clock = manualClock();
       const config = defaultConfig({ databaseUrl: 'file:old' });
-      const appOn = () => createApp({ db: o.db, config, clock, log: silentLogger });
-      const call = async (app: ReturnType<typeof appOn>, path: string, body?: unknown) =>
+      const appNow = () => appOn({ db: o.db, config, clock, log: silentLogger });
+      const call = async (app: ReturnType<typeof appNow>, path: string, body?: unknown) =>
         (await app.request(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
-      const cleanJob = async (app: ReturnType<typeof appOn>, worker: string) => {
+      const cleanJob = async (app: ReturnType<typeof appNow>, worker: string) => {
         const { job } = await call(app, `${api}/queues/q/jobs`, { payload: {} });
         clock.advance(10);
         const [c] = (await call(app, `${api}/queues/q/claim`, { workerId: worker })).jobs;
@@ -49,14 +48,14 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       // An old server's clean job (today's app writes the columns of 0015, 0017 and 0023 and reads 0021's: add them for the replay, drop them after).
       const later = ['enqueued_by text', 'claim_id text', 'finished_token text', 'finished_write text', 'schedule_name text', 'occurrence_at integer', 'trace_parent text', 'trace_state text'];
       for (const column of later) await o.client.execute(`ALTER TABLE jobs ADD ${column}`);
-      const old = await cleanJob(appOn(), 'A');
+      const old = await cleanJob(appNow(), 'A');
       for (const column of later) await o.client.execute(`ALTER TABLE jobs DROP COLUMN ${column.split(' ')[0]}`);
       expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);
       expect(await counters()).toEqual(['claimed:1', 'completed:1', 'enqueued:1']);
 
       await migrateLibsql(o, MIGRATIONS);
       expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);
-      const app = appOn();
+      const app = appNow();
       const trail = await call(app, `${api}/jobs/${old}`);
       expect(trail.events.map((e: any) => [e.type, e.derived])).toEqual([['enqueued', false], ['claimed', false], ['completed', false]]);
 

@@ -7,12 +7,11 @@
  * count each observation once.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { HISTOGRAMS, type HistogramName } from '../../src/core/histograms.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
-import { setup, type TestBed } from '../support/helpers.ts';
+import { setup, type TestBed, appOn } from '../support/helpers.ts';
 
 let t: TestBed;
 afterEach(() => t?.close());
@@ -111,7 +110,7 @@ describe('several servers on one database', () => {
     const second = await openLibsql(t.url);
     try {
       // A second server on the same database (its own connection), on the same clock.
-      const other = createApp({ db: second.db, config: t.config, clock: t.clock, log: silentLogger });
+      const other = appOn({ db: second.db, config: t.config, clock: t.clock, log: silentLogger });
       const post = async (app: typeof t.app, path: string, body: unknown) => {
         const res = await app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
         expect(res.status).toBeLessThan(300);

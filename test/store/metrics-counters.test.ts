@@ -9,12 +9,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { manualClock } from '../../src/core/clock.ts';
 import { silentLogger } from '../../src/core/log.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
 import { migrateLibsql, openLibsql } from '../../src/runtime/libsql.ts';
-import { MIGRATIONS, setup, type TestBed } from '../support/helpers.ts';
+import { MIGRATIONS, setup, type TestBed, appOn } from '../support/helpers.ts';
 
 const api = '/api/v1';
 /** Lease 30 s + grace 10 s + worker-alive 15 s: the reaper takes the job without deferring. */
@@ -169,7 +168,7 @@ describe('counters never go down', () => {
     const reopened = await openLibsql(t.url);
     try {
       await migrateLibsql(reopened, MIGRATIONS);
-      const app = createApp({ db: reopened.db, config: t.config, clock: manualClock(), log: silentLogger });
+      const app = appOn({ db: reopened.db, config: t.config, clock: manualClock(), log: silentLogger });
       const restarted = await scrape({}, app);
       for (const [k, v] of totals) expect([k, restarted.get(k)]).toEqual([k, v]);
     } finally {
@@ -381,7 +380,7 @@ describe('the migration that adds the durable counters', () => {
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
-        const old = createApp({ db: o.db, config: defaultConfig({ databaseUrl: 'file:old' }), clock, log: silentLogger });
+        const old = appOn({ db: o.db, config: defaultConfig({ databaseUrl: 'file:old' }), clock, log: silentLogger });
         const post = async (path: string, body: unknown) => (await old.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
         const ids: string[] = [];
         for (let i = 0; i < 4; i++) ids.push((await post(`${api}/queues/q/jobs`, { payload: {}, idempotencyKey: `k${i}` })).job.id);
@@ -413,7 +412,7 @@ describe('the migration that adds the durable counters', () => {
         ]);
         // The reaped job nobody claimed since: its next claim is a duplicate.
         expect(await rows(`SELECT taken_back FROM jobs WHERE taken_back IS NOT NULL`)).toEqual(['reaped: reaped_due_to_expired_lease']);
-        const app = createApp({ db: o.db, config: defaultConfig({ databaseUrl: 'file:old' }), clock, log: silentLogger });
+        const app = appOn({ db: o.db, config: defaultConfig({ databaseUrl: 'file:old' }), clock, log: silentLogger });
         await app.request(`${api}/queues/q/claim`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workerId: 'D' }) });
         expect(await rows(`SELECT value FROM counters WHERE name = 'duplicate_execution'`)).toEqual(['2']);
       } finally {

@@ -133,7 +133,7 @@ test('the worker SDK waits for the next window instead of polling into a spent o
 });
 
 test('the in-process transport answers the same wait as the HTTP route, so an embedded worker sleeps until the window opens too', async () => {
-  const transport = dbTransport({ db: t.db, config: t.config, clock: t.clock });
+  const transport = dbTransport(t.engine);
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i })) });
   await patch('q', { rateLimit: { max: 2, windowMs: 60_000 } });
   t.clock.advance(15_000);

@@ -3,10 +3,25 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../../src/app.ts';
+import type { AuthThrottle } from '../../src/api/throttle.ts';
 import { manualClock, type Clock } from '../../src/core/clock.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
+import type { Db } from '../../src/db/db.ts';
+import { createStore } from '../../src/db/store/create-store.ts';
+import { createEngine, type EngineDeps } from '../../src/engine/engine.ts';
 import { migrateLibsql, openLibsql } from '../../src/runtime/libsql.ts';
 import { createLogger, type LogRecord, type Logger } from '../../src/core/log.ts';
+
+/** An engine over a database handle, as a runtime builds one. */
+export function engineOn(db: Db, deps: Omit<EngineDeps, 'store'>) {
+  return createEngine({ store: createStore(db), ...deps });
+}
+
+/** An app with its own engine over `db` (a second server on the same database, a restart with other settings). */
+export function appOn(p: Omit<EngineDeps, 'store'> & { db: Db; authThrottle?: AuthThrottle; assets?: (path: string) => Promise<Response | undefined> }) {
+  const { db, authThrottle, assets, ...deps } = p;
+  return createApp({ engine: engineOn(db, deps), ...(authThrottle ? { authThrottle } : {}), ...(assets ? { assets } : {}) });
+}
 
 /** A debug-level logger into `logs`; the `error` field of each unexpected error also goes into `errors`. */
 export function recordingLogger(logs: LogRecord[], errors: unknown[] = []): Logger {
@@ -32,9 +47,12 @@ export async function setup(overrides: Partial<Config> = {}, options: { realCloc
   const errors: unknown[] = [];
   const logs: LogRecord[] = [];
   const log = recordingLogger(logs, errors);
-  const app = createApp({ db: opened.db, config, clock: options.realClock ?? clock, log });
+  const engine = engineOn(opened.db, { config, clock: options.realClock ?? clock, log });
+  const app = createApp({ engine });
   const t = {
     db: opened.db,
+    /** The app's engine: an in-process transport on it (dbTransport(t.engine)) shares the app's wake-ups. */
+    engine,
     client: opened.client,
     app,
     clock,
@@ -78,6 +96,7 @@ export async function setup(overrides: Partial<Config> = {}, options: { realCloc
       return res.json.events as { type: string; reason: string | null; workerId: string | null; from: string; to: string }[];
     },
     close() {
+      engine.close();
       opened.close();
       rmSync(dir, { recursive: true, force: true });
     },

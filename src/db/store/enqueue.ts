@@ -19,7 +19,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
 import type { UniqueWhile } from '../../core/wire.ts';
-import type { Db } from '../db.ts';
+import { ENQUEUE_CHUNK, type Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { queueAdmitsSql, queuesInUseCountSql } from './queue-use.ts';
 import type { JobRecord } from '../../core/job-record.ts';
@@ -65,12 +65,6 @@ export interface Enqueued {
   deduplicated: boolean;
 }
 
-/**
- * Most jobs one statement inserts. The database calls are synchronous, so one
- * statement of 10,000 jobs held the event loop for 0.45-0.9 s (heartbeats,
- * /healthz and every other request waited); 500 take about 25 ms.
- */
-export const ENQUEUE_CHUNK = 500;
 
 /**
  * Storage failed after some chunks of a bulk were stored: the fault is the

@@ -32,8 +32,8 @@ export interface OwnedRef {
   data?: string | null;
 }
 
-/** The columns a batch answer needs (see `returning`). */
-export type LeanJob = Pick<JobRecord, 'id' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
+/** The columns a batch answer needs (see `returning`); the queue, so a write that makes a job claimable can wake the claims waiting on it. */
+export type LeanJob = Pick<JobRecord, 'id' | 'queue_name' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
 
 export type OwnedOutcome<T extends { id: number } = LeanJob> =
   /** `repeated`: this write had already been accepted under this token; nothing changed now. */
@@ -182,7 +182,7 @@ export async function ownedWriteThen<T extends { id: number }, A>(
  * cost of a large batch).
  */
 export const returning = (full: boolean) =>
-  full ? sql`*` : sql`id, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
+  full ? sql`*` : sql`id, queue_name, status, lease_expires_at, deadline_at, lease_epoch, completed_at`;
 
 /**
  * What a write that ends the attempt records of itself besides its effect

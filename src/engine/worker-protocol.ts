@@ -1,5 +1,6 @@
 /**
- * The worker protocol, implemented once over the store: claim, heartbeat
+ * The worker protocol, implemented once over the store (the engine,
+ * src/engine/engine.ts, builds it with its wake-ups): claim, heartbeat
  * (with the worker's liveness beat folded in), checkpoint, complete (and
  * complete-then-claim), fail, release, effects, beat. The in-process
  * transport (src/embedded/db-transport.ts) adapts it to the SDK's Transport;
@@ -48,15 +49,9 @@ export interface Lease {
 }
 
 /** Claimed jobs; `rateWait` when the queue's rate limit held claims back. */
-export type ClaimResult = ClaimedJobWire[] & { rateWait?: RateWait };
-
-/**
- * When to come back, for a claim that got fewer jobs than it asked for
- * because of the queue's rate limit (advisory: the claim itself enforces the
- * limit). Both transports answer it: the HTTP route and the in-process one.
- */
-export function rateLimitedWait(claimed: ClaimResult, limit: number): RateWait | undefined {
-  return claimed.length < limit ? claimed.rateWait : undefined;
+export interface ClaimResult {
+  jobs: ClaimedJobWire[];
+  rateWait?: RateWait | undefined;
 }
 
 /** What a worker says about itself in its liveness beat (the wire's fields). */
@@ -116,9 +111,13 @@ export interface WorkerProtocolDeps {
   /**
    * Called after a write committed with the ids of the jobs it changed
    * (claimed, progressed, checkpointed, completed, failed, released):
-   * clients waiting on those jobs look again at once (src/api/job-watchers.ts).
+   * clients waiting on those jobs look again at once (src/engine/job-watchers.ts).
    */
   changed?: (ids: readonly number[]) => void;
+  /** After a release committed: `n` jobs of `queue` are claimable again now (claims waiting on it look). */
+  becameClaimable?: (queue: string, n: number) => void;
+  /** After a failed attempt committed that will be retried: the job of `queue` is claimable from `availableAt` (epoch ms). */
+  comesDue?: (queue: string, availableAt: number) => void;
 }
 
 export type WorkerProtocol = ReturnType<typeof createWorkerProtocol>;
@@ -143,6 +142,14 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     now: clock.now(),
   });
 
+  /** Released jobs are pending again at once: the claims waiting on their queues look now. */
+  const released = <T extends JobAnswer<{ queue_name: string; status: string }>>(answers: T[]): T[] => {
+    const byQueue = new Map<string, number>();
+    for (const a of answers) if (a.ok && a.job.status === 'pending') byQueue.set(a.job.queue_name, (byQueue.get(a.job.queue_name) ?? 0) + 1);
+    for (const [queue, n] of byQueue) deps.becameClaimable?.(queue, n);
+    return answers;
+  };
+
   return {
     /**
      * pending -> running: up to `limit` jobs of the queue, in claim order.
@@ -152,7 +159,7 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
       const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
       if (claimed.length > 0) deps.changed?.(claimed.map((j) => j.id));
-      return Object.assign(claimed.map(toClaimedJob), rateWait ? { rateWait } : {});
+      return { jobs: claimed.map(toClaimedJob), ...(rateWait ? { rateWait } : {}) };
     },
 
     /** How many jobs a claim on `queue` could take now (at most `cap`), read without claiming: what waiting claims look at. */
@@ -218,18 +225,21 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
         now: clock.now(),
         defaults: config,
       });
-      return told([answer(o!)])[0]!;
+      const a = told([answer(o!)])[0]!;
+      // To be retried: claimable again once its backoff is over.
+      if (a.ok && a.job.status === 'pending') deps.comesDue?.(a.job.queue_name, a.job.available_at);
+      return a;
     },
 
     /** Gives many leases back (shutdown): ready again at once, the attempt not counted. */
     async release(p: { workerId: string; leases: Lease[]; reason?: string | undefined }): Promise<JobAnswer[]> {
-      return told((await store.jobsReleaseIfOwned(releases(p))).map(answer));
+      return released(told((await store.jobsReleaseIfOwned(releases(p))).map(answer)));
     },
 
     /** release() for one job, answering the whole row. */
     async releaseOne(p: Lease & { workerId: string; reason?: string | undefined }): Promise<JobAnswer<JobRecord>> {
       const [o] = await store.jobsReleaseIfOwned({ ...releases({ workerId: p.workerId, leases: [p], reason: p.reason }), full: true });
-      return told([answer(o!)])[0]!;
+      return released(told([answer(o!)]))[0]!;
     },
 
     /** The worker's liveness beat on its own. */

@@ -24,8 +24,8 @@
  * times (D1's queries per invocation are limited), and nothing wakes it but
  * its own re-reads.
  *
- * One set of watchers per database handle, like the claim waiters: the HTTP
- * routes and the embedded API over the same handle wake each other.
+ * One set of watchers per engine, like the claim waiters: the HTTP routes and
+ * the embedded API built on one engine wake each other.
  */
 import { LeaseholdError } from '../core/errors.ts';
 import type { JobStatus } from '../core/wire.ts';
@@ -219,15 +219,6 @@ export class JobWatchers {
       }
     }
   }
-}
-
-const registry = new WeakMap<object, JobWatchers>();
-
-/** The watchers of this database handle (made on first use). */
-export function jobWatchers(db: object): JobWatchers {
-  let watchers = registry.get(db);
-  if (!watchers) registry.set(db, (watchers = new JobWatchers()));
-  return watchers;
 }
 
 /**

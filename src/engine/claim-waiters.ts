@@ -6,10 +6,13 @@
  *
  * Two things wake a parked claim, and both are only hints: the claim
  * statement still decides.
- * - An enqueue in this process (notify), right after its commit.
+ * - A transition through this engine that makes jobs claimable (notify),
+ *   right after its commit: an enqueue, a release, an operator's retry or
+ *   requeue, a schedule's occurrence or a reaper requeue of the maintenance
+ *   pass this process runs, a delayed job or retry coming due whose time the
+ *   engine knows (src/engine/due-timers.ts).
  * - One shared look per queue every CLAIM_REPOLL_MS, for work this process
- *   did not write (another server on the same database, a delayed job that
- *   came due, a requeue). It is a read ("how many jobs could a claim take
+ *   did not write (another server on the same database, the CLI). It is a read ("how many jobs could a claim take
  *   now?", with the claim's own conditions), made once per queue however
  *   many claims wait on it, and it wakes only as many of them as there are
  *   jobs. A parked claim itself runs no statement: waiting costs a read per
@@ -20,9 +23,8 @@
  * LEASEHOLD_MAX_WAITING_CLAIMS_PER_TOKEN): one past either bound is answered
  * 429 with Retry-After instead of waiting.
  *
- * One set of waiters per database handle, so the HTTP routes and the embedded
- * API over the same handle wake each other, and two apps on two databases
- * (tests) do not.
+ * One set of waiters per engine (src/engine/engine.ts): the HTTP routes and
+ * the in-process transport built on one engine wake each other.
  */
 import { LeaseholdError } from '../core/errors.ts';
 
@@ -62,6 +64,8 @@ export class ClaimWaiters {
   private count = 0;
   private closed = false;
   private ticker: ReturnType<typeof setTimeout> | undefined;
+  /** A look is reading now (lookNow does not start a second). */
+  private looking = false;
 
   /** The queue's wake-up count; read it before claiming, pass it to wait(). */
   generation(queue: string): number {
@@ -138,6 +142,17 @@ export class ClaimWaiters {
     this.wakeOldest(queue, jobs);
   }
 
+  /**
+   * Work may have become claimable on queues not named (a bulk action over
+   * every queue): the shared look runs now instead of at its next interval.
+   */
+  lookNow(): void {
+    if (this.closed || this.count === 0 || this.looking) return;
+    clearTimeout(this.ticker);
+    this.ticker = undefined;
+    void this.look();
+  }
+
   /** Shutdown: every waiting claim answers now, and later ones do not wait. */
   close(): void {
     this.closed = true;
@@ -168,6 +183,7 @@ export class ClaimWaiters {
   }
 
   private async look(): Promise<void> {
+    this.looking = true;
     const queues = [...this.byQueue.entries()];
     await Promise.all(
       queues.map(async ([queue, entry]) => {
@@ -182,18 +198,10 @@ export class ClaimWaiters {
         if (jobs > 0) this.wakeOldest(queue, jobs);
       }),
     );
+    this.looking = false;
     this.ticker = undefined;
     if (this.count > 0) this.startLooking();
   }
-}
-
-const registry = new WeakMap<object, ClaimWaiters>();
-
-/** The waiters of this database handle (made on first use). */
-export function claimWaiters(db: object): ClaimWaiters {
-  let waiters = registry.get(db);
-  if (!waiters) registry.set(db, (waiters = new ClaimWaiters()));
-  return waiters;
 }
 
 /** The longest a claim may wait for work: below the server's request timeout and any sane proxy's. */
@@ -207,7 +215,7 @@ export const MAX_CLAIM_WAIT_MS = 30_000;
  * `owner` and `bounds`: whose claim this is, and how many may wait (429
  * past them); `ready`: the cheap look the waiters share while it waits.
  */
-export async function claimOrWait<R extends { length: number }>(p: {
+export async function claimOrWait<R extends { jobs: readonly unknown[] }>(p: {
   waiters: ClaimWaiters;
   queue: string;
   waitMs: number;
@@ -223,7 +231,7 @@ export async function claimOrWait<R extends { length: number }>(p: {
     const seen = p.waiters.generation(p.queue);
     const claimed = await p.claim();
     const left = deadline - Date.now();
-    if (claimed.length > 0 || left <= 0 || p.waiters.isClosed || p.signal?.aborted) return claimed;
+    if (claimed.jobs.length > 0 || left <= 0 || p.waiters.isClosed || p.signal?.aborted) return claimed;
     if (!admitted) p.waiters.admit(p.owner, p.bounds);
     admitted = true;
     await p.waiters.wait({ queue: p.queue, seen, ms: left, ready: p.ready, owner: p.owner, signal: p.signal });

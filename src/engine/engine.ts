@@ -1,0 +1,217 @@
+/**
+ * The engine: what leasehold does, over a store, built once per process by
+ * the runtime (or the embedded library) and handed to both the HTTP app and
+ * the in-process transport. It owns what used to be glued to each of them:
+ *
+ * - enqueue (one, many, gathered per turn; src/engine/enqueue.ts), the input
+ *   checks before it (src/engine/enqueue-input.ts);
+ * - claim, with the wait for work (src/engine/claim-waiters.ts) and the
+ *   rate limit's advice (`rateWait`);
+ * - the owned writes of a worker (src/engine/worker-protocol.ts);
+ * - an operator's actions, single and bulk (src/engine/operator-actions.ts);
+ * - waits on jobs (src/engine/job-wait.ts, src/engine/job-watchers.ts);
+ * - the maintenance pass, run with the engine's wake-up;
+ * - close().
+ *
+ * Every transition that makes a job claimable wakes the claims waiting on
+ * its queue, right after its commit: an enqueue, a release, an operator's
+ * retry or requeue (one or bulk), a reaper requeue or a schedule's
+ * occurrence of a pass run through `maintenancePass`, and a delayed job or
+ * a retry's backoff coming due (src/engine/due-timers.ts). What another
+ * process writes is found by the waiters' shared look (CLAIM_REPOLL_MS).
+ *
+ * @example
+ *   const engine = createEngine({ store: createStore(db), config, clock: databaseClock, log });
+ *   const app = createApp({ engine });
+ *   const transport = dbTransport(engine);
+ */
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import type { Logger } from '../core/log.ts';
+import type { ClaimedJobWire } from '../core/wire.ts';
+import type { Enqueued, NewJob } from '../db/store/enqueue.ts';
+import type { BulkParams, OperatorOutcome } from '../db/store/operator.ts';
+import type { JobStore } from '../db/store/port.ts';
+import { maintenancePassOnce, type ReapOptions, type ReapReport } from '../maintenance/pass.ts';
+import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
+import { DueTimers } from './due-timers.ts';
+import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
+import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.ts';
+import { JobWatchers } from './job-watchers.ts';
+import { runOperatorAction } from './operator-actions.ts';
+import { createWorkerProtocol, type ClaimRequest, type WorkerProtocol } from './worker-protocol.ts';
+
+export interface EngineDeps {
+  store: JobStore;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  /**
+   * Single-job enqueue requests read in one event-loop turn share one
+   * transaction (src/engine/enqueue.ts). Default true; the Workers entry
+   * turns it off, because there one request cannot finish another's I/O.
+   */
+  batchEnqueues?: boolean;
+  /**
+   * A request cannot finish another's I/O or keep its timers (Workers): a
+   * client waiting on jobs reads for itself, in its own request, instead of
+   * sharing the engine's one read. Default false.
+   */
+  isolatedRequests?: boolean;
+}
+
+/** A claim, with how long it may wait for work. */
+export interface ClaimCall extends ClaimRequest {
+  workerId: string;
+  instanceId?: string | undefined;
+  /** Longest to wait when nothing is ready, in ms (capped at MAX_CLAIM_WAIT_MS); 0 or absent: answer at once. */
+  waitMs?: number | undefined;
+  /** The caller went away: stop waiting, claim nothing more. */
+  signal?: AbortSignal | undefined;
+  /** Whose claim this is, for the bounds on waiting claims (HTTP: the token's name); absent: the application itself, not bounded. */
+  owner?: string | undefined;
+}
+
+/**
+ * What a claim answers. When the queue's rate limit held it to fewer jobs
+ * than it asked for, also when its next window opens (advisory: the claim
+ * statement enforces the limit), so the worker sleeps until then instead of
+ * polling into the closed window.
+ */
+export interface ClaimAnswer {
+  jobs: ClaimedJobWire[];
+  /** In ms from now. */
+  retryAfterMs?: number;
+  /** The same instant, epoch ms (the database's clock). */
+  rateLimitedUntil?: number;
+}
+
+export type Engine = ReturnType<typeof createEngine>;
+
+export function createEngine(deps: EngineDeps) {
+  const { store, config, clock } = deps;
+  const claimWaiters = new ClaimWaiters();
+  const jobWatchers = new JobWatchers();
+  const jobsBecameClaimable = (queue: string, n: number) => claimWaiters.notify(queue, n);
+  const due = new DueTimers(jobsBecameClaimable);
+  const jobsChanged = (ids: readonly number[]) => jobWatchers.notify(ids);
+  const protocol: WorkerProtocol = createWorkerProtocol({
+    store,
+    config,
+    clock,
+    changed: jobsChanged,
+    becameClaimable: jobsBecameClaimable,
+    comesDue: (queue, at) => due.add(queue, at),
+  });
+  const enqueuing = createEnqueuing({
+    store,
+    config,
+    clock,
+    batchEnqueues: deps.batchEnqueues !== false,
+    added(queue, jobs) {
+      // Delayed ones too (a hint only: a claim that finds nothing waits again), and their due times.
+      jobsBecameClaimable(queue, jobs.length);
+      // (A bulk's summaries carry available_at too; the timers compare it with this process's clock.)
+      for (const { job } of jobs) if (job.available_at > Date.now()) due.add(queue, job.available_at);
+    },
+  });
+  const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };
+
+  return {
+    store,
+    config,
+    clock,
+    log: deps.log,
+    /** The claims waiting for work (tests and metrics read `waiting`). */
+    claimWaiters,
+    /** The waits on jobs in progress (tests read `waiting`). */
+    jobWatchers,
+
+    /** One job, gathered with the enqueues of its turn into one transaction; input checked first (src/engine/enqueue-input.ts). */
+    enqueue: (queue: string, job: NewJob, source: EnqueueSource): Promise<Enqueued> => enqueuing.one(queue, job, source),
+    /** Many jobs, up to one chunk per transaction; `summaries`: rows without payloads. */
+    enqueueMany: (queue: string, jobs: NewJob[], source: EnqueueSource, options?: { summaries?: boolean }): Promise<Enqueued[]> => enqueuing.many(queue, jobs, source, options),
+
+    /**
+     * pending -> running: up to `limit` jobs; with `waitMs`, a claim that
+     * finds nothing waits for a wake-up and claims again, until it got work,
+     * the wait is over, the caller went away or the engine closes. A claim
+     * with an `owner` is bounded (429 past LEASEHOLD_MAX_WAITING_CLAIMS).
+     */
+    async claim(p: ClaimCall): Promise<ClaimAnswer> {
+      const { waitMs, signal, owner, ...params } = p;
+      const claimed = await claimOrWait({
+        waiters: claimWaiters,
+        queue: params.queue,
+        waitMs: Math.min(waitMs ?? 0, MAX_CLAIM_WAIT_MS),
+        signal,
+        claim: () => protocol.claim(params),
+        ready: (cap) => protocol.claimableCount({ queue: params.queue, cap }),
+        owner,
+        bounds: owner === undefined ? undefined : bounds,
+      });
+      // Only a claim the limit held short gets the advice: one that got all it asked for has nothing to wait for.
+      const wait = claimed.jobs.length < params.limit ? claimed.rateWait : undefined;
+      return wait ? { jobs: claimed.jobs, retryAfterMs: wait.waitMs, rateLimitedUntil: wait.until } : { jobs: claimed.jobs };
+    },
+
+    /** A worker's owned writes: heartbeat, checkpoint, complete, fail, release, beat, effects (each fenced by its lock token). */
+    heartbeat: protocol.heartbeat,
+    checkpoint: protocol.checkpoint,
+    complete: protocol.complete,
+    completeOne: protocol.completeOne,
+    completeThenClaim: protocol.completeThenClaim,
+    fail: protocol.fail,
+    release: protocol.release,
+    releaseOne: protocol.releaseOne,
+    beat: protocol.beat,
+    effectStart: protocol.effectStart,
+    effectFinish: protocol.effectFinish,
+
+    /** One operator action on one job (src/engine/operator-actions.ts); a retried or requeued job wakes its queue's claims. */
+    async operatorAction(p: Parameters<typeof runOperatorAction>[1]): Promise<OperatorOutcome> {
+      const outcome = await runOperatorAction(store, p);
+      if (outcome.ok) {
+        jobsChanged([p.id]);
+        if (outcome.job.status === 'pending') jobsBecameClaimable(outcome.job.queue_name, 1);
+      }
+      return outcome;
+    },
+
+    /** A bulk action (its ids, ascending); retried or requeued jobs wake their queue's claims. */
+    async bulkAct(p: BulkParams): Promise<number[]> {
+      const ids = await store.jobsBulkAct(p);
+      jobsChanged(ids);
+      if (ids.length > 0 && p.kind !== 'cancel') {
+        // A bulk over every queue does not say which queues it touched: the waiters look at theirs now.
+        if (p.queue) jobsBecameClaimable(p.queue, ids.length);
+        else claimWaiters.lookNow();
+      }
+      return ids;
+    },
+
+    /** Waits on many jobs until one (or every one) counts (src/engine/job-wait.ts). */
+    waitForJobs: (p: JobWaitRequest): Promise<JobWaitAnswer> => waitOnJobs({ store, config, watchers: jobWatchers, isolatedRequests: deps.isolatedRequests === true }, p),
+
+    /** Work this engine did not write through its own calls was made claimable: wake up to `n` claims waiting on `queue`. */
+    jobsBecameClaimable,
+    /** Jobs changed outside the engine's own calls: waits on them look again. */
+    jobsChanged,
+
+    /** One maintenance pass over the store (src/maintenance/pass.ts); what it makes claimable wakes the waiting claims. */
+    maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: ReapOptions = {}): Promise<ReapReport> =>
+      maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable }),
+
+    /**
+     * Shutdown: waiting claims and waits answer now (a server's close waits
+     * for open requests), due timers stop, and enqueues still gathering for
+     * their batch are started (before the database closes).
+     */
+    close(): void {
+      enqueuing.flush();
+      claimWaiters.close();
+      jobWatchers.close();
+      due.close();
+    },
+  };
+}
