@@ -20,7 +20,11 @@ import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/met
 import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { sharedRead } from './shared-read.ts';
-import { ErrorPage, Live, PlaybookHint, type NavKey, type QueueActivitySummary } from './views.tsx';
+import { ErrorPage } from './error-page.tsx';
+import type { NavKey } from './layout.tsx';
+import { Live } from './live-region.tsx';
+import { PlaybookHint } from './playbook-hint.tsx';
+import type { QueueActivitySummary } from './views.tsx';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 

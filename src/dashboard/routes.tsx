@@ -31,25 +31,25 @@ import { alongside, once } from './acting.ts';
 import { AuthThrottle, clientAddress } from '../api/throttle.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { crossOriginFormProblem } from '../api/web-guards.ts';
+import { ErrorPage } from './error-page.tsx';
+import type { NavKey } from './layout.tsx';
+import { Live } from './live-region.tsx';
+import { Notice } from './action-notice.tsx';
+import { PlaybookHint } from './playbook-hint.tsx';
 import {
-  ErrorPage,
   JobActions,
   JobDetails,
   JobSummary,
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
-  Live,
   LoginPage,
-  Notice,
   OverviewFragment,
-  PlaybookHint,
   STATUSES,
   isJobStatus,
   WorkersFragment,
   ZombiesFragment,
   type JobsFilter,
-  type NavKey,
 } from './views.tsx';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';

@@ -4,104 +4,18 @@
  */
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
+import { Layout } from './layout.tsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
-import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF, requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
+import { FormToken } from './form-token.tsx';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
-
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
-
-const NOTICES: Record<string, string> = {
-  retried: 'The job was put back to pending with a fresh attempt budget.',
-  requeued: 'The job was requeued: its old lease is void, the old worker’s writes are refused.',
-  force_requeued: 'The live lease was revoked and the job requeued.',
-  // A requeue does what the reaper would do now: for a job whose budgets are spent, that is a final failure.
-  failed_as_reaper_would: 'The job was failed for good, as the reaper would have: its attempts (or its lost-attempt budget) were spent. See its last error below.',
-  force_requeued_override: 'The job was requeued by force, past what the reaper would do (its hold after a server restart or pause, or the job’s spent budget): the job’s events and the audit trail say what it overrode.',
-  cancelled: 'The job was cancelled.',
-  conflict: 'Nothing changed: the job is not in a state that allows this action (it may have moved on). See its current status below.',
-  not_found: 'Nothing changed: there is no such job.',
-  confirm_mismatch: 'Nothing changed: to force a requeue, type the job id exactly.',
-  // The force/reason rule and the reaper's refusal in the words the API and the CLI use (src/protocol/operator-actions.ts).
-  reason_required: `Nothing changed: ${FORCE_NEEDS_REASON}.`,
-  reaper_would_wait: `Nothing changed: the reaper would not take this job back now (see Reaper below for why); ${REAPER_ACTS_ITSELF}.`,
-};
-
-/** `banner`: shown above the page's title on every page (the reaper-late banner). */
-export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; banner?: Child; children?: Child }) {
-  const link = (key: NavKey, href: string, label: string) => (
-    <a href={href} class={props.nav === key ? 'active' : undefined} aria-current={props.nav === key ? 'page' : undefined}>
-      {label}
-    </a>
-  );
-  return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="htmx-config" content='{"includeIndicatorCSS": false}' />
-        <title>{props.title} · leasehold</title>
-        <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-        <link rel="stylesheet" href="/dashboard.css" />
-        <script src="/htmx.min.js" defer></script>
-      </head>
-      <body>
-        <header>
-          <strong class="brand">leasehold</strong>
-          <nav>
-            {link('overview', '/dashboard', 'Overview')}
-            {link('jobs', '/dashboard/jobs', 'Jobs')}
-            {link('zombies', '/dashboard/zombies', 'Zombies')}
-            {link('workers', '/dashboard/workers', 'Workers')}
-            {link('schedules', '/dashboard/schedules', 'Schedules')}
-            {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}
-            {link('audit', '/dashboard/audit', 'Audit')}
-          </nav>
-          {props.loggedIn && props.csrf ? (
-            <form method="post" action="/dashboard/logout" class="logout">
-              <input type="hidden" name="_csrf" value={props.csrf} />
-              {props.operator ? <span class="operator" id="operator">{props.operator}</span> : null}
-              <button type="submit">Log out</button>
-            </form>
-          ) : null}
-        </header>
-        <main>
-          {props.banner}
-          <h1>{props.title}</h1>
-          {props.children}
-        </main>
-      </body>
-    </html>
-  );
-}
-
-/** The polled region: its content is re-fetched from `src` every 2 s and swapped in. `id`: a second region on one page. */
-export function Live(props: { src: string; id?: string; children?: Child }) {
-  return (
-    <div id={props.id ?? 'live'} hx-get={props.src} hx-trigger="every 2s" hx-swap="innerHTML">
-      {props.children}
-    </div>
-  );
-}
-
-export function Notice(props: { notice: string | undefined; was?: string | undefined }) {
-  // Own keys only: ?notice=constructor must not find Object.prototype's.
-  const text = props.notice && Object.hasOwn(NOTICES, props.notice) ? NOTICES[props.notice] : undefined;
-  if (!text) return null;
-  const bad = !['retried', 'requeued', 'force_requeued', 'cancelled', 'failed_as_reaper_would', 'force_requeued_override'].includes(props.notice!);
-  return (
-    <p class={bad ? 'notice error' : 'notice'} role="status" id="notice">
-      {text}
-      {props.was ? ` (status: ${props.was})` : ''}
-    </p>
-  );
-}
 
 export function LoginPage(props: { error?: string | undefined; next: string; name?: string | undefined }) {
   return (
@@ -119,17 +33,6 @@ export function LoginPage(props: { error?: string | undefined; next: string; nam
         </label>
         <button type="submit">Log in</button>
       </form>
-    </Layout>
-  );
-}
-
-export function ErrorPage(props: { title: string; message: string }) {
-  return (
-    <Layout title={props.title} nav="none">
-      <p class="notice error">{props.message}</p>
-      <p>
-        <a href="/dashboard">Back to the overview</a>
-      </p>
     </Layout>
   );
 }
@@ -600,15 +503,6 @@ function eventMessages(events: EventRecord[], budget: number): { shown: string[]
   return { shown, cut };
 }
 
-function Hidden(props: { csrf: string; returnTo?: string }) {
-  return (
-    <>
-      <input type="hidden" name="_csrf" value={props.csrf} />
-      {props.returnTo ? <input type="hidden" name="return_to" value={props.returnTo} /> : null}
-    </>
-  );
-}
-
 /** The actions that fit the job's status when the page was loaded (the server re-checks each one). */
 export function JobActions(props: { job: RunningJobView; now: number; csrf: string; config: Config }) {
   const { job: j } = props;
@@ -622,7 +516,7 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
   if (j.status === 'failed' || j.status === 'cancelled') {
     forms.push(
       <form method="post" action={`${base}/retry`} class="action">
-        <Hidden csrf={props.csrf} />
+        <FormToken csrf={props.csrf} />
         {reason(false)}
         <button type="submit">Retry</button>
       </form>,
@@ -631,7 +525,7 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
   if (j.status === 'pending') {
     forms.push(
       <form method="post" action={`${base}/cancel`} class="action">
-        <Hidden csrf={props.csrf} />
+        <FormToken csrf={props.csrf} />
         {reason(false)}
         <button type="submit">Cancel</button>
       </form>,
@@ -645,7 +539,7 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
       // load; the server decides again on submit, and refuses with why).
       forms.push(
         <form method="post" action={`${base}/requeue`} class="action">
-          <Hidden csrf={props.csrf} />
+          <FormToken csrf={props.csrf} />
           <p id="requeue-verdict" class="hint">
             Requeue now: {requeueVerdict(reap)}.
           </p>
@@ -657,7 +551,7 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
     const force = forceView(j, props.now, props.config);
     forms.push(
       <form method="post" action={`${base}/force-requeue`} class="action danger">
-        <Hidden csrf={props.csrf} />
+        <FormToken csrf={props.csrf} />
         <p>
           Force requeue revokes a lease that may still be live: the job can run twice (the old worker’s writes are refused).
         </p>
@@ -676,20 +570,6 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
   }
   if (forms.length === 0) return <p class="empty">No actions for a {j.status} job.</p>;
   return <div class="actions">{forms}</div>;
-}
-
-/**
- * Where the on-call steps are: docs/playbook.md ships in the package and the
- * repository, not with the server (Workers and the binary have no docs), so
- * the page names the file and the step rather than linking to a copy.
- */
-export function PlaybookHint(props: { step: string }) {
-  return (
-    <p class="hint playbook">
-      On call? The incident steps are in <code>docs/playbook.md</code> (in the leasehold package and repository): this page is {props.step}. The CLI
-      has the same views: <code>leasehold workers</code>, <code>leasehold jobs</code>, <code>leasehold queues</code>.
-    </p>
-  );
 }
 
 /** `csrf` undefined: a read-only login, shown without actions. */
@@ -742,7 +622,7 @@ export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; co
                   <span class="hint">reaper waits: {reap?.why}</span>
                 ) : expired ? (
                   <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline" title={reap ? `Requeue now: ${requeueVerdict(reap)}` : undefined}>
-                    <Hidden csrf={props.csrf} returnTo="/dashboard/zombies" />
+                    <FormToken csrf={props.csrf} returnTo="/dashboard/zombies" />
                     <input type="hidden" name="reason" value="requeued from the zombies page" />
                     {/* What the reaper would do is what this does: the label says which. */}
                     <button type="submit">{reap?.action === 'fail' ? 'Fail for good' : 'Requeue'}</button>
