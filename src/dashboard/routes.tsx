@@ -7,8 +7,6 @@
  * assets (/htmx.min.js, /dashboard.css) served by the runtime from public/.
  */
 import { Hono, type Context } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { secureHeaders } from 'hono/secure-headers';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
@@ -25,12 +23,11 @@ import { jobFlag, type JobFlag } from './job-health.ts';
 import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
 import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
 import { QueueTotals } from './queue-totals.tsx';
-import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
-import { roleTokens } from '../core/tokens.ts';
 import { alongside, once } from './acting.ts';
-import { AuthThrottle, clientAddress } from '../api/throttle.ts';
-import { LeaseholdError } from '../core/errors.ts';
-import { crossOriginFormProblem } from '../api/web-guards.ts';
+import { registerLoginPage, registerLogout } from './login-page.tsx';
+import { registerSecurityHeaders } from './security-headers.ts';
+import { dashboardSessions } from './session-cookie.ts';
+import { registerSessionGuard } from './session-guard.tsx';
 import { ErrorPage } from './error-page.tsx';
 import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
@@ -43,7 +40,6 @@ import {
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
-  LoginPage,
   OverviewFragment,
   STATUSES,
   isJobStatus,
@@ -51,7 +47,7 @@ import {
   ZombiesFragment,
   type JobsFilter,
 } from './views.tsx';
-import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
+import { alreadySubmitted, htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
 import { DB_CLOCK } from '../core/clock.ts';
 import { sharedRead } from './shared-read.ts';
@@ -62,25 +58,12 @@ const DAY = 24 * 3600 * 1000;
 const PAGE_SIZE = 50;
 /** How long one read of the suspect thresholds serves every page and poll (database clock only). */
 const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
-/** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
-const OPEN_OPERATOR = 'open dashboard (no login)';
-/** Failed logins from one client within this long of its entry add to that entry's count. */
-const FAILED_LOGIN_WINDOW_MS = 60_000;
-
 const page = htmlDocument;
-
-/** Only dashboard-local paths are followed after login or an action. */
-function safeLocal(path: unknown, fallback: string): string {
-  return typeof path === 'string' && /^\/dashboard(?:[/?][A-Za-z0-9/_?=&%.-]*)?$/.test(path) && !path.includes('//') ? path : fallback;
-}
 
 export function dashboardRoutes(deps: AppDeps) {
   const { store, config, clock } = deps;
-  const tokens = roleTokens(config);
-  const keys = new SessionKeys(tokens);
-  const throttle = deps.authThrottle ?? new AuthThrottle();
-  const trustProxy = config.trustProxy === 'true';
-  const open = tokens.admin.length === 0;
+  const sessions = dashboardSessions(config);
+  const { open } = sessions;
   const app = new Hono<Env>();
 
   const now = async () => {
@@ -95,134 +78,12 @@ export function dashboardRoutes(deps: AppDeps) {
   const suspects = async () => (clock.now() === DB_CLOCK ? sharedSuspects() : undefined);
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
-
-  const headers = secureHeaders({
-    contentSecurityPolicy: {
-      defaultSrc: ["'none'"],
-      scriptSrc: ["'self'"],
-      styleSrc: ["'self'"],
-      imgSrc: ["'self'"],
-      connectSrc: ["'self'"],
-      formAction: ["'self'"],
-      baseUri: ["'none'"],
-      frameAncestors: ["'none'"],
-    },
-    referrerPolicy: 'same-origin',
-    xFrameOptions: 'DENY',
-  });
-  app.use('/dashboard', headers);
-  app.use('/dashboard/*', headers);
-  const noStore = async (c: Context, next: () => Promise<void>) => {
-    await next();
-    c.header('cache-control', 'no-store');
-  };
-  app.use('/dashboard', noStore);
-  app.use('/dashboard/*', noStore);
-
-  const cookieOptions = (c: Context) => ({
-    path: '/dashboard',
-    httpOnly: true,
-    sameSite: 'Strict' as const,
-    // Served over HTTPS directly, or behind a proxy we were told to trust that says so.
-    secure: new URL(c.req.url).protocol === 'https:' || (trustProxy && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https'),
-    maxAge: Math.floor(SESSION_TTL_MS / 1000),
-  });
-
-  // ---- login / logout ----
-  app.get('/dashboard/login', (c) => {
-    if (open) return c.redirect('/dashboard', 303);
-    return page(c, <LoginPage next={safeLocal(c.req.query('next'), '/dashboard')} />);
-  });
-
-  app.post('/dashboard/login', async (c) => {
-    if (open) return c.redirect('/dashboard', 303);
-    const crossOrigin = crossOriginFormProblem(c);
-    if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: log in from this dashboard's own page.`} />, 403);
-    const form = await c.req.parseBody();
-    const next = safeLocal(form.next, '/dashboard');
-    const client = clientAddress(c, config);
-    const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
-    try {
-      throttle.check(client);
-    } catch (err) {
-      if (!(err instanceof LeaseholdError)) throw err;
-      c.header('retry-after', String(err.details?.retryAfterSeconds ?? 1));
-      return page(c, <LoginPage next={next} name={typed} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
-    }
-    const named = operatorName(form.name);
-    if ('problem' in named) return page(c, <LoginPage next={next} name={typed} error={named.problem} />, 400);
-    const token = typeof form.token === 'string' ? form.token : '';
-    // Every admin and read-only token compared every time, so timing does not tell which one matched.
-    const login = keys.login(token);
-    const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
-    if (!login) {
-      throttle.failed(client);
-      // Folded per client and minute: a flood of guesses is one entry with a count, not a row each.
-      await store.auditLoginFailed({ by: { ...by, role: 'none' }, reason: 'the token is not valid', windowMs: FAILED_LOGIN_WINDOW_MS, now: clock.now() });
-      return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
-    }
-    throttle.succeeded(client);
-    const { cookie } = await keys.issue(login.role, Date.now(), { tok: login.tok, name: named.name });
-    await store.auditInsert({ by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
-    setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
-    return c.redirect(next, 303);
-  });
-
-  // ---- session and CSRF for everything else under /dashboard ----
-  const guard = async (c: Context<Env>, next: () => Promise<void>) => {
-    if (c.req.path === '/dashboard/login') return next();
-    let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());
-    // Logged out: the cookie may still be signed and unexpired, but it is over.
-    if (session && (await store.sessionIsRevoked({ sid: session.sid }))) session = undefined;
-    if (!session) {
-      if (open) {
-        // Loopback development without an admin token: the dashboard is open,
-        // but a session still exists so forms carry a CSRF token.
-        const issued = await keys.issue('admin', Date.now(), { name: OPEN_OPERATOR });
-        setCookie(c, SESSION_COOKIE, issued.cookie, cookieOptions(c));
-        session = issued.session;
-      } else if (c.req.method === 'GET' && !c.req.path.startsWith('/dashboard/live/')) {
-        const url = new URL(c.req.url);
-        return c.redirect(`/dashboard/login?next=${encodeURIComponent(url.pathname + url.search)}`, 303);
-      } else {
-        // A polled fragment swaps this in place (htmx 4 swaps 4xx responses).
-        return c.html(<p class="notice error">Your session has expired: <a href="/dashboard/login">log in again</a>.</p>, 401);
-      }
-    }
-    c.set('session', session);
-    // A fresh one-time token for every form this answer renders (htmx fragments too).
-    c.set('csrf', await keys.formToken(session, Date.now()));
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
-      // Before the CSRF token: a page elsewhere cannot act even with a leaked one.
-      const crossOrigin = crossOriginFormProblem(c);
-      if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: nothing was changed.`} />, 403);
-      const type = c.req.header('content-type') ?? '';
-      const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
-      const nonce = await keys.formTokenValid(session, form._csrf, Date.now());
-      if (!nonce) {
-        return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
-      }
-      // Used already: refused here with a clear answer; two copies racing are settled by the action's own batch.
-      if (await store.formNonceUsed({ nonce: nonce.nonce })) return alreadySubmitted(c);
-      c.set('formNonce', nonce);
-      // Every state-changing route is refused to a read-only login here, once,
-      // so a new POST route cannot forget it. Logging out changes nothing.
-      if (session.role !== 'admin' && c.req.path !== '/dashboard/logout') return readOnlyRefusal(c);
-    }
-    return next();
-  };
-  app.use('/dashboard', guard);
-  app.use('/dashboard/*', guard);
+  registerSecurityHeaders(app);
+  registerLoginPage(app, deps, sessions);
+  registerSessionGuard(app, deps, sessions);
   // Every page says when the reaper looks stopped (after the guard: only for a session).
   registerMaintenanceBanner(app, deps);
-
-  app.post('/dashboard/logout', async (c) => {
-    const session = c.get('session');
-    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, config);
-    if (!(await once(store, () => store.sessionRevoke({ sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
-    deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
-    return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
-  });
+  registerLogout(app, deps, sessions);
 
   const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child, status: 200 | 404 = 200) =>
     layoutPage(c, { title, nav, loggedIn: !open }, children, status);

@@ -4,7 +4,6 @@
  */
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
-import { Layout } from './layout.tsx';
 import type { EventRecord, QueueHealth } from '../db/store/read.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
@@ -16,26 +15,6 @@ import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './jso
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
-
-export function LoginPage(props: { error?: string | undefined; next: string; name?: string | undefined }) {
-  return (
-    <Layout title="Log in" nav="none">
-      {props.error ? <p class="notice error" role="alert" id="login-error">{props.error}</p> : null}
-      <form method="post" action="/dashboard/login" class="login">
-        <input type="hidden" name="next" value={props.next} />
-        <label>
-          Your name <span class="hint">(every action you take is recorded with it)</span>
-          <input type="text" name="name" autocomplete="name" required maxlength={100} value={props.name ?? ''} autofocus={!props.name} />
-        </label>
-        <label>
-          Admin or read-only token
-          <input type="password" name="token" autocomplete="current-password" required autofocus={!!props.name} />
-        </label>
-        <button type="submit">Log in</button>
-      </form>
-    </Layout>
-  );
-}
 
 const age = (at: number | null, now: number) => (at === null ? '—' : fmtDuration(now - at));
 
