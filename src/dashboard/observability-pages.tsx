@@ -24,7 +24,6 @@ import { ErrorPage } from './error-page.tsx';
 import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
 import { PlaybookHint } from './playbook-hint.tsx';
-import type { QueueActivitySummary } from './views.tsx';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 
@@ -34,6 +33,18 @@ type Env = DashboardEnv;
 const SHARED_READ_TTL_MS = 1_000;
 
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
+
+/** Per queue, what the overview shows beside the counts (from the metrics snapshot and the per-minute activity). */
+export interface QueueActivitySummary {
+  /** Jobs completed per minute over the last 5 full minutes. */
+  completedPerMin: number;
+  completedLastHour: number;
+  /** Workers holding one of this queue's jobs now. */
+  busyWorkers: number;
+  firingAlerts: number;
+  /** Duplicate executions in the last hour. */
+  duplicatesLastHour: number;
+}
 
 /**
  * Adds the pages to the dashboard app; returns what the overview route renders

@@ -20,9 +20,8 @@ import { registerSchedulesPage } from './schedules-page.tsx';
 import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
 import { registerJobRawRoutes } from './job-raw.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
-import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
-import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
-import { QueueTotals } from './queue-totals.tsx';
+import { observabilityPages } from './observability-pages.tsx';
+import { registerOverviewPage } from './overview-page.tsx';
 import { alongside, once } from './acting.ts';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
 import { registerSecurityHeaders } from './security-headers.ts';
@@ -40,7 +39,6 @@ import {
   JobsFilterForm,
   JobsFragment,
   jobsQuery,
-  OverviewFragment,
   STATUSES,
   isJobStatus,
   WorkersFragment,
@@ -90,38 +88,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   // ---- metrics, alerts, tuning; the overview's alert count and charts ----
   const overviewExtras = observabilityPages(app, deps);
-
-  // ---- overview ----
-  const overview = async (s: QueueSelection) => {
-    const { summary, charts, health, all, at, perQueue } = await overviewExtras(s);
-    return (
-      <>
-        {summary}
-        {all.length > 0 ? <QueueTotals queues={all} /> : null}
-        <QueuePager base="/dashboard" p={health} />
-        {health.matching === 0 && all.length > 0 ? <NoQueueMatches filter={s.filter} /> : <OverviewFragment queues={health.items} now={at} activity={perQueue} />}
-        {charts}
-      </>
-    );
-  };
-  app.get('/dashboard', async (c) => {
-    const s = parseQueueSelection(c);
-    if (typeof s === 'string') return page(c, <ErrorPage title="Bad page" message={s} />, 400);
-    return shell(
-      c,
-      'Queues',
-      'overview',
-      <>
-        <QueueFilterForm action="/dashboard" filter={s.filter} />
-        <Live src={`/dashboard/live/overview${queueSelectionQuery(s)}`}>{await overview(s)}</Live>
-      </>,
-    );
-  });
-  app.get('/dashboard/live/overview', async (c) => {
-    const s = parseQueueSelection(c);
-    if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
-    return c.html(await overview(s));
-  });
+  registerOverviewPage(app, deps, overviewExtras);
 
   // ---- jobs list ----
   function parseFilter(c: Context): JobsFilter | string {

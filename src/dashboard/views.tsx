@@ -4,7 +4,7 @@
  */
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { Child } from 'hono/jsx';
-import type { EventRecord, QueueHealth } from '../db/store/read.ts';
+import type { EventRecord } from '../db/store/read.ts';
 import type { JobRecord } from '../core/job-record.ts';
 import type { WorkerRecord } from '../db/store/workers.ts';
 import type { Config } from '../core/config.ts';
@@ -15,100 +15,6 @@ import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './jso
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy, type JobFlag } from './job-health.ts';
-
-const age = (at: number | null, now: number) => (at === null ? '—' : fmtDuration(now - at));
-
-const perMin = (x: number) => (x >= 10 || x === 0 ? String(Math.round(x)) : x.toFixed(1));
-
-function ActivityCells(props: { a: QueueActivitySummary | undefined }) {
-  const a = props.a;
-  if (!a) return <><td>—</td><td>—</td><td>—</td><td>—</td></>;
-  return (
-    <>
-      <td class="busy">{a.busyWorkers}</td>
-      <td class="throughput" title={`${a.completedLastHour} completed in the last hour`}>
-        {perMin(a.completedPerMin)}/min <span class="hint">({a.completedLastHour} in 1 h)</span>
-      </td>
-      <td class={a.firingAlerts > 0 ? 'bad alerts' : 'alerts'}>{a.firingAlerts > 0 ? <a href="/dashboard/alerts">{a.firingAlerts} firing</a> : 'none'}</td>
-      <td class={a.duplicatesLastHour > 0 ? 'warn duplicates' : 'duplicates'} title="claims of jobs taken back while their worker may still have been running them">
-        {fmtCount(a.duplicatesLastHour)}
-      </td>
-    </>
-  );
-}
-
-/** Per queue, what the overview shows beside the counts (from the metrics snapshot and the per-minute activity). */
-export interface QueueActivitySummary {
-  /** Jobs completed per minute over the last 5 full minutes. */
-  completedPerMin: number;
-  completedLastHour: number;
-  /** Workers holding one of this queue's jobs now. */
-  busyWorkers: number;
-  firingAlerts: number;
-  /** Duplicate executions in the last hour. */
-  duplicatesLastHour: number;
-}
-
-export function OverviewFragment(props: { queues: QueueHealth[]; now: number; activity?: Map<string, QueueActivitySummary> }) {
-  if (props.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
-  const q = (name: string, status?: string) => `/dashboard/jobs?queue=${encodeURIComponent(name)}${status ? `&status=${status}` : ''}`;
-  return (
-    <div class="table-scroll">
-    <table class="queues">
-      <thead>
-        <tr>
-          <th>Queue</th>
-          <th>Pending</th>
-          <th>Ready</th>
-          <th>Running</th>
-          <th>Workers busy</th>
-          <th>Throughput</th>
-          <th>Alerts</th>
-          <th>Duplicate runs (1 h)</th>
-          <th>Expired leases</th>
-          <th>Oldest running</th>
-          <th>Oldest ready waiting</th>
-          <th>Completed</th>
-          <th>Failed</th>
-          <th>Cancelled</th>
-        </tr>
-      </thead>
-      <tbody>
-        {props.queues.map((x) => (
-          <tr>
-            <td>
-              <a href={q(x.name)}>{x.name}</a>
-              {x.paused ? <span class="badge warn"> paused</span> : null}
-            </td>
-            <td>
-              <a href={q(x.name, 'pending')}>{fmtCount(x.counts.pending)}</a>
-            </td>
-            <td>{fmtCount(x.ready)}</td>
-            <td>
-              <a href={q(x.name, 'running')}>{fmtCount(x.counts.running)}</a>
-            </td>
-            <ActivityCells a={props.activity?.get(x.name)} />
-            <td class={x.expiredLeases > 0 ? 'warn' : undefined}>
-              {x.expiredLeases > 0 ? <a href="/dashboard/zombies">{x.expiredLeases}</a> : 0}
-            </td>
-            <td>{age(x.oldestRunningStartedAt, props.now)}</td>
-            <td>{age(x.oldestReadyAvailableAt, props.now)}</td>
-            <td>
-              <a href={q(x.name, 'completed')}>{fmtCount(x.counts.completed)}</a>
-            </td>
-            <td class={x.counts.failed > 0 ? 'bad' : undefined}>
-              <a href={q(x.name, 'failed')}>{fmtCount(x.counts.failed)}</a>
-            </td>
-            <td>
-              <a href={q(x.name, 'cancelled')}>{fmtCount(x.counts.cancelled)}</a>
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-    </div>
-  );
-}
 
 /** The job statuses a filter may name (the schema's list). */
 export const STATUSES = JOB_STATUSES;
