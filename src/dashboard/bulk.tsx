@@ -25,7 +25,7 @@ import type { AppDeps } from '../api/deps.ts';
 import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
 import type { BulkPreviewRow } from '../db/store/operator.ts';
 import { ErrorPage } from './error-page.tsx';
-import { isJobStatus, jobsQuery } from './views.tsx';
+import { isJobStatus, jobsQuery } from './jobs-filter.ts';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { reaperView } from './reaper-view.ts';
 import { fmtRelative } from './format.ts';

@@ -11,7 +11,6 @@ import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import type { OperatorOutcome } from '../db/store/operator.ts';
 import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
-import type { JobStatus } from '../core/wire.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
@@ -19,15 +18,15 @@ import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
 import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
 import { registerJobRawRoutes } from './job-raw.ts';
-import { jobFlag, type JobFlag } from './job-health.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
+import { registerJobsPage } from './jobs-page.tsx';
+import { pageReads } from './page-reads.ts';
 import { alongside, once } from './acting.ts';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { dashboardSessions } from './session-cookie.ts';
 import { registerSessionGuard } from './session-guard.tsx';
-import { ErrorPage } from './error-page.tsx';
 import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
 import { Notice } from './action-notice.tsx';
@@ -36,44 +35,24 @@ import {
   JobActions,
   JobDetails,
   JobSummary,
-  JobsFilterForm,
-  JobsFragment,
-  jobsQuery,
-  STATUSES,
-  isJobStatus,
   WorkersFragment,
   ZombiesFragment,
-  type JobsFilter,
 } from './views.tsx';
-import { alreadySubmitted, htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
+import { isJobStatus } from './jobs-filter.ts';
+import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 import { storableText } from '../core/text.ts';
-import { DB_CLOCK } from '../core/clock.ts';
-import { sharedRead } from './shared-read.ts';
 
 type Env = DashboardEnv;
 
 const DAY = 24 * 3600 * 1000;
-const PAGE_SIZE = 50;
-/** How long one read of the suspect thresholds serves every page and poll (database clock only). */
-const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
-const page = htmlDocument;
 
 export function dashboardRoutes(deps: AppDeps) {
   const { store, config, clock } = deps;
   const sessions = dashboardSessions(config);
   const { open } = sessions;
+  const reads = pageReads(deps);
+  const { now, suspects } = reads;
   const app = new Hono<Env>();
-
-  const now = async () => {
-    const n = clock.now();
-    return typeof n === 'number' ? n : store.readNow();
-  };
-  // The suspect thresholds read the hour's runtime sample (~40 ms at a
-  // million jobs, only while a live job is past its lease): on the database
-  // clock every page and poll shares one read for 10 s (a new suspect may
-  // show up to 10 s late); a manual clock (tests) reads afresh.
-  const sharedSuspects = sharedRead(async () => store.suspectThresholds({ now: await store.readNow(), defaults: config }), SUSPECT_THRESHOLDS_TTL_MS);
-  const suspects = async () => (clock.now() === DB_CLOCK ? sharedSuspects() : undefined);
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
   registerSecurityHeaders(app);
@@ -89,61 +68,7 @@ export function dashboardRoutes(deps: AppDeps) {
   // ---- metrics, alerts, tuning; the overview's alert count and charts ----
   const overviewExtras = observabilityPages(app, deps);
   registerOverviewPage(app, deps, overviewExtras);
-
-  // ---- jobs list ----
-  function parseFilter(c: Context): JobsFilter | string {
-    const queue = c.req.query('queue') || undefined;
-    const status = c.req.query('status') || undefined;
-    const idText = c.req.query('id')?.trim() || undefined;
-    const key = c.req.query('key') || undefined;
-    const order = c.req.query('order') || undefined;
-    const afterText = c.req.query('after') || undefined;
-    if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
-    if (status !== undefined && !isJobStatus(status)) return `status: one of ${STATUSES.join(', ')}`;
-    if (idText !== undefined && !/^[0-9]{1,15}$/.test(idText)) return 'id: a job id (digits only)';
-    if (key !== undefined && key.length > 255) return 'key: at most 255 characters';
-    if (order !== undefined && order !== 'asc') return 'order: asc (oldest first), or leave it out for newest first';
-    if (afterText !== undefined && !/^[0-9]{1,15}$/.test(afterText)) return 'after: a job id';
-    return { queue, status, id: idText === undefined ? undefined : Number(idText), key, order, after: afterText === undefined ? undefined : Number(afterText) };
-  }
-  const jobs = async (f: JobsFilter) => {
-    const t = await now();
-    const { jobs: list, next } = await store.jobsList({
-      queue: f.queue,
-      status: f.status as JobStatus | undefined,
-      id: f.id,
-      idempotencyKey: f.key,
-      after: f.after,
-      limit: PAGE_SIZE,
-      order: f.order ?? 'desc',
-    });
-    // Running jobs the zombies page lists are marked, with what the reaper will do.
-    const running = list.filter((j) => j.status === 'running').map((j) => j.id);
-    const flags = new Map<number, JobFlag>();
-    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config, suspects: running.length > 0 ? await suspects() : undefined })) {
-      const flag = jobFlag(v, t, config);
-      if (flag) flags.set(v.id, flag);
-    }
-    return <JobsFragment jobs={list} next={next} filter={f} now={t} flags={flags} />;
-  };
-  app.get('/dashboard/jobs', async (c) => {
-    const f = parseFilter(c);
-    if (typeof f === 'string') return page(c, <ErrorPage title="Bad filter" message={f} />, 400);
-    return shell(
-      c,
-      'Jobs',
-      'jobs',
-      <>
-        <JobsFilterForm filter={f} canAct={c.get('session').role === 'admin'} />
-        <Live src={`/dashboard/live/jobs${jobsQuery(f)}`}>{await jobs(f)}</Live>
-      </>,
-    );
-  });
-  app.get('/dashboard/live/jobs', async (c) => {
-    const f = parseFilter(c);
-    if (typeof f === 'string') return c.html(<p class="notice error">{f}</p>, 400);
-    return c.html(await jobs(f));
-  });
+  registerJobsPage(app, deps, reads);
 
   // ---- job detail ----
   // The page leads with the summary (polled), then the actions (not polled:
