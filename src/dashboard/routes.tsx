@@ -21,6 +21,7 @@ import { registerJobRawRoutes } from './job-raw.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
 import { registerJobsPage } from './jobs-page.tsx';
+import { registerWorkersPage } from './workers-page.tsx';
 import { pageReads } from './page-reads.ts';
 import { alongside, once } from './acting.ts';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
@@ -35,7 +36,6 @@ import {
   JobActions,
   JobDetails,
   JobSummary,
-  WorkersFragment,
   ZombiesFragment,
 } from './views.tsx';
 import { isJobStatus } from './jobs-filter.ts';
@@ -44,7 +44,6 @@ import { storableText } from '../core/text.ts';
 
 type Env = DashboardEnv;
 
-const DAY = 24 * 3600 * 1000;
 
 export function dashboardRoutes(deps: AppDeps) {
   const { store, config, clock } = deps;
@@ -145,23 +144,7 @@ export function dashboardRoutes(deps: AppDeps) {
   );
   app.get('/dashboard/live/zombies', async (c) => c.html(await zombies(c)));
 
-  // ---- workers ----
-  const workers = async () => {
-    const t = await now();
-    return <WorkersFragment workers={await store.workersList({ sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
-  };
-  app.get('/dashboard/workers', async (c) =>
-    shell(
-      c,
-      'Workers',
-      'workers',
-      <>
-        <PlaybookHint step="step 1 (is the worker dead, hung, or is storage slow)" />
-        <Live src="/dashboard/live/workers">{await workers()}</Live>
-      </>,
-    ),
-  );
-  app.get('/dashboard/live/workers', async (c) => c.html(await workers()));
+  registerWorkersPage(app, deps, reads);
 
   // ---- actions ----
   app.post('/dashboard/jobs/:id{[0-9]{1,15}}/:action{retry|requeue|force-requeue|cancel}', async (c) => {
