@@ -22,6 +22,7 @@ import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
 import { registerJobsPage } from './jobs-page.tsx';
 import { registerWorkersPage } from './workers-page.tsx';
+import { registerZombiesPage } from './zombies-page.tsx';
 import { pageReads } from './page-reads.ts';
 import { alongside, once } from './acting.ts';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
@@ -31,12 +32,10 @@ import { registerSessionGuard } from './session-guard.tsx';
 import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
 import { Notice } from './action-notice.tsx';
-import { PlaybookHint } from './playbook-hint.tsx';
 import {
   JobActions,
   JobDetails,
   JobSummary,
-  ZombiesFragment,
 } from './views.tsx';
 import { isJobStatus } from './jobs-filter.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
@@ -104,7 +103,6 @@ export function dashboardRoutes(deps: AppDeps) {
       </>,
     );
   });
-  registerJobRawRoutes(app, deps);
   app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
     const id = Number(c.req.param('id'));
     const partText = c.req.query('part');
@@ -117,33 +115,8 @@ export function dashboardRoutes(deps: AppDeps) {
     return c.html(body, job ? 200 : 404);
   });
 
-  // ---- zombies ----
-  const zombies = async (c: Context<Env>) => {
-    const t = await now();
-    const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500, suspects: await suspects() })} now={t} config={config} csrf={csrf} />;
-  };
-  app.get('/dashboard/zombies', async (c) =>
-    shell(
-      c,
-      'Zombie candidates',
-      'zombies',
-      <>
-        <Notice notice={c.req.query('notice')} />
-        <p class="hint">
-          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, that are stalled (heartbeating without progress past
-          their queue's stall setting), or that are suspect: heartbeating, but running longer than max(3 × the p99 runtime of the queue's jobs
-          completed in the last hour, its lease), or 10 leases when none completed (the long_running alert's thresholds, settable per queue). The
-          reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its deadline, and never for being
-          suspect or stalled; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
-        </p>
-        <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
-        <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
-      </>,
-    ),
-  );
-  app.get('/dashboard/live/zombies', async (c) => c.html(await zombies(c)));
-
+  registerJobRawRoutes(app, deps);
+  registerZombiesPage(app, deps, reads);
   registerWorkersPage(app, deps, reads);
 
   // ---- actions ----

@@ -4,34 +4,21 @@
  */
 import type { Child } from 'hono/jsx';
 import type { EventRecord } from '../db/store/read.ts';
-import type { JobRecord } from '../core/job-record.ts';
 import type { Config } from '../core/config.ts';
 import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
 import { FormToken } from './form-token.tsx';
+import { ownerText } from './lease-owner-text.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy } from './job-health.ts';
 
-function leaseText(j: JobRecord, now: number): string {
-  if (j.status !== 'running' || j.lease_expires_at === null) return '—';
-  return j.lease_expires_at >= now ? `${fmtDuration(j.lease_expires_at - now)} remaining` : `overdue by ${fmtDuration(now - j.lease_expires_at)}`;
-}
-
 /** The reaper's view of a running job, in the words of its decision. */
 function reaperText(d: NonNullable<ReturnType<typeof reaperView>>, now: number): string {
   if (d.action === 'requeue' || d.action === 'fail') return `takes it back at its next pass: ${d.why}`;
   const when = d.takesAt <= now ? 'at its next pass' : fmtRelative(d.takesAt, now);
   return `waits: ${d.why}; takes it back ${when} if no heartbeat or beat arrives`;
-}
-
-function ownerText(j: RunningJobView, now: number, config: Config): string {
-  if (!j.locked_by) return '—';
-  if (j.owner_replaced) return `${j.locked_by} (restarted since this claim: the process that claimed it is gone)`;
-  if (j.owner_last_seen_at === null) return `${j.locked_by} (not registered)`;
-  const alive = j.owner_last_seen_at >= now - config.workerAliveMs;
-  return `${j.locked_by} (${alive ? 'alive' : 'not seen'}, last seen ${fmtRelative(j.owner_last_seen_at, now)})`;
 }
 
 /** The job's lease: its own length (what its claim granted) and when it runs out or ran out. */
@@ -293,73 +280,5 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
   }
   if (forms.length === 0) return <p class="empty">No actions for a {j.status} job.</p>;
   return <div class="actions">{forms}</div>;
-}
-
-/** `csrf` undefined: a read-only login, shown without actions. */
-export function ZombiesFragment(props: { jobs: RunningJobView[]; now: number; config: Config; csrf: string | undefined }) {
-  const { now, config } = props;
-  if (props.jobs.length === 0) return <p class="empty">No running job has an expired lease, a late heartbeat, a stall or a suspect runtime.</p>;
-  return (
-    <div class="table-scroll">
-    <table class="zombies">
-      <thead>
-        <tr>
-          <th>Id</th>
-          <th>Queue</th>
-          <th>Owner</th>
-          <th>Lease</th>
-          <th>Heartbeat lag</th>
-          <th>Progress</th>
-          <th title="this attempt's runtime; suspect past max(k x p99 runtime, lease) of its queue (src/core/suspect.ts)">Running</th>
-          <th>Reaper</th>
-          <th>Action</th>
-        </tr>
-      </thead>
-      <tbody>
-        {props.jobs.map((j) => {
-          const expired = j.lease_expires_at !== null && j.lease_expires_at < now;
-          const lag = heartbeatLag(j, now);
-          const reap = reaperView(j, now, config);
-          const takesNow = reap !== null && (reap.action === 'requeue' || reap.action === 'fail');
-          const stalled = jobStalledForMs(j, now);
-          const suspect = jobSuspectForMs(j, now);
-          return (
-            <tr id={`zombie-${j.id}`} class={suspect !== null || stalled !== null ? 'suspect' : undefined}>
-              <td>
-                <a href={`/dashboard/jobs/${j.id}`}>{j.id}</a>
-              </td>
-              <td>{j.queue_name}</td>
-              <td>{ownerText(j, now, config)}</td>
-              <td class={expired ? 'bad' : undefined}>{leaseText(j, now)}</td>
-              <td>{lag === null ? '—' : fmtDuration(lag)}</td>
-              <td class={stalled !== null ? 'bad stalled' : undefined}>{stalled !== null ? `stalled ${fmtDuration(stalled)}` : '—'}</td>
-              <td class={suspect !== null ? 'bad suspect' : undefined} title={suspect !== null ? suspectWhy(j) : undefined}>
-                {j.started_at === null ? '—' : fmtDuration(now - j.started_at)}
-                {suspect !== null ? ` · suspect: past ${fmtDuration(j.suspect_after_ms!)}${deadlineText(j, now)}` : ''}
-              </td>
-              <td title={reap?.why}>{reap === null ? '—' : takesNow || reap.takesAt <= now ? 'next pass' : fmtRelative(reap.takesAt, now)}</td>
-              <td>
-                {props.csrf === undefined ? (
-                  'read-only'
-                ) : expired && !takesNow ? (
-                  <span class="hint">reaper waits: {reap?.why}</span>
-                ) : expired ? (
-                  <form method="post" action={`/dashboard/jobs/${j.id}/requeue`} class="inline" title={reap ? `Requeue now: ${requeueVerdict(reap)}` : undefined}>
-                    <FormToken csrf={props.csrf} returnTo="/dashboard/zombies" />
-                    <input type="hidden" name="reason" value="requeued from the zombies page" />
-                    {/* What the reaper would do is what this does: the label says which. */}
-                    <button type="submit">{reap?.action === 'fail' ? 'Fail for good' : 'Requeue'}</button>
-                  </form>
-                ) : (
-                  <a href={`/dashboard/jobs/${j.id}`}>lease live: force on job page</a>
-                )}
-              </td>
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
-    </div>
-  );
 }
 
