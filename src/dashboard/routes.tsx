@@ -9,8 +9,6 @@
 import { Hono, type Context } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import type { OperatorOutcome } from '../db/store/operator.ts';
-import { forceRuleProblem, runOperatorAction, type OperatorAction } from '../protocol/operator-actions.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerAuditPage } from './audit-page.tsx';
@@ -21,10 +19,10 @@ import { registerJobRawRoutes } from './job-raw.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
 import { registerJobsPage } from './jobs-page.tsx';
+import { registerJobActions } from './job-actions.tsx';
 import { registerWorkersPage } from './workers-page.tsx';
 import { registerZombiesPage } from './zombies-page.tsx';
 import { pageReads } from './page-reads.ts';
-import { alongside, once } from './acting.ts';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { dashboardSessions } from './session-cookie.ts';
@@ -33,19 +31,18 @@ import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
 import { Notice } from './action-notice.tsx';
 import {
-  JobActions,
   JobDetails,
   JobSummary,
 } from './views.tsx';
+import { JobActions } from './job-actions.tsx';
 import { isJobStatus } from './jobs-filter.ts';
-import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
-import { storableText } from '../core/text.ts';
+import { layoutPage, type DashboardEnv } from './page.tsx';
 
 type Env = DashboardEnv;
 
 
 export function dashboardRoutes(deps: AppDeps) {
-  const { store, config, clock } = deps;
+  const { store, config } = deps;
   const sessions = dashboardSessions(config);
   const { open } = sessions;
   const reads = pageReads(deps);
@@ -119,42 +116,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerZombiesPage(app, deps, reads);
   registerWorkersPage(app, deps, reads);
 
-  // ---- actions ----
-  app.post('/dashboard/jobs/:id{[0-9]{1,15}}/:action{retry|requeue|force-requeue|cancel}', async (c) => {
-    const id = Number(c.req.param('id'));
-    const action = c.req.param('action');
-    const session = c.get('session');
-    const form = await c.req.parseBody();
-    // The operator's own name, as typed at login: the job's events and the audit say who.
-    const actor = session.name;
-    const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
-    const reason = reasonText === '' ? null : reasonText;
-    const jobPage = `/dashboard/jobs/${id}`;
-    const back = form.return_to === '/dashboard/zombies' ? '/dashboard/zombies' : jobPage;
-    const go = (notice: string, was?: string) => {
-      const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
-      return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
-    };
-    const force = action === 'force-requeue';
-    const operatorAction: OperatorAction = force ? 'requeue' : (action as OperatorAction);
-    const auditAction = force ? 'job.force_requeue' : (`job.${operatorAction}` as const);
-    // The store names the job's queue and its status after the action in the entry (read in the same batch).
-    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, config);
-    const p = { id, actor, reason, now: clock.now(), also };
-    if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
-    // The rule the API and the CLI keep too: a forced requeue needs a reason.
-    if (forceRuleProblem({ action: 'requeue', force, reason })) return go('reason_required');
-    const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
-    const ran = await once<OperatorOutcome>(store, () => runOperatorAction(store, { ...p, action: operatorAction, force, rules: config }));
-    if (!ran) return alreadySubmitted(c);
-    const outcome = ran.value;
-    if (outcome.ok && outcome.requeue?.action === 'fail') return go('failed_as_reaper_would');
-    if (outcome.ok && outcome.requeue?.forced && (outcome.requeue.overrodeHold || outcome.requeue.beyondBudget)) return go('force_requeued_override');
-    if (outcome.ok) return go(done);
-    if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
-    return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
-  });
-
+  registerJobActions(app, deps);
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);

@@ -2,16 +2,13 @@
  * Dashboard views (hono/jsx, server-rendered). Every value is rendered as
  * JSX text or attribute, which hono/jsx escapes; nothing here uses raw HTML.
  */
-import type { Child } from 'hono/jsx';
 import type { EventRecord } from '../db/store/read.ts';
 import type { Config } from '../core/config.ts';
-import { requeueText, requeueVerdict } from '../protocol/operator-actions.ts';
-import { FormToken } from './form-token.tsx';
 import { ownerText } from './lease-owner-text.ts';
 import { fmtCount, fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
 import type { RunningJobView } from '../db/store/dashboard-reads.ts';
-import { forceView, jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy } from './job-health.ts';
 
 /** The reaper's view of a running job, in the words of its decision. */
@@ -211,74 +208,5 @@ function eventMessages(events: EventRecord[], budget: number): { shown: string[]
     return `${clipped.text}…`;
   });
   return { shown, cut };
-}
-
-/** The actions that fit the job's status when the page was loaded (the server re-checks each one). */
-export function JobActions(props: { job: RunningJobView; now: number; csrf: string; config: Config }) {
-  const { job: j } = props;
-  const base = `/dashboard/jobs/${j.id}`;
-  const reason = (required: boolean) => (
-    <label>
-      Reason{required ? '' : ' (optional)'} <input type="text" name="reason" maxlength={500} required={required} />
-    </label>
-  );
-  const forms: Child[] = [];
-  if (j.status === 'failed' || j.status === 'cancelled') {
-    forms.push(
-      <form method="post" action={`${base}/retry`} class="action">
-        <FormToken csrf={props.csrf} />
-        {reason(false)}
-        <button type="submit">Retry</button>
-      </form>,
-    );
-  }
-  if (j.status === 'pending') {
-    forms.push(
-      <form method="post" action={`${base}/cancel`} class="action">
-        <FormToken csrf={props.csrf} />
-        {reason(false)}
-        <button type="submit">Cancel</button>
-      </form>,
-    );
-  }
-  if (j.status === 'running') {
-    const reap = reaperView(j, props.now, props.config);
-    if (reap !== null && j.lease_expires_at !== null && j.lease_expires_at < props.now) {
-      // The server decides as the reaper would, and does what it would: the
-      // verdict says which before the operator confirms (as of this page's
-      // load; the server decides again on submit, and refuses with why).
-      forms.push(
-        <form method="post" action={`${base}/requeue`} class="action">
-          <FormToken csrf={props.csrf} />
-          <p id="requeue-verdict" class="hint">
-            Requeue now: {requeueVerdict(reap)}.
-          </p>
-          {reason(false)}
-          <button type="submit">{reap.action === 'fail' ? 'Fail for good (as the reaper would)' : 'Requeue (lease expired)'}</button>
-        </form>,
-      );
-    }
-    const force = forceView(j, props.now, props.config);
-    forms.push(
-      <form method="post" action={`${base}/force-requeue`} class="action danger">
-        <FormToken csrf={props.csrf} />
-        <p>
-          Force requeue revokes a lease that may still be live: the job can run twice (the old worker’s writes are refused).
-        </p>
-        {force && (force.overrodeHold || force.beyondBudget) ? (
-          <p id="force-verdict" class="notice error">
-            Force requeue now: {requeueText(force)}.
-          </p>
-        ) : null}
-        <label>
-          Type the job id ({String(j.id)}) to confirm <input type="text" name="confirm" required autocomplete="off" />
-        </label>
-        {reason(true)}
-        <button type="submit">Force requeue</button>
-      </form>,
-    );
-  }
-  if (forms.length === 0) return <p class="empty">No actions for a {j.status} job.</p>;
-  return <div class="actions">{forms}</div>;
 }
 
