@@ -24,7 +24,6 @@ const page = htmlDocument;
 export function registerSessionGuard(app: Hono<Env>, deps: Pick<AppDeps, 'store'>, sessions: DashboardSessions) {
   const { store } = deps;
   const { keys, open, cookieOptions } = sessions;
-  // ---- session and CSRF for everything else under /dashboard ----
   const guard = async (c: Context<Env>, next: () => Promise<void>) => {
     if (c.req.path === '/dashboard/login') return next();
     let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());

@@ -19,7 +19,6 @@ const DAY = 24 * 3600 * 1000;
 export function registerWorkersPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: PageReads) {
   const { store, config } = deps;
   const { now } = reads;
-  // ---- workers ----
   const workers = async () => {
     const t = await now();
     return <WorkersFragment workers={await store.workersList({ sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;

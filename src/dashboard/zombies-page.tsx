@@ -26,7 +26,6 @@ type Env = DashboardEnv;
 export function registerZombiesPage(app: Hono<Env>, deps: AppDeps, reads: PageReads) {
   const { store, config } = deps;
   const { now, suspects } = reads;
-  // ---- zombies ----
   const zombies = async (c: Context<Env>) => {
     const t = await now();
     const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
