@@ -8,29 +8,22 @@
  * Registered by dashboardRoutes after its session/CSRF guard; read-only, so a
  * read-only login sees them too.
  */
-import { hasToken } from '../core/tokens.ts';
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import { DB_CLOCK } from '../core/clock.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import type { AlertStateRow } from '../db/store/alert-states.ts';
 import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/metrics.ts';
-import { activityLastHour, CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
+import { CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration, fmtTime } from './format.ts';
-import { sharedRead } from './shared-read.ts';
-import { ErrorPage } from './error-page.tsx';
-import type { NavKey } from './layout.tsx';
-import { Live } from './live-region.tsx';
+import { metricsRead } from './metrics-read.ts';
+import { perQueuePages, troubleOf } from './per-queue-page.tsx';
 import { PlaybookHint } from './playbook-hint.tsx';
-import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
-import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
+import type { DashboardEnv } from './page.tsx';
+import { pageOfQueues, QueuePager, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 
 type Env = DashboardEnv;
-
-/** How long one metrics read serves every dashboard poll (see shared-read.ts). */
-const SHARED_READ_TTL_MS = 1_000;
 
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
 
@@ -52,46 +45,10 @@ export interface QueueActivitySummary {
  * hour's charts, and per queue its throughput, busy workers and firing alerts.
  */
 export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' | 'config' | 'clock'>) {
-  const { store, config, clock } = deps;
-  const read = async () => {
-    // The snapshot reads the database clock itself and says what it was (m.now).
-    const m = await store.metricsSnapshot({ now: clock.now(), config });
-    return { m, activity: await activityLastHour(store, { now: m.now }) };
-  };
-  // On the database clock (every real server) polls share one read a second;
-  // a manual clock (tests) reads afresh each time, so what a test just wrote shows.
-  const snapshotAndActivity = clock.now() === DB_CLOCK ? sharedRead(read, SHARED_READ_TTL_MS) : read;
-  const snapshot = async () => (await snapshotAndActivity()).m;
-
-  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child) => layoutPage(c, { title, nav, loggedIn: hasToken(config, 'admin') }, children);
-
-  /**
-   * A per-queue page and its polled fragment, both showing one page of queues
-   * (?page=, ?q=): `render` gets the snapshot and the selection.
-   */
-  const queuePage = (path: string, title: string, nav: NavKey, renderPage: (m: MetricsSnapshot, s: QueueSelection) => Promise<Child> | Child, intro: Child = null) => {
-    const render = async (m: MetricsSnapshot, s: QueueSelection): Promise<Child> =>
-      s.filter && !m.queues.some((q) => q.queue.toLowerCase().includes(s.filter.toLowerCase())) ? <NoQueueMatches filter={s.filter} /> : renderPage(m, s);
-    app.get(`/dashboard/${path}`, async (c) => {
-      const s = parseQueueSelection(c);
-      if (typeof s === 'string') return htmlDocument(c, <ErrorPage title="Bad page" message={s} />, 400);
-      return shell(
-        c,
-        title,
-        nav,
-        <>
-          {intro}
-          <QueueFilterForm action={`/dashboard/${path}`} filter={s.filter} />
-          <Live src={`/dashboard/live/${path}${queueSelectionQuery(s)}`}>{await render(await snapshot(), s)}</Live>
-        </>,
-      );
-    });
-    app.get(`/dashboard/live/${path}`, async (c) => {
-      const s = parseQueueSelection(c);
-      if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
-      return c.html(<>{await render(await snapshot(), s)}</>);
-    });
-  };
+  const { store, config } = deps;
+  const metrics = metricsRead(deps);
+  const { snapshotAndActivity } = metrics;
+  const queuePage = perQueuePages(app, deps, metrics);
 
   queuePage('metrics', 'Metrics', 'metrics', (m, s) => {
     const trouble = troubleOf(m);
@@ -182,21 +139,6 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' |
       perQueue,
     };
   };
-}
-
-export function NoQueueMatches(props: { filter: string }) {
-  return <p class="empty">No queue name contains “{props.filter}”.</p>;
-}
-
-/**
- * How much trouble a queue is in, to list it first: firing alerts weigh most,
- * then expired leases and stalled jobs.
- */
-function troubleOf(m: MetricsSnapshot, alerts = evaluateAlerts(m)): (queue: string) => number {
-  const score = new Map<string, number>();
-  for (const a of alerts) if (a.state === 'firing') score.set(a.queue, (score.get(a.queue) ?? 0) + 1_000_000);
-  for (const q of m.queues) score.set(q.queue, (score.get(q.queue) ?? 0) + Math.min(999_999, q.running.expiredLeases + q.running.stalled.count));
-  return (queue) => score.get(queue) ?? 0;
 }
 
 // ---- metrics ----
