@@ -14,18 +14,16 @@ import type { AppDeps } from '../api/deps.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import type { AlertStateRow } from '../db/store/alert-states.ts';
-import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/metrics.ts';
+import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
-import { fmtDuration, fmtTime } from './format.ts';
-import { metricsRead } from './metrics-read.ts';
+import { fmtDuration, fmtOptionalDuration, fmtTime } from './format.ts';
+import type { MetricsRead } from './metrics-read.ts';
 import { perQueuePages, troubleOf } from './per-queue-page.tsx';
 import { PlaybookHint } from './playbook-hint.tsx';
 import type { DashboardEnv } from './page.tsx';
 import { pageOfQueues, QueuePager, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 
 type Env = DashboardEnv;
-
-const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : fmtDuration(v));
 
 /** Per queue, what the overview shows beside the counts (from the metrics snapshot and the per-minute activity). */
 export interface QueueActivitySummary {
@@ -44,17 +42,10 @@ export interface QueueActivitySummary {
  * around its table: the summary line (firing alerts, live workers), the
  * hour's charts, and per queue its throughput, busy workers and firing alerts.
  */
-export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' | 'config' | 'clock'>) {
+export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' | 'config'>, metrics: MetricsRead) {
   const { store, config } = deps;
-  const metrics = metricsRead(deps);
   const { snapshotAndActivity } = metrics;
   const queuePage = perQueuePages(app, deps, metrics);
-
-  queuePage('metrics', 'Metrics', 'metrics', (m, s) => {
-    const trouble = troubleOf(m);
-    const p = pageOfQueues(m.queues, s, (q) => q.queue, (q) => trouble(q.queue));
-    return <MetricsFragment m={m} queues={p.items} pager={<QueuePager base="/dashboard/metrics" p={p} />} />;
-  });
 
   queuePage(
     'alerts',
@@ -142,122 +133,6 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' |
 }
 
 // ---- metrics ----
-
-function Windows(props: { label: string; w: WindowCount; id?: string }) {
-  return (
-    <tr id={props.id}>
-      <td>{props.label}</td>
-      <td>{props.w.last5m}</td>
-      <td>{props.w.lastHour}</td>
-      <td>{props.w.total}</td>
-    </tr>
-  );
-}
-
-function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) {
-  const { q } = props;
-  const reasons = Object.keys(q.reaped).sort();
-  return (
-    <section class="queue-metrics" id={`metrics-${q.queue}`}>
-      <h2>
-        <a href={`/dashboard/queues/${encodeURIComponent(q.queue)}`}>{q.queue}</a>
-        {q.paused ? <span class="badge warn"> paused</span> : null}
-      </h2>
-      <dl class="facts">
-        <dt>Depth</dt>
-        <dd class="depth">
-          {q.ready} ready · {q.counts.pending} pending · {q.running.count} running on {q.running.busyWorkers} workers ({props.activeWorkers} workers alive)
-        </dd>
-        <dt>Expired leases</dt>
-        <dd class={q.running.expiredLeases > 0 ? 'bad expired' : 'expired'}>{q.running.expiredLeases}</dd>
-        <dt>Heartbeat lag max</dt>
-        <dd class={q.running.maxHeartbeatLagMs !== null && q.running.maxHeartbeatLagMs > 2 * q.settings.heartbeatMs ? 'bad lag' : 'lag'}>
-          {ms(q.running.maxHeartbeatLagMs)} (interval {fmtDuration(q.settings.heartbeatMs)})
-        </dd>
-        <dt>Time limit per attempt</dt>
-        <dd class="timeout">
-          {fmtDuration(q.settings.timeoutMs)} · stall after {q.stallMs === null ? 'off' : fmtDuration(q.stallMs)}
-          {q.running.stalled.count > 0 ? ` · ${q.running.stalled.count} stalled now` : ''}
-        </dd>
-        <dt>Jobs, all time</dt>
-        <dd class="totals">
-          {q.jobsTotal.enqueued} enqueued · {q.jobsTotal.claimed} claims · {q.jobsTotal.completed} completed · {q.jobsTotal.failed} failed for good ·{' '}
-          {q.jobsTotal.cancelled} cancelled · {q.jobsTotal.retried} retried · {q.jobsTotal.requeuedExpired + q.jobsTotal.requeuedForced} requeued by an operator (
-          {q.jobsTotal.requeuedForced} forced)
-        </dd>
-        <dt>Attempts (finished in the last hour)</dt>
-        <dd class="attempts">
-          {q.attempts.finished} jobs · {q.attempts.lostAttempts} attempts lost ({q.attempts.jobsWithLost} jobs) vs {q.attempts.erroredAttempts} errored (
-          {q.attempts.jobsWithErrors} jobs)
-        </dd>
-        <dt>Runtime (completed in the last hour)</dt>
-        <dd class="runtime">
-          {q.runtime === null
-            ? '—'
-            : `p50 ${fmtDuration(q.runtime.p50Ms)} · p95 ${fmtDuration(q.runtime.p95Ms)} · p99 ${fmtDuration(q.runtime.p99Ms)} · max ${fmtDuration(q.runtime.maxMs)} (${q.runtime.count} jobs)`}
-        </dd>
-      </dl>
-      <div class="metric-tables">
-        <table class="histogram">
-          <caption>Heartbeat lag of running jobs</caption>
-          <thead>
-            <tr>
-              <th>Lag ≤</th>
-              <th>Jobs</th>
-            </tr>
-          </thead>
-          <tbody>
-            {q.running.heartbeatLagBuckets.map((b) => (
-              <tr>
-                <td>{b.leMs === null ? '∞' : fmtDuration(b.leMs)}</td>
-                <td>{b.count}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <table class="counters">
-          <caption>Events</caption>
-          <thead>
-            <tr>
-              <th>Event</th>
-              <th>5 m</th>
-              <th>1 h</th>
-              <th>All time</th>
-            </tr>
-          </thead>
-          <tbody>
-            {reasons.length === 0 ? <Windows label="reaped" w={q.reapedTotal} id={`reaped-${q.queue}`} /> : null}
-            {reasons.map((r) => (
-              <Windows label={`reaped: ${r}`} w={q.reaped[r]!} id={`reaped-${q.queue}-${r}`} />
-            ))}
-            <Windows label="reap deferred (owner alive)" w={q.reapDeferred} />
-            <Windows label="stale writes rejected" w={q.staleWritesRejected} id={`stale-${q.queue}`} />
-            <Windows label="enqueues deduplicated" w={q.enqueueDeduplicated} id={`dedup-${q.queue}`} />
-            <Windows label="duplicate executions" w={q.duplicateExecutions} id={`duplicates-${q.queue}`} />
-            <Windows label="once() effects skipped" w={q.effectsSkipped} id={`effects-skipped-${q.queue}`} />
-            <Windows label="once() effects run again" w={q.effectsRerun} id={`effects-rerun-${q.queue}`} />
-          </tbody>
-        </table>
-      </div>
-    </section>
-  );
-}
-
-function MetricsFragment(props: { m: MetricsSnapshot; queues: QueueMetrics[]; pager: Child }) {
-  const { m } = props;
-  if (m.queues.length === 0) return <p class="empty">No queues yet: enqueue a job to create one.</p>;
-  return (
-    <>
-      <p class="hint">
-        Workers: {m.workers.active} alive of {m.workers.total} registered. Windows: the last 5 minutes, the last hour, and all time (counted as it happens, kept through pruning).
-      </p>
-      {props.pager}
-      {props.queues.map((q) => (
-        <QueueMetricsSection q={q} activeWorkers={m.workers.active} />
-      ))}
-    </>
-  );
-}
 
 // ---- alerts ----
 
@@ -577,7 +452,7 @@ function OverviewCharts(props: { m: MetricsSnapshot; activity: QueueActivity[]; 
                   <LagChart queue={q.queue} lags={a?.heartbeatLagMs ?? noLag} lateMs={2 * q.settings.heartbeatMs} />
                 </td>
                 <td class={lag !== null && lag > 2 * q.settings.heartbeatMs ? 'bad' : undefined}>
-                  {ms(lag)} <span class="hint">(interval {fmtDuration(q.settings.heartbeatMs)})</span>
+                  {fmtOptionalDuration(lag)} <span class="hint">(interval {fmtDuration(q.settings.heartbeatMs)})</span>
                 </td>
               </tr>
             );

@@ -18,6 +18,8 @@ import { registerJobRawRoutes } from './job-raw.ts';
 import { registerJobsPage } from './jobs-page.tsx';
 import { registerLoginPage, registerLogout } from './login-page.tsx';
 import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
+import { registerMetricsPage } from './metrics-page.tsx';
+import { metricsRead } from './metrics-read.ts';
 import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
 import type { DashboardEnv } from './page.tsx';
@@ -34,6 +36,8 @@ export function dashboardRoutes(deps: AppDeps) {
   const sessions = dashboardSessions(deps.config);
   // One page clock and one shared suspect read for the jobs list, the job page and the zombies page.
   const reads = pageReads(deps);
+  // One metrics read a second for the metrics, alerts and tuning pages and the overview.
+  const metrics = metricsRead(deps);
   const app = new Hono<DashboardEnv>();
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
@@ -46,7 +50,8 @@ export function dashboardRoutes(deps: AppDeps) {
   registerLogout(app, deps, sessions);
 
   // Metrics, alerts, tuning; and what the overview shows of them (its alert count and charts).
-  const overviewExtras = observabilityPages(app, deps);
+  registerMetricsPage(app, deps, metrics);
+  const overviewExtras = observabilityPages(app, deps, metrics);
   registerOverviewPage(app, deps, overviewExtras);
   registerJobsPage(app, deps, reads);
   registerJobPage(app, deps, reads);
