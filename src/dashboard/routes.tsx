@@ -10,6 +10,7 @@
 import { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
+import { registerAlertsPage } from './alerts-page.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerJobActions } from './job-actions.tsx';
@@ -51,6 +52,7 @@ export function dashboardRoutes(deps: AppDeps) {
 
   // Metrics, alerts, tuning; and what the overview shows of them (its alert count and charts).
   registerMetricsPage(app, deps, metrics);
+  registerAlertsPage(app, deps, metrics);
   const overviewExtras = observabilityPages(app, deps, metrics);
   registerOverviewPage(app, deps, overviewExtras);
   registerJobsPage(app, deps, reads);
