@@ -12,14 +12,13 @@ import type { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import { evaluateAlerts } from '../core/alerts.ts';
-import { recommendTuning, type QueueTuning } from '../core/tuning.ts';
 import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration, fmtOptionalDuration } from './format.ts';
 import type { MetricsRead } from './metrics-read.ts';
-import { perQueuePages, troubleOf } from './per-queue-page.tsx';
+import { troubleOf } from './per-queue-page.tsx';
 import type { DashboardEnv } from './page.tsx';
-import { pageOfQueues, QueuePager, type QueuePage, type QueueSelection } from './queue-pages.tsx';
+import { pageOfQueues, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 
 type Env = DashboardEnv;
 
@@ -42,20 +41,6 @@ export interface QueueActivitySummary {
  */
 export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' | 'config'>, metrics: MetricsRead) {
   const { snapshotAndActivity } = metrics;
-  const queuePage = perQueuePages(app, deps, metrics);
-
-  queuePage('tuning', 'Tuning', 'tuning', (m, s) => {
-    const trouble = troubleOf(m);
-    // A broken rule counts as trouble too: those queues come first.
-    const p = pageOfQueues(recommendTuning(m), s, (r) => r.queue, (r) => trouble(r.queue) + r.flags.filter((f) => f.severity === 'error').length);
-    return (
-      <>
-        <QueuePager base="/dashboard/tuning" p={p} />
-        <TuningFragment rows={p.items} />
-      </>
-    );
-  });
-
   /**
    * The overview's parts (all inside its live region), and the queue health
    * the snapshot already read, so the overview table does not count every
@@ -97,74 +82,6 @@ export function observabilityPages(app: Hono<Env>, deps: Pick<AppDeps, 'store' |
       perQueue,
     };
   };
-}
-
-// ---- metrics ----
-
-// ---- alerts ----
-
-// ---- tuning ----
-
-const SETTINGS = [
-  ['leaseMs', 'Lease'],
-  ['heartbeatMs', 'Heartbeat interval'],
-  ['graceMs', 'Grace'],
-] as const;
-
-function TuningFragment(props: { rows: QueueTuning[] }) {
-  if (props.rows.length === 0) return <p class="empty">No queues yet: nothing to tune.</p>;
-  return (
-    <>
-      {props.rows.map((r) => {
-        const flagged = (setting: string) => r.flags.find((f) => f.setting === setting && f.severity === 'error') ?? r.flags.find((f) => f.setting === setting);
-        return (
-          <section class="queue-tuning" id={`tuning-${r.queue}`}>
-            <h2>
-              {r.queue} <span class={`confidence ${r.confidence}`}>confidence: {r.confidence}</span>
-            </h2>
-            <table class="tuning">
-              <thead>
-                <tr>
-                  <th>Setting</th>
-                  <th>Current</th>
-                  <th>Recommended</th>
-                </tr>
-              </thead>
-              <tbody>
-                {SETTINGS.map(([key, label]) => {
-                  const f = flagged(key);
-                  const changed = r.recommended[key] !== r.current[key];
-                  return (
-                    <tr class={f ? `flagged ${f.severity}` : undefined}>
-                      <td>{label}</td>
-                      <td>{`${r.current[key]} ms (${fmtDuration(r.current[key])})`}</td>
-                      <td class={changed ? 'changed' : undefined}>{`${r.recommended[key]} ms (${fmtDuration(r.recommended[key])})`}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-            {r.flags.length === 0 ? (
-              <p class="empty">No rule is broken.</p>
-            ) : (
-              <ul class="flags">
-                {r.flags.map((f) => (
-                  <li class={`flag ${f.severity}`}>
-                    <strong>{f.severity}</strong>: {f.setting} {f.rule}
-                  </li>
-                ))}
-              </ul>
-            )}
-            <ul class="notes">
-              {r.notes.map((n) => (
-                <li>{n}</li>
-              ))}
-            </ul>
-          </section>
-        );
-      })}
-    </>
-  );
 }
 
 // ---- overview extras: firing alerts and charts ----

@@ -30,6 +30,7 @@ import { registerSchedulesPage } from './schedules-page.tsx';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { dashboardSessions } from './session-cookie.ts';
 import { registerSessionGuard } from './session-guard.tsx';
+import { registerTuningPage } from './tuning-page.tsx';
 import { registerWorkersPage } from './workers-page.tsx';
 import { registerZombiesPage } from './zombies-page.tsx';
 
@@ -53,6 +54,7 @@ export function dashboardRoutes(deps: AppDeps) {
   // Metrics, alerts, tuning; and what the overview shows of them (its alert count and charts).
   registerMetricsPage(app, deps, metrics);
   registerAlertsPage(app, deps, metrics);
+  registerTuningPage(app, deps, metrics);
   const overviewExtras = observabilityPages(app, deps, metrics);
   registerOverviewPage(app, deps, overviewExtras);
   registerJobsPage(app, deps, reads);
