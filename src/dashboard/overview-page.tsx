@@ -5,21 +5,26 @@
  * region (/dashboard/live/overview).
  */
 import type { Hono } from 'hono';
+import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
+import { evaluateAlerts } from '../core/alerts.ts';
 import { hasToken } from '../core/tokens.ts';
+import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import type { QueueHealth } from '../db/store/read.ts';
+import { CHART_MINUTES } from './charts.ts';
 import { ErrorPage } from './error-page.tsx';
 import { fmtCount, fmtDuration } from './format.ts';
 import { Live } from './live-region.tsx';
-import type { QueueActivitySummary, observabilityPages } from './observability-pages.tsx';
-import { NoQueueMatches } from './per-queue-page.tsx';
+import type { MetricsRead } from './metrics-read.ts';
+import { OverviewCharts } from './overview-charts.tsx';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
-import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
+import { NoQueueMatches, troubleOf } from './per-queue-page.tsx';
+import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 import { QueueTotals } from './queue-totals.tsx';
 
-/** `overviewExtras`: what observabilityPages returns, the parts the metrics snapshot already read. */
-export function registerOverviewPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps, 'config'>, overviewExtras: ReturnType<typeof observabilityPages>) {
+export function registerOverviewPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps, 'config'>, metrics: MetricsRead) {
   const { config } = deps;
+  const overviewExtras = overviewParts(metrics);
   const overview = async (s: QueueSelection) => {
     const { summary, charts, health, all, at, perQueue } = await overviewExtras(s);
     return (
@@ -49,6 +54,78 @@ export function registerOverviewPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps
     if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
     return c.html(await overview(s));
   });
+}
+
+/**
+ * The overview's parts from the metrics snapshot, all inside its live region:
+ * the summary line (firing alerts, live workers), the hour's charts, per
+ * queue its throughput, busy workers and firing alerts, and the queue health
+ * the snapshot already read, so the overview table does not count every
+ * queue's jobs a second time.
+ */
+function overviewParts(metrics: MetricsRead) {
+  const { snapshotAndActivity } = metrics;
+  return async (
+    s: QueueSelection,
+  ): Promise<{ summary: Child; charts: Child; health: QueuePage<MetricsSnapshot['health'][number]>; all: MetricsSnapshot['health']; at: number; perQueue: Map<string, QueueActivitySummary> }> => {
+    const { m, activity } = await snapshotAndActivity();
+    const alerts = evaluateAlerts(m);
+    const firing = alerts.filter((a) => a.state === 'firing');
+    const trouble = troubleOf(m, alerts);
+    const health = pageOfQueues(m.health, s, (h) => h.name, (h) => trouble(h.name));
+    const shown = new Set(health.items.map((h) => h.name));
+    const perQueue = new Map(
+      m.queues.filter((q) => shown.has(q.queue)).map((q) => {
+        const a = activity.find((x) => x.queue === q.queue);
+        // The last 5 full minutes (the current one is still filling).
+        const recent = a ? a.completed.slice(CHART_MINUTES - 6, CHART_MINUTES - 1) : [];
+        return [
+          q.queue,
+          {
+            completedPerMin: recent.reduce((s, n) => s + n, 0) / 5,
+            completedLastHour: a ? a.completed.reduce((s, n) => s + n, 0) : 0,
+            busyWorkers: q.running.busyWorkers,
+            firingAlerts: firing.filter((x) => x.queue === q.queue).length,
+            duplicatesLastHour: q.duplicateExecutions.lastHour,
+          },
+        ];
+      }),
+    );
+    if (m.queues.length === 0) return { summary: null, charts: null, health, all: m.health, at: m.now, perQueue };
+    return {
+      summary: <OverviewSummary firing={firing.length} m={m} />,
+      charts: <OverviewCharts m={m} activity={activity} shown={shown} />,
+      health,
+      all: m.health,
+      at: m.now,
+      perQueue,
+    };
+  };
+}
+
+/** Per queue, what the overview shows beside the counts (from the metrics snapshot and the per-minute activity). */
+interface QueueActivitySummary {
+  /** Jobs completed per minute over the last 5 full minutes. */
+  completedPerMin: number;
+  completedLastHour: number;
+  /** Workers holding one of this queue's jobs now. */
+  busyWorkers: number;
+  firingAlerts: number;
+  /** Duplicate executions in the last hour. */
+  duplicatesLastHour: number;
+}
+
+/** Above the overview's table: firing alerts and live workers. */
+function OverviewSummary(props: { firing: number; m: MetricsSnapshot }) {
+  return (
+    <p class={props.firing > 0 ? 'notice error alerts-summary' : 'notice alerts-summary'} id="overview-alerts">
+        <a href="/dashboard/alerts">{props.firing === 1 ? '1 alert firing' : `${props.firing} alerts firing`}</a> ·{' '}
+        <a href="/dashboard/workers" id="overview-workers">
+          {props.m.workers.active === 1 ? '1 worker alive' : `${props.m.workers.active} workers alive`}
+        </a>{' '}
+        <span class="hint">(seen in the last {fmtDuration(props.m.workers.aliveMs)})</span>
+    </p>
+  );
 }
 
 const age = (at: number | null, now: number) => (at === null ? '—' : fmtDuration(now - at));

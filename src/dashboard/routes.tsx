@@ -21,7 +21,6 @@ import { registerLoginPage, registerLogout } from './login-page.tsx';
 import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
 import { registerMetricsPage } from './metrics-page.tsx';
 import { metricsRead } from './metrics-read.ts';
-import { observabilityPages } from './observability-pages.tsx';
 import { registerOverviewPage } from './overview-page.tsx';
 import type { DashboardEnv } from './page.tsx';
 import { pageReads } from './page-reads.ts';
@@ -51,12 +50,11 @@ export function dashboardRoutes(deps: AppDeps) {
   registerMaintenanceBanner(app, deps);
   registerLogout(app, deps, sessions);
 
-  // Metrics, alerts, tuning; and what the overview shows of them (its alert count and charts).
+  // The pages of the metrics snapshot, the overview among them; then the job pages.
   registerMetricsPage(app, deps, metrics);
   registerAlertsPage(app, deps, metrics);
   registerTuningPage(app, deps, metrics);
-  const overviewExtras = observabilityPages(app, deps, metrics);
-  registerOverviewPage(app, deps, overviewExtras);
+  registerOverviewPage(app, deps, metrics);
   registerJobsPage(app, deps, reads);
   registerJobPage(app, deps, reads);
   registerJobRawRoutes(app, deps);
