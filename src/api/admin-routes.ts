@@ -1,5 +1,5 @@
 /** Admin API: queue health and settings, pause/resume, delete, one reaper pass now. */
-import { ALERT_THRESHOLD_LIMITS, type AlertThresholds } from '../core/alerts.ts';
+import type { AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
@@ -9,40 +9,11 @@ import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, num, obj, optional, queryBool, type Infer, type Validator } from '../core/validate.ts';
+import { bool, int, nullable, obj, optional, queryBool, type Infer } from '../core/validate.ts';
+import { alertThresholdsBody, maxRunningField, rateLimitField } from './fields.ts';
 import { deleteQueue } from '../engine/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
-/** The largest maxRunning accepted: beyond it a limit means nothing. */
-export const MAX_RUNNING_LIMIT = 1_000_000;
-
-/** maxRunning in PATCH /queues/:queue/settings and the dashboard's queue form. */
-export const maxRunningField = optional(
-  nullable(int({ min: 1, max: MAX_RUNNING_LIMIT, description: "at most this many of the queue's jobs run at once, across all workers and servers; null: no limit" })),
-);
-
-/** rateLimit in PATCH /queues/:queue/settings and the dashboard's queue form. */
-export const rateLimitField = optional(
-  nullable(
-    obj(
-      {
-        max: int({ min: 1, max: MAX_RUNNING_LIMIT, description: 'claims allowed per window' }),
-        windowMs: int({ min: 1_000, max: DAY, description: 'the window, in ms (windows start at multiples of it since the epoch)' }),
-      },
-      "at most `max` claims of the queue's jobs per fixed window of `windowMs`, across all workers and servers; null: no limit",
-    ),
-  ),
-);
-
-/** The body of PUT /queues/:queue/alerts: any of the thresholds, each within its limits. */
-export const alertThresholdsBody = obj(
-  Object.fromEntries(
-    Object.entries(ALERT_THRESHOLD_LIMITS).map(([key, l]) => [
-      key,
-      optional(l.integer ? int({ min: l.min, max: l.max, description: l.help }) : num({ min: l.min, max: l.max, description: l.help })),
-    ]),
-  ) as Record<keyof AlertThresholds, Validator<number | undefined>>,
-);
 
 /** DELETE /queues/:queue?purge=true: also delete the queue's finished jobs. */
 const deleteQuery = obj({

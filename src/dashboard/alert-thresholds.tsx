@@ -6,7 +6,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import { alertThresholdsBody } from '../api/admin-routes.ts';
+import { alertThresholdsBody } from '../api/fields.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from '../core/alerts.ts';

@@ -11,7 +11,7 @@ import { AUDIT_ACTIONS, type AuditAction } from '../core/audit-actions.ts';
 import type { AuditRecord } from '../db/store/audit.ts';
 import { fmtTime } from './format.ts';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
-import { ErrorPage } from './views.tsx';
+import { ErrorPage } from './error-page.tsx';
 
 type Env = DashboardEnv;
 const PAGE_SIZE = 50;

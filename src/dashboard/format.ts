@@ -12,6 +12,11 @@ export function fmtDuration(ms: number): string {
   return `${Math.floor(abs / 86_400_000)} d ${Math.floor((abs % 86_400_000) / 3_600_000)} h`;
 }
 
+/** A duration, or — when there is none. */
+export function fmtOptionalDuration(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '—' : fmtDuration(ms);
+}
+
 /** A count with thousands separators: 1,000,000 reads at a glance, 1000000 does not. */
 export function fmtCount(n: number): string {
   return n.toLocaleString('en-US');

@@ -4,7 +4,8 @@ import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { FormNonce } from '../db/store/form-nonces.ts';
 import type { Session } from './session.ts';
-import { ErrorPage, Layout, type NavKey } from './views.tsx';
+import { ErrorPage } from './error-page.tsx';
+import { Layout, type NavKey } from './layout.tsx';
 import { MaintenanceBanner, type MaintenanceBannerState } from './maintenance-banner.tsx';
 
 /** What a re-sent form (its one-time token already used) is told. */

@@ -14,7 +14,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import { maxRunningField, rateLimitField } from '../api/admin-routes.ts';
+import { maxRunningField, rateLimitField } from '../api/fields.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';

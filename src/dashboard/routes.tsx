@@ -1,451 +1,66 @@
 /**
- * The operator dashboard at /dashboard: login, overview, jobs, job detail,
- * zombies, workers, and the operator actions (retry, requeue, force requeue,
- * cancel) as CSRF-checked POST forms recorded with who and why.
+ * The operator dashboard at /dashboard: one file per page (its routes and
+ * its view), registered here in one line each. The order matters only
+ * where the comments say: the headers, the login page and the session guard
+ * come before every page, so each page sees a checked session.
  *
  * Runtime-free like the rest of the app: WebCrypto for sessions, static
  * assets (/htmx.min.js, /dashboard.css) served by the runtime from public/.
  */
-import { Hono, type Context } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { secureHeaders } from 'hono/secure-headers';
-import type { Child } from 'hono/jsx';
+import { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
-import type { OperatorOutcome } from '../db/store/operator.ts';
-import { forceRuleProblem, type OperatorAction } from '../engine/operator-actions.ts';
-import type { JobStatus } from '../core/wire.ts';
 import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
-import { registerBulkRoutes } from './bulk.tsx';
+import { registerAlertsPage } from './alerts-page.tsx';
 import { registerAuditPage } from './audit-page.tsx';
+import { registerBulkRoutes } from './bulk.tsx';
+import { registerJobActions } from './job-actions.tsx';
+import { registerJobPage } from './job-page.tsx';
+import { registerJobRawRoutes } from './job-raw.ts';
+import { registerJobsPage } from './jobs-page.tsx';
+import { registerLoginPage, registerLogout } from './login-page.tsx';
+import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
+import { registerMetricsPage } from './metrics-page.tsx';
+import { metricsRead } from './metrics-read.ts';
+import { registerOverviewPage } from './overview-page.tsx';
+import type { DashboardEnv } from './page.tsx';
+import { pageReads } from './page-reads.ts';
 import { registerQueuePageRoutes } from './queue-page.tsx';
 import { registerSchedulesPage } from './schedules-page.tsx';
-import { registerMaintenanceBanner } from './maintenance-watch-routes.tsx';
-import { registerJobRawRoutes } from './job-raw.ts';
-import { jobFlag, type JobFlag } from './job-health.ts';
-import { NoQueueMatches, observabilityPages } from './observability-pages.tsx';
-import { parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
-import { QueueTotals } from './queue-totals.tsx';
-import { OPERATOR_NAME_MAX, operatorName, SESSION_COOKIE, SESSION_TTL_MS, SessionKeys } from './session.ts';
-import { roleTokens } from '../core/tokens.ts';
-import { alongside, once } from './acting.ts';
-import { AuthThrottle, clientAddress } from '../api/throttle.ts';
-import { LeaseholdError } from '../core/errors.ts';
-import { crossOriginFormProblem } from '../api/web-guards.ts';
-import {
-  ErrorPage,
-  JobActions,
-  JobDetails,
-  JobSummary,
-  JobsFilterForm,
-  JobsFragment,
-  jobsQuery,
-  Live,
-  LoginPage,
-  Notice,
-  OverviewFragment,
-  PlaybookHint,
-  STATUSES,
-  isJobStatus,
-  WorkersFragment,
-  ZombiesFragment,
-  type JobsFilter,
-  type NavKey,
-} from './views.tsx';
-import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
-import { storableText } from '../core/text.ts';
-import { DB_CLOCK } from '../core/clock.ts';
-import { sharedRead } from './shared-read.ts';
-
-type Env = DashboardEnv;
-
-const DAY = 24 * 3600 * 1000;
-const PAGE_SIZE = 50;
-/** How long one read of the suspect thresholds serves every page and poll (database clock only). */
-const SUSPECT_THRESHOLDS_TTL_MS = 10_000;
-/** Who acts when the dashboard is open (loopback development, no admin token): nobody logged in. */
-const OPEN_OPERATOR = 'open dashboard (no login)';
-/** Failed logins from one client within this long of its entry add to that entry's count. */
-const FAILED_LOGIN_WINDOW_MS = 60_000;
-
-const page = htmlDocument;
-
-/** Only dashboard-local paths are followed after login or an action. */
-function safeLocal(path: unknown, fallback: string): string {
-  return typeof path === 'string' && /^\/dashboard(?:[/?][A-Za-z0-9/_?=&%.-]*)?$/.test(path) && !path.includes('//') ? path : fallback;
-}
+import { registerSecurityHeaders } from './security-headers.ts';
+import { dashboardSessions } from './session-cookie.ts';
+import { registerSessionGuard } from './session-guard.tsx';
+import { registerTuningPage } from './tuning-page.tsx';
+import { registerWorkersPage } from './workers-page.tsx';
+import { registerZombiesPage } from './zombies-page.tsx';
 
 export function dashboardRoutes(deps: AppDeps) {
-  const { store, config, clock } = deps;
-  const tokens = roleTokens(config);
-  const keys = new SessionKeys(tokens);
-  const throttle = deps.authThrottle ?? new AuthThrottle();
-  const trustProxy = config.trustProxy === 'true';
-  const open = tokens.admin.length === 0;
-  const app = new Hono<Env>();
-
-  const now = async () => {
-    const n = clock.now();
-    return typeof n === 'number' ? n : store.readNow();
-  };
-  // The suspect thresholds read the hour's runtime sample (~40 ms at a
-  // million jobs, only while a live job is past its lease): on the database
-  // clock every page and poll shares one read for 10 s (a new suspect may
-  // show up to 10 s late); a manual clock (tests) reads afresh.
-  const sharedSuspects = sharedRead(async () => store.suspectThresholds({ now: await store.readNow(), defaults: config }), SUSPECT_THRESHOLDS_TTL_MS);
-  const suspects = async () => (clock.now() === DB_CLOCK ? sharedSuspects() : undefined);
+  const sessions = dashboardSessions(deps.config);
+  // One page clock and one shared suspect read for the jobs list, the job page and the zombies page.
+  const reads = pageReads(deps);
+  // One metrics read a second for the metrics, alerts and tuning pages and the overview.
+  const metrics = metricsRead(deps);
+  const app = new Hono<DashboardEnv>();
 
   app.get('/', (c) => c.redirect('/dashboard', 302));
-
-  const headers = secureHeaders({
-    contentSecurityPolicy: {
-      defaultSrc: ["'none'"],
-      scriptSrc: ["'self'"],
-      styleSrc: ["'self'"],
-      imgSrc: ["'self'"],
-      connectSrc: ["'self'"],
-      formAction: ["'self'"],
-      baseUri: ["'none'"],
-      frameAncestors: ["'none'"],
-    },
-    referrerPolicy: 'same-origin',
-    xFrameOptions: 'DENY',
-  });
-  app.use('/dashboard', headers);
-  app.use('/dashboard/*', headers);
-  const noStore = async (c: Context, next: () => Promise<void>) => {
-    await next();
-    c.header('cache-control', 'no-store');
-  };
-  app.use('/dashboard', noStore);
-  app.use('/dashboard/*', noStore);
-
-  const cookieOptions = (c: Context) => ({
-    path: '/dashboard',
-    httpOnly: true,
-    sameSite: 'Strict' as const,
-    // Served over HTTPS directly, or behind a proxy we were told to trust that says so.
-    secure: new URL(c.req.url).protocol === 'https:' || (trustProxy && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https'),
-    maxAge: Math.floor(SESSION_TTL_MS / 1000),
-  });
-
-  // ---- login / logout ----
-  app.get('/dashboard/login', (c) => {
-    if (open) return c.redirect('/dashboard', 303);
-    return page(c, <LoginPage next={safeLocal(c.req.query('next'), '/dashboard')} />);
-  });
-
-  app.post('/dashboard/login', async (c) => {
-    if (open) return c.redirect('/dashboard', 303);
-    const crossOrigin = crossOriginFormProblem(c);
-    if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: log in from this dashboard's own page.`} />, 403);
-    const form = await c.req.parseBody();
-    const next = safeLocal(form.next, '/dashboard');
-    const client = clientAddress(c, config);
-    const typed = typeof form.name === 'string' ? storableText(form.name.trim(), OPERATOR_NAME_MAX) : '';
-    try {
-      throttle.check(client);
-    } catch (err) {
-      if (!(err instanceof LeaseholdError)) throw err;
-      c.header('retry-after', String(err.details?.retryAfterSeconds ?? 1));
-      return page(c, <LoginPage next={next} name={typed} error={`Too many wrong tokens from your address: ${err.message.replace(/^too many wrong tokens from this client: /, '')}.`} />, 429);
-    }
-    const named = operatorName(form.name);
-    if ('problem' in named) return page(c, <LoginPage next={next} name={typed} error={named.problem} />, 400);
-    const token = typeof form.token === 'string' ? form.token : '';
-    // Every admin and read-only token compared every time, so timing does not tell which one matched.
-    const login = keys.login(token);
-    const by = { actor: named.name, credential: login?.tok ?? null, source: 'dashboard' as const, client: client || null };
-    if (!login) {
-      throttle.failed(client);
-      // Folded per client and minute: a flood of guesses is one entry with a count, not a row each.
-      await store.auditLoginFailed({ by: { ...by, role: 'none' }, reason: 'the token is not valid', windowMs: FAILED_LOGIN_WINDOW_MS, now: clock.now() });
-      return page(c, <LoginPage next={next} name={named.name} error="That token is not valid." />, 401);
-    }
-    throttle.succeeded(client);
-    const { cookie } = await keys.issue(login.role, Date.now(), { tok: login.tok, name: named.name });
-    await store.auditInsert({ by: { ...by, role: login.role }, action: 'login', target: 'dashboard', now: clock.now() });
-    setCookie(c, SESSION_COOKIE, cookie, cookieOptions(c));
-    return c.redirect(next, 303);
-  });
-
-  // ---- session and CSRF for everything else under /dashboard ----
-  const guard = async (c: Context<Env>, next: () => Promise<void>) => {
-    if (c.req.path === '/dashboard/login') return next();
-    let session = await keys.verify(getCookie(c, SESSION_COOKIE), Date.now());
-    // Logged out: the cookie may still be signed and unexpired, but it is over.
-    if (session && (await store.sessionIsRevoked({ sid: session.sid }))) session = undefined;
-    if (!session) {
-      if (open) {
-        // Loopback development without an admin token: the dashboard is open,
-        // but a session still exists so forms carry a CSRF token.
-        const issued = await keys.issue('admin', Date.now(), { name: OPEN_OPERATOR });
-        setCookie(c, SESSION_COOKIE, issued.cookie, cookieOptions(c));
-        session = issued.session;
-      } else if (c.req.method === 'GET' && !c.req.path.startsWith('/dashboard/live/')) {
-        const url = new URL(c.req.url);
-        return c.redirect(`/dashboard/login?next=${encodeURIComponent(url.pathname + url.search)}`, 303);
-      } else {
-        // A polled fragment swaps this in place (htmx 4 swaps 4xx responses).
-        return c.html(<p class="notice error">Your session has expired: <a href="/dashboard/login">log in again</a>.</p>, 401);
-      }
-    }
-    c.set('session', session);
-    // A fresh one-time token for every form this answer renders (htmx fragments too).
-    c.set('csrf', await keys.formToken(session, Date.now()));
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
-      // Before the CSRF token: a page elsewhere cannot act even with a leaked one.
-      const crossOrigin = crossOriginFormProblem(c);
-      if (crossOrigin) return page(c, <ErrorPage title="Refused" message={`${crossOrigin}: nothing was changed.`} />, 403);
-      const type = c.req.header('content-type') ?? '';
-      const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type) ? await c.req.parseBody() : {};
-      const nonce = await keys.formTokenValid(session, form._csrf, Date.now());
-      if (!nonce) {
-        return page(c, <ErrorPage title="Refused" message="The form's CSRF token is missing or not valid for this session: nothing was changed. Reload the page and try again." />, 403);
-      }
-      // Used already: refused here with a clear answer; two copies racing are settled by the action's own batch.
-      if (await store.formNonceUsed({ nonce: nonce.nonce })) return alreadySubmitted(c);
-      c.set('formNonce', nonce);
-      // Every state-changing route is refused to a read-only login here, once,
-      // so a new POST route cannot forget it. Logging out changes nothing.
-      if (session.role !== 'admin' && c.req.path !== '/dashboard/logout') return readOnlyRefusal(c);
-    }
-    return next();
-  };
-  app.use('/dashboard', guard);
-  app.use('/dashboard/*', guard);
+  registerSecurityHeaders(app);
+  // Before the guard: the login page is what a visitor without a session gets.
+  registerLoginPage(app, deps, sessions);
+  registerSessionGuard(app, deps, sessions);
   // Every page says when the reaper looks stopped (after the guard: only for a session).
   registerMaintenanceBanner(app, deps);
+  registerLogout(app, deps, sessions);
 
-  app.post('/dashboard/logout', async (c) => {
-    const session = c.get('session');
-    const also = alongside(c, { action: 'logout', target: 'dashboard', now: clock.now() }, config);
-    if (!(await once(store, () => store.sessionRevoke({ sid: session.sid, expiresAt: session.exp, now: Date.now(), also })))) return alreadySubmitted(c);
-    deleteCookie(c, SESSION_COOKIE, { path: '/dashboard' });
-    return c.redirect(open ? '/dashboard' : '/dashboard/login', 303);
-  });
-
-  const shell = (c: Context<Env>, title: string, nav: NavKey, children: Child, status: 200 | 404 = 200) =>
-    layoutPage(c, { title, nav, loggedIn: !open }, children, status);
-
-  // ---- metrics, alerts, tuning; the overview's alert count and charts ----
-  const overviewExtras = observabilityPages(app, deps);
-
-  // ---- overview ----
-  const overview = async (s: QueueSelection) => {
-    const { summary, charts, health, all, at, perQueue } = await overviewExtras(s);
-    return (
-      <>
-        {summary}
-        {all.length > 0 ? <QueueTotals queues={all} /> : null}
-        <QueuePager base="/dashboard" p={health} />
-        {health.matching === 0 && all.length > 0 ? <NoQueueMatches filter={s.filter} /> : <OverviewFragment queues={health.items} now={at} activity={perQueue} />}
-        {charts}
-      </>
-    );
-  };
-  app.get('/dashboard', async (c) => {
-    const s = parseQueueSelection(c);
-    if (typeof s === 'string') return page(c, <ErrorPage title="Bad page" message={s} />, 400);
-    return shell(
-      c,
-      'Queues',
-      'overview',
-      <>
-        <QueueFilterForm action="/dashboard" filter={s.filter} />
-        <Live src={`/dashboard/live/overview${queueSelectionQuery(s)}`}>{await overview(s)}</Live>
-      </>,
-    );
-  });
-  app.get('/dashboard/live/overview', async (c) => {
-    const s = parseQueueSelection(c);
-    if (typeof s === 'string') return c.html(<p class="notice error">{s}</p>, 400);
-    return c.html(await overview(s));
-  });
-
-  // ---- jobs list ----
-  function parseFilter(c: Context): JobsFilter | string {
-    const queue = c.req.query('queue') || undefined;
-    const status = c.req.query('status') || undefined;
-    const idText = c.req.query('id')?.trim() || undefined;
-    const key = c.req.query('key') || undefined;
-    const order = c.req.query('order') || undefined;
-    const afterText = c.req.query('after') || undefined;
-    if (queue !== undefined && queue.length > 200) return 'queue: at most 200 characters';
-    if (status !== undefined && !isJobStatus(status)) return `status: one of ${STATUSES.join(', ')}`;
-    if (idText !== undefined && !/^[0-9]{1,15}$/.test(idText)) return 'id: a job id (digits only)';
-    if (key !== undefined && key.length > 255) return 'key: at most 255 characters';
-    if (order !== undefined && order !== 'asc') return 'order: asc (oldest first), or leave it out for newest first';
-    if (afterText !== undefined && !/^[0-9]{1,15}$/.test(afterText)) return 'after: a job id';
-    return { queue, status, id: idText === undefined ? undefined : Number(idText), key, order, after: afterText === undefined ? undefined : Number(afterText) };
-  }
-  const jobs = async (f: JobsFilter) => {
-    const t = await now();
-    const { jobs: list, next } = await store.jobsList({
-      queue: f.queue,
-      status: f.status as JobStatus | undefined,
-      id: f.id,
-      idempotencyKey: f.key,
-      after: f.after,
-      limit: PAGE_SIZE,
-      order: f.order ?? 'desc',
-    });
-    // Running jobs the zombies page lists are marked, with what the reaper will do.
-    const running = list.filter((j) => j.status === 'running').map((j) => j.id);
-    const flags = new Map<number, JobFlag>();
-    for (const v of await store.jobsRunningFlagged({ ids: running, now: t, defaults: config, suspects: running.length > 0 ? await suspects() : undefined })) {
-      const flag = jobFlag(v, t, config);
-      if (flag) flags.set(v.id, flag);
-    }
-    return <JobsFragment jobs={list} next={next} filter={f} now={t} flags={flags} />;
-  };
-  app.get('/dashboard/jobs', async (c) => {
-    const f = parseFilter(c);
-    if (typeof f === 'string') return page(c, <ErrorPage title="Bad filter" message={f} />, 400);
-    return shell(
-      c,
-      'Jobs',
-      'jobs',
-      <>
-        <JobsFilterForm filter={f} canAct={c.get('session').role === 'admin'} />
-        <Live src={`/dashboard/live/jobs${jobsQuery(f)}`}>{await jobs(f)}</Live>
-      </>,
-    );
-  });
-  app.get('/dashboard/live/jobs', async (c) => {
-    const f = parseFilter(c);
-    if (typeof f === 'string') return c.html(<p class="notice error">{f}</p>, 400);
-    return c.html(await jobs(f));
-  });
-
-  // ---- job detail ----
-  // The page leads with the summary (polled), then the actions (not polled:
-  // a reason being typed must survive), then the details and trail (polled).
-  type JobPart = 'summary' | 'details' | 'all';
-  const jobFragment = async (id: number, part: JobPart) => {
-    const t = await now();
-    const job = await store.jobGetWithSettings({ id, defaults: config, now: t, suspects: await suspects() });
-    if (!job) return { t, job, body: <p class="notice error">No job has id {id}.</p>, summary: null, details: null };
-    const summary = <JobSummary job={job} now={t} config={config} />;
-    if (part === 'summary') return { t, job, body: summary, summary, details: null };
-    const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
-    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} fieldBytes={config.dashboardFieldBytes} />;
-    return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
-  };
-  app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
-    const id = Number(c.req.param('id'));
-    const { t, job, body, summary, details } = await jobFragment(id, 'all');
-    if (!job) return shell(c, 'Job not found', 'jobs', body, 404);
-    const was = c.req.query('was');
-    const live = `/dashboard/live/jobs/${id}?shown=${job.status}`;
-    return shell(
-      c,
-      `Job ${id}`,
-      'jobs',
-      <>
-        <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
-        <Live src={`${live}&part=summary`}>{summary}</Live>
-        <h2>Actions</h2>
-        {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} config={config} /> : <p class="empty">Read-only login: no actions.</p>}
-        <Live src={`${live}&part=details`} id="live-details">
-          {details}
-        </Live>
-      </>,
-    );
-  });
+  // The pages of the metrics snapshot, the overview among them; then the job pages.
+  registerMetricsPage(app, deps, metrics);
+  registerAlertsPage(app, deps, metrics);
+  registerTuningPage(app, deps, metrics);
+  registerOverviewPage(app, deps, metrics);
+  registerJobsPage(app, deps, reads);
+  registerJobPage(app, deps, reads);
   registerJobRawRoutes(app, deps);
-  app.get('/dashboard/live/jobs/:id{[0-9]{1,15}}', async (c) => {
-    const id = Number(c.req.param('id'));
-    const partText = c.req.query('part');
-    const part: JobPart = partText === 'summary' || partText === 'details' ? partText : 'all';
-    const { job, body } = await jobFragment(id, part);
-    // The actions between the live regions fit the status the page was loaded
-    // with; once the status moves on, htmx loads the page afresh.
-    const shown = c.req.query('shown');
-    if (job && shown && shown !== job.status) return c.body(null, 200, { 'hx-redirect': `/dashboard/jobs/${id}` });
-    return c.html(body, job ? 200 : 404);
-  });
-
-  // ---- zombies ----
-  const zombies = async (c: Context<Env>) => {
-    const t = await now();
-    const csrf = c.get('session').role === 'admin' ? c.get('csrf') : undefined;
-    return <ZombiesFragment jobs={await store.jobsListZombieCandidates({ now: t, defaults: config, limit: 500, suspects: await suspects() })} now={t} config={config} csrf={csrf} />;
-  };
-  app.get('/dashboard/zombies', async (c) =>
-    shell(
-      c,
-      'Zombie candidates',
-      'zombies',
-      <>
-        <Notice notice={c.req.query('notice')} />
-        <p class="hint">
-          Running jobs whose lease has expired, whose heartbeat is more than two intervals late, that are stalled (heartbeating without progress past
-          their queue's stall setting), or that are suspect: heartbeating, but running longer than max(3 × the p99 runtime of the queue's jobs
-          completed in the last hour, its lease), or 10 leases when none completed (the long_running alert's thresholds, settable per queue). The
-          reaper takes a job back after its lease plus grace (longer while its owner still looks alive), or at its deadline, and never for being
-          suspect or stalled; Requeue here does what the reaper would do now and nothing sooner. Only a force requeue, on the job page, acts before it.
-        </p>
-        <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
-        <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
-      </>,
-    ),
-  );
-  app.get('/dashboard/live/zombies', async (c) => c.html(await zombies(c)));
-
-  // ---- workers ----
-  const workers = async () => {
-    const t = await now();
-    return <WorkersFragment workers={await store.workersList({ sinceMs: t - DAY, limit: 500 })} now={t} config={config} />;
-  };
-  app.get('/dashboard/workers', async (c) =>
-    shell(
-      c,
-      'Workers',
-      'workers',
-      <>
-        <PlaybookHint step="step 1 (is the worker dead, hung, or is storage slow)" />
-        <Live src="/dashboard/live/workers">{await workers()}</Live>
-      </>,
-    ),
-  );
-  app.get('/dashboard/live/workers', async (c) => c.html(await workers()));
-
-  // ---- actions ----
-  app.post('/dashboard/jobs/:id{[0-9]{1,15}}/:action{retry|requeue|force-requeue|cancel}', async (c) => {
-    const id = Number(c.req.param('id'));
-    const action = c.req.param('action');
-    const session = c.get('session');
-    const form = await c.req.parseBody();
-    // The operator's own name, as typed at login: the job's events and the audit say who.
-    const actor = session.name;
-    const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
-    const reason = reasonText === '' ? null : reasonText;
-    const jobPage = `/dashboard/jobs/${id}`;
-    const back = form.return_to === '/dashboard/zombies' ? '/dashboard/zombies' : jobPage;
-    const go = (notice: string, was?: string) => {
-      const target = ['conflict', 'not_found', 'confirm_mismatch', 'reason_required', 'reaper_would_wait'].includes(notice) ? jobPage : back;
-      return c.redirect(`${target}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
-    };
-    const force = action === 'force-requeue';
-    const operatorAction: OperatorAction = force ? 'requeue' : (action as OperatorAction);
-    const auditAction = force ? 'job.force_requeue' : (`job.${operatorAction}` as const);
-    // The store names the job's queue and its status after the action in the entry (read in the same batch).
-    const also = alongside(c, { action: auditAction, jobId: id, target: `job ${id}`, reason, now: clock.now() }, config);
-    const p = { id, actor, reason, now: clock.now(), also };
-    if (force && (typeof form.confirm !== 'string' || form.confirm.trim() !== String(id))) return go('confirm_mismatch');
-    // The rule the API and the CLI keep too: a forced requeue needs a reason.
-    if (forceRuleProblem({ action: 'requeue', force, reason })) return go('reason_required');
-    const done = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued', 'force-requeue': 'force_requeued' }[action as 'retry' | 'cancel' | 'requeue' | 'force-requeue'];
-    const ran = await once<OperatorOutcome>(store, () => deps.engine.operatorAction({ ...p, action: operatorAction, force, rules: config }));
-    if (!ran) return alreadySubmitted(c);
-    const outcome = ran.value;
-    if (outcome.ok && outcome.requeue?.action === 'fail') return go('failed_as_reaper_would');
-    if (outcome.ok && outcome.requeue?.forced && (outcome.requeue.overrodeHold || outcome.requeue.beyondBudget)) return go('force_requeued_override');
-    if (outcome.ok) return go(done);
-    if (outcome.reason === 'reaper_would_wait') return go('reaper_would_wait');
-    return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
-  });
-
+  registerJobActions(app, deps);
+  registerZombiesPage(app, deps, reads);
+  registerWorkersPage(app, deps, reads);
   registerBulkRoutes(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);
