@@ -109,10 +109,14 @@ export function createEngine(deps: EngineDeps) {
     clock,
     batchEnqueues: deps.batchEnqueues !== false,
     added(queue, jobs) {
-      // Delayed ones too (a hint only: a claim that finds nothing waits again), and their due times.
-      jobsBecameClaimable(queue, jobs.length);
-      // (A bulk's summaries carry available_at too; the timers compare it with this process's clock.)
-      for (const { job } of jobs) if (job.available_at > Date.now()) due.add(queue, job.available_at);
+      // Due at once: a job enqueued without a delay (or with a runAt already
+      // past) has available_at <= created_at, both from the database's clock
+      // in the same statement. Waking claims for delayed ones would only make
+      // each of them claim nothing and wait again.
+      const dueNow = jobs.filter(({ job }) => job.available_at <= job.created_at).length;
+      if (dueNow > 0) jobsBecameClaimable(queue, dueNow);
+      // The delayed ones wake their claims when they come due (the timers compare with this process's clock).
+      for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
     },
   });
   const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };

@@ -88,6 +88,20 @@ describe('waiting claims', () => {
     expect(t.engine.claimWaiters.waiting).toBe(19);
   });
 
+  test('a delayed job wakes no waiting claim when it is enqueued: nothing is claimable yet', async () => {
+    const t = await bed();
+    const claims = Array.from({ length: 5 }, (_, i) => claim(t, `w${i}`, 2_000));
+    await until('every claim to wait', () => t.engine.claimWaiters.waiting === 5);
+    const commits = countTransactions(t.db);
+    await t.enqueue('q', { payload: {}, delayMs: 60_000 });
+    await sleep(CLAIM_REPOLL_MS);
+    // The enqueue's own commit, and no claim woken to find nothing.
+    expect(commits()).toBe(1);
+    expect(t.engine.claimWaiters.waiting).toBe(5);
+    t.engine.claimWaiters.close();
+    await Promise.all(claims);
+  });
+
   test('a job enqueued by another server wakes as many waiting claims as there are jobs, through the shared look', async () => {
     const t = await bed();
     const claims = Array.from({ length: 10 }, (_, i) => claim(t, `w${i}`, 5_000));

@@ -54,7 +54,7 @@ export interface EnqueueParams {
 }
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
-export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, idempotency_key, dedup_count`;
+export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, created_at, idempotency_key, dedup_count`;
 
 /** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012; a schedule's occurrence, drizzle/0021). */
 export const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
