@@ -127,6 +127,21 @@ test('a claim whose answer was dropped and that then waited for the reaper is a 
   expect(check(lost).lostAnswers.waitedForReaper).toBe(0);
 });
 
+test("a claim that waited for the reaper while another handler blocked its worker's event loop for a lease is excused; a shorter block is not", () => {
+  const lost = handedOn(2_900);
+  lost.plan.faults = [{ n: 0, atMs: 0, kind: 'drop_answers', target: 0, durationMs: 2_000, call: 'completion', count: 1 }];
+  lost.faults = [{ n: 0, kind: 'drop_answers', target: 0, plannedAtMs: 0, wallAt: 150, wallEnd: 2_150, workerId: 'A', drops: [600] }];
+  const sibling = (ms: number) => [
+    { t: 180, w: 'A', pid: 1, k: 'run' as const, job: '9', attempt: 1, fence: 1, b: 'block_past_lease' as const },
+    { t: 180 + ms, w: 'A', pid: 1, k: 'end' as const, job: '9', attempt: 1, fence: 1, aborted: false },
+  ];
+  const lines = lost.lines;
+  lost.lines = [...lines, ...sibling(timings.leaseMs / 2)];
+  expect(check(lost).lostAnswers.waitedForReaper).toBe(1);
+  lost.lines = [...lines, ...sibling(timings.leaseMs * 1.2)];
+  expect(check(lost).lostAnswers.waitedForReaper).toBe(0);
+});
+
 test("a worker's completion sent again after its first was stored, refused as stale, is a violation", () => {
   const report = check(input({ result: JSON.stringify({ by: 'A', fence: 1 }) }, [
     { id: 1, type: 'claimed', worker_id: 'A', at: 100 },

@@ -404,7 +404,9 @@ export function check(input: CheckInput): Report {
   // A claim in force when one of its worker's answers was dropped must end
   // the ordinary way (completed, failed, released or handed back early), not
   // by the reaper taking a lost lease, unless something else hit that worker
-  // or its server while the claim was held.
+  // or its server while the claim was held, or a handler blocked its event
+  // loop for a lease or more (then no heartbeat could be sent, whatever the
+  // network did).
   const dropped: Record<string, number> = {};
   let claimsConcerned = 0;
   let waitedForReaper = 0;
@@ -426,6 +428,7 @@ export function check(input: CheckInput): Report {
         const run = (linesByJob.get(jobId) ?? []).find((l) => l.k === 'run' && l.fence === k + 1);
         if (run && (run.b === 'block_past_lease' || run.b === 'long_ignores_signal')) return;
         if (otherTrouble(c.worker, c.at, end.at)) return;
+        if ((blockedSpans.get(c.worker) ?? []).some((b) => b.to - b.from >= t.leaseMs && b.from <= end.at && b.to >= c.at)) return;
         waitedForReaper++;
         v(`job ${jobId}: after a dropped ${call} answer, ${c.worker}'s claim (token ${k + 1}) waited for the reaper (${end.reason}, ${end.at - c.at} ms after the claim)`);
       });
