@@ -11,7 +11,8 @@
  *   milliseconds instead of at the next poll.
  * - Idle otherwise (several queues, `claimWaitMs: 0`, or a server that
  *   answers at once): polls every `pollMs`, doubling while nothing comes up
- *   to `maxPollMs`, with jitter. Failed claims back off the same way.
+ *   to `maxPollMs`, with jitter. Failed claims back off the same way, but
+ *   never longer than 2 s between tries (MAX_FAILED_CLAIM_RETRY_MS).
  * - Every claim request carries its own claim id. A claim whose answer did
  *   not arrive (a dropped connection, a timeout) is sent again with the same
  *   queue, limit and id, its room still reserved: the server answers the jobs
@@ -27,6 +28,14 @@ import type { Held } from './held.ts';
 import { describe } from './log.ts';
 import { jitter, sleep } from './timers.ts';
 import { TokenRefusedError, type ClaimAnswer, type ClaimedJob } from './transport.ts';
+
+/**
+ * The longest wait between two tries of a claim that failed. A failed call
+ * to a server that is down costs it nothing, and an idle worker whose server
+ * restarted must not sleep through the first seconds it is back: with the
+ * idle poll's 10 s cap, a 5 s restart left workers idle for up to 10 s more.
+ */
+export const MAX_FAILED_CLAIM_RETRY_MS = 2_000;
 
 /** The lease a retry budget is counted in when the server has not said one yet (its default). */
 const DEFAULT_LEASE_MS = 30_000;
@@ -128,7 +137,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
           return;
         }
         failures++;
-        const delay = Math.min(o.maxPollMs, o.pollMs * 2 ** Math.min(failures, 8));
+        const delay = Math.min(o.maxPollMs, MAX_FAILED_CLAIM_RETRY_MS, o.pollMs * 2 ** Math.min(failures, 8));
         w.server.failed(`claim failed (${describe(err)}); retrying in ${Math.round(delay)} ms`, { error: describe(err), retryInMs: Math.round(delay), failures });
         emit('error', { error: err, during: 'claim' });
         await sleep(timers, jitter(delay), o.stopping);

@@ -111,6 +111,24 @@ test('an idle worker whose server goes away logs one warning, then one line when
   expect(back[0]!.fields).toMatchObject({ failures: failures.length });
 }, 40_000);
 
+test('an idle worker with the default settings tries a failed claim again at most 2 s later, and takes a job soon after its server is back', async () => {
+  const first = await serve();
+  const port = Number(new URL(first.url).port);
+  const { lines, logger } = recorder();
+  const handled: string[] = [];
+  w = createWorker({ transport: httpTransport({ url: first.url }), queue: 'q', handleSignals: false, logger, handler: (ctx) => void handled.push(ctx.job.id) }).start();
+  await until('the worker beat once', async () => ((await t!.get('/api/v1/workers')).json.workers as unknown[]).length > 0);
+  await first.close();
+  server = undefined;
+  const claimFailures = () => lines.filter((l) => l.message.startsWith('claim failed'));
+  // The idle poll doubles to 10 s; a failed claim's retry stops doubling at 2 s (the third try would have waited 4 s).
+  await until('three claims failed', () => claimFailures().length >= 3, 15_000);
+  expect(claimFailures().slice(0, 3).map((l) => l.fields?.retryInMs)).toEqual([1_000, 2_000, 2_000]);
+  server = await startServer(defaultConfig({ databaseUrl: t!.url, port }), { reaper: false, log: silentLogger });
+  const { job } = (await t!.post('/api/v1/queues/q/jobs', { payload: 1 })).json;
+  await until('the job ran', () => handled.includes(job.id), 5_000);
+}, 40_000);
+
 test('a leaseMs without a heartbeatMs: the heartbeat is a third of the lease, and the worker says so', async () => {
   const s = await serve({ leaseMs: 1_500 });
   const { lines, logger } = recorder();
