@@ -9,12 +9,12 @@ import { connect, createServer, type Socket } from 'node:net';
 export interface DelayProxy {
   port: number;
   /** Connections accepted and chunks forwarded each way, so a run can say how much crossed the link. */
-  stats: { connections: number; requestChunks: number; answerChunks: number };
+  stats: { connections: number; requestChunks: number; answerChunks: number; requests: number };
   close(): Promise<void>;
 }
 
 /** Forwards `from` to `to`, each chunk `delayMs` after it arrived and never ahead of an earlier one. */
-function delayed(from: Socket, to: Socket, delayMs: number, counted: () => void) {
+function delayed(from: Socket, to: Socket, delayMs: number, counted: (chunk: Buffer) => void) {
   let releaseAt = 0;
   const later = (send: () => void) => {
     const now = Date.now();
@@ -23,7 +23,7 @@ function delayed(from: Socket, to: Socket, delayMs: number, counted: () => void)
     setTimeout(send, releaseAt - now);
   };
   from.on('data', (d) => {
-    counted();
+    counted(d);
     later(() => {
       if (!to.destroyed) to.write(d);
     });
@@ -34,7 +34,7 @@ function delayed(from: Socket, to: Socket, delayMs: number, counted: () => void)
 }
 
 export async function startDelayProxy(upstreamPort: number, delayMs: number): Promise<DelayProxy> {
-  const stats = { connections: 0, requestChunks: 0, answerChunks: 0 };
+  const stats = { connections: 0, requestChunks: 0, answerChunks: 0, requests: 0 };
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     stats.connections++;
@@ -45,7 +45,11 @@ export async function startDelayProxy(upstreamPort: number, delayMs: number): Pr
       sockets.add(s);
       s.once('close', () => sockets.delete(s));
     }
-    delayed(client, upstream, delayMs, () => stats.requestChunks++);
+    delayed(client, upstream, delayMs, (d) => {
+      stats.requestChunks++;
+      // An HTTP/1.1 request's head starts a chunk of its own (Hrana over HTTP: one request per round trip).
+      if (/^(?:POST|GET) \//.test(d.toString('latin1', 0, 8))) stats.requests++;
+    });
     delayed(upstream, client, delayMs, () => stats.answerChunks++);
   });
   await new Promise<void>((resolve, reject) => {

