@@ -33,7 +33,7 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
@@ -44,7 +44,8 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startServer(label: string, seedJobs = 0): Promise<Server> {
+/** `databaseUrl`: serve that database (e.g. a remote libSQL server) instead of a fresh temp file. */
+export async function startServer(label: string, seedJobs = 0, options: { databaseUrl?: string } = {}): Promise<Server> {
   const tmp = tempDb(`http-${label}`);
   if (seedJobs > 0) {
     // Migrate and fill the file before the server opens it (untimed).
@@ -60,7 +61,7 @@ export async function startServer(label: string, seedJobs = 0): Promise<Server> 
   // A free port chosen here: at log level warn the server does not print its
   // listening line, so readiness is asked of /healthz instead.
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--database-url', tmp.url], {
+  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--database-url', options.databaseUrl ?? tmp.url], {
     // warn: the per-request log lines (info) are not what this measures, and earlier results had none.
     env: { ...process.env, LEASEHOLD_WORKER_TOKEN: '', LEASEHOLD_ADMIN_TOKEN: '', LEASEHOLD_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

