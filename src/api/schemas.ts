@@ -164,7 +164,7 @@ const jobAnswer = fields<{ job: Job }>({ job: JobSchema });
 
 const RequeueDoneSchema = fields<RequeueWire>({
   action: { type: 'string', enum: ['requeue', 'fail'], description: 'requeue: back to pending now; fail: failed for good, as the reaper would (its attempts or lost-attempt budget are spent)' },
-  reason: string("the reaper's reason (reaped_due_to_expired_lease, deadline_exceeded, attempts_exhausted, lost_too_many_times), or forced"),
+  reason: string("the reaper's reason (reaped_due_to_expired_lease, owner_gone, deadline_exceeded, attempts_exhausted, lost_too_many_times), or forced"),
   why: string('in words'),
   forced: boolean,
   overrodeHold: nullable(fields<NonNullable<RequeueWire['overrodeHold']>>({ until: time, why: string() }, { description: "forced during the reaper's hold after a server's restart or pause: the hold it overrode" })),

@@ -131,6 +131,15 @@ export interface Config extends QueueDefaults {
    * reaper send the same notification again (same `id`) after the lease.
    */
   alertWebhookUrl: string | undefined;
+  /**
+   * Asked by the reaper, before it takes a job whose lease expired, whether
+   * the owner's process still exists (src/maintenance/owner-check.ts): gone
+   * takes the job at once, alive defers it like a recent beat, anything else
+   * (unknown, a timeout, an error) leaves today's rule. Not set: never asked.
+   */
+  ownerCheckUrl: string | undefined;
+  /** How long the reaper waits for the owner check's answers in one pass. */
+  ownerCheckTimeoutMs: number;
   /** Signs each webhook body: `x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body>`. */
   alertWebhookSecret: string | undefined;
   /**
@@ -227,6 +236,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'bulkActionCap', env: 'LEASEHOLD_BULK_ACTION_CAP', flag: '--bulk-action-cap', kind: 'int', default: 100, help: 'most jobs one bulk action (dashboard, API, CLI) may change' },
   { key: 'maxJobWaits', env: 'LEASEHOLD_MAX_JOB_WAITS', flag: '--max-job-waits', kind: 'int', default: 1_000, help: 'most requests waiting on jobs at once (POST /api/v1/jobs/wait, the client\'s waitForJob(s) and events) per server, each naming up to 1,000 jobs; one more gets a 429 with Retry-After (on Workers: per isolate)' },
   { key: 'alertWebhookUrl', env: 'LEASEHOLD_ALERT_WEBHOOK_URL', flag: '--alert-webhook-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper POSTs to when an alert starts firing and when it clears' },
+  { key: 'ownerCheckUrl', env: 'LEASEHOLD_OWNER_CHECK_URL', flag: '--owner-check-url', kind: 'string', default: undefined, help: 'http(s) URL the reaper asks, before taking a job whose lease expired, whether its owner process exists (GET with worker, instance, host, pid; answer {"state":"alive"|"gone"|"unknown"}): gone takes the job at once, without the grace; alive waits as for a live worker; unknown or no answer: the usual rule (docs/owner-check.md)' },
+  { key: 'ownerCheckTimeoutMs', env: 'LEASEHOLD_OWNER_CHECK_TIMEOUT_MS', flag: '--owner-check-timeout-ms', kind: 'duration', default: 1_000, help: 'how long one reaper pass waits for the owner check\'s answers; no answer in time counts as unknown (100 ms to 10 s)' },
   { key: 'alertWebhookSecret', env: 'LEASEHOLD_ALERT_WEBHOOK_SECRET', flag: '--alert-webhook-secret', kind: 'secret', default: undefined, help: 'signs each webhook POST: x-leasehold-signature: sha256=<hex HMAC-SHA256 of the body> (16+ characters)' },
   { key: 'alertEveryMs', env: 'LEASEHOLD_ALERT_EVERY_MS', flag: '--alert-every-ms', kind: 'duration', default: 15_000, help: 'alerts are evaluated at most this often, across all reapers sharing the database' },
   { key: 'logLevel', env: 'LEASEHOLD_LOG_LEVEL', flag: '--log-level', kind: 'string', default: 'info', help: 'debug, info, warn or error: lower levels are not logged' },
@@ -427,6 +438,8 @@ export function checkConfig(c: Config): { errors: ConfigProblem[]; warnings: Con
     // The URL itself is not echoed: webhook URLs often carry a token in their path.
     err('alertWebhookUrl', 'must be an http:// or https:// URL');
   }
+  if (c.ownerCheckUrl !== undefined && !isHttpUrl(c.ownerCheckUrl)) err('ownerCheckUrl', 'must be an http:// or https:// URL');
+  if (c.ownerCheckTimeoutMs < 100 || c.ownerCheckTimeoutMs > 10_000) err('ownerCheckTimeoutMs', 'must be between 100 ms and 10 s: the reaper pass waits for it');
   if (c.alertWebhookSecret !== undefined && c.alertWebhookSecret.length < 16) err('alertWebhookSecret', 'must be at least 16 characters');
   if (c.alertWebhookSecret && !c.alertWebhookUrl) warn('alertWebhookSecret', 'is set but LEASEHOLD_ALERT_WEBHOOK_URL is not, so nothing is sent');
   return { errors, warnings };

@@ -46,6 +46,23 @@ export interface ReapCandidate {
   holdUntil?: number | null;
   /** Why the hold began, in words ("the server just started"). */
   holdCause?: string | null;
+  /**
+   * What the platform said of the owner's process, when an owner check is
+   * configured (LEASEHOLD_OWNER_CHECK_URL; src/maintenance/owner-check.ts)
+   * and the lease has expired. Absent: no check was made.
+   */
+  ownerCheck?: OwnerAnswer;
+}
+
+/**
+ * The owner check's answer: the process that holds the lease still exists
+ * (`alive`), is known not to (`gone`), or the platform cannot tell (`unknown`,
+ * also a timeout, an error or an answer not understood). `detail` says what
+ * was asked and answered, for the event's message.
+ */
+export interface OwnerAnswer {
+  state: 'alive' | 'gone' | 'unknown';
+  detail: string;
 }
 
 export interface ReapRules {
@@ -54,7 +71,7 @@ export interface ReapRules {
 }
 
 /** Every reason a reaper take-back names (its event's reason; a label of leasehold_jobs_reaped_total). */
-export const REAP_REASONS = ['reaped_due_to_expired_lease', 'deadline_exceeded', 'lost_too_many_times', 'attempts_exhausted'] as const;
+export const REAP_REASONS = ['reaped_due_to_expired_lease', 'owner_gone', 'deadline_exceeded', 'lost_too_many_times', 'attempts_exhausted'] as const;
 export type ReapReason = (typeof REAP_REASONS)[number];
 
 /** Every decision says why, in words an operator reads (refusals, events, the dashboard). */
@@ -121,13 +138,25 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
   const owner = c.lockedBy ?? 'the owner';
   const overdueMs = now - c.leaseExpiresAt - c.graceMs;
   if (now <= c.leaseExpiresAt) return { action: 'none', why: `the lease runs for ${seconds(c.leaseExpiresAt - now)} more`, takesAt };
+  const check = c.ownerCheck;
+  // The platform says the owner's process no longer exists: nobody can renew
+  // this lease, so the grace and the wait for a live owner protect nothing.
+  // A server's hold still applies (it lasts one heartbeat plus grace).
+  if (check?.state === 'gone' && !holdInForce(c, now)) {
+    return lostTake(c, `lease expired ${seconds(now - c.leaseExpiresAt)} ago and the owner check says ${owner}'s process is gone (${check.detail})`, now, 'owner_gone');
+  }
   if (overdueMs <= 0) {
     return { action: 'none', why: `lease expired ${seconds(now - c.leaseExpiresAt)} ago, inside the ${setting(c.graceMs)} grace`, takesAt };
   }
   const expired = `lease expired ${seconds(now - c.leaseExpiresAt)} ago (grace ${setting(c.graceMs)})`;
-  const ownerAlive = c.ownerLastSeenAt !== null && c.ownerLastSeenAt >= now - rules.workerAliveMs;
+  const seenAlive = c.ownerLastSeenAt !== null && c.ownerLastSeenAt >= now - rules.workerAliveMs;
+  // The platform's word that the process exists counts like a recent beat: a
+  // hung or cut-off process may still finish, so it gets the same bounded wait.
+  const checkedAlive = check?.state === 'alive';
+  const ownerAlive = seenAlive || checkedAlive;
   if (ownerAlive && overdueMs < rules.maxReapDeferMs) {
-    const why = `owner ${owner} was seen ${seconds(now - c.ownerLastSeenAt!)} ago; the reaper waits for a live owner up to ${setting(rules.maxReapDeferMs)} past the grace`;
+    const seen = seenAlive ? `owner ${owner} was seen ${seconds(now - c.ownerLastSeenAt!)} ago` : `the owner check says ${owner}'s process is alive (${check!.detail})`;
+    const why = `${seen}; the reaper waits for a live owner up to ${setting(rules.maxReapDeferMs)} past the grace`;
     return { action: 'defer', reason: 'owner_alive', overdueMs, why, takesAt };
   }
   const ownerState = ownerAlive
@@ -135,7 +164,7 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
     : c.ownerLastSeenAt === null
       ? `owner ${owner} is not registered`
       : `owner ${owner} was last seen ${seconds(now - c.ownerLastSeenAt)} ago`;
-  const why = `${expired} and ${ownerState}`;
+  const why = `${expired} and ${ownerState}${check && !checkedAlive ? `; owner check: ${check.state} (${check.detail})` : ''}`;
   const take = lostTake(c, why, now);
   // After a server's gap the owner may not have been able to renew: wait for it.
   if (holdInForce(c, now)) {
@@ -152,7 +181,7 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
 }
 
 /** What the reaper does with an expired lease it takes: fail it when its budgets are spent, else requeue it. */
-function lostTake(c: ReapCandidate, why: string, now: number): Extract<ReapDecision, { action: 'requeue' | 'fail' }> {
+function lostTake(c: ReapCandidate, why: string, now: number, reason: 'reaped_due_to_expired_lease' | 'owner_gone' = 'reaped_due_to_expired_lease'): Extract<ReapDecision, { action: 'requeue' | 'fail' }> {
   if (c.lostAttempts + 1 >= c.maxLostAttempts) {
     return {
       action: 'fail',
@@ -166,7 +195,7 @@ function lostTake(c: ReapCandidate, why: string, now: number): Extract<ReapDecis
   if (c.attemptCount >= c.maxAttempts) {
     return { action: 'fail', cause: 'lost', reason: 'attempts_exhausted', message: `lease expired on the last attempt (${c.attemptCount} of ${c.maxAttempts})`, why, takesAt: now };
   }
-  return { action: 'requeue', cause: 'lost', reason: 'reaped_due_to_expired_lease', why, takesAt: now };
+  return { action: 'requeue', cause: 'lost', reason, why, takesAt: now };
 }
 
 /** A decision that takes the job now. */

@@ -65,7 +65,7 @@ export interface ReapOptions extends ReapObserver {
   jobsBecameClaimable?: (queue: string, n: number) => void;
   /** See rescueOnce: a hold the caller knows of besides the database's (the servers write theirs there). */
   holdLostLeases?: { why: string };
-  /** Where webhook POSTs go through (default: the global fetch). */
+  /** Where webhook POSTs and the owner check's GETs go through (default: the global fetch). */
   fetch?: Fetch;
 }
 
@@ -77,7 +77,12 @@ export function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions 
 /** One pass over the store port. */
 export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
   const at = typeof now === 'number' ? now : await store.readNow();
-  const rescued = await rescueOnce(store, at, config, { holdLostLeases: options.holdLostLeases, onJob: options.job, jobsBecameClaimable: options.jobsBecameClaimable });
+  const rescued = await rescueOnce(store, at, config, {
+    holdLostLeases: options.holdLostLeases,
+    onJob: options.job,
+    jobsBecameClaimable: options.jobsBecameClaimable,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
   const schedules = await schedulesOnce(store, at, config, options.jobsBecameClaimable);
   const [pruned] = await Promise.all([pruneOnce(store, at, config), sampleActivityOnce(store, at)]);
   let alerts: AlertPassReport;

@@ -12,11 +12,19 @@
  * After a server's gap the database holds expired leases for their owners
  * (src/db/store/reaper-hold.ts, read with every candidate): decideReap says
  * `hold`, and the pass writes a `reap_held` event instead of taking the job.
+ *
+ * With an owner check (LEASEHOLD_OWNER_CHECK_URL, owner-check.ts) the pass
+ * also reads the expired leases still inside their grace, asks the platform
+ * about every owner of an expired lease, and hands each answer to
+ * decideReap: a gone owner's job is taken at once (reason `owner_gone`), a
+ * live one's waits as for a recent beat, and no answer changes nothing.
  */
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
 import type { JobStore } from '../db/store/port.ts';
 import type { ReapCandidateRow, ReapWrite } from '../db/store/reaper.ts';
+import type { Fetch } from './alerts.ts';
+import { askOwners, ownerKey } from './owner-check.ts';
 
 export interface RescueReport {
   requeued: { id: string; reason: ReapReason }[];
@@ -44,6 +52,8 @@ export interface RescueOptions {
   onJob?: RescueObserver;
   /** After the pass's writes committed: `n` jobs of `queue` it put back to pending (claims waiting on it look now). */
   jobsBecameClaimable?: (queue: string, n: number) => void;
+  /** Where the owner check's GETs go through (default: the global fetch). */
+  fetch?: Fetch;
 }
 
 export async function rescueOnce(
@@ -52,7 +62,22 @@ export async function rescueOnce(
   config: Config,
   options: RescueOptions = {},
 ): Promise<RescueReport> {
-  const { take, defer } = await store.jobsGetReapCandidates({ now: at, limit: config.reaperBatchSize, defaults: config, rules: config });
+  const checkUrl = config.ownerCheckUrl;
+  const { take, defer, inGrace = [] } = await store.jobsGetReapCandidates({ now: at, limit: config.reaperBatchSize, defaults: config, rules: config, inGrace: checkUrl !== undefined });
+  const candidates = [...take, ...defer, ...inGrace];
+  // Only owners of expired leases are asked about (a passed deadline is taken whatever the owner).
+  const asked = checkUrl === undefined ? [] : candidates.filter((c) => c.leaseExpiresAt < at && !(c.deadlineAt !== null && c.deadlineAt <= at));
+  const answers =
+    checkUrl === undefined || asked.length === 0
+      ? new Map()
+      : await askOwners(
+          asked.map((c) => ({ workerId: c.lockedBy, instanceId: c.lockedByInstance, host: c.ownerHost, pid: c.ownerPid })),
+          { url: checkUrl, timeoutMs: config.ownerCheckTimeoutMs, fetch: options.fetch ?? fetch },
+        );
+  const withOwnerCheck = (c: ReapCandidateRow): ReapCandidate => {
+    const answer = answers.get(ownerKey({ workerId: c.lockedBy, instanceId: c.lockedByInstance, host: null, pid: null }));
+    return answer ? { ...c, ownerCheck: answer } : c;
+  };
   const writes: (ReapWrite & { decision: Exclude<ReapDecision, { action: 'none' | 'hold' }> })[] = [];
   // decideReap has the last word on every row, so a row of the defer list it
   // takes still counts against the batch (the next pass gets the rest).
@@ -62,8 +87,8 @@ export async function rescueOnce(
   const callerHold = options.holdLostLeases;
   const withCallerHold = (c: ReapCandidate): ReapCandidate =>
     callerHold ? { ...c, holdUntil: Math.max(c.holdUntil ?? 0, at + config.heartbeatMs + config.graceMs), holdCause: callerHold.why } : c;
-  for (const candidate of [...take, ...defer]) {
-    const decision = decideReap(withCallerHold(candidate), at, config);
+  for (const candidate of candidates) {
+    const decision = decideReap(withCallerHold(withOwnerCheck(candidate)), at, config);
     if (decision.action === 'none') continue;
     if (decision.action !== 'defer' && ++takes > config.reaperBatchSize) continue;
     // After a server's gap, expired leases wait for their owners.

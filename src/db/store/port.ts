@@ -99,8 +99,8 @@ export interface OperatorActions {
 
 /** The reaper's reads and writes, and retention (store/reaper, activity). */
 export interface MaintenanceStore {
-  /** Running jobs past lease + grace or past their deadline: those to take, and those to defer. */
-  jobsGetReapCandidates(p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[] }>;
+  /** Running jobs past lease + grace or past their deadline: those to take, those to defer, and (with `inGrace`) expired leases still inside their grace, for the owner check. */
+  jobsGetReapCandidates(p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[]; inGrace?: ReapCandidateRow[] }>;
   /** The decisions, each guarded by the token and expiry read; which ids were taken back. */
   jobsReapIfUnchanged(p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>>;
   /** A `reap_held` event per candidate (during a hold after a server's gap); nothing else changes. */

@@ -23,13 +23,17 @@ import type { ReapCandidate, ReapDecision, ReapRules } from '../../core/reaper.t
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { ownerLastSeenSql } from './workers.ts';
+import { ownerLastSeenSql, ownerProcessSql } from './workers.ts';
 import { noHoldInForceSql, reaperHoldColumns } from './reaper-hold.ts';
 
 export interface ReapCandidateRow extends ReapCandidate {
   queueName: string;
   lockToken: string;
   lockedBy: string;
+  /** The process that holds the lease, as far as the database knows it: what the owner check asks about. */
+  lockedByInstance: string | null;
+  ownerHost: string | null;
+  ownerPid: number | null;
 }
 
 /** The candidate's columns, read from `jobs j LEFT JOIN queues q` (the reaper's read and the operator's requeue share them). */
@@ -37,13 +41,20 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     j.attempt_count AS attemptCount, j.max_attempts AS maxAttempts, j.lost_attempts AS lostAttempts,
     coalesce(q.max_lost_attempts, ${defaults.maxLostAttempts}) AS maxLostAttempts,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
-    j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()}`;
+    j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()},
+    j.locked_by_instance AS lockedByInstance, ${ownerProcessSql('j', 'host')} AS ownerHost, ${ownerProcessSql('j', 'pid')} AS ownerPid`;
 
 export interface ReapCandidateParams {
   now: number;
   limit: number;
   defaults: QueueDefaults;
   rules: ReapRules;
+  /**
+   * Also read (at most `limit`) running jobs whose lease expired but are
+   * still inside their grace: with an owner check, a gone owner's job is
+   * taken without waiting out the grace.
+   */
+  inGrace?: boolean;
 }
 
 /**
@@ -51,7 +62,7 @@ export interface ReapCandidateParams {
  * defer (at most `limit`), in one batch. The split restates decideReap's
  * deferral rule in SQL only to sort the rows: decideReap still decides each.
  */
-export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[] }> {
+export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Promise<{ take: ReapCandidateRow[]; defer: ReapCandidateRow[]; inGrace?: ReapCandidateRow[] }> {
   const columns = sql`${reapCandidateColumns(p.defaults)}
     FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name`;
   // Index range scans only (expired leases; passed deadlines), so the pass
@@ -61,15 +72,23 @@ export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Pro
   const deadlinePassed = sql`(deadlineAt IS NOT NULL AND deadlineAt <= ${p.now})`;
   const deferrable = sql`(ownerLastSeenAt IS NOT NULL AND ownerLastSeenAt >= ${p.now - p.rules.workerAliveMs}
     AND ${p.now} - leaseExpiresAt - graceMs < ${p.rules.maxReapDeferMs} AND NOT ${deadlinePassed})`;
-  const [take, defer] = await db.batch([
+  const reads = [
     db.all<ReapCandidateRow>(sql`SELECT * FROM (
         SELECT * FROM (${expired}) WHERE NOT ${deferrable}
         UNION
         SELECT ${columns} WHERE j.status = 'running' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${p.now}
       ) ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`),
     db.all<ReapCandidateRow>(sql`SELECT * FROM (${expired}) WHERE ${deferrable} ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`),
-  ]);
-  return { take, defer };
+  ] as const;
+  if (!p.inGrace) {
+    const [take, defer] = await db.batch(reads);
+    return { take, defer };
+  }
+  const inGrace = db.all<ReapCandidateRow>(sql`SELECT ${columns} WHERE j.status = 'running' AND j.lease_expires_at < ${p.now}
+      AND j.lease_expires_at >= ${p.now} - coalesce(q.grace_ms, ${p.defaults.graceMs}) AND (j.deadline_at IS NULL OR j.deadline_at > ${p.now})
+    ORDER BY j.lease_expires_at, j.id LIMIT ${p.limit}`);
+  const [take, defer, graced] = await db.batch([...reads, inGrace]);
+  return { take, defer, inGrace: graced };
 }
 
 export interface ReapWrite {

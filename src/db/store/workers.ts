@@ -24,6 +24,13 @@ import { nowSql } from '../sql.ts';
  * definition of "owner last seen" the reaper, requeue and dashboard share.
  * A primary-key lookup per job, so it costs the same as the join it replaces.
  */
+/** The owner's host and pid, as its liveness row has them (null when the row is another instance's, or missing): what the owner check asks about. */
+export function ownerProcessSql(jobAlias: string, column: 'host' | 'pid'): SQL {
+  const j = sql.raw(jobAlias);
+  return sql`(SELECT w.${sql.raw(column)} FROM workers w WHERE w.id = ${j}.locked_by
+    AND (${j}.locked_by_instance IS NULL OR w.instance_id IS NULL OR w.instance_id = ${j}.locked_by_instance))`;
+}
+
 export function ownerLastSeenSql(jobAlias: string): SQL {
   const j = sql.raw(jobAlias);
   // An unknown instance on either side (an older SDK) falls back to the id:

@@ -51,6 +51,24 @@ export function defineReaper(backend: StoreBackend) {
       expect(await store.jobsGetReapCandidates({ now: T0, limit: 10, defaults: DEFAULTS, rules: RULES })).toEqual({ take: [], defer: [] });
     });
 
+    test('with inGrace (the owner check), expired leases inside their grace are read too, with the owner process the database knows', async () => {
+      const { store, runningJob } = t();
+      await store.workerBeat({ id: 'w1', instanceId: 'i1', host: 'node-a', pid: 4242, now: T0 - 1_000 });
+      const inGrace = await runningJob({ leaseExpiresAt: T0 - 1, workerId: 'w1', instanceId: 'i1' });
+      const otherInstance = await runningJob({ leaseExpiresAt: T0 - 2, workerId: 'w1', instanceId: 'i0' });
+      await runningJob({ leaseExpiresAt: T0 + 1, workerId: 'w1', instanceId: 'i1' });
+      await runningJob({ leaseExpiresAt: T0 - 1, deadlineAt: T0, workerId: 'w1', instanceId: 'i1' });
+      const read = await store.jobsGetReapCandidates({ now: T0, limit: 10, defaults: DEFAULTS, rules: RULES, inGrace: true });
+      expect(read.take.map((c) => c.id)).toEqual([expect.any(Number)]);
+      expect(read.defer).toEqual([]);
+      // Oldest expiry first; the live lease and the passed deadline (a take) are not in the list.
+      expect(read.inGrace).toMatchObject([
+        { id: otherInstance.id, lockedBy: 'w1', lockedByInstance: 'i0', ownerHost: null, ownerPid: null },
+        { id: inGrace.id, lockedBy: 'w1', lockedByInstance: 'i1', ownerHost: 'node-a', ownerPid: 4242 },
+      ]);
+      expect((await store.jobsGetReapCandidates({ now: T0, limit: 10, defaults: DEFAULTS, rules: RULES })).inGrace).toBeUndefined();
+    });
+
     test('past lease + grace with an unknown owner: taken back to pending, a lost attempt, after the backoff', async () => {
       const { store, runningJob, row, events } = t();
       const job = await runningJob({ leaseExpiresAt: T0 - OVERDUE_A_LITTLE, workerId: 'ghost' });
