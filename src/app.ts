@@ -9,8 +9,8 @@
  *   const res = await app.request('/healthz');
  */
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { adminRoutes } from './api/admin-routes.ts';
+import { requestBodyLimit } from './api/body-limit.ts';
 import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
@@ -68,11 +68,8 @@ export function createApp(appDeps: AppInput) {
   app.use('*', hostGuard(config));
   app.use(
     '*',
-    bodyLimit({
-      maxSize: config.maxPayloadBytes,
-      onError: () => {
-        throw new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body');
-      },
+    requestBodyLimit(config.maxPayloadBytes, () => {
+      throw new LeaseholdError('payload_too_large', `the request body is over the limit of ${config.maxPayloadBytes} bytes`, 'body');
     }),
   );
 

@@ -136,10 +136,11 @@ export class ClaimWaiters {
   /**
    * Work was added to `queue` (after its transaction committed): up to
    * `jobs` claims waiting on it look again (all of them when not given).
+   * Answers how many it woke.
    */
-  notify(queue: string, jobs = Number.POSITIVE_INFINITY): void {
+  notify(queue: string, jobs = Number.POSITIVE_INFINITY): number {
     this.generations.set(queue, this.generation(queue) + 1);
-    this.wakeOldest(queue, jobs);
+    return this.wakeOldest(queue, jobs);
   }
 
   /**
@@ -166,14 +167,16 @@ export class ClaimWaiters {
     return this.count;
   }
 
-  private wakeOldest(queue: string, n: number): void {
+  private wakeOldest(queue: string, n: number): number {
     const entry = this.byQueue.get(queue);
-    if (!entry) return;
+    if (!entry) return 0;
     let woken = 0;
     for (const waiter of [...entry.waiters]) {
-      if (woken++ >= n) break;
+      if (woken >= n) break;
+      woken++;
       waiter.wake();
     }
+    return woken;
   }
 
   /** One timer for every queue with waiting claims, running only while there are some. */

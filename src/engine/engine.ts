@@ -114,9 +114,9 @@ export function createEngine(deps: EngineDeps) {
       // in the same statement. Waking claims for delayed ones would only make
       // each of them claim nothing and wait again.
       const dueNow = jobs.filter(({ job }) => job.available_at <= job.created_at).length;
-      if (dueNow > 0) jobsBecameClaimable(queue, dueNow);
       // The delayed ones wake their claims when they come due (the timers compare with this process's clock).
       for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
+      return dueNow > 0 ? claimWaiters.notify(queue, dueNow) : 0;
     },
   });
   const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };

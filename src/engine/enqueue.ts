@@ -45,18 +45,24 @@ export function createEnqueuing(deps: {
   config: Config;
   clock: Clock;
   batchEnqueues: boolean;
-  /** After a commit: the jobs it added (not deduplicated), to wake claims and arm due timers. */
-  added(queue: string, jobs: readonly Enqueued[]): void;
+  /** After a commit: the jobs it added (not deduplicated), to wake claims and arm due timers; answers how many waiting claims it woke. */
+  added(queue: string, jobs: readonly Enqueued[]): number;
 }): Enqueuing {
   const { store, config, clock } = deps;
   // One `now` per write, read when it starts: a batch's calls were all made in that turn.
   const params = (queue: string, jobs: NewJob[], source: EnqueueSource) => ({ queue, jobs, actor: source, now: clock.now(), defaults: config, maxQueues: config.maxQueues });
-  const committed = (queue: string, enqueued: Enqueued[]): Enqueued[] => {
+  const committed = async (queue: string, enqueued: Enqueued[], source: EnqueueSource): Promise<Enqueued[]> => {
     const added = enqueued.filter((e) => !e.deduplicated);
-    if (added.length > 0) deps.added(queue, added);
+    const woke = added.length > 0 ? deps.added(queue, added) : 0;
+    // An HTTP enqueue that woke waiting claims answers on the next turn: the
+    // woken claims run (their statements are synchronous on an embedded
+    // file) and their answers go out first. The job's start is what the
+    // enqueue was for; sending the producer's answer first put that write
+    // (on loopback, a wake-up of the producer's process) before the worker's.
+    if (woke > 0 && source === 'api' && deps.batchEnqueues) await new Promise<void>((resolve) => nextTurn(resolve));
     return enqueued;
   };
-  const insert = (source: EnqueueSource) => async (queue: string, jobs: NewJob[]) => committed(queue, await store.jobsInsert(params(queue, jobs, source)));
+  const insert = (source: EnqueueSource) => async (queue: string, jobs: NewJob[]) => committed(queue, await store.jobsInsert(params(queue, jobs, source)), source);
   const gathering: Record<EnqueueSource, TickBatches<NewJob, Enqueued> | undefined> = {
     api: deps.batchEnqueues ? tickBatches({ write: insert('api'), maxBatch: SINGLE_BATCH_MAX, schedule: nextTurn }) : undefined,
     embedded: tickBatches({ write: insert('embedded'), maxBatch: ENQUEUE_CHUNK }),
@@ -71,7 +77,7 @@ export function createEnqueuing(deps: {
       if (!options.summaries) return insert(source)(queue, jobs);
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
-      return committed(queue, await store.jobsInsertSummaries(params(queue, jobs, source)));
+      return committed(queue, await store.jobsInsertSummaries(params(queue, jobs, source)), source);
     },
     flush() {
       gathering.api?.flush();

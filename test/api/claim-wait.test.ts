@@ -47,6 +47,23 @@ describe('claim with waitMs', () => {
     expect(Date.now() - started).toBeLessThan(200);
   });
 
+  // The job's start is what an enqueue is for: the woken claim is answered
+  // first, and the producer's answer follows on the next turn.
+  test.each([
+    ['a single enqueue', { payload: { n: 1 } }],
+    ['a bulk enqueue', { jobs: [{ payload: { n: 1 } }, { payload: { n: 2 } }] }],
+  ])('%s that wakes a waiting claim answers after the claim', async (_, body) => {
+    const t = await bed();
+    const answered: string[] = [];
+    const claiming = t.post('/api/v1/queues/q/claim', claimBody({ waitMs: 10_000 })).then((res) => (answered.push('claim'), res));
+    await until('the claim to wait', () => t.engine.claimWaiters.waiting === 1);
+    const enqueue = await t.post('/api/v1/queues/q/jobs', body).then((res) => (answered.push('enqueue'), res));
+    const claim = await claiming;
+    expect(answered).toEqual(['claim', 'enqueue']);
+    expect(enqueue.status).toBe(201);
+    expect(claim.json.jobs).toHaveLength(1);
+  });
+
   test('an enqueue on the same server wakes the waiting claim, well before the re-poll', async () => {
     const t = await bed();
     const claiming = t.post('/api/v1/queues/q/claim', claimBody({ waitMs: 10_000 }));

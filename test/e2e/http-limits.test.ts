@@ -112,6 +112,14 @@ test('a chunked body over the limit gets 413 and Connection: close, and the next
   expect(await pendingCount()).toBe(0);
 });
 
+test('a chunked body under the limit is read whole and enqueued', async () => {
+  const payload = 'y'.repeat(LIMIT / 2);
+  const answer = await send('POST', '/api/v1/queues/q/jobs', JSON.stringify({ payload }), true);
+  expect(answer.status).toBe(201);
+  expect(JSON.parse(answer.body).job.payload).toBe(payload);
+  expect(await pendingCount()).toBe(1);
+});
+
 test('a body under the limit keeps the connection alive', async () => {
   await send('POST', '/api/v1/queues/q/jobs', JSON.stringify({ payload: 1 }));
   const second = await send('POST', '/api/v1/queues/q/jobs', JSON.stringify({ payload: 2 }));
