@@ -110,7 +110,7 @@ export async function schedulesDue(db: Db, p: { now: number; limit: number }): P
   return db
     .select(rowColumns(schedules))
     .from(schedules)
-    // A literal 0, not a bound false: schedules_due_idx is partial on `paused = 0`, and SQLite uses a partial index only when the query states its condition.
+    // The condition of the partial schedules_due_idx as the index states it (a literal), so the plan does not hang on a bound value.
     .where(and(sql`${schedules.paused} = 0`, lte(schedules.nextRunAt, p.now)))
     .orderBy(asc(schedules.nextRunAt))
     .limit(p.limit);
