@@ -3,7 +3,9 @@
  * `db.select(rowColumns(jobs)).from(jobs)` answers rows under the same
  * snake_case names a raw `SELECT *` gives (RowOf in row-types.ts), typed by
  * the schema, so a statement moved to the builder hands its callers the row
- * shape they already read. Same for `.returning(rowColumns(t))`.
+ * shape they already read. Same for `.returning(rowColumns(t))`. One
+ * difference from the raw answer: a column the schema declares
+ * `mode: 'boolean'` (schedules.paused) comes back as true/false, not 1/0.
  */
 import { getTableColumns, type Table } from 'drizzle-orm';
 
