@@ -6,9 +6,10 @@
  * reaper pass, so the history exists on every runtime (an edge cron samples
  * once a minute). Rows older than a day are pruned by the reaper.
  */
-import { sql } from 'drizzle-orm';
+import { gte, lt, sql } from 'drizzle-orm';
 import { MINUTE_MS } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
+import { queueMinutes } from '../schema.ts';
 
 /** queue_minutes rows are kept this long. */
 const ACTIVITY_KEEP_MS = 24 * 3_600_000;
@@ -24,9 +25,11 @@ export interface MinuteRow {
 
 /** Minutes whose start is at or after `sinceMinuteAt`, every queue. Reads queue_minutes_minute_idx. */
 export async function queueMinutesSince(db: Db, p: { sinceMinuteAt: number }): Promise<MinuteRow[]> {
-  return db.all<MinuteRow>(sql`SELECT queue_name AS queue, minute_at AS minuteAt, completed, failed, reaped,
-      max_heartbeat_lag_ms AS maxHeartbeatLagMs
-    FROM queue_minutes WHERE minute_at >= ${p.sinceMinuteAt}`);
+  const m = queueMinutes;
+  return db
+    .select({ queue: m.queueName, minuteAt: m.minuteAt, completed: m.completed, failed: m.failed, reaped: m.reaped, maxHeartbeatLagMs: m.maxHeartbeatLagMs })
+    .from(m)
+    .where(gte(m.minuteAt, p.sinceMinuteAt));
 }
 
 /**
@@ -50,5 +53,5 @@ export function queueMinutesSampleHeartbeatLag(db: Db, p: { now: number }) {
 
 /** Deletes minutes older than ACTIVITY_KEEP_MS. */
 export function queueMinutesPrune(db: Db, p: { now: number }) {
-  return db.run(sql`DELETE FROM queue_minutes WHERE minute_at < ${p.now - ACTIVITY_KEEP_MS}`);
+  return db.delete(queueMinutes).where(lt(queueMinutes.minuteAt, p.now - ACTIVITY_KEEP_MS));
 }

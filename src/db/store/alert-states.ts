@@ -22,10 +22,11 @@
  *
  * Costs: the table holds six rows per queue; every statement here scans it.
  */
-import { sql } from 'drizzle-orm';
+import { asc, ne, sql } from 'drizzle-orm';
 import type { Alert } from '../../core/alerts.ts';
 import type { AlertTransition } from '../../core/alert-webhook.ts';
 import { batchList, type Db } from '../db.ts';
+import { alertStates } from '../schema.ts';
 
 const EVALUATION_QUEUE = '';
 const EVALUATION_NAME = 'evaluation';
@@ -107,9 +108,24 @@ export interface AlertStateRow extends AlertTransition {
 
 /** Every stored alert state (not the evaluation marker), by queue and name. */
 export function alertStatesList(db: Db): Promise<AlertStateRow[]> {
-  return db.all<AlertStateRow>(sql`SELECT queue_name AS queue, name, state, since, value, message, notified_state AS notifiedState,
-      notify_until AS notifyUntil, notify_attempts AS notifyAttempts, last_notify_error AS lastNotifyError, updated_at AS updatedAt
-    FROM alert_states WHERE ${IS_ALERT} ORDER BY queue_name, name`);
+  const a = alertStates;
+  return db
+    .select({
+      queue: a.queueName,
+      name: sql<Alert['name']>`${a.name}`,
+      state: a.state,
+      since: a.since,
+      value: a.value,
+      message: a.message,
+      notifiedState: a.notifiedState,
+      notifyUntil: a.notifyUntil,
+      notifyAttempts: a.notifyAttempts,
+      lastNotifyError: a.lastNotifyError,
+      updatedAt: a.updatedAt,
+    })
+    .from(a)
+    .where(ne(a.queueName, EVALUATION_QUEUE))
+    .orderBy(asc(a.queueName), asc(a.name));
 }
 
 /** A notification this caller now holds: send it, then mark it delivered or failed with `leaseUntil`. */

@@ -9,10 +9,12 @@
  * statement's own rows, not its triggers'). `before` and `after` may be SQL,
  * so a value is read inside the same transaction that replaces it.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db.ts';
+import { rowColumns } from '../row-columns.ts';
+import { operatorAudit, usedFormNonces } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { formNonceClaim, type FormNonce } from './form-nonces.ts';
 
@@ -59,7 +61,21 @@ const COLUMNS = sql`(at, actor, role, credential, source, action, queue_name, jo
 
 /** A statement for the caller's batch: the entry, unconditionally. */
 export function auditInsert(db: Db, e: AuditEntry) {
-  return db.run(sql`INSERT INTO operator_audit ${COLUMNS} ${selectEntry(e)}`);
+  return db.insert(operatorAudit).values({
+    at: nowSql(e.now),
+    actor: e.by.actor,
+    role: e.by.role,
+    credential: e.by.credential,
+    source: e.by.source,
+    action: e.action,
+    queueName: json(e.queue),
+    jobId: e.jobId ?? null,
+    target: e.target,
+    before: json(e.before),
+    after: json(e.after),
+    reason: e.reason ?? null,
+    client: e.by.client,
+  });
 }
 
 /** A statement for the batch, before the write it describes: the entry only where `when` (that write's own guard) holds. */
@@ -135,23 +151,34 @@ export interface AuditFilter {
  * walked by id, so a page costs `limit` index steps on a large table.
  */
 export async function auditList(db: Db, f: AuditFilter): Promise<{ entries: AuditRecord[]; next: number | null }> {
-  const where: SQL[] = [];
-  if (f.actor !== undefined) where.push(sql`actor = ${f.actor}`);
-  if (f.action !== undefined) where.push(sql`action = ${f.action}`);
-  if (f.queue !== undefined) where.push(sql`queue_name = ${f.queue}`);
-  if (f.before !== undefined) where.push(sql`id < ${f.before}`);
-  const clause = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
-  const rows = await db.all<AuditRecord>(sql`SELECT * FROM operator_audit ${clause} ORDER BY id DESC LIMIT ${f.limit + 1}`);
-  const entries = rows.slice(0, f.limit).map((r) => ({ ...r, id: Number(r.id), at: Number(r.at), job_id: r.job_id === null ? null : Number(r.job_id) }));
+  const t = operatorAudit;
+  const rows = await db
+    .select(rowColumns(t))
+    .from(t)
+    .where(
+      and(
+        f.actor === undefined ? undefined : eq(t.actor, f.actor),
+        f.action === undefined ? undefined : eq(t.action, f.action),
+        f.queue === undefined ? undefined : eq(t.queueName, f.queue),
+        f.before === undefined ? undefined : lt(t.id, f.before),
+      ),
+    )
+    .orderBy(desc(t.id))
+    .limit(f.limit + 1);
+  // `action` is stored as text; only the vocabulary is ever written.
+  const entries = rows.slice(0, f.limit).map((r) => ({ ...r, action: r.action as AuditAction }));
   return { entries, next: rows.length > f.limit ? entries[entries.length - 1]!.id : null };
 }
 
 /** Housekeeping for the reaper's batch: audit entries past retention (oldest first, at most `limit`) and used form tokens past expiry. */
 export function auditPruneStatements(db: Db, p: { now: number; retentionMs: number; limit: number }) {
-  return [
-    db.run(sql`DELETE FROM operator_audit WHERE id IN (SELECT id FROM operator_audit WHERE at < ${p.now - p.retentionMs} ORDER BY at LIMIT ${p.limit})`),
-    db.run(sql`DELETE FROM used_form_nonces WHERE expires_at < ${p.now}`),
-  ] as const;
+  const oldest = db
+    .select({ id: operatorAudit.id })
+    .from(operatorAudit)
+    .where(lt(operatorAudit.at, p.now - p.retentionMs))
+    .orderBy(asc(operatorAudit.at))
+    .limit(p.limit);
+  return [db.delete(operatorAudit).where(inArray(operatorAudit.id, oldest)), db.delete(usedFormNonces).where(lt(usedFormNonces.expiresAt, p.now))] as const;
 }
 
 /**

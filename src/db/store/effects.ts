@@ -16,10 +16,10 @@
  * effect but before finish, the effect stays `started` and the next attempt
  * runs it again.
  */
-import { sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
-import type { JobStatus } from '../schema.ts';
+import { effects, type JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { ownerGuard, ownedWriteThen } from './owned.ts';
 
@@ -49,9 +49,7 @@ export async function effectStartIfOwned(
       WHERE id = ${p.jobId} AND status = 'running' AND lock_token = ${p.lockToken} AND locked_by = ${p.workerId}
       ON CONFLICT (job_id, key) DO UPDATE SET attempt = excluded.attempt, worker_id = excluded.worker_id, created_at = excluded.created_at
       WHERE effects.state = 'started'`),
-    db.all<{ state: 'started' | 'done'; result: string | null; worker_id: string | null }>(
-      sql`SELECT state, result, worker_id FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`,
-    ),
+    db.select({ state: effects.state, result: effects.result }).from(effects).where(and(eq(effects.jobId, p.jobId), eq(effects.key, p.key))),
     db.all<{ status: string; owned: number }>(
       sql`SELECT status, (status = 'running' AND lock_token = ${p.lockToken} AND locked_by = ${p.workerId}) AS owned FROM jobs WHERE id = ${p.jobId}`,
     ),

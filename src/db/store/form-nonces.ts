@@ -5,8 +5,9 @@
  * changes nothing, even when two copies race. Rows go once the session the
  * form belonged to would have expired (the reaper's housekeeping, audit.ts).
  */
-import { sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Db } from '../db.ts';
+import { usedFormNonces } from '../schema.ts';
 
 export interface FormNonce {
   nonce: string;
@@ -15,13 +16,13 @@ export interface FormNonce {
 
 /** One primary-key lookup: a re-sent form is refused before any work, with a clear message. */
 export async function formNonceUsed(db: Db, nonce: string): Promise<boolean> {
-  const rows = await db.all<{ one: number }>(sql`SELECT 1 AS one FROM used_form_nonces WHERE nonce = ${nonce}`);
+  const rows = await db.select({ nonce: usedFormNonces.nonce }).from(usedFormNonces).where(eq(usedFormNonces.nonce, nonce));
   return rows.length > 0;
 }
 
 /** The first statement of an action's batch: records the nonce, and fails the batch if it was used. */
 export function formNonceClaim(db: Db, n: FormNonce) {
-  return db.run(sql`INSERT INTO used_form_nonces (nonce, expires_at) VALUES (${n.nonce}, ${n.expiresAt})`);
+  return db.insert(usedFormNonces).values({ nonce: n.nonce, expiresAt: n.expiresAt });
 }
 
 /** Whether an error is a form token's second use (the claim's primary key), on libSQL and D1 alike. */

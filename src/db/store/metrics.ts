@@ -35,6 +35,7 @@ import { REAP_REASONS } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
+import { counters, histogramBuckets } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { METRIC_WINDOWS, type MetricsSnapshot, type QueueHealth, type QueueMetrics, type WindowCount } from '../../core/metrics-snapshot.ts';
 import { maintenancePassSql, toPassRow } from './maintenance-state.ts';
@@ -146,13 +147,13 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     // Counts and health per queue, in the same batch (one round trip for the whole snapshot).
     db.all<Record<string, number | string | null>>(queuesHealthSql({ now: p.now })),
     db.all<{ queue: string; count: number; ids: string }>(stalledByQueueSql(now)),
-    db.all<{ queue: string; name: string; label: string; value: number }>(sql`SELECT queue_name AS queue, name, label, value FROM counters`),
+    db.select({ queue: counters.queueName, name: counters.name, label: counters.label, value: counters.value }).from(counters),
     // The last completed maintenance pass (one primary-key row).
     db.all<{ lastStartedAt: number | null; lastCompletedAt: number | null; passes: number }>(maintenancePassSql()),
     // The durable histograms (drizzle/0022): stored per bucket, added up below.
-    db.all<{ queue: string; name: string } & HistogramBucketRow>(
-      sql`SELECT queue_name AS queue, name, le_ms AS leMs, count, sum_ms AS sumMs FROM histogram_buckets`,
-    ),
+    db
+      .select({ queue: histogramBuckets.queueName, name: histogramBuckets.name, leMs: histogramBuckets.leMs, count: histogramBuckets.count, sumMs: histogramBuckets.sumMs })
+      .from(histogramBuckets),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];

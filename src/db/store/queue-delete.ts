@@ -15,8 +15,9 @@
  * Deleting a queue does not stop anyone making it again: the next enqueue
  * to the name makes a fresh queue with the server's defaults, within the cap.
  */
-import { sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { batchList, type Db } from '../db.ts';
+import { effects, events, jobs, schedules } from '../schema.ts';
 import { alongsideFirst, auditInsertWhere, type Alongside } from './audit.ts';
 import { QUEUE_SETTING_COLUMNS } from './queue-use.ts';
 
@@ -34,25 +35,30 @@ export interface QueueBlockers {
 }
 
 export async function queueBlockers(db: Db, p: { queue: string }): Promise<QueueBlockers> {
-  const [counts, schedules] = await db.batch([
+  const [counts, scheduled] = await db.batch([
     db.all<{ exists_: number; pending: number; running: number; finished: number }>(sql`SELECT
         EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) AS exists_,
         (SELECT count(*) FROM jobs WHERE queue_name = ${p.queue} AND status = 'pending') AS pending,
         (SELECT count(*) FROM jobs WHERE queue_name = ${p.queue} AND status = 'running') AS running,
         (SELECT count(*) FROM jobs WHERE queue_name = ${p.queue} AND status IN ${FINISHED}) AS finished`),
-    db.all<{ name: string }>(sql`SELECT name FROM schedules WHERE queue_name = ${p.queue} ORDER BY name LIMIT 20`),
+    db.select({ name: schedules.name }).from(schedules).where(eq(schedules.queueName, p.queue)).orderBy(asc(schedules.name)).limit(20),
   ]);
   const c = counts[0]!;
-  return { exists: Boolean(c.exists_), pending: Number(c.pending), running: Number(c.running), finished: Number(c.finished), schedules: schedules.map((s) => s.name) };
+  return { exists: Boolean(c.exists_), pending: Number(c.pending), running: Number(c.running), finished: Number(c.finished), schedules: scheduled.map((s) => s.name) };
 }
 
 /** Deletes up to `limit` of the queue's finished jobs, with their events and effects; how many went. */
 export async function queueFinishedJobsPurge(db: Db, p: { queue: string; limit: number }): Promise<number> {
-  const some = sql`SELECT id FROM jobs WHERE queue_name = ${p.queue} AND status IN ${FINISHED} ORDER BY id LIMIT ${p.limit}`;
+  const some = db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(eq(jobs.queueName, p.queue), inArray(jobs.status, ['completed', 'failed', 'cancelled'])))
+    .orderBy(asc(jobs.id))
+    .limit(p.limit);
   const [, , deleted] = await db.batch([
-    db.run(sql`DELETE FROM events WHERE job_id IN (${some})`),
-    db.run(sql`DELETE FROM effects WHERE job_id IN (${some})`),
-    db.all<{ id: number }>(sql`DELETE FROM jobs WHERE id IN (${some}) RETURNING id`),
+    db.delete(events).where(inArray(events.jobId, some)),
+    db.delete(effects).where(inArray(effects.jobId, some)),
+    db.delete(jobs).where(inArray(jobs.id, some)).returning({ id: jobs.id }),
   ]);
   return deleted.length;
 }

@@ -1,12 +1,14 @@
 /** Reads: one job with its events, keyset-paginated lists, per-queue health. */
 import type { QueueSettingsPatch } from '../../core/wire.ts';
-import { sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { MINUTE_MS, type Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
 import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
-import type { JobStatus } from '../schema.ts';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { rowColumns } from '../row-columns.ts';
+import { jobs, queues, type JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
@@ -25,7 +27,7 @@ export const jobQueueSql = (id: number): SQL => sql`(SELECT queue_name FROM jobs
 export const jobStatusSql = (id: number): SQL => sql`(SELECT json_object('status', status) FROM jobs WHERE id = ${id})`;
 
 export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined> {
-  const [row] = await db.all<JobRecord>(sql`SELECT * FROM jobs WHERE id = ${id}`);
+  const [row] = await db.select(rowColumns(jobs)).from(jobs).where(eq(jobs.id, id));
   return row;
 }
 
@@ -163,8 +165,11 @@ export interface ListParams {
 
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
-  return jobsPage<JobRecord>(db, p, sql`*`);
+  return toPage(await db.select(rowColumns(jobs)).from(jobs).where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
 }
+
+/** Every jobs column but the four JSON ones (payload, result, progress, checkpoint): a column added to the schema is in summaries too. */
+const { payload: _payload, result: _result, progress: _progress, checkpoint: _checkpoint, ...summaryColumns } = rowColumns(jobs);
 
 /**
  * The same page as jobsList, each job without the JSON it carries: sizes and
@@ -172,53 +177,48 @@ export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord
  * this process whole (60 of them made a 61 MB answer and +225 MB RSS).
  */
 export async function jobSummariesList(db: Db, p: ListParams): Promise<{ jobs: JobSummaryRecord[]; next: number | null }> {
-  const bytes = (column: string) => sql.raw(`length(CAST(${column} AS BLOB))`);
-  const preview = (column: string) => sql.raw(`substr(${column}, 1, ${JOB_PREVIEW_CHARS})`);
-  return jobsPage<JobSummaryRecord>(
-    db,
-    p,
-    sql`${sql.raw(SUMMARY_ROW_COLUMNS.join(', '))},
-      ${bytes('payload')} AS payload_bytes, ${preview('payload')} AS payload_preview,
-      ${bytes('result')} AS result_bytes, ${preview('result')} AS result_preview,
-      ${bytes('progress')} AS progress_bytes, ${bytes('checkpoint')} AS checkpoint_bytes`,
-  );
+  // NULL for a NULL column; payload is never NULL.
+  const bytes = (column: SQLiteColumn) => sql<number | null>`length(CAST(${column} AS BLOB))`;
+  const preview = (column: SQLiteColumn) => sql<string | null>`substr(${column}, 1, ${sql.raw(String(JOB_PREVIEW_CHARS))})`;
+  const rows = await db
+    .select({
+      ...summaryColumns,
+      payload_bytes: bytes(jobs.payload) as SQL<number>,
+      payload_preview: preview(jobs.payload) as SQL<string>,
+      result_bytes: bytes(jobs.result),
+      result_preview: preview(jobs.result),
+      progress_bytes: bytes(jobs.progress),
+      checkpoint_bytes: bytes(jobs.checkpoint),
+    })
+    .from(jobs)
+    .where(pageWhere(db, p))
+    .orderBy(pageOrder(p))
+    .limit(p.limit + 1);
+  return toPage(rows, p.limit);
 }
 
-/** Every jobs column but the four JSON ones (payload, result, progress, checkpoint). */
-const SUMMARY_ROW_COLUMNS = [
-  'id', 'queue_name', 'status', 'priority', 'attempt_count', 'max_attempts', 'errored_attempts', 'lost_attempts', 'lease_epoch',
-  'available_at', 'started_at', 'completed_at', 'failed_at', 'cancelled_at', 'finished_at', 'last_heartbeat_at', 'lease_ms',
-  'lease_expires_at', 'locked_by', 'locked_by_instance', 'lock_token', 'idempotency_key', 'dedup_count', 'last_error',
-  'timeout_ms', 'deadline_at', 'reaper_deferrals', 'created_at', 'updated_at', 'unique_while',
-  'schedule_name', 'occurrence_at', 'claim_id', 'finished_token', 'finished_write', 'progressed_at', 'taken_back',
-  'last_event', 'last_event_reason', 'last_event_actor', 'enqueued_by', 'trace_parent', 'trace_state',
-] as const satisfies readonly (keyof JobRecord)[];
-// A column added to JobRecord and forgotten here fails to compile (summaries would silently lack it).
-type MissingSummaryColumn = Exclude<keyof Omit<JobRecord, 'payload' | 'result' | 'progress' | 'checkpoint'>, (typeof SUMMARY_ROW_COLUMNS)[number]>;
-const summaryColumnsComplete: [MissingSummaryColumn] extends [never] ? true : MissingSummaryColumn = true;
-void summaryColumnsComplete;
-
-async function jobsPage<Row extends { id: number }>(db: Db, p: ListParams, columns: SQL): Promise<{ jobs: Row[]; next: number | null }> {
-  const where: SQL[] = [];
-  if (p.queue !== undefined) where.push(sql`queue_name = ${p.queue}`);
-  if (p.status !== undefined) where.push(sql`status = ${p.status}`);
-  if (p.id !== undefined) where.push(sql`id = ${p.id}`);
-  if (p.idempotencyKey !== undefined) {
+/** A list's filters; each is an equality on an indexed column, walked by id. */
+function pageWhere(db: Db, p: ListParams): SQL | undefined {
+  return and(
+    p.queue === undefined ? undefined : eq(jobs.queueName, p.queue),
+    p.status === undefined ? undefined : eq(jobs.status, p.status),
+    p.id === undefined ? undefined : eq(jobs.id, p.id),
     // The key is unique per queue (jobs_idempotency_key_idx leads with the
     // queue): without a queue filter, look it up in each queue's part of the
     // index rather than scan every job.
-    where.push(sql`idempotency_key = ${p.idempotencyKey}`);
-    if (p.queue === undefined) where.push(sql`queue_name IN (SELECT name FROM queues)`);
-  }
-  if (p.after !== undefined) where.push(p.order === 'desc' ? sql`id < ${p.after}` : sql`id > ${p.after}`);
-  const filter = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
-  const rows = await db.all<Row>(
-    sql`SELECT ${columns} FROM jobs ${filter} ORDER BY id ${sql.raw(p.order === 'desc' ? 'DESC' : 'ASC')} LIMIT ${p.limit + 1}`,
+    p.idempotencyKey === undefined ? undefined : eq(jobs.idempotencyKey, p.idempotencyKey),
+    p.idempotencyKey === undefined || p.queue !== undefined ? undefined : inArray(jobs.queueName, db.select({ name: queues.name }).from(queues)),
+    p.after === undefined ? undefined : p.order === 'desc' ? lt(jobs.id, p.after) : gt(jobs.id, p.after),
   );
-  const page = rows.slice(0, p.limit);
-  return { jobs: page, next: rows.length > p.limit ? page[page.length - 1]!.id : null };
 }
 
+const pageOrder = (p: ListParams) => (p.order === 'desc' ? desc(jobs.id) : asc(jobs.id));
+
+/** The first `limit` rows (one more was read: whether there is a next page) and the cursor to it. */
+function toPage<Row extends { id: number }>(rows: Row[], limit: number): { jobs: Row[]; next: number | null } {
+  const page = rows.slice(0, limit);
+  return { jobs: page, next: rows.length > limit ? page[page.length - 1]!.id : null };
+}
 
 const SETTING_COLUMNS = {
   leaseMs: 'lease_ms',
@@ -365,12 +365,15 @@ export function toRateWait(rows: readonly RateWaitRow[]): RateWait | null {
   return { until: Number(row.rate_limited_until), waitMs: Math.max(0, Number(row.rate_limited_until) - Number(row.now)) };
 }
 
+/** An upsert's SET value: the column as the INSERT would have written it. */
+const excluded = (column: SQLiteColumn) => sql.raw(`excluded.${column.name}`);
+
 /** Queue settings that have no server default (null: off), by their column. */
 const LIMIT_COLUMNS: Record<string, string> = { paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
-  const [row] = await db.all<{ name: string; alert_thresholds: string | null }>(sql`SELECT name, alert_thresholds FROM queues WHERE name = ${p.queue}`);
+  const [row] = await db.select({ name: queues.name, alert_thresholds: queues.alertThresholds }).from(queues).where(eq(queues.name, p.queue));
   return row && { name: row.name, alertOverrides: parseQueueAlertThresholds(row.alert_thresholds) };
 }
 
@@ -383,8 +386,10 @@ export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresh
     ...alongsideFirst(db, p.also),
     // Before the change, so `before` is read in the transaction that replaces it.
     ...(audit ? [auditInsert(db, { ...audit, before: sql`coalesce((SELECT alert_thresholds FROM queues WHERE name = ${p.queue}), '{}')`, after: text ?? '{}' })] : []),
-    db.run(sql`INSERT INTO queues (name, created_at, updated_at, alert_thresholds) VALUES (${p.queue}, ${now}, ${now}, ${text})
-      ON CONFLICT (name) DO UPDATE SET alert_thresholds = excluded.alert_thresholds, updated_at = excluded.updated_at`),
+    db
+      .insert(queues)
+      .values({ name: p.queue, createdAt: now, updatedAt: now, alertThresholds: text })
+      .onConflictDoUpdate({ target: queues.name, set: { alertThresholds: excluded(queues.alertThresholds), updatedAt: excluded(queues.updatedAt) } }),
   ]);
 }
 
@@ -395,26 +400,22 @@ export async function queueUpsertSettings(db: Db, p: { queue: string; patch: Que
   const { rateLimit, ...rest } = p.patch;
   const flat: Record<string, number | boolean | null | undefined> = { ...rest };
   if (rateLimit !== undefined) Object.assign(flat, { rateMax: rateLimit?.max ?? null, rateWindowMs: rateLimit?.windowMs ?? null });
-  const entries = Object.entries(flat).map(([key, value]) => ({
-    key,
-    column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]),
-    value: typeof value === 'boolean' ? (value ? 1 : 0) : value,
-  }));
+  const entries = Object.keys(flat).map((key) => ({ key, column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]) }));
   const audit = p.also?.audit;
   // The fields the patch sets, as they were (null: the server's default; no queue row yet: all null), read in this transaction.
   const was = entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json(CASE WHEN q.paused THEN 'true' ELSE 'false' END)` : sql`${e.key}, q.${e.column}`));
   const before = sql`coalesce((SELECT json_object(${sql.join(was, sql`, `)}) FROM queues q WHERE q.name = ${p.queue}),
     json_object(${sql.join(entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json('false')` : sql`${e.key}, NULL`)), sql`, `)}))`;
-  // The patch goes in both branches: a new queue row carries it too.
-  const columns = entries.map((e) => sql`, ${e.column}`);
-  const values = entries.map((e) => sql`, ${e.value}`);
-  const sets = entries.map((e) => sql`${e.column} = excluded.${e.column}`);
+  // The patch goes in both branches: a new queue row carries it too. Its keys are the schema's property names.
+  const patch = flat as Partial<typeof queues.$inferInsert>;
+  const sets = Object.fromEntries(Object.keys(patch).map((key) => [key, excluded(queues[key as keyof typeof patch] as SQLiteColumn)]));
   await batchList(db, [
     ...alongsideFirst(db, p.also),
     ...(audit && entries.length > 0 ? [auditInsert(db, { ...audit, before, after: JSON.stringify(p.patch) })] : []),
-    db.run(sql`INSERT INTO queues (name, created_at, updated_at ${sql.join(columns, sql``)})
-      VALUES (${p.queue}, ${now}, ${now} ${sql.join(values, sql``)})
-      ON CONFLICT (name) DO UPDATE SET ${sql.join([...sets, sql`updated_at = excluded.updated_at`], sql`, `)}`),
+    db
+      .insert(queues)
+      .values({ name: p.queue, createdAt: now, updatedAt: now, ...patch })
+      .onConflictDoUpdate({ target: queues.name, set: { ...sets, updatedAt: excluded(queues.updatedAt) } }),
   ]);
 }
 

@@ -16,9 +16,10 @@
  *
  * Nothing deletes the row: a hold that ended is simply not in force.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { and, eq, gt, sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
+import { reaperHold } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 
 export interface ReaperHoldRecord {
@@ -29,7 +30,7 @@ export interface ReaperHoldRecord {
   cause: string;
 }
 
-const hold = sql`SELECT hold_until AS holdUntil, began_at AS beganAt, gap_ms AS gapMs, cause FROM reaper_hold WHERE id = 1`;
+const holdColumns = { holdUntil: reaperHold.holdUntil, beganAt: reaperHold.beganAt, gapMs: reaperHold.gapMs, cause: reaperHold.cause };
 
 /** The row as a plain record (drivers hand back their own row objects). */
 const record = (r: ReaperHoldRecord): ReaperHoldRecord => ({ holdUntil: Number(r.holdUntil), beganAt: Number(r.beganAt), gapMs: r.gapMs === null ? null : Number(r.gapMs), cause: String(r.cause) });
@@ -41,7 +42,7 @@ export async function reaperHoldBegin(db: Db, p: { now: Now; holdMs: number; gap
     db.run(sql`INSERT INTO reaper_hold (id, hold_until, began_at, gap_ms, cause) VALUES (1, ${now} + ${Math.max(0, Math.round(p.holdMs))}, ${now}, ${p.gapMs === null ? null : Math.round(p.gapMs)}, ${p.cause})
       ON CONFLICT (id) DO UPDATE SET hold_until = excluded.hold_until, began_at = excluded.began_at, gap_ms = excluded.gap_ms, cause = excluded.cause
       WHERE excluded.hold_until > reaper_hold.hold_until`),
-    db.all<ReaperHoldRecord>(hold),
+    db.select(holdColumns).from(reaperHold).where(eq(reaperHold.id, 1)),
   ]);
   return record(rows[0]!);
 }
@@ -49,8 +50,10 @@ export async function reaperHoldBegin(db: Db, p: { now: Now; holdMs: number; gap
 /** The hold in force at `now` (with `now` as read: the database's clock unless given), or null. */
 export async function reaperHoldRead(db: Db, p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null> {
   const now = nowSql(p.now);
-  const [row] = await db.all<ReaperHoldRecord & { now: number }>(sql`SELECT hold_until AS holdUntil, began_at AS beganAt, gap_ms AS gapMs, cause, ${now} AS now
-    FROM reaper_hold WHERE id = 1 AND hold_until > ${now}`);
+  const [row] = await db
+    .select({ ...holdColumns, now: sql<number>`${now}` })
+    .from(reaperHold)
+    .where(and(eq(reaperHold.id, 1), gt(reaperHold.holdUntil, now)));
   return row ? { ...record(row), now: Number(row.now) } : null;
 }
 

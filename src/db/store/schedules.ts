@@ -14,10 +14,12 @@
  * schedule:<name>:<time> could be enqueued first and the pass took that job
  * for its own), and no occurrence can swallow a client's enqueue.
  */
-import { sql } from 'drizzle-orm';
+import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
+import { rowColumns } from '../row-columns.ts';
+import { schedules } from '../schema.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { dedupHit, queueCapReached, queueInsertWithinCap, queueJobsGuard, type Enqueued } from './enqueue.ts';
 import type { JobRecord } from '../../core/job-record.ts';
@@ -30,7 +32,7 @@ export interface ScheduleRecord {
   interval_ms: number | null;
   payload: string;
   job_options: string;
-  paused: number;
+  paused: boolean;
   next_run_at: number;
   last_run_at: number | null;
   last_job_id: number | null;
@@ -57,42 +59,61 @@ export interface ScheduleFields {
 }
 
 export async function schedulesList(db: Db): Promise<ScheduleRecord[]> {
-  return db.all<ScheduleRecord>(sql`SELECT * FROM schedules ORDER BY name`);
+  return db.select(rowColumns(schedules)).from(schedules).orderBy(asc(schedules.name));
 }
 
 export async function scheduleGet(db: Db, name: string): Promise<ScheduleRecord | undefined> {
-  const [row] = await db.all<ScheduleRecord>(sql`SELECT * FROM schedules WHERE name = ${name}`);
+  const [row] = await db.select(rowColumns(schedules)).from(schedules).where(eq(schedules.name, name));
   return row;
 }
+
+/** The fields a create or replace writes, as the schema's properties. */
+const written = (p: ScheduleFields) => ({
+  queueName: p.queue,
+  cron: p.cron,
+  timeZone: p.timeZone,
+  intervalMs: p.intervalMs,
+  payload: JSON.stringify(p.payload ?? null),
+  jobOptions: JSON.stringify(p.jobOptions),
+  paused: p.paused,
+  nextRunAt: p.nextRunAt,
+});
 
 /** A new schedule, or undefined when one has that name already (nothing changed). */
 export async function scheduleCreate(db: Db, p: ScheduleFields & { name: string; now: Now }): Promise<ScheduleRecord | undefined> {
   const now = nowSql(p.now);
-  const [row] = await db.all<ScheduleRecord>(sql`INSERT INTO schedules
-      (name, queue_name, cron, time_zone, interval_ms, payload, job_options, paused, next_run_at, created_at, updated_at)
-    VALUES (${p.name}, ${p.queue}, ${p.cron}, ${p.timeZone}, ${p.intervalMs}, ${JSON.stringify(p.payload ?? null)}, ${JSON.stringify(p.jobOptions)},
-      ${p.paused ? 1 : 0}, ${p.nextRunAt}, ${now}, ${now})
-    ON CONFLICT (name) DO NOTHING RETURNING *`);
+  const [row] = await db
+    .insert(schedules)
+    .values({ name: p.name, ...written(p), createdAt: now, updatedAt: now })
+    .onConflictDoNothing({ target: schedules.name })
+    .returning(rowColumns(schedules));
   return row;
 }
 
 /** Replaces a schedule's fields (the caller merged the patch and computed next_run_at); undefined: no such schedule. */
 export async function scheduleReplace(db: Db, p: ScheduleFields & { name: string; now: Now }): Promise<ScheduleRecord | undefined> {
-  const [row] = await db.all<ScheduleRecord>(sql`UPDATE schedules SET queue_name = ${p.queue}, cron = ${p.cron}, time_zone = ${p.timeZone},
-      interval_ms = ${p.intervalMs}, payload = ${JSON.stringify(p.payload ?? null)}, job_options = ${JSON.stringify(p.jobOptions)},
-      paused = ${p.paused ? 1 : 0}, next_run_at = ${p.nextRunAt}, updated_at = ${nowSql(p.now)}
-    WHERE name = ${p.name} RETURNING *`);
+  const [row] = await db
+    .update(schedules)
+    .set({ ...written(p), updatedAt: nowSql(p.now) })
+    .where(eq(schedules.name, p.name))
+    .returning(rowColumns(schedules));
   return row;
 }
 
 export async function scheduleDelete(db: Db, name: string): Promise<boolean> {
-  const rows = await db.all<{ name: string }>(sql`DELETE FROM schedules WHERE name = ${name} RETURNING name`);
+  const rows = await db.delete(schedules).where(eq(schedules.name, name)).returning({ name: schedules.name });
   return rows.length > 0;
 }
 
 /** Unpaused schedules whose next occurrence is due, oldest first, at most `limit`. */
 export async function schedulesDue(db: Db, p: { now: number; limit: number }): Promise<ScheduleRecord[]> {
-  return db.all<ScheduleRecord>(sql`SELECT * FROM schedules WHERE paused = 0 AND next_run_at <= ${p.now} ORDER BY next_run_at LIMIT ${p.limit}`);
+  return db
+    .select(rowColumns(schedules))
+    .from(schedules)
+    // The condition of the partial schedules_due_idx as the index states it (a literal), so the plan does not hang on a bound value.
+    .where(and(sql`${schedules.paused} = 0`, lte(schedules.nextRunAt, p.now)))
+    .orderBy(asc(schedules.nextRunAt))
+    .limit(p.limit);
 }
 
 /**
@@ -129,8 +150,10 @@ export async function scheduleAdvanceIfUnchanged(
   db: Db,
   p: { name: string; readNextRunAt: number; occurrence: number; nextRunAt: number; jobId: number; now: Now },
 ): Promise<boolean> {
-  const rows = await db.all<{ name: string }>(sql`UPDATE schedules SET next_run_at = ${p.nextRunAt}, last_run_at = ${p.occurrence},
-      last_job_id = ${p.jobId}, updated_at = ${nowSql(p.now)}
-    WHERE name = ${p.name} AND next_run_at = ${p.readNextRunAt} RETURNING name`);
+  const rows = await db
+    .update(schedules)
+    .set({ nextRunAt: p.nextRunAt, lastRunAt: p.occurrence, lastJobId: p.jobId, updatedAt: nowSql(p.now) })
+    .where(and(eq(schedules.name, p.name), eq(schedules.nextRunAt, p.readNextRunAt)))
+    .returning({ name: schedules.name });
   return rows.length > 0;
 }

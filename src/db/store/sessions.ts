@@ -4,9 +4,10 @@
  * expired, so a copied cookie replayed after logout is refused on every
  * server sharing the database.
  */
-import { sql } from 'drizzle-orm';
+import { eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import { batchList } from '../db.ts';
+import { revokedSessions } from '../schema.ts';
 import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
 
 /** Ends a session for good, and forgets sessions that have expired by themselves (an index range). */
@@ -14,13 +15,13 @@ export async function sessionRevoke(db: Db, p: { sid: string; expiresAt: number;
   await batchList(db, [
     ...alongsideFirst(db, p.also),
     ...(p.also?.audit ? [auditInsert(db, p.also.audit)] : []),
-    db.run(sql`INSERT INTO revoked_sessions (sid, expires_at) VALUES (${p.sid}, ${p.expiresAt}) ON CONFLICT (sid) DO NOTHING`),
-    db.run(sql`DELETE FROM revoked_sessions WHERE expires_at < ${p.now}`),
+    db.insert(revokedSessions).values({ sid: p.sid, expiresAt: p.expiresAt }).onConflictDoNothing({ target: revokedSessions.sid }),
+    db.delete(revokedSessions).where(lt(revokedSessions.expiresAt, p.now)),
   ]);
 }
 
 /** One primary-key lookup per dashboard request. */
 export async function sessionIsRevoked(db: Db, sid: string): Promise<boolean> {
-  const rows = await db.all<{ one: number }>(sql`SELECT 1 AS one FROM revoked_sessions WHERE sid = ${sid}`);
+  const rows = await db.select({ sid: revokedSessions.sid }).from(revokedSessions).where(eq(revokedSessions.sid, sid));
   return rows.length > 0;
 }

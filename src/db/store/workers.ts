@@ -12,9 +12,11 @@
  * predecessor's orphans alive. Callers that send no instance id (older SDKs,
  * hand-written HTTP workers) keep the per-id liveness they had.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { desc, gte, sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
+import { rowColumns } from '../row-columns.ts';
+import { workers } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 
 /**
@@ -154,6 +156,6 @@ export interface WorkerRecord {
 
 /** Workers seen since `sinceMs`, most recent first. */
 export async function workersList(db: Db, p: { sinceMs: number; limit: number }): Promise<WorkerRecord[]> {
-  return db.all<WorkerRecord>(sql`SELECT * FROM workers WHERE last_seen_at >= ${p.sinceMs} ORDER BY last_seen_at DESC LIMIT ${p.limit}`);
+  return db.select(rowColumns(workers)).from(workers).where(gte(workers.lastSeenAt, p.sinceMs)).orderBy(desc(workers.lastSeenAt)).limit(p.limit);
 }
 

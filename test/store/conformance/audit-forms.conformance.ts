@@ -39,6 +39,29 @@ export function defineAuditAndForms(backend: StoreBackend) {
       expect((await store.auditList({ limit: 10 })).entries.map((e) => e.action)).toEqual(['job.cancel']);
     });
 
+    test('list filters combine: actor, action, queue and the page cursor each narrow the same newest-first list', async () => {
+      const { store } = t();
+      const other: AuditActor = { ...BY, actor: 'Bob', client: null };
+      await store.auditInsert({ by: BY, action: 'queue.pause', queue: 'mail', target: 'queue mail', now: T0 });
+      await store.auditInsert({ by: other, action: 'queue.pause', queue: 'mail', target: 'queue mail', now: T0 + 1 });
+      await store.auditInsert({ by: BY, action: 'queue.resume', queue: 'mail', target: 'queue mail', now: T0 + 2 });
+      await store.auditInsert({ by: BY, action: 'queue.pause', queue: 'sms', target: 'queue sms', before: '{"paused":false}', reason: 'night', now: T0 + 3 });
+      const list = async (f: Omit<Parameters<typeof store.auditList>[0], 'limit'>, limit = 10) =>
+        (await store.auditList({ ...f, limit })).entries.map((e) => [e.actor, e.action, e.queue_name, e.at]);
+      expect(await list({ actor: 'Ada', action: 'queue.pause' })).toEqual([['Ada', 'queue.pause', 'sms', T0 + 3], ['Ada', 'queue.pause', 'mail', T0]]);
+      expect(await list({ actor: 'Ada', action: 'queue.pause', queue: 'mail' })).toEqual([['Ada', 'queue.pause', 'mail', T0]]);
+      expect(await list({ action: 'queue.pause', queue: 'mail' })).toEqual([['Bob', 'queue.pause', 'mail', T0 + 1], ['Ada', 'queue.pause', 'mail', T0]]);
+      const first = await store.auditList({ queue: 'mail', limit: 1 });
+      expect(first.entries.map((e) => e.action)).toEqual(['queue.resume']);
+      expect(await list({ queue: 'mail', actor: 'Ada', before: first.next! })).toEqual([['Ada', 'queue.pause', 'mail', T0]]);
+      expect(await list({ actor: 'Nobody' })).toEqual([]);
+      // Every column as written, under its SQL name.
+      expect((await store.auditList({ queue: 'sms', limit: 1 })).entries[0]).toEqual({
+        id: expect.any(Number), at: T0 + 3, actor: 'Ada', role: 'admin', credential: 'default', source: 'dashboard', action: 'queue.pause',
+        queue_name: 'sms', job_id: null, target: 'queue sms', before: '{"paused":false}', after: null, reason: 'night', client: '10.0.0.1',
+      });
+    });
+
     test('failed logins: one entry per client per window, counting attempts; a new window or client opens another', async () => {
       const { store } = t();
       const by = (client: string | null): AuditActor => ({ actor: 'Mallory', role: 'none', credential: null, source: 'dashboard', client });

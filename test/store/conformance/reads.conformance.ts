@@ -38,6 +38,32 @@ export function defineReads(backend: StoreBackend) {
       expect((await store.jobsList({ limit: 10, order: 'asc', idempotencyKey: 'order-7' })).jobs.map((j) => j.id)).toEqual([c.id]);
     });
 
+    test('jobsList and jobSummariesList: an id, a key within one queue, and each filter with the cursor, combined', async () => {
+      const { store, pendingJob, runningJob, completedJob } = t();
+      const a = await pendingJob({ queue: 'q', idempotencyKey: 'k' });
+      const b = await completedJob({ queue: 'other', idempotencyKey: 'k' });
+      const c = await runningJob({ queue: 'q' });
+      const ids = async (f: Partial<Parameters<typeof store.jobsList>[0]>) => {
+        const p = { limit: 10, order: 'asc' as const, ...f };
+        const [full, summaries] = await Promise.all([store.jobsList(p), store.jobSummariesList(p)]);
+        expect(summaries.jobs.map((j) => j.id)).toEqual(full.jobs.map((j) => j.id));
+        expect(summaries.next).toBe(full.next);
+        return full.jobs.map((j) => j.id);
+      };
+      expect(await ids({ id: c.id })).toEqual([c.id]);
+      expect(await ids({ id: c.id, queue: 'other' })).toEqual([]);
+      expect(await ids({ idempotencyKey: 'k' })).toEqual([a.id, b.id]);
+      expect(await ids({ idempotencyKey: 'k', queue: 'other' })).toEqual([b.id]);
+      expect(await ids({ idempotencyKey: 'k', status: 'pending' })).toEqual([a.id]);
+      expect(await ids({ queue: 'q', after: a.id })).toEqual([c.id]);
+      expect(await ids({ queue: 'q', order: 'desc', after: c.id })).toEqual([a.id]);
+      expect(await ids({ status: 'completed', order: 'desc' })).toEqual([b.id]);
+      const [summary] = (await store.jobSummariesList({ limit: 1, order: 'asc', id: a.id })).jobs;
+      expect(summary).toMatchObject({ id: a.id, queue_name: 'q', status: 'pending', idempotency_key: 'k', result_bytes: null, result_preview: null, progress_bytes: null, checkpoint_bytes: null });
+      expect(summary).not.toHaveProperty('payload');
+      expect(summary!.payload_bytes).toBe(new TextEncoder().encode(summary!.payload_preview).length);
+    });
+
     test('eventsForJob: the newest `limit`, oldest first, and how many were left out', async () => {
       const { store, runningJob } = t();
       const job = await runningJob();
