@@ -7,8 +7,8 @@
  * running jobs, counted inside the same statement: SQLite runs one writer at
  * a time, so no two claims (from any worker or server) can both see the
  * same free slots. With a rate limit, it is also at most what is left of the
- * current window's claims; the jobs_count_claimed trigger (drizzle/0022) counts
- * each claimed job inside this same statement. Of those jobs, in claim
+ * current window's claims, which the claim's tally (claimTallyStatement, the
+ * next statement of the same batch) adds to. Of those jobs, in claim
  * order, it takes the longest run whose payloads and checkpoints fit in
  * `maxBytes`, and always the first: one answer cannot grow past the budget
  * (except by one job larger than the budget, taken alone), and a job left out
@@ -183,8 +183,24 @@ export async function jobsClaimPendingWithRateWait(db: Db, p: ClaimParams): Prom
  * together are the claim's answer.
  */
 export function claimStatements(db: Db, p: ClaimParams) {
-  const claim = claimStatement(db, p);
-  return p.claimId === undefined ? [claim] : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), claim];
+  const claim = [claimStatement(db, p), claimTallyStatement(db, p)];
+  return p.claimId === undefined ? claim : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), ...claim];
+}
+
+/**
+ * The claim's counts, once for the whole claim: run right after
+ * claimStatement in the same batch, `changes()` is the number of jobs that
+ * statement moved to running (a trigger's writes are not counted). The
+ * claim_tallies view's trigger (drizzle/0026) adds it to the claimed
+ * counter, moves it from the queue's pending live count to its running one,
+ * and counts it in the rate window of `now`. It returns no rows, so the
+ * claim's answer is the claim's rows alone. Under the database's clock this
+ * `now` can be a little later than the claim's: a claim at the very end of a
+ * window is then counted in the next one, which can only hold claims back,
+ * never let more through.
+ */
+export function claimTallyStatement(db: Db, p: Pick<ClaimParams, 'queue' | 'now'>) {
+  return db.all<Claimed>(sql`INSERT INTO claim_tallies (queue_name, jobs, at) VALUES (${p.queue}, changes(), ${nowSql(p.now)})`);
 }
 
 // A claim sent again: its answer was lost, and the worker sends the same
