@@ -1,17 +1,22 @@
 /**
- * A claim's counts are added once per claim statement (drizzle/0026: the
- * claim_tallies view after the claim, with changes()): the claimed counter,
- * the pending -> running move of the live counts and the rate window's
- * claims. Each shape a claim takes must add exactly what it moved: a claim
- * of 200, a claim the rate limit or max_running cuts short, a claim that
- * takes nothing, a claim sent again (its jobs renewed, none moved), and the
- * claim that rides on a completion. And a database migrated from 0025 keeps
- * exact counts, before and after its first claim.
+ * A claim's counts and a completion's are added once per statement
+ * (drizzle/0026): the claim_tallies view after the claim, with changes(),
+ * adds the claimed counter, the pending -> running move of the live counts
+ * and the rate window's claims; the completion_tallies view, read with the
+ * completion's guard right before it, adds the completed counter and
+ * finished count and the running -> completed move. Each shape must add
+ * exactly what it moved: a claim of 200, a claim the rate limit or
+ * max_running cuts short, a claim that takes nothing, a claim sent again
+ * (its jobs renewed, none moved), the claim that rides on a completion, a
+ * completion batch that partly fails its guard, names a job twice, spans two
+ * queues or is sent again. And a database migrated from 0025 keeps exact
+ * counts, before and after its first claims and completions.
  */
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
+import { jobsCompleteIfOwned } from '../../src/db/store/finish.ts';
 import { migrateLibsql, openLibsql, type OpenedDb } from '../../src/runtime/libsql.ts';
 import { manualClock } from '../../src/core/clock.ts';
 import { defaultConfig } from '../../src/core/config.ts';
@@ -38,19 +43,27 @@ async function keptAndCounted(client: Client, queue: string) {
       claimed: await one(`SELECT value AS n FROM counters WHERE queue_name = ? AND name = 'claimed' AND label = ''`),
       pending: await one(`SELECT jobs AS n FROM live_counts WHERE queue_name = ? AND status = 'pending'`),
       running: await one(`SELECT jobs AS n FROM live_counts WHERE queue_name = ? AND status = 'running'`),
+      completed: await one(`SELECT value AS n FROM counters WHERE queue_name = ? AND name = 'completed' AND label = ''`),
+      finished: await one(`SELECT jobs AS n FROM finished_counts WHERE queue_name = ? AND status = 'completed'`),
+      minutes: await one(`SELECT sum(completed) AS n FROM queue_minutes WHERE queue_name = ?`),
     },
     counted: {
       claimed: await one(`SELECT count(*) AS n FROM events WHERE queue_name = ? AND type = 'claimed'`),
       pending: await one(`SELECT count(*) AS n FROM jobs WHERE queue_name = ? AND status = 'pending'`),
       running: await one(`SELECT count(*) AS n FROM jobs WHERE queue_name = ? AND status = 'running'`),
+      completed: await one(`SELECT count(*) AS n FROM jobs WHERE queue_name = ? AND status = 'completed'`),
+      finished: await one(`SELECT count(*) AS n FROM jobs WHERE queue_name = ? AND status = 'completed'`),
+      minutes: await one(`SELECT count(*) AS n FROM jobs WHERE queue_name = ? AND status = 'completed'`),
     },
   };
 }
 
+/** The kept counts, checked against the recount; answered as { claimed, pending, running, completed }. */
 async function expectExact(client: Client, queue: string) {
   const { kept, counted } = await keptAndCounted(client, queue);
   expect(kept).toEqual(counted);
-  return kept;
+  const { claimed, pending, running, completed } = kept;
+  return { claimed, pending, running, completed };
 }
 
 const rateClaims = async (client: Client, queue: string) =>
@@ -70,11 +83,11 @@ test('a claim of 200 adds 200 once; a claim that finds nothing adds nothing and 
   await enqueueMany(t, 'q', 250);
   await enqueueMany(t, 'other', 3);
   expect(await t.claim('q', 'w', { limit: 200 })).toHaveLength(200);
-  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 200, pending: 50, running: 200 });
+  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 200, pending: 50, running: 200, completed: 0 });
   // Another queue's counts are not touched by this queue's claim.
-  expect(await expectExact(t.client, 'other')).toEqual({ claimed: 0, pending: 3, running: 0 });
+  expect(await expectExact(t.client, 'other')).toEqual({ claimed: 0, pending: 3, running: 0, completed: 0 });
   expect(await t.claim('q', 'w', { limit: 200 })).toHaveLength(50);
-  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 250, pending: 0, running: 250 });
+  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 250, pending: 0, running: 250, completed: 0 });
 });
 
 test('a claim the rate limit or max_running cuts short counts only the jobs it took, in the window it took them', async () => {
@@ -86,17 +99,17 @@ test('a claim the rate limit or max_running cuts short counts only the jobs it t
   expect(await rateClaims(t.client, 'r')).toBe(150);
   expect(await t.claim('r', 'w', { limit: 200 })).toHaveLength(0);
   expect(await rateClaims(t.client, 'r')).toBe(150);
-  expect(await expectExact(t.client, 'r')).toEqual({ claimed: 150, pending: 150, running: 150 });
+  expect(await expectExact(t.client, 'r')).toEqual({ claimed: 150, pending: 150, running: 150, completed: 0 });
   // The next window counts from the claims made in it.
   t.clock.advance(60_000);
   expect(await t.claim('r', 'w', { limit: 40 })).toHaveLength(40);
   expect(await rateClaims(t.client, 'r')).toBe(40);
-  expect(await expectExact(t.client, 'r')).toEqual({ claimed: 190, pending: 110, running: 190 });
+  expect(await expectExact(t.client, 'r')).toEqual({ claimed: 190, pending: 110, running: 190, completed: 0 });
 
   await enqueueMany(t, 'm', 30);
   expect((await t.call('PATCH', `${api}/queues/m/settings`, { maxRunning: 12 })).status).toBe(200);
   expect(await t.claim('m', 'w', { limit: 100 })).toHaveLength(12);
-  expect(await expectExact(t.client, 'm')).toEqual({ claimed: 12, pending: 18, running: 12 });
+  expect(await expectExact(t.client, 'm')).toEqual({ claimed: 12, pending: 18, running: 12, completed: 0 });
 });
 
 test('a claim sent again answers its jobs and moves none; the claim riding on a completion counts what it took', async () => {
@@ -106,7 +119,7 @@ test('a claim sent again answers its jobs and moves none; the claim riding on a 
   expect(first).toHaveLength(100);
   const again = await t.claim('q', 'w', { limit: 100, claimId: 'c1' });
   expect(again.map((j) => j.id).sort()).toEqual(first.map((j) => j.id).sort());
-  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 100, pending: 20, running: 100 });
+  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 100, pending: 20, running: 100, completed: 0 });
 
   // 60 completed, 20 claimed in the same transaction (all that is left), and
   // the same completion sent again: repeats, and a replayed claim.
@@ -114,11 +127,41 @@ test('a claim sent again answers its jobs and moves none; the claim riding on a 
   const done = await t.post(`${api}/completions`, body);
   expect(done.status).toBe(200);
   expect(done.json.jobs).toHaveLength(20);
-  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 120, pending: 0, running: 60 });
+  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 120, pending: 0, running: 60, completed: 60 });
   const repeated = await t.post(`${api}/completions`, body);
   expect(repeated.status).toBe(200);
   expect(repeated.json.jobs).toHaveLength(20);
-  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 120, pending: 0, running: 60 });
+  expect(await expectExact(t.client, 'q')).toEqual({ claimed: 120, pending: 0, running: 60, completed: 60 });
+});
+
+test('a completion batch counts only the jobs its guard let through, once each, per queue', async () => {
+  t = await setup({ maxClaimBatch: 500 });
+  await enqueueMany(t, 'a', 10);
+  await enqueueMany(t, 'b', 10);
+  const a = await t.claim('a', 'w', { limit: 10 });
+  const b = await t.claim('b', 'w', { limit: 10 });
+  const other = await t.claim('b', 'x', { limit: 1 });
+  expect(other).toEqual([]);
+  const ref = (j: { id: string; lockToken: string }) => ({ id: j.id, lockToken: j.lockToken });
+  const results = [
+    ...a.slice(0, 4).map(ref),
+    { id: a[5]!.id, lockToken: 'f'.repeat(32) }, // a stale token: refused
+    ...b.slice(0, 3).map(ref),
+  ];
+  const done = await t.post(`${api}/completions`, { workerId: 'w', results });
+  expect(done.status).toBe(200);
+  expect(await expectExact(t.client, 'a')).toEqual({ claimed: 10, pending: 0, running: 6, completed: 4 });
+  expect(await expectExact(t.client, 'b')).toEqual({ claimed: 10, pending: 0, running: 7, completed: 3 });
+  // The API refuses a job named twice; the store, called directly, counts it once.
+  const twice = [a[4]!, a[4]!].map((j) => ({ id: Number(j.id), lockToken: j.lockToken }));
+  expect((await jobsCompleteIfOwned(t.db, { workerId: 'w', results: twice, now: t.clock.now() })).filter((o) => o.ok)).toHaveLength(2);
+  expect(await expectExact(t.client, 'a')).toEqual({ claimed: 10, pending: 0, running: 5, completed: 5 });
+  // Another worker's completion of a's jobs: refused, nothing counted.
+  expect((await t.post(`${api}/completions`, { workerId: 'x', results: a.slice(6).map(ref) })).status).toBe(200);
+  expect(await expectExact(t.client, 'a')).toEqual({ claimed: 10, pending: 0, running: 5, completed: 5 });
+  // A single completion, and the same one sent again (a repeat: counted once).
+  for (let i = 0; i < 2; i++) expect((await t.post(`${api}/jobs/${a[9]!.id}/complete`, { workerId: 'w', lockToken: a[9]!.lockToken })).status).toBe(200);
+  expect(await expectExact(t.client, 'a')).toEqual({ claimed: 10, pending: 0, running: 4, completed: 6 });
 });
 
 test('a database at 0025 with jobs in every status keeps exact counts through the migration and its first claims', async () => {
@@ -157,7 +200,7 @@ test('a database at 0025 with jobs in every status keeps exact counts through th
     });
   }
   const before = await expectExact(o.client, 'q');
-  expect(before).toEqual({ claimed: 5, pending: 4, running: 2 });
+  expect(before).toEqual({ claimed: 5, pending: 4, running: 2, completed: 1 });
   expect(await rateClaims(o.client, 'q')).toBe(5);
   o.close();
   opened.pop();
@@ -179,8 +222,16 @@ test('a database at 0025 with jobs in every status keeps exact counts through th
   const res = await app.request(`${api}/queues/q/claim`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workerId: 'new', limit: 10 }) });
   expect(res.status).toBe(200);
   // Three due (the fourth is delayed ten minutes).
-  expect(((await res.json()) as { jobs: unknown[] }).jobs).toHaveLength(3);
-  expect(await expectExact(live.client, 'q')).toEqual({ claimed: 8, pending: 1, running: 5 });
+  const { jobs } = (await res.json()) as { jobs: { id: string; lockToken: string }[] };
+  expect(jobs).toHaveLength(3);
+  expect(await expectExact(live.client, 'q')).toEqual({ claimed: 8, pending: 1, running: 5, completed: 1 });
+  const done = await app.request(`${api}/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ workerId: 'new', results: jobs.slice(0, 2).map((j) => ({ id: j.id, lockToken: j.lockToken })) }),
+  });
+  expect(done.status).toBe(200);
+  expect(await expectExact(live.client, 'q')).toEqual({ claimed: 8, pending: 1, running: 3, completed: 3 });
   // The same rate window as the old server's five claims (at 1 s; this one at 10 s).
   expect(await rateClaims(live.client, 'q')).toBe(8);
 });

@@ -1,17 +1,19 @@
 /**
- * What the claim's per-statement tally (drizzle/0026) saves against the
- * per-row triggers it replaced: the engine's hot transaction (complete 100
+ * What the claim's and completion's per-statement tallies (drizzle/0026)
+ * save against the per-row triggers they replaced: the engine's hot transaction (complete 100
  * and claim the next 100 in one batch, in-process, as an SDK completion call
  * does), on fresh databases in one process, in two variants:
  * - `per-row`: the triggers as 0025 had them (the claimed counter from each
  *   claim event, the pending -> running live-count move and the rate window
- *   per claimed job), and the tally's view left in place doing nothing;
+ *   per claimed job; the completed counter, finished count and live-count
+ *   move per completed job), and the tallies' views left in place doing
+ *   nothing;
  * - `tally`: every migration as shipped.
  * `rate` runs both with a rate limit set on the queue (large enough never to
  * hold claims back), where the rate window's per-row update found its row.
  * The variants take turns going first; the figure is the process's CPU time
  * (process.cpuUsage) per job over the drain, median of rounds, and the ratio.
- * `npx tsx bench/claim-tally-ab.ts [rounds] [jobs]` (default 5 rounds of 20,000).
+ * `npx tsx bench/tallies-ab.ts [rounds] [jobs]` (default 5 rounds of 20,000).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,7 +49,16 @@ const PER_ROW = [
   'DROP TRIGGER claim_tallies_add',
   'CREATE TRIGGER claim_tallies_add INSTEAD OF INSERT ON claim_tallies WHEN 0 BEGIN SELECT 1; END',
 ];
-const VARIANTS = { 'per-row': PER_ROW, tally: [] } as const satisfies Record<string, readonly string[]>;
+/** Back to 0025's per-row completion counting; the tally's view stays, counting nothing. */
+const PER_ROW_COMPLETION = [
+  'DROP TRIGGER jobs_count_completed',
+  triggerSql('0022_histograms.sql', 'jobs_count_completed'),
+  'DROP TRIGGER jobs_finished_enter',
+  triggerSql('0004_rollups_and_alert_state.sql', 'jobs_finished_enter'),
+  'DROP TRIGGER completion_tallies_add',
+  'CREATE TRIGGER completion_tallies_add INSTEAD OF INSERT ON completion_tallies WHEN 0 BEGIN SELECT 1; END',
+];
+const VARIANTS = { 'per-row': [...PER_ROW, ...PER_ROW_COMPLETION], tally: [] } as const satisfies Record<string, readonly string[]>;
 type Variant = keyof typeof VARIANTS;
 
 async function drain(v: Variant, rate: boolean): Promise<number> {
@@ -74,6 +85,8 @@ async function drain(v: Variant, rate: boolean): Promise<number> {
     check(done === JOBS, `${v}: completed ${done} of ${JOBS}`);
     const counted = await db.client.execute(`SELECT value FROM counters WHERE queue_name = '${QUEUE}' AND name = 'claimed'`);
     check(Number(counted.rows[0]?.value) === JOBS, `${v}: claimed counter ${counted.rows[0]?.value}, expected ${JOBS}`);
+    const finished = await db.client.execute(`SELECT jobs FROM finished_counts WHERE queue_name = '${QUEUE}' AND status = 'completed'`);
+    check(Number(finished.rows[0]?.jobs) === JOBS, `${v}: finished count ${finished.rows[0]?.jobs}, expected ${JOBS}`);
     return (cpu.user + cpu.system) / JOBS;
   } finally {
     db.done();
