@@ -129,6 +129,25 @@ const claimableSql = (queue: string, now: SQL) => sql`queue_name = ${queue} AND 
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused = 1)`;
 
 /**
+ * Whether the queue has any pending job due now, read from jobs_claim_idx a
+ * priority at a time: the highest priority pending, one seek for a due job
+ * in it (its entries are in due order), then the next lower priority, and so
+ * on until one has a due job. It sits in the LIMIT (claimLimitSql), which
+ * SQLite evaluates once before the search and which, at 0, skips the search
+ * (in the WHERE it was evaluated once but after the search began, which
+ * saved nothing). Without it a claim (or a
+ * waiting claim's look) on a queue with nothing due walked every not yet due
+ * pending job, as the index leads with priority: 35-45 ms at 100,000 delayed
+ * jobs. Now it costs two seeks per distinct priority of the pending jobs,
+ * and stops at the first priority with a due job.
+ */
+const anyDueSql = (queue: string, now: SQL) => sql`EXISTS (WITH RECURSIVE tiers(priority) AS (
+      SELECT max(priority) FROM jobs WHERE queue_name = ${queue} AND status = 'pending'
+      UNION ALL
+      SELECT (SELECT max(priority) FROM jobs WHERE queue_name = ${queue} AND status = 'pending' AND priority < tiers.priority) FROM tiers WHERE tiers.priority IS NOT NULL)
+    SELECT 1 FROM tiers WHERE EXISTS (SELECT 1 FROM jobs WHERE queue_name = ${queue} AND status = 'pending' AND priority = tiers.priority AND available_at <= ${now}))`;
+
+/**
  * How many jobs a claim on the queue could take now, counting at most
  * `cap`: the claim statement's own conditions and limits (max_running, the
  * rate window), read without writing. What claims waiting on the queue look
@@ -144,7 +163,8 @@ export async function queueClaimableCount(db: Db, p: { queue: string; cap: numbe
 
 /**
  * How many jobs this claim may take: the asked-for limit, capped by the
- * queue's free running slots. A negative LIMIT means "no limit" in SQLite,
+ * queue's free running slots and what is left of its rate window; none when
+ * nothing in the queue is due (anyDueSql). A negative LIMIT means "no limit" in SQLite,
  * hence the max(0, ...).
  */
 function claimLimitSql(queue: string, limit: number, now: SQL) {
@@ -153,7 +173,7 @@ function claimLimitSql(queue: string, limit: number, now: SQL) {
     ELSE q.max_running - (SELECT count(*) FROM jobs r WHERE r.queue_name = ${queue} AND r.status = 'running') END`;
   const rateLeft = sql`CASE WHEN q.rate_max IS NULL THEN ${limit}
     ELSE q.rate_max - CASE WHEN q.rate_window_start = ${now} - ${now} % q.rate_window_ms THEN q.rate_claims ELSE 0 END END`;
-  return sql`max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit}))`;
+  return sql`CASE WHEN ${anyDueSql(queue, now)} THEN max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit})) ELSE 0 END`;
 }
 
 /** RETURNING order is unspecified: claim order for the caller. */
