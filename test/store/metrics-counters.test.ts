@@ -377,6 +377,11 @@ describe('the migration that adds the durable counters', () => {
         await o.client.execute('CREATE TABLE reaper_hold (id integer PRIMARY KEY, hold_until integer NOT NULL, began_at integer NOT NULL, gap_ms integer, cause text NOT NULL)');
         // Today's enqueue counts the queues in use, schedules (0012) included.
         await o.client.execute('CREATE TABLE schedules (name text PRIMARY KEY NOT NULL, queue_name text NOT NULL)');
+        // Today's claim and completion add their tallies through 0026's views (the counts it feeds came later than this schema).
+        await o.client.execute(`CREATE VIEW claim_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS at WHERE 0`);
+        await o.client.execute('CREATE TRIGGER later_claim_tallies INSTEAD OF INSERT ON claim_tallies BEGIN SELECT 1; END');
+        await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs WHERE 0`);
+        await o.client.execute('CREATE TRIGGER later_completion_tallies INSTEAD OF INSERT ON completion_tallies BEGIN SELECT 1; END');
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
@@ -398,6 +403,8 @@ describe('the migration that adds the durable counters', () => {
         for (const index of ['later_retained_key', 'later_active_key']) await o.client.execute(`DROP INDEX ${index}`);
         await o.client.execute('DROP TABLE reaper_hold');
         await o.client.execute('DROP TABLE schedules');
+        await o.client.execute('DROP VIEW claim_tallies');
+        await o.client.execute('DROP VIEW completion_tallies');
         for (const [table, column] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} DROP COLUMN ${column}`);
         await migrateLibsql(o, MIGRATIONS);
         const rows = async (q: string) => (await o.client.execute(q)).rows.map((r) => Object.values(r).join(':'));

@@ -209,3 +209,32 @@ test('a wait on jobs reads statuses from jobs_status_id_idx alone, and rows by i
     expect(plan).toContainEqual(expect.stringMatching(/^SEARCH j USING INTEGER PRIMARY KEY \(rowid=\?\)/));
   }
 });
+
+test('a claim on a queue with nothing due reads a seek per priority of its pending jobs, not every job not yet due', async () => {
+  // jobs_claim_idx leads with priority, so "due now" is no range of it: a
+  // claim (and a waiting claim's look) on 100,000 delayed jobs walked them all.
+  // The claim's LIMIT asks first whether any priority has a due job.
+  t = await setup({});
+  const now = t.clock.now() as number;
+  const delayed = (priority: number, delayMs: number) => Array.from({ length: 20 }, (_, i) => ({ payload: i, priority, delayMs }));
+  await t.post('/api/v1/queues/q/jobs', { jobs: [...delayed(5, 60_000), ...delayed(0, 120_000)] });
+
+  const seen: SQL[] = [];
+  const db = recording(t.db, seen);
+  expect(await jobsClaimPending(db, { queue: 'q', workerId: 'w', limit: 50, now, defaults: t.config })).toEqual([]);
+
+  // The guard lets through what is due at any priority, in claim order.
+  t.clock.advance(60_000);
+  const first = await jobsClaimPending(t.db, { queue: 'q', workerId: 'w', limit: 50, now: t.clock.now(), defaults: t.config });
+  expect(first.map((j) => j.priority)).toEqual(Array(20).fill(5));
+  t.clock.advance(60_000);
+  await t.post('/api/v1/queues/q/jobs', { jobs: [{ payload: 'now', priority: 9 }] });
+  const second = await jobsClaimPending(t.db, { queue: 'q', workerId: 'w', limit: 50, now: t.clock.now(), defaults: t.config });
+  expect(second.map((j) => j.priority)).toEqual([9, ...Array(20).fill(0)]);
+
+  // The plan is read last: a batch after an EXPLAIN of it through the test's client found a statement still open.
+  const [claim] = seen.map((q) => new SQLiteSyncDialect().sqlToQuery(q)).filter((q) => /^\s*UPDATE jobs/.test(q.sql));
+  const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${claim!.sql}`, args: claim!.params as never[] })).rows.map((r) => String(r.detail));
+  expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\? AND priority<\?\)/));
+  expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\? AND priority=\? AND available_at<\?\)/));
+});

@@ -1,7 +1,7 @@
 /**
  * Rate limits: at most `max` claims of a queue per fixed window of
- * `windowMs`, enforced by the claim statement (the jobs_count_claimed trigger
- * counts each claim inside it), whoever claims. The wait shows in the claim
+ * `windowMs`, enforced by the claim statement (its tally, in the same
+ * transaction, counts the claims it made), whoever claims. The wait shows in the claim
  * answer (retryAfterMs), the queue's API view and dashboard page, /metrics,
  * and the worker SDK sleeps until the next window instead of polling.
  */

@@ -40,8 +40,19 @@ export interface CompleteParams {
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
-  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, repeat: completeRepeat(p) }, completeUpdate(p));
+  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, repeat: completeRepeat(p), tally: completeTally }, completeUpdate(p));
 }
+
+/**
+ * The completion's counts, once per queue for the whole batch: the jobs its
+ * guard accepts, read with the update's own refs and guard right before it
+ * in the same transaction, so exactly the jobs the update then moves (a ref
+ * named twice is one job). The completion_tallies view's trigger
+ * (drizzle/0026) adds them to the completed counter and finished count, and
+ * takes them off the running live count.
+ */
+const completeTally = (v: SQL, guard: SQL) => sql`INSERT INTO completion_tallies (queue_name, jobs)
+    SELECT jobs.queue_name, count(DISTINCT jobs.id) FROM ${v} AS v JOIN jobs ON jobs.id = v.id WHERE ${guard} GROUP BY jobs.queue_name`;
 
 /** The same completion, already stored: this token, this worker, this result. */
 const completeRepeat = (p: CompleteParams) => ({
@@ -49,12 +60,12 @@ const completeRepeat = (p: CompleteParams) => ({
   returning: returning(p.full ?? false),
 });
 
-const completeUpdate = (p: CompleteParams) => (v: SQL) => {
+const completeUpdate = (p: CompleteParams) => (v: SQL, guard: SQL) => {
   const now = nowSql(p.now);
   return sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
       ${CLEAR_LEASE}, finished_token = v.token, finished_write = ${finishedWriteSql('complete', p.workerId)}, updated_at = ${now},
       last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-    FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING ${returning(p.full ?? false)}`;
+    FROM ${v} AS v WHERE ${guard} RETURNING ${returning(p.full ?? false)}`;
 };
 
 /**
@@ -70,7 +81,7 @@ export async function jobsCompleteThenClaim(
   const claim = claimStatements(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
   const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(
     db,
-    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true, repeat: completeRepeat(p) },
+    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true, repeat: completeRepeat(p), tally: completeTally },
     completeUpdate(p),
     claim,
   );

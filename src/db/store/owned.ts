@@ -68,6 +68,12 @@ export interface OwnedWriteParams {
    * columns to answer such a repeat with, as the update returns them.
    */
   repeat?: { match: SQL; returning: SQL } | undefined;
+  /**
+   * A statement run right before the update, in the same transaction, over
+   * the same refs and guard: what the update is about to move, counted once
+   * for the batch (a completion's tally, finish.ts). Its rows are not read.
+   */
+  tally?: ((refsTable: SQL, guard: SQL) => SQL) | undefined;
 }
 
 /**
@@ -133,6 +139,7 @@ export async function ownedWriteThen<T extends { id: number }, A>(
   // With a claim the worker may take jobs: register it as a claim does. A
   // beat registers the worker with what it says about itself (and gives back
   // the claims it says it lost: lost-claims.ts).
+  const guard = ownerGuard(p.workerId, p.beforeDeadline ? now : undefined);
   const touch = p.beat
     ? beatStatements(db, { ...p.beat, id: p.workerId, now: p.now })
     : [p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now)];
@@ -156,11 +163,13 @@ export async function ownedWriteThen<T extends { id: number }, A>(
       RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
     ...touch,
     ...repeats,
-    db.all<T>(update(refsTable, ownerGuard(p.workerId, p.beforeDeadline ? now : undefined))),
+    ...(p.tally ? [db.run(p.tally(refsTable, guard))] : []),
+    db.all<T>(update(refsTable, guard)),
     ...then,
   ]);
   const rest = results.slice(touch.length);
   const repeated = new Map(((p.repeat ? rest.shift() : []) as T[]).map((j) => [Number(j.id), j]));
+  if (p.tally) rest.shift();
   const [accepted, ...after] = rest as [T[], ...A[][]];
   const byId = new Map(accepted.map((j) => [j.id, j]));
   const refusedById = new Map((refusedRows as { id: number; status: JobStatus; deadline: number }[]).map((r) => [Number(r.id), r]));
