@@ -18,7 +18,6 @@ import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
-import type { ScheduleJobOptions } from '../db/store/schedules.ts';
 import type { ReapReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
@@ -28,6 +27,7 @@ import type { WorkerView } from './worker-view.ts';
 import type { ScheduleView } from './schedule-view.ts';
 import { anyJson, array, boolean, described, fields, integer, nullable, number, oneOf, sameFor, string, time, words, constant } from './schema-parts.ts';
 import type { JsonSchema } from '../core/validate.ts';
+import type { ScheduleJobOptions } from '../db/store/port.ts';
 
 /** GET /metrics (JSON): the snapshot's public part, with the maintenance verdict. */
 export interface MetricsWire {

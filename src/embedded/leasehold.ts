@@ -21,7 +21,6 @@ import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
 import type { ReapReport } from '../maintenance/pass.ts';
 import { createStore } from '../db/store/create-store.ts';
-import type { Enqueued } from '../db/store/enqueue.ts';
 import { toJob } from '../core/job-record.ts';
 import { createEngine, type Engine } from '../engine/engine.ts';
 import { checkedJob, parseQueue, type EnqueueItem } from '../engine/enqueue-input.ts';
@@ -32,6 +31,7 @@ import { createLogger, type Logger } from '../core/log.ts';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/worker.ts';
 import type { Transport } from '../worker/transport.ts';
 import { dbTransport } from './db-transport.ts';
+import type { Enqueued } from '../db/store/port.ts';
 
 export interface OpenOptions {
   /** Default `file:./leasehold.db`; also `libsql://` and `http(s)://` URLs. */

@@ -24,8 +24,7 @@
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { type AlertTransition, ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
-import type { ClaimedNotification, NotificationOutcome } from '../db/store/alert-states.ts';
-import type { JobStore } from '../db/store/port.ts';
+import type { ClaimedNotification, JobStore, NotificationOutcome } from '../db/store/port.ts';
 
 export interface AlertPassReport {
   /** Whether this pass evaluated the alerts (false: another pass did so within alertEveryMs). */

@@ -15,8 +15,7 @@
  */
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { ReapCandidateRow, ReapWrite } from '../db/store/reaper.ts';
+import type { JobStore, ReapCandidateRow, ReapWrite } from '../db/store/port.ts';
 
 export interface RescueReport {
   requeued: { id: string; reason: ReapReason }[];

@@ -9,8 +9,9 @@ import type { Config } from '../../src/core/config.ts';
 import { backoffRangeMs } from '../../src/core/backoff.ts';
 import { decideReap } from '../../src/core/reaper.ts';
 import { reapOnce } from '../../src/maintenance/pass.ts';
-import { jobsGetReapCandidates, jobsReapIfUnchanged, type ReapWrite } from '../../src/db/store/reaper.ts';
+import { jobsGetReapCandidates, jobsReapIfUnchanged } from '../../src/db/store/reaper.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import type { ReapWrite } from '../../src/db/store/port.ts';
 
 let t: TestBed;
 async function bed(overrides: Partial<Config> = {}) {

@@ -19,15 +19,9 @@
 import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
-import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { ownerGuard, ownedWriteThen } from './owned.ts';
-
-export type EffectStartOutcome =
-  | { kind: 'run' }
-  | { kind: 'done'; result: string | null }
-  | { kind: 'lease_lost'; status: string }
-  | { kind: 'not_found' };
+import type { EffectFinishOutcome, EffectStartOutcome } from './port-types.ts';
 
 export async function effectStartIfOwned(
   db: Db,
@@ -63,12 +57,6 @@ export async function effectStartIfOwned(
   if (!current.owned) return { kind: 'lease_lost', status: current.status };
   return { kind: 'run' };
 }
-
-export type EffectFinishOutcome =
-  | { kind: 'done'; result: string | null }
-  | { kind: 'lease_lost'; status: JobStatus }
-  | { kind: 'not_found' }
-  | { kind: 'not_started' };
 
 /** Records the effect's result under the owner's guard; answers the result on record. */
 export async function effectFinishIfOwned(

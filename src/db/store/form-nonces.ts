@@ -7,11 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db.ts';
-
-export interface FormNonce {
-  nonce: string;
-  expiresAt: number;
-}
+import type { FormNonce } from './port-types.ts';
 
 /** One primary-key lookup: a re-sent form is refused before any work, with a clear message. */
 export async function formNonceUsed(db: Db, nonce: string): Promise<boolean> {

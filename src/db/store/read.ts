@@ -5,14 +5,12 @@ import { MINUTE_MS, type Now } from '../../core/clock.ts';
 import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
-import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
-import type { JobStatus } from '../schema.ts';
+import { alongsideFirst, auditInsert } from './audit.ts';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
-
-export type { QueueHealth } from '../../core/metrics-snapshot.ts';
+import type { Alongside, EventRecord, ListParams, RateWait, StoredEventRecord } from './port-types.ts';
 
 /** The database's clock, in epoch ms. */
 export async function readNow(db: Db): Promise<number> {
@@ -27,32 +25,6 @@ export const jobStatusSql = (id: number): SQL => sql`(SELECT json_object('status
 export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined> {
   const [row] = await db.all<JobRecord>(sql`SELECT * FROM jobs WHERE id = ${id}`);
   return row;
-}
-
-/** An events row as stored. */
-export interface StoredEventRecord {
-  id: number;
-  job_id: number;
-  queue_name: string;
-  type: string;
-  from_status: string | null;
-  to_status: string | null;
-  reason: string | null;
-  message: string | null;
-  actor: string | null;
-  worker_id: string | null;
-  attempt: number | null;
-  at: number;
-}
-
-/**
- * One entry of a job's timeline: a stored event, or one derived from the job
- * row (`derived`, no id): a job's `enqueued` and `completed` have no
- * event row since drizzle/0015.
- */
-export interface EventRecord extends Omit<StoredEventRecord, 'id'> {
-  id: number | null;
-  derived: boolean;
 }
 
 /** What the derived entries are read from: the job row, and whether an older database stored them. */
@@ -148,19 +120,6 @@ function withDerived(
 /** The newest refused writes a job's trail shows (the count of the rest is in olderNotShown). */
 const REFUSALS_SHOWN = 50;
 
-export interface ListParams {
-  queue?: string | undefined;
-  status?: JobStatus | undefined;
-  /** Exactly this job (still subject to the other filters). */
-  id?: number | undefined;
-  /** Jobs enqueued with this idempotency key (one per queue at most). */
-  idempotencyKey?: string | undefined;
-  /** Keyset cursor: the last id of the previous page. */
-  after?: number | undefined;
-  limit: number;
-  order: 'asc' | 'desc';
-}
-
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
   return jobsPage<JobRecord>(db, p, sql`*`);
@@ -218,7 +177,6 @@ async function jobsPage<Row extends { id: number }>(db: Db, p: ListParams, colum
   const page = rows.slice(0, p.limit);
   return { jobs: page, next: rows.length > p.limit ? page[page.length - 1]!.id : null };
 }
-
 
 const SETTING_COLUMNS = {
   leaseMs: 'lease_ms',
@@ -330,8 +288,6 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
   });
 }
 
-export type { QueueSettingsPatch } from '../../core/wire.ts';
-
 /**
  * A queue's rate window now (`q`: the queues row): rate_used, the claims of
  * the current window, and rate_limited_until, when the next window opens
@@ -342,12 +298,6 @@ export function rateWindowSql(q: string, now: SQL): SQL {
   return sql`CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} THEN ${sql.raw(q)}.rate_claims ELSE 0 END AS rate_used,
       CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} AND ${sql.raw(q)}.rate_claims >= ${sql.raw(q)}.rate_max
         THEN ${sql.raw(q)}.rate_window_start + ${sql.raw(q)}.rate_window_ms END AS rate_limited_until`;
-}
-
-/** A queue's rate-limit wait: when its next window opens and how long until then. */
-export interface RateWait {
-  until: number;
-  waitMs: number;
 }
 
 /** The read behind a claim's rate-limit answer, for the claim's own batch (one round trip). */

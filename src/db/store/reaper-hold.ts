@@ -20,14 +20,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-
-export interface ReaperHoldRecord {
-  holdUntil: number;
-  beganAt: number;
-  /** How long the server's reaper did not tick; null: it just started. */
-  gapMs: number | null;
-  cause: string;
-}
+import type { ReaperHoldRecord } from './port-types.ts';
 
 const hold = sql`SELECT hold_until AS holdUntil, began_at AS beganAt, gap_ms AS gapMs, cause FROM reaper_hold WHERE id = 1`;
 

@@ -19,18 +19,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
-import type { ReapCandidate, ReapDecision, ReapRules } from '../../core/reaper.ts';
+import type { ReapDecision } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { ownerLastSeenSql } from './workers.ts';
 import { noHoldInForceSql, reaperHoldColumns } from './reaper-hold.ts';
-
-export interface ReapCandidateRow extends ReapCandidate {
-  queueName: string;
-  lockToken: string;
-  lockedBy: string;
-}
+import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './port-types.ts';
 
 /** The candidate's columns, read from `jobs j LEFT JOIN queues q` (the reaper's read and the operator's requeue share them). */
 export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id, j.queue_name AS queueName, j.lock_token AS lockToken, j.locked_by AS lockedBy,
@@ -38,13 +33,6 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     coalesce(q.max_lost_attempts, ${defaults.maxLostAttempts}) AS maxLostAttempts,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
     j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()}`;
-
-export interface ReapCandidateParams {
-  now: number;
-  limit: number;
-  defaults: QueueDefaults;
-  rules: ReapRules;
-}
 
 /**
  * The candidates the reaper will take (at most `limit`), then those it will
@@ -70,12 +58,6 @@ export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Pro
     db.all<ReapCandidateRow>(sql`SELECT * FROM (${expired}) WHERE ${deferrable} ORDER BY leaseExpiresAt, id LIMIT ${p.limit}`),
   ]);
   return { take, defer };
-}
-
-export interface ReapWrite {
-  candidate: ReapCandidateRow;
-  /** A hold is no write: jobsReapIfUnchanged leaves it out (rescueOnce records it with jobsRecordHeld). */
-  decision: Exclude<ReapDecision, { action: 'none' }>;
 }
 
 /** One statement per decision, all in one batch; returns which ids were taken back. */

@@ -7,8 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { decideReap, type ReapRules } from '../../../src/core/reaper.ts';
-import type { JobStore } from '../../../src/db/store/port.ts';
-import type { ReapCandidateRow, ReapWrite } from '../../../src/db/store/reaper.ts';
+import type { JobStore, ReapCandidateRow, ReapWrite } from '../../../src/db/store/port.ts';
 import { DEFAULTS, RULES, T0, useBundle, type StoreBackend } from './support.ts';
 
 /** Lease expired this long ago: past the grace, inside the deferral window. */
