@@ -19,7 +19,7 @@ import { checkConfig, ConfigError, defaultConfig, deriveFromLease, type Config }
 import { describeEnqueued, traceSend } from '../core/trace-context.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
-import type { ReapReport } from '../maintenance/pass.ts';
+import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import { createStore } from '../db/store/create-store.ts';
 import { toJob } from '../core/job-record.ts';
 import { createEngine, type Engine } from '../engine/engine.ts';
@@ -90,7 +90,7 @@ export interface Leasehold {
   /** A worker on the in-process transport (call start() on it). */
   createWorker<P = unknown>(options: Omit<WorkerOptions<P>, 'transport'>): Worker;
   /** One reaper pass now. */
-  reap(): Promise<ReapReport>;
+  reap(): Promise<MaintenancePassReport>;
   /**
    * The reaper every config.reaperIntervalMs; returns its stop function. It
    * logs each job it takes back and each pass that did something: to `log`

@@ -18,7 +18,7 @@
  * sent for a flip that flipped back before it could be delivered.
  *
  * Never throws for a receiver's failure; a database error does throw, and
- * reapOnce (pass.ts) catches it so reaping is never held up by alerts. Neither the
+ * runMaintenancePass (pass.ts) catches it so reaping is never held up by alerts. Neither the
  * secret nor the URL (which may carry a token) is ever put in an error.
  */
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';

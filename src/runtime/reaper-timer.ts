@@ -1,13 +1,13 @@
 /**
  * What the long-running servers (Node, Bun, Deno) share once they listen:
- * the in-process reaper (reapOnce every interval; a pass never overlaps the
+ * the in-process reaper (runMaintenancePass every interval; a pass never overlaps the
  * previous one, and a failed pass is logged and tried again at the next
  * tick), its log line, the start line and the close order.
  */
 import { roleTokens } from '../core/tokens.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/db.ts';
-import type { ReapObserver, ReapReport } from '../maintenance/pass.ts';
+import type { MaintenancePassObserver, MaintenancePassReport } from '../maintenance/pass.ts';
 import { redactUrl } from '../core/redact.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch } from './gap-watch.ts';
@@ -103,7 +103,7 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
  * taken back or deferred (job id, queue, the worker that held it, why) and
  * one per alert that started firing or cleared.
  */
-export function reapLogger(log: Logger, source?: string): ReapObserver {
+export function reapLogger(log: Logger, source?: string): MaintenancePassObserver {
   const who = source ? `reaper (${source})` : 'reaper';
   const by = source ? { source } : {};
   return {
@@ -122,7 +122,7 @@ export function reapLogger(log: Logger, source?: string): ReapObserver {
 }
 
 /** The pass's summary line, when it did anything (a quiet pass logs nothing). */
-export function logReapSummary(log: Logger, report: ReapReport, source?: string, held?: string): void {
+export function logReapSummary(log: Logger, report: MaintenancePassReport, source?: string, held?: string): void {
   const who = source ? `reaper (${source})` : 'reaper';
   const by = source ? { source } : {};
   if (report.alerts.error) log.error(`${who}: alert pass failed (reaping was not affected): ${report.alerts.error}`, { event: 'alert_pass_failed', ...by });
@@ -184,19 +184,19 @@ export function gapCause(gapMs: number | null): string {
   return gapMs === null ? 'the server just started' : `the reaper did not run for ${(gapMs / 1000).toFixed(1)} s (the server was paused or stalled)`;
 }
 
-export function summarize(r: ReapReport): string {
+export function summarize(r: MaintenancePassReport): string {
   return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, ${r.held.length > 0 ? `held ${r.held.length}, ` : ''}raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
 }
 
 /** The alert part, only when it did something (most passes do not). */
-function alertsSummary({ alerts: a }: ReapReport): string {
+function alertsSummary({ alerts: a }: MaintenancePassReport): string {
   if (a.error) return `; alert pass failed (reaping was not affected): ${a.error}`;
   if (!a.started && !a.cleared && !a.delivered && !a.failed) return '';
   return `; alerts: ${a.started} started firing, ${a.cleared} cleared, webhook ${a.delivered} delivered, ${a.failed} failed`;
 }
 
 /** A pass that changed a job, or whose alert part did anything or failed, is logged; a quiet one is not. */
-export function worthLogging(r: ReapReport): boolean {
+export function worthLogging(r: MaintenancePassReport): boolean {
   const a = r.alerts;
   return r.requeued.length + r.failed.length + r.deferred.length + r.held.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
 }

@@ -14,7 +14,7 @@ import type { SQL } from 'drizzle-orm';
 import { afterEach, expect, test } from 'vitest';
 import { metricsSnapshot } from '../../src/db/store/metrics.ts';
 import { queuesHealth } from '../../src/db/store/read.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { activityLastHour } from '../../src/dashboard/charts.ts';
 import { suspectsByQueue } from '../../src/db/store/suspects.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
@@ -66,7 +66,7 @@ test('reaper pass, metrics, queue health, activity, the reaper watch and the zom
 
   const seen: SQL[] = [];
   const db = recording(t.db, seen);
-  await reapOnce(db, now, t.config);
+  await runMaintenancePass(db, now, t.config);
   await metricsSnapshot(db, { now, config: t.config });
   await queuesHealth(db, { now, defaults: t.config });
   await queuesHealth(db, { now, defaults: t.config, queue: 'a' });

@@ -349,7 +349,7 @@ export interface ReapCandidateRow extends ReapCandidate {
 
 export interface ReapWrite {
   candidate: ReapCandidateRow;
-  /** A hold is no write: jobsReapIfUnchanged leaves it out (rescueOnce records it with jobsRecordHeld). */
+  /** A hold is no write: jobsReapIfUnchanged leaves it out (reapLostLeases records it with jobsRecordHeld). */
   decision: Exclude<ReapDecision, { action: 'none' }>;
 }
 

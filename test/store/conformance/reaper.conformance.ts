@@ -22,7 +22,7 @@ function decided(candidate: ReapCandidateRow, now: number): ReapWrite {
   return { candidate, decision };
 }
 
-/** Read the candidates, decide each with the reaper's own rule, write the decisions, as reapOnce does. */
+/** Read the candidates, decide each with the reaper's own rule, write the decisions, as runMaintenancePass does. */
 async function reap(store: JobStore, now: number, rules: ReapRules = RULES, limit = 100) {
   const candidates = await store.jobsGetReapCandidates({ now, limit, defaults: DEFAULTS, rules });
   const writes: ReapWrite[] = [];
