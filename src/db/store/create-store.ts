@@ -31,7 +31,8 @@ import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, Maintenanc
 import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { queueBlockers, queueDeleteIfUnused, queueFinishedJobsPurge } from './queue-delete.ts';
-import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { eventsForJob, jobGet, jobsList, jobSummariesList, queuesHealth, readNow } from './read.ts';
+import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } from './queue-settings.ts';
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';

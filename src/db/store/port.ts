@@ -153,7 +153,7 @@ export interface MaintenanceStore {
   reaperHoldRead(p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null>;
 }
 
-/** Queues and workers (store/read, workers, worker-jobs). */
+/** Queues and workers (store/read, queue-settings, queue-delete, lost-claims, workers, worker-jobs). */
 export interface QueueAndWorkerStore {
   queuesHealth(p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]>;
   /** Creates the queue if needed and sets the given overrides (null: back to the default). */
