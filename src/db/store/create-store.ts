@@ -118,14 +118,14 @@ export function createStore(db: Db): JobStore {
     sessionIsRevoked: (p) => sessionIsRevoked(db, p.sid),
 
     ...apiAndMaintenanceParts(db),
-    // The dashboard's section (dashboard-port.ts), from its own factory.
+    // The dashboard's section (DashboardReads in port.ts), from its own factory.
     ...createDashboardStore(db),
     maintenancePassRecord: (p) => maintenancePassRecord(db, p),
     maintenanceWatch: (p) => maintenanceWatch(db, p),
   };
 }
 
-/** The port's sections for the API, the CLI and the maintenance services (port.ts, after JobStore). */
+/** The port's sections for the API, the CLI and the maintenance services (port.ts). */
 function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleStore & MaintenanceServices & AuditAndFormWrites {
   return {
     auditList: (p) => auditList(db, p),
