@@ -3,10 +3,11 @@ import { DB_CLOCK } from '../src/core/clock.ts';
 import { defaultConfig } from '../src/core/config.ts';
 import type { Db } from '../src/db/db.ts';
 import { jobsClaimPending } from '../src/db/store/claim.ts';
-import { jobsInsert, SUMMARY_COLUMNS, type NewJob } from '../src/db/store/enqueue.ts';
+import { jobsInsert, SUMMARY_COLUMNS } from '../src/db/store/enqueue.ts';
 import { jobsCompleteIfOwned } from '../src/db/store/finish.ts';
 import { check, now, openTempDb, repeat, seedPending } from './lib.ts';
 import { loopStats, runNaive, runSlots, type Driver, type LoopResult } from './worker-loop.ts';
+import type { NewJob } from '../src/db/store/port.ts';
 
 export interface InProcessSizes {
   runs: number;

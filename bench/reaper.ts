@@ -5,7 +5,7 @@
  */
 import { DB_CLOCK } from '../src/core/clock.ts';
 import { defaultConfig } from '../src/core/config.ts';
-import { reapOnce } from '../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../src/maintenance/pass.ts';
 import { check, median, now, openTempDb } from './lib.ts';
 
 export interface ReaperSizes {
@@ -63,11 +63,11 @@ async function scenario(finished: number, s: ReaperSizes, log: (line: string) =>
     log(`  reaper: loaded ${finished.toLocaleString('en-US')} finished rows in ${loadSeconds.toFixed(1)} s`);
 
     // Passes with nothing to do: only index range scans.
-    await reapOnce(db.db, DB_CLOCK, config); // warm-up
+    await runMaintenancePass(db.db, DB_CLOCK, config); // warm-up
     const idleMs: number[] = [];
     for (let i = 0; i < s.passes; i++) {
       const p0 = now();
-      const report = await reapOnce(db.db, DB_CLOCK, config);
+      const report = await runMaintenancePass(db.db, DB_CLOCK, config);
       idleMs.push(now() - p0);
       check(report.requeued.length + report.failed.length + report.deferred.length + report.pruned === 0, 'idle pass did something');
     }
@@ -85,7 +85,7 @@ async function scenario(finished: number, s: ReaperSizes, log: (line: string) =>
         args: [Date.now(), Number(dead?.lo), Number(dead?.hi)],
       });
       const p0 = now();
-      const report = await reapOnce(db.db, DB_CLOCK, config);
+      const report = await runMaintenancePass(db.db, DB_CLOCK, config);
       reapMs.push(now() - p0);
       check(report.requeued.length === Math.min(s.expired, config.reaperBatchSize), `reap pass requeued ${report.requeued.length} of ${s.expired}`);
     }

@@ -168,7 +168,7 @@ async function main() {
   }
 
   if (args.only.includes('reaper')) {
-    log('reaper (reapOnce over few vs many finished jobs)...');
+    log('reaper (runMaintenancePass over few vs many finished jobs)...');
     const r = await benchReaper(sizes.reaper, log);
     results.reaper = { sizes: sizes.reaper, ...r };
     const s = 'reaper';

@@ -32,7 +32,7 @@ import { dashboardRoutes } from './dashboard/routes.tsx';
 import { LeaseholdError } from './core/errors.ts';
 import { VERSION } from './version.ts';
 import { storageFault } from './db/storage-fault.ts';
-import { EnqueuePartlyStored } from './db/store/enqueue.ts';
+import { EnqueuePartlyStored } from './db/store/port.ts';
 import { AuthThrottle } from './api/throttle.ts';
 import { healthBody } from './api/health.ts';
 

@@ -10,7 +10,13 @@ export { dbTransport } from './embedded/db-transport.ts';
 export { createEngine, type Engine, type EngineDeps } from './engine/engine.ts';
 export { createStore } from './db/store/create-store.ts';
 export { createApp, VERSION, type AppDeps, type AppInput } from './app.ts';
-export { reapOnce, type ReapReport } from './maintenance/pass.ts';
+export { runMaintenancePass, type MaintenancePassReport } from './maintenance/pass.ts';
+/**
+ * @deprecated Renamed runMaintenancePass (it runs the whole maintenance pass:
+ * the reaper, schedules, retention, samples and alerts); kept so existing
+ * imports work. Same function.
+ */
+export { runMaintenancePass as reapOnce, type MaintenancePassReport as ReapReport } from './maintenance/pass.ts';
 export { databaseClock, manualClock, DB_CLOCK, type Clock, type Now } from './core/clock.ts';
 export { checkConfig, ConfigError, defaultConfig, loadConfig, type Config, type QueueDefaults } from './core/config.ts';
 export { LeaseholdError } from './core/errors.ts';

@@ -6,8 +6,8 @@
  */
 import type { Context } from 'hono';
 import { DEFAULT_TOKEN_NAME } from '../core/tokens.ts';
-import type { AuditActor } from '../db/store/audit.ts';
 import { clientAddress, type ProxyTrust } from './throttle.ts';
+import type { AuditActor } from '../db/store/port.ts';
 
 export function apiActor(c: Context, config: ProxyTrust, bodyActor?: string): AuditActor {
   const p = c.get('principal');

@@ -1,7 +1,7 @@
 /** An operator audit entry as the API answers it (GET /api/v1/audit, `leasehold audit`). */
-import type { AuditRecord } from '../db/store/audit.ts';
 import { iso } from '../core/job-record.ts';
 import type { AuditEntryWire } from '../core/wire.ts';
+import type { AuditRecord } from '../db/store/port.ts';
 
 export type { AuditEntryWire };
 

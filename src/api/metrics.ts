@@ -11,7 +11,7 @@ import { evaluateAlerts } from '../core/alerts.ts';
 import type { Config } from '../core/config.ts';
 import { HISTOGRAMS, HISTOGRAM_NAMES } from '../core/histograms.ts';
 import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
+import type { MetricsSnapshot } from '../db/store/port.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
 

@@ -1,10 +1,9 @@
 /** Turns store outcomes into wire shapes and errors. */
 import { LeaseholdError } from '../core/errors.ts';
-import type { OperatorOutcome, RequeueDone } from '../db/store/operator.ts';
-import type { EventRecord } from '../db/store/read.ts';
 import { iso } from '../core/job-record.ts';
 import type { JobAnswer, Refusal } from '../engine/worker-protocol.ts';
 import { operatorRefusal, type OperatorAction } from '../engine/operator-actions.ts';
+import type { EventRecord, OperatorOutcome, RequeueDone } from '../db/store/port.ts';
 
 /** A worker protocol refusal as the API's error (its status, body and field). */
 export function refusalError(r: Refusal): LeaseholdError {

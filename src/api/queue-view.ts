@@ -1,7 +1,7 @@
 /** A queue as the API answers it: counts, health, settings and alert thresholds (GET /queues, GET /queues/:queue, the settings calls). */
 import { effectiveAlertThresholds } from '../core/alerts.ts';
 import { iso } from '../core/job-record.ts';
-import type { QueueHealth } from '../db/store/read.ts';
+import type { QueueHealth } from '../db/store/port.ts';
 
 /** A queue as the API answers it (its schema: src/api/view-schemas.ts). */
 export type QueueView = ReturnType<typeof queueView>;

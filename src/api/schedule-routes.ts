@@ -7,13 +7,13 @@
  */
 import { invalid, LeaseholdError, requireStorableText } from '../core/errors.ts';
 import { nextOccurrence, scheduleSpecProblem, type ScheduleSpec } from '../core/schedule.ts';
-import type { ScheduleJobOptions } from '../db/store/schedules.ts';
 import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { parseQueue, QUEUE_PATTERN, queueName } from './http.ts';
 import { scheduleView } from './schedule-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { bool, int, json, nullable, obj, optional, str } from '../core/validate.ts';
+import type { ScheduleJobOptions } from '../db/store/port.ts';
 
 const DAY = 24 * 3600 * 1000;
 

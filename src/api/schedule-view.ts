@@ -1,7 +1,7 @@
 /** A schedule as the API answers it: what it enqueues, when (its next runs), and its last run. */
 import { iso } from '../core/job-record.ts';
 import { nextOccurrences, type ScheduleSpec } from '../core/schedule.ts';
-import type { ScheduleJobOptions, ScheduleRecord } from '../db/store/schedules.ts';
+import type { ScheduleJobOptions, ScheduleRecord } from '../db/store/port.ts';
 
 /** A schedule as the API answers it (its schema: src/api/view-schemas.ts). */
 export type ScheduleView = ReturnType<typeof scheduleView>;

@@ -18,8 +18,7 @@ import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
-import type { ScheduleJobOptions } from '../db/store/schedules.ts';
-import type { ReapReport } from '../maintenance/pass.ts';
+import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
 import type { QueueView } from './queue-view.ts';
@@ -28,6 +27,7 @@ import type { WorkerView } from './worker-view.ts';
 import type { ScheduleView } from './schedule-view.ts';
 import { anyJson, array, boolean, described, fields, integer, nullable, number, oneOf, sameFor, string, time, words, constant } from './schema-parts.ts';
 import type { JsonSchema } from '../core/validate.ts';
+import type { ScheduleJobOptions } from '../db/store/port.ts';
 
 /** GET /metrics (JSON): the snapshot's public part, with the maintenance verdict. */
 export interface MetricsWire {
@@ -58,7 +58,7 @@ export interface WorkersWire {
   workers: WorkerView[];
 }
 
-export type ReaperWire = Omit<ReapReport, 'at' | 'hold'> & { at: string | null; hold?: { until: string | null; why: string } };
+export type ReaperWire = Omit<MaintenancePassReport, 'at' | 'hold'> & { at: string | null; hold?: { until: string | null; why: string } };
 
 type RequeueWire = ReturnType<typeof requeueWire>;
 
@@ -323,15 +323,15 @@ const ScheduleSchema = fields<ScheduleView>(
   { description: 'a schedule: what it enqueues, when, and its last run' },
 );
 
-const reapedJob = fields<ReapReport['requeued'][number]>({ id: string(), reason: words(REAP_REASONS) });
+const reapedJob = fields<MaintenancePassReport['requeued'][number]>({ id: string(), reason: words(REAP_REASONS) });
 const hold = fields<{ until: string | null; why: string }>({ until: time, why: string() });
 const ReaperSchema = fields<ReaperWire>(
   {
     at: time,
     requeued: array(reapedJob),
     failed: array(reapedJob),
-    deferred: array(fields<ReapReport['deferred'][number]>({ id: string(), reason: words(['owner_alive']), overdueMs: ms() })),
-    held: array(fields<ReapReport['held'][number]>({ id: string(), reason: words(['server_gap']) })),
+    deferred: array(fields<MaintenancePassReport['deferred'][number]>({ id: string(), reason: words(['owner_alive']), overdueMs: ms() })),
+    held: array(fields<MaintenancePassReport['held'][number]>({ id: string(), reason: words(['server_gap']) })),
     raced: integer('decisions that lost a race to a heartbeat or completion'),
     hold: described(hold, 'present when something was held: until when, and why'),
     pruned: integer(),

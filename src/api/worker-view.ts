@@ -1,6 +1,6 @@
 /** A worker as GET /workers answers it: liveness, what it reports, and what the database says it holds. */
 import { iso } from '../core/job-record.ts';
-import type { WorkerRecord } from '../db/store/workers.ts';
+import type { WorkerRecord } from '../db/store/port.ts';
 
 /** A worker as GET /workers answers it (its schema: src/api/view-schemas.ts). */
 export type WorkerView = ReturnType<typeof workerView>;

@@ -95,10 +95,10 @@ const COMMANDS: Record<string, Command> = {
         return 0;
       }
       usingDatabase('reap', config);
-      const [{ openDatabase, summarize }, { reapOnce }] = await Promise.all([import('../runtime/node.ts'), import('../maintenance/pass.ts')]);
+      const [{ openDatabase, summarize }, { runMaintenancePass }] = await Promise.all([import('../runtime/node.ts'), import('../maintenance/pass.ts')]);
       const opened = await openDatabase(config);
       try {
-        const report = await reapOnce(opened.db, databaseClock.now(), config);
+        const report = await runMaintenancePass(opened.db, databaseClock.now(), config);
         console.log(flags.has('--json') ? JSON.stringify(report, null, 2) : `reaper: ${summarize(report)}`);
       } finally {
         opened.close();

@@ -4,8 +4,7 @@
  * where, and the form's one-time token, claimed in the action's own batch.
  */
 import type { Context } from 'hono';
-import type { AuditActor, AuditEntry, Alongside } from '../db/store/audit.ts';
-import type { JobStore } from '../db/store/port.ts';
+import type { Alongside, AuditActor, AuditEntry, JobStore } from '../db/store/port.ts';
 import { clientAddress, type ProxyTrust } from '../api/throttle.ts';
 import type { DashboardEnv } from './page.tsx';
 import type { Session } from './session.ts';

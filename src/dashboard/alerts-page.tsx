@@ -8,14 +8,13 @@
 import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
-import type { AlertStateRow } from '../db/store/alert-states.ts';
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import type { MetricsRead } from './metrics-read.ts';
 import type { DashboardEnv } from './page.tsx';
 import { perQueuePages, troubleOf } from './per-queue-page.tsx';
 import { PlaybookHint } from './playbook-hint.tsx';
 import { pageOfQueues, QueuePager } from './queue-pages.tsx';
+import type { AlertStateRow, MetricsSnapshot } from '../db/store/port.ts';
 
 export function registerAlertsPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps, 'store' | 'config'>, metrics: MetricsRead) {
   const { store, config } = deps;

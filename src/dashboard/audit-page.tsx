@@ -8,10 +8,10 @@ import type { AppDeps } from '../api/deps.ts';
 import { QUEUE_PATTERN } from '../api/http.ts';
 import { hasToken } from '../core/tokens.ts';
 import { AUDIT_ACTIONS, type AuditAction } from '../core/audit-actions.ts';
-import type { AuditRecord } from '../db/store/audit.ts';
 import { fmtTime } from './format.ts';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { ErrorPage } from './error-page.tsx';
+import type { AuditRecord } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
 const PAGE_SIZE = 50;

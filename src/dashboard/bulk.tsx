@@ -23,10 +23,8 @@ import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import { bulkKindFor, type BulkKind } from '../core/bulk-kind.ts';
-import type { BulkPreviewRow } from '../db/store/operator.ts';
 import { ErrorPage } from './error-page.tsx';
 import { isJobStatus, jobsQuery } from './jobs-filter.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { reaperView } from './reaper-view.ts';
 import { fmtRelative } from './format.ts';
 import { alreadySubmitted, htmlDocument, layoutPage, readOnlyRefusal, type DashboardEnv } from './page.tsx';
@@ -34,6 +32,7 @@ import { alongside, once } from './acting.ts';
 import { storableText } from '../core/text.ts';
 import { hasToken } from '../core/tokens.ts';
 import { requeueText, requeueVerdict } from '../engine/operator-actions.ts';
+import type { BulkPreviewRow, RunningJobView } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
 

@@ -12,13 +12,12 @@ import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import type { Config } from '../core/config.ts';
 import { storableText } from '../core/text.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
-import type { OperatorOutcome } from '../db/store/operator.ts';
 import { forceRuleProblem, requeueText, requeueVerdict, type OperatorAction } from '../engine/operator-actions.ts';
 import { alongside, once } from './acting.ts';
 import { FormToken } from './form-token.tsx';
 import { alreadySubmitted, type DashboardEnv } from './page.tsx';
 import { forceView, reaperView } from './reaper-view.ts';
+import type { OperatorOutcome, RunningJobView } from '../db/store/port.ts';
 
 export function registerJobActions(app: Hono<DashboardEnv>, deps: AppDeps) {
   const { store, config, clock } = deps;

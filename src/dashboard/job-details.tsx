@@ -4,10 +4,9 @@
  * page's field budget (json-field.tsx), and its events, whose messages share
  * one budget.
  */
-import type { EventRecord } from '../db/store/read.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { fmtCount, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
+import type { EventRecord, RunningJobView } from '../db/store/port.ts';
 
 /** Below the actions: the rest of the job's facts, its data and its trail. Polled. */
 export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; fieldBytes: number }) {

@@ -8,8 +8,8 @@
  */
 import type { Config } from '../core/config.ts';
 import { fmtDuration, fmtRelative } from './format.ts';
-import type { FlaggableJobView, RunningJobView } from '../db/store/dashboard-reads.ts';
 import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import type { FlaggableJobView, RunningJobView } from '../db/store/port.ts';
 
 export interface JobFlag {
   /**

@@ -11,7 +11,6 @@ import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import type { Config } from '../core/config.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { Notice } from './action-notice.tsx';
 import { fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { JobActions } from './job-actions.tsx';
@@ -23,6 +22,7 @@ import { Live } from './live-region.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 import type { PageReads } from './page-reads.ts';
 import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import type { RunningJobView } from '../db/store/port.ts';
 
 export function registerJobPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: PageReads) {
   const { store, config } = deps;

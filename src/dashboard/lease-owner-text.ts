@@ -1,8 +1,8 @@
 /** How a running job's lease and its owner read, on the job page and the zombies page. Pure: no HTML, no SQL. */
 import type { Config } from '../core/config.ts';
 import type { JobRecord } from '../core/job-record.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { fmtDuration, fmtRelative } from './format.ts';
+import type { RunningJobView } from '../db/store/port.ts';
 
 /** "12.0 s remaining", "overdue by 3.0 s"; — when the job holds no lease. */
 export function leaseText(j: JobRecord, now: number): string {

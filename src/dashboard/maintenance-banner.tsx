@@ -9,8 +9,8 @@
  * so it appears and goes without a reload.
  */
 import type { MaintenanceVerdict } from '../core/maintenance-watch.ts';
-import type { MaintenanceWatchRow } from '../db/store/maintenance-state.ts';
 import { fmtRelative, fmtTime } from './format.ts';
+import type { MaintenanceWatchRow } from '../db/store/port.ts';
 
 export interface MaintenanceBannerState {
   watch: MaintenanceWatchRow;

@@ -8,12 +8,12 @@
 import type { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
-import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/metrics.ts';
 import { fmtDuration, fmtOptionalDuration } from './format.ts';
 import type { MetricsRead } from './metrics-read.ts';
 import type { DashboardEnv } from './page.tsx';
 import { perQueuePages, troubleOf } from './per-queue-page.tsx';
 import { pageOfQueues, QueuePager } from './queue-pages.tsx';
+import type { MetricsSnapshot, QueueMetrics, WindowCount } from '../db/store/port.ts';
 
 export function registerMetricsPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps, 'config'>, metrics: MetricsRead) {
   const queuePage = perQueuePages(app, deps, metrics);

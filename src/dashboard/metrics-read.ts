@@ -5,9 +5,9 @@
  */
 import type { AppDeps } from '../api/deps.ts';
 import { DB_CLOCK } from '../core/clock.ts';
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { activityLastHour, type QueueActivity } from './charts.ts';
 import { sharedRead } from './shared-read.ts';
+import type { MetricsSnapshot } from '../db/store/port.ts';
 
 /** How long one metrics read serves every dashboard poll (see shared-read.ts). */
 const SHARED_READ_TTL_MS = 1_000;

@@ -1,7 +1,7 @@
 /** Below the overview's table: the last hour per minute, per queue, as small SVG bar charts (no script, no library). */
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { CHART_MINUTES, type ChartSeries, type QueueActivity } from './charts.ts';
 import { fmtDuration, fmtOptionalDuration } from './format.ts';
+import type { MetricsSnapshot } from '../db/store/port.ts';
 
 const W = 4;
 const H = 40;

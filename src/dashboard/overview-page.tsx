@@ -9,8 +9,6 @@ import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import { evaluateAlerts } from '../core/alerts.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
-import type { QueueHealth } from '../db/store/read.ts';
 import { CHART_MINUTES } from './charts.ts';
 import { ErrorPage } from './error-page.tsx';
 import { fmtCount, fmtDuration } from './format.ts';
@@ -21,6 +19,7 @@ import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { NoQueueMatches, troubleOf } from './per-queue-page.tsx';
 import { pageOfQueues, parseQueueSelection, QueueFilterForm, QueuePager, queueSelectionQuery, type QueuePage, type QueueSelection } from './queue-pages.tsx';
 import { QueueTotals } from './queue-totals.tsx';
+import type { MetricsSnapshot, QueueHealth } from '../db/store/port.ts';
 
 export function registerOverviewPage(app: Hono<DashboardEnv>, deps: Pick<AppDeps, 'config'>, metrics: MetricsRead) {
   const { config } = deps;

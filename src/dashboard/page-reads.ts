@@ -5,8 +5,8 @@
  */
 import type { AppDeps } from '../api/deps.ts';
 import { DB_CLOCK } from '../core/clock.ts';
-import type { QueueSuspectThreshold } from '../db/store/suspects.ts';
 import { sharedRead } from './shared-read.ts';
+import type { QueueSuspectThreshold } from '../db/store/port.ts';
 
 /** How long one read of the suspect thresholds serves every page and poll (database clock only). */
 const SUSPECT_THRESHOLDS_TTL_MS = 10_000;

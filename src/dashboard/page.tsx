@@ -2,11 +2,11 @@
 import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
-import type { FormNonce } from '../db/store/form-nonces.ts';
 import type { Session } from './session.ts';
 import { ErrorPage } from './error-page.tsx';
 import { Layout, type NavKey } from './layout.tsx';
 import { MaintenanceBanner, type MaintenanceBannerState } from './maintenance-banner.tsx';
+import type { FormNonce } from '../db/store/port.ts';
 
 /** What a re-sent form (its one-time token already used) is told. */
 export const ALREADY_SUBMITTED = 'This form was already submitted: nothing was changed this time. Reload the page for a fresh form, and check what the first submission did.';

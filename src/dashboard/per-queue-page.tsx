@@ -11,13 +11,13 @@ import type { Child } from 'hono/jsx';
 import type { AppDeps } from '../api/deps.ts';
 import { evaluateAlerts } from '../core/alerts.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { MetricsSnapshot } from '../db/store/metrics.ts';
 import { ErrorPage } from './error-page.tsx';
 import type { NavKey } from './layout.tsx';
 import { Live } from './live-region.tsx';
 import type { MetricsRead } from './metrics-read.ts';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import { parseQueueSelection, QueueFilterForm, queueSelectionQuery, type QueueSelection } from './queue-pages.tsx';
+import type { MetricsSnapshot } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
 

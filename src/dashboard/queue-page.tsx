@@ -19,11 +19,11 @@ import { QUEUE_PATTERN } from '../api/http.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { LeaseholdError } from '../core/errors.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { QueueHealth, QueueSettingsPatch } from '../db/store/read.ts';
 import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
 import { deleteQueue } from '../engine/queue-delete.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
+import type { QueueHealth, QueueSettingsPatch } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
 type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };

@@ -1,5 +1,5 @@
+import type { QueueHealth } from '../db/store/port.ts';
 /** The overview's line of totals over every queue, whichever page of queues is shown. */
-import type { QueueHealth } from '../db/store/read.ts';
 
 export function QueueTotals(props: { queues: QueueHealth[] }) {
   const sum = (f: (q: QueueHealth) => number) => props.queues.reduce((s, q) => s + f(q), 0);

@@ -9,7 +9,7 @@ import type { Config } from '../core/config.ts';
 import { decideReap, forcedRequeueOf, type ReapCandidate, type ReapDecision, type RequeueDone } from '../core/reaper.ts';
 import { stalledForMs } from '../core/stall.ts';
 import { suspectRanForMs } from '../core/suspect.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
+import type { RunningJobView } from '../db/store/port.ts';
 
 /**
  * What the reaper would do with a running job now: `takesAt` is when it takes

@@ -7,10 +7,10 @@ import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { nextOccurrences } from '../core/schedule.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { ScheduleRecord } from '../db/store/schedules.ts';
 import { specOf } from '../maintenance/schedules.ts';
 import { fmtTime } from './format.ts';
 import { layoutPage, type DashboardEnv } from './page.tsx';
+import type { ScheduleRecord } from '../db/store/port.ts';
 
 export function registerSchedulesPage(app: Hono<DashboardEnv>, deps: AppDeps) {
   const { store, config } = deps;

@@ -7,12 +7,12 @@ import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import type { Config } from '../core/config.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { WorkerRecord } from '../db/store/workers.ts';
 import { fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { Live } from './live-region.tsx';
 import { layoutPage, type DashboardEnv } from './page.tsx';
 import type { PageReads } from './page-reads.ts';
 import { PlaybookHint } from './playbook-hint.tsx';
+import type { WorkerRecord } from '../db/store/port.ts';
 
 const DAY = 24 * 3600 * 1000;
 

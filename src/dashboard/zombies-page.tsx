@@ -8,7 +8,6 @@ import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import type { Config } from '../core/config.ts';
 import { hasToken } from '../core/tokens.ts';
-import type { RunningJobView } from '../db/store/dashboard-reads.ts';
 import { requeueVerdict } from '../engine/operator-actions.ts';
 import { Notice } from './action-notice.tsx';
 import { FormToken } from './form-token.tsx';
@@ -20,6 +19,7 @@ import { layoutPage, type DashboardEnv } from './page.tsx';
 import type { PageReads } from './page-reads.ts';
 import { PlaybookHint } from './playbook-hint.tsx';
 import { jobStalledForMs, jobSuspectForMs, reaperView } from './reaper-view.ts';
+import type { RunningJobView } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
 

@@ -23,8 +23,7 @@ export function dbTransport(engine: Engine): Transport {
     async claim(p) {
       // In-process callers are the application itself: no owner, not bounded.
       const { jobs, retryAfterMs } = await engine.claim(p);
-      // The SDK's transport answer carries the rate limit's advice on the list.
-      return retryAfterMs === undefined ? jobs : Object.assign(jobs, { retryAfterMs });
+      return retryAfterMs === undefined ? { jobs } : { jobs, retryAfterMs };
     },
     async heartbeat(p) {
       const answers = await protocol.heartbeat({ ...p, leases: p.leases.map((l) => ({ ...lease(l), progress: l.progress })) });

@@ -19,9 +19,8 @@ import { checkConfig, ConfigError, defaultConfig, deriveFromLease, type Config }
 import { describeEnqueued, traceSend } from '../core/trace-context.ts';
 import type { Job } from '../core/wire.ts';
 import type { Db } from '../db/db.ts';
-import type { ReapReport } from '../maintenance/pass.ts';
+import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import { createStore } from '../db/store/create-store.ts';
-import type { Enqueued } from '../db/store/enqueue.ts';
 import { toJob } from '../core/job-record.ts';
 import { createEngine, type Engine } from '../engine/engine.ts';
 import { checkedJob, parseQueue, type EnqueueItem } from '../engine/enqueue-input.ts';
@@ -32,6 +31,7 @@ import { createLogger, type Logger } from '../core/log.ts';
 import { createWorker, type Worker, type WorkerOptions } from '../worker/worker.ts';
 import type { Transport } from '../worker/transport.ts';
 import { dbTransport } from './db-transport.ts';
+import type { Enqueued } from '../db/store/port.ts';
 
 export interface OpenOptions {
   /** Default `file:./leasehold.db`; also `libsql://` and `http(s)://` URLs. */
@@ -90,7 +90,7 @@ export interface Leasehold {
   /** A worker on the in-process transport (call start() on it). */
   createWorker<P = unknown>(options: Omit<WorkerOptions<P>, 'transport'>): Worker;
   /** One reaper pass now. */
-  reap(): Promise<ReapReport>;
+  reap(): Promise<MaintenancePassReport>;
   /**
    * The reaper every config.reaperIntervalMs; returns its stop function. It
    * logs each job it takes back and each pass that did something: to `log`

@@ -29,10 +29,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
 import type { ClaimedJobWire } from '../core/wire.ts';
-import type { Enqueued, NewJob } from '../db/store/enqueue.ts';
-import type { BulkParams, OperatorOutcome } from '../db/store/operator.ts';
-import type { JobStore } from '../db/store/port.ts';
-import { maintenancePassOnce, type ReapOptions, type ReapReport } from '../maintenance/pass.ts';
+import type { BulkParams, Enqueued, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
+import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { DueTimers } from './due-timers.ts';
 import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
@@ -203,7 +201,7 @@ export function createEngine(deps: EngineDeps) {
     jobsChanged,
 
     /** One maintenance pass over the store (src/maintenance/pass.ts); what it makes claimable wakes the waiting claims. */
-    maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: ReapOptions = {}): Promise<ReapReport> =>
+    maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> =>
       maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable }),
 
     /**

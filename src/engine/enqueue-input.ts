@@ -15,7 +15,7 @@ import { invalid } from '../core/errors.ts';
 import { TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
 import { int, json, obj, optional, str, word, type Infer } from '../core/validate.ts';
 import { UNIQUE_WHILE } from '../core/wire.ts';
-import type { NewJob } from '../db/store/enqueue.ts';
+import type { NewJob } from '../db/store/port.ts';
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 

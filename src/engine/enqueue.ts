@@ -18,8 +18,7 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { ENQUEUE_CHUNK } from '../db/db.ts';
-import type { Enqueued, NewJob } from '../db/store/enqueue.ts';
-import type { JobStore } from '../db/store/port.ts';
+import type { Enqueued, JobStore, NewJob } from '../db/store/port.ts';
 import { tickBatches, type TickBatches } from './tick-batches.ts';
 
 /** Who enqueues: the audit's actor, and how single enqueues are gathered. */

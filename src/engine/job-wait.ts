@@ -6,8 +6,7 @@
  * encodes; this is the rest.
  */
 import type { Config } from '../core/config.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { JobWatchState } from '../db/store/watch.ts';
+import type { JobStore, JobWatchState } from '../db/store/port.ts';
 import { counts, waitHolds, waitIsolated, WAIT_ANSWER_BYTES, type JobWatchers, type WatchEntry } from './job-watchers.ts';
 
 export interface JobWaitRequest {

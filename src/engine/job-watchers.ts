@@ -29,7 +29,7 @@
  */
 import { LeaseholdError } from '../core/errors.ts';
 import type { JobStatus } from '../core/wire.ts';
-import type { JobWatchState } from '../db/store/watch.ts';
+import type { JobWatchState } from '../db/store/port.ts';
 
 /** The longest one wait may last: below the server's request timeout and any sane proxy's. */
 export const MAX_JOB_WAIT_MS = 30_000;

@@ -11,9 +11,7 @@
  *   const outcome = await runOperatorAction(store, { action: 'requeue', force: true, id: 7, actor, reason, now, rules: config });
  */
 import type { Now } from '../core/clock.ts';
-import type { OperatorOutcome, OperatorParams } from '../db/store/operator.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { RequeueRules } from '../db/store/requeue.ts';
+import type { JobStore, OperatorOutcome, OperatorParams, RequeueRules } from '../db/store/port.ts';
 import { requeueDoneOf, takesNow, type ReapDecision } from '../core/reaper.ts';
 
 export type OperatorAction = 'retry' | 'cancel' | 'requeue';

@@ -18,10 +18,7 @@
  *   const done = await deleteQueue(store, { queue: 'emails', purge: false, audit });
  *   if (!done.deleted) throw new LeaseholdError(done.code, done.message, 'queue');
  */
-import type { AuditEntry } from '../db/store/audit.ts';
-import type { FormNonce } from '../db/store/form-nonces.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { QueueBlockers } from '../db/store/queue-delete.ts';
+import type { AuditEntry, FormNonce, JobStore, QueueBlockers } from '../db/store/port.ts';
 
 /** Finished jobs deleted per batch by a purge (as retention's prune: the event loop stays free between batches). */
 export const PURGE_BATCH = 1_000;

@@ -20,12 +20,9 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { ClaimedJobWire, WorkerLivenessWire } from '../core/wire.ts';
 import { jsonOrNull } from '../db/sql.ts';
-import type { EffectFinishOutcome, EffectStartOutcome } from '../db/store/effects.ts';
-import type { LeanJob, OwnedOutcome } from '../db/store/owned.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { RateWait } from '../db/store/read.ts';
+import type { EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedOutcome, RateWait } from '../db/store/port.ts';
 import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
-import type { WorkerLiveness as StoredLiveness } from '../db/store/workers.ts';
+import type { WorkerLiveness as StoredLiveness } from '../db/store/port.ts';
 import type { JobStatus } from '../db/schema.ts';
 
 /**

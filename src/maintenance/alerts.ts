@@ -18,14 +18,13 @@
  * sent for a flip that flipped back before it could be delivered.
  *
  * Never throws for a receiver's failure; a database error does throw, and
- * reapOnce (pass.ts) catches it so reaping is never held up by alerts. Neither the
+ * runMaintenancePass (pass.ts) catches it so reaping is never held up by alerts. Neither the
  * secret nor the URL (which may carry a token) is ever put in an error.
  */
 import { evaluateAlerts, type Alert } from '../core/alerts.ts';
 import { type AlertTransition, ALERT_SIGNATURE_HEADER, alertRetryDelayMs, alertWebhookBody, alertWebhookSignature } from '../core/alert-webhook.ts';
 import type { Config } from '../core/config.ts';
-import type { ClaimedNotification, NotificationOutcome } from '../db/store/alert-states.ts';
-import type { JobStore } from '../db/store/port.ts';
+import type { ClaimedNotification, JobStore, NotificationOutcome } from '../db/store/port.ts';
 
 export interface AlertPassReport {
   /** Whether this pass evaluated the alerts (false: another pass did so within alertEveryMs). */

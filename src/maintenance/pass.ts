@@ -1,10 +1,10 @@
 /**
- * reapOnce: one maintenance pass, the only thing the Node server's interval,
- * Deno.cron, a Workers `scheduled` handler, `leasehold reap` and
+ * runMaintenancePass: one maintenance pass, the only thing the Node server's
+ * interval, Deno.cron, a Workers `scheduled` handler, `leasehold reap` and
  * `POST /api/v1/reaper/run` call. It runs the services in order, each with
  * its own report:
  *
- * 1. rescueOnce (rescue.ts): take back what the reaper's rules say;
+ * 1. reapLostLeases (reaper.ts): take back what the reaper's rules say;
  * 2. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
  *    each exactly once however many passes run at once;
  * 3. pruneOnce (prune.ts): retention;
@@ -21,8 +21,9 @@
  * The time and `fetch` are the caller's, so tests run a pass at any instant
  * against any receiver. The services take the store port (src/db/store/port.ts):
  * maintenancePassOnce is the pass over a store (the admin API's, whose app has
- * one), and reapOnce the same pass over a database handle, building its store
- * at this edge, for the runtimes and the public API (src/index.ts).
+ * one), and runMaintenancePass the same pass over a database handle,
+ * building its store at this edge, for the runtimes and the public API
+ * (src/index.ts).
  */
 import type { AlertTransition } from '../core/alert-webhook.ts';
 import type { Now } from '../core/clock.ts';
@@ -33,10 +34,10 @@ import type { JobStore } from '../db/store/port.ts';
 import { sampleActivityOnce } from './activity.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
-import { rescueOnce, type RescueObserver, type RescueReport } from './rescue.ts';
+import { reapLostLeases, type ReaperObserver, type ReaperReport } from './reaper.ts';
 import { schedulesOnce, type SchedulesReport } from './schedules.ts';
 
-export interface ReapReport extends RescueReport {
+export interface MaintenancePassReport extends ReaperReport {
   /** The time the pass ran at (epoch ms). */
   at: number;
   /** Finished jobs pruned past their retention. */
@@ -51,33 +52,33 @@ export interface ReapReport extends RescueReport {
  * out (the job's queue and the worker that held it): the servers log one
  * line per job taken back and per alert that flips.
  */
-export interface ReapObserver {
-  job?: RescueObserver;
+export interface MaintenancePassObserver {
+  job?: ReaperObserver;
   alert?(t: AlertTransition): void;
 }
 
-export interface ReapOptions extends ReapObserver {
+export interface MaintenancePassOptions extends MaintenancePassObserver {
   /**
    * After a write of the pass committed that made `n` jobs of `queue`
    * claimable (a reaper requeue, a schedule's occurrence): the engine that
    * runs the pass wakes the claims waiting on it (src/engine/engine.ts).
    */
   jobsBecameClaimable?: (queue: string, n: number) => void;
-  /** See rescueOnce: a hold the caller knows of besides the database's (the servers write theirs there). */
+  /** See reapLostLeases: a hold the caller knows of besides the database's (the servers write theirs there). */
   holdLostLeases?: { why: string };
   /** Where webhook POSTs and the owner check's GETs go through (default: the global fetch). */
   fetch?: Fetch;
 }
 
 /** One pass over a database: its store is built here (createStore), at the edge. */
-export function reapOnce(db: Db, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
+export function runMaintenancePass(db: Db, now: Now, config: Config, options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
   return maintenancePassOnce(createStore(db), now, config, options);
 }
 
 /** One pass over the store port. */
-export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: ReapOptions = {}): Promise<ReapReport> {
+export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
   const at = typeof now === 'number' ? now : await store.readNow();
-  const rescued = await rescueOnce(store, at, config, {
+  const reaped = await reapLostLeases(store, at, config, {
     holdLostLeases: options.holdLostLeases,
     onJob: options.job,
     jobsBecameClaimable: options.jobsBecameClaimable,
@@ -93,5 +94,5 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
   await store.maintenancePassRecord({ startedAt: at, now });
-  return { at, ...rescued, pruned: pruned.jobs, schedules, alerts };
+  return { at, ...reaped, pruned: pruned.jobs, schedules, alerts };
 }

@@ -18,8 +18,7 @@
  */
 import type { Config } from '../core/config.ts';
 import { latestDueOccurrence, missedOccurrences, nextOccurrence, type ScheduleSpec } from '../core/schedule.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { ScheduleRecord } from '../db/store/schedules.ts';
+import type { JobStore, ScheduleRecord } from '../db/store/port.ts';
 
 export const SCHEDULES_PER_PASS = 100;
 

@@ -26,7 +26,8 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
 import { assetsFromFiles } from './public-assets.ts';
 import { serverLogger } from './log.ts';
-import { listening, serverUrl, startReaper, summarize } from './reaper-timer.ts';
+import { startReaper, summarize } from './reaper-timer.ts';
+import { listening, serverUrl } from './server-lifecycle.ts';
 
 export { summarize, serverLogger };
 export type { RunningServer, ServeOptions };

@@ -24,7 +24,8 @@ import { databaseClock, type Clock } from '../core/clock.ts';
 import { ConfigError, loadConfig, type Config } from '../core/config.ts';
 import { migrateLibsql, openLibsql } from './libsql.ts';
 import { publicAssets } from './public-assets.ts';
-import { logStart, makeReaperPass, reaperDescription, serverUrl } from './reaper-timer.ts';
+import { makeReaperPass } from './reaper-timer.ts';
+import { logStart, reaperDescription, serverUrl } from './server-lifecycle.ts';
 import { consoleLogger } from './log.ts';
 import type { Logger } from '../core/log.ts';
 

@@ -1,14 +1,13 @@
 /**
- * What the long-running servers (Node, Bun, Deno) share once they listen:
- * the in-process reaper (reapOnce every interval; a pass never overlaps the
- * previous one, and a failed pass is logged and tried again at the next
- * tick), its log line, the start line and the close order.
+ * The in-process reaper of a long-running server (Node, Bun, Deno), and the
+ * pass a Workers cron runs: runMaintenancePass every interval (through the
+ * engine), a pass never overlapping the previous one, a failed pass logged
+ * and tried again at the next tick, the gap watch's hold written first, and
+ * the pass's log lines. The server's own start and close are in
+ * server-lifecycle.ts.
  */
-import { roleTokens } from '../core/tokens.ts';
 import type { Config } from '../core/config.ts';
-import type { Db } from '../db/db.ts';
-import type { ReapObserver, ReapReport } from '../maintenance/pass.ts';
-import { redactUrl } from '../core/redact.ts';
+import type { MaintenancePassObserver, MaintenancePassReport } from '../maintenance/pass.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch } from './gap-watch.ts';
 import type { Logger } from '../core/log.ts';
@@ -103,7 +102,7 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
  * taken back or deferred (job id, queue, the worker that held it, why) and
  * one per alert that started firing or cleared.
  */
-export function reapLogger(log: Logger, source?: string): ReapObserver {
+export function reapLogger(log: Logger, source?: string): MaintenancePassObserver {
   const who = source ? `reaper (${source})` : 'reaper';
   const by = source ? { source } : {};
   return {
@@ -122,7 +121,7 @@ export function reapLogger(log: Logger, source?: string): ReapObserver {
 }
 
 /** The pass's summary line, when it did anything (a quiet pass logs nothing). */
-export function logReapSummary(log: Logger, report: ReapReport, source?: string, held?: string): void {
+export function logReapSummary(log: Logger, report: MaintenancePassReport, source?: string, held?: string): void {
   const who = source ? `reaper (${source})` : 'reaper';
   const by = source ? { source } : {};
   if (report.alerts.error) log.error(`${who}: alert pass failed (reaping was not affected): ${report.alerts.error}`, { event: 'alert_pass_failed', ...by });
@@ -159,12 +158,6 @@ export interface StartedReaper {
   heldUntil?: number;
 }
 
-/** The start line's word on the reaper: its interval, and the hold its start wrote. */
-export function reaperDescription(config: Pick<Config, 'reaperIntervalMs'>, reaper: StartedReaper | undefined): string {
-  const hold = reaper?.heldUntil === undefined ? '' : `; expired leases held until ${new Date(reaper.heldUntil).toISOString()} (the server just started)`;
-  return `every ${config.reaperIntervalMs} ms${hold}`;
-}
-
 /** The same, for a caller that cannot wait (the embedded library's startReaper): the start is noted in the background. */
 export function startReaperTimer(engine: Engine, log: Logger): () => void {
   const pass = makeReaperPass(engine, log);
@@ -184,76 +177,19 @@ export function gapCause(gapMs: number | null): string {
   return gapMs === null ? 'the server just started' : `the reaper did not run for ${(gapMs / 1000).toFixed(1)} s (the server was paused or stalled)`;
 }
 
-export function summarize(r: ReapReport): string {
+export function summarize(r: MaintenancePassReport): string {
   return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, ${r.held.length > 0 ? `held ${r.held.length}, ` : ''}raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
 }
 
 /** The alert part, only when it did something (most passes do not). */
-function alertsSummary({ alerts: a }: ReapReport): string {
+function alertsSummary({ alerts: a }: MaintenancePassReport): string {
   if (a.error) return `; alert pass failed (reaping was not affected): ${a.error}`;
   if (!a.started && !a.cleared && !a.delivered && !a.failed) return '';
   return `; alerts: ${a.started} started firing, ${a.cleared} cleared, webhook ${a.delivered} delivered, ${a.failed} failed`;
 }
 
 /** A pass that changed a job, or whose alert part did anything or failed, is logged; a quiet one is not. */
-export function worthLogging(r: ReapReport): boolean {
+export function worthLogging(r: MaintenancePassReport): boolean {
   const a = r.alerts;
   return r.requeued.length + r.failed.length + r.deferred.length + r.held.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
-}
-
-export { redactUrl };
-
-/**
- * The start line (what an operator needs in the first minute: where the API
- * and the dashboard are, which database, how callers authenticate) and a
- * warning line when anything is open without a token.
- */
-export function startLines(url: string, config: Pick<Config, 'databaseUrl'> & Parameters<typeof roleTokens>[0], reaper: string): string[] {
-  const tokens = roleTokens(config);
-  const worker = tokens.worker.length > 0;
-  const admin = tokens.admin.length > 0;
-  const auth = worker && admin ? 'worker and admin tokens' : admin ? 'admin token (worker calls open)' : worker ? 'worker token (admin API and dashboard open)' : 'none (open)';
-  const lines = [`leasehold listening on ${url} (dashboard ${url}/, database ${redactUrl(config.databaseUrl)}, auth: ${auth}, reaper ${reaper})`];
-  const open = [!worker && 'the worker API', !admin && 'the admin API and the dashboard'].filter(Boolean);
-  if (open.length > 0) lines.push(`leasehold: warning: ${open.join(' and ')} ${open.length > 1 || !admin ? 'are' : 'is'} open to anyone who can reach ${url}; set LEASEHOLD_WORKER_TOKEN and LEASEHOLD_ADMIN_TOKEN`);
-  return lines;
-}
-
-/** The start line at info (with url, database and auth as fields) and the open-mode warning at warn. */
-export function logStart(log: Logger, url: string, config: Parameters<typeof startLines>[1], reaper: string): void {
-  const [start, ...warnings] = startLines(url, config, reaper);
-  log.info(start!, { event: 'listening', url, dashboard: `${url}/`, database: redactUrl(config.databaseUrl) });
-  for (const line of warnings) log.warn(line, { event: 'open_mode' });
-}
-
-/** The server's URL from the host it listens on (an IPv6 address goes in brackets) and its port. */
-export const serverUrl = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-
-/**
- * What a long-running server (Node, Bun) does once it listens: the start
- * line, and a close that stops the reaper (started by the caller, before the
- * app answered anyone: startReaper), then the server, then the database.
- */
-export function listening(p: {
-  url: string;
-  opened: { db: Db; close(): void };
-  engine: Engine;
-  config: Config;
-  log: Logger;
-  /** The in-process reaper (startReaper, started before the app answers anyone), or none. */
-  reaper: StartedReaper | undefined;
-  stopServer: () => Promise<void>;
-}): { url: string; close(): Promise<void> } {
-  const stopReaper = p.reaper?.stop ?? (() => {});
-  logStart(p.log, p.url, p.config, reaperDescription(p.config, p.reaper));
-  return {
-    url: p.url,
-    async close() {
-      stopReaper();
-      // Claims and waits on jobs answer now: the server's close waits for open requests.
-      p.engine.close();
-      await p.stopServer();
-      p.opened.close();
-    },
-  };
 }

@@ -112,7 +112,7 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
       const waitMs = queues.length === 1 ? Math.min(o.claimWaitMs, Math.floor((lastLeaseMs ?? 4_000) / 4)) : 0;
       try {
         if (retry) rateLimitedWait = undefined;
-        jobs = retry ? await claimOnce(retry, waitMs) : await claimRoundRobin(limit, waitMs);
+        jobs = retry ? (await claimOnce(retry, waitMs)).jobs : await claimRoundRobin(limit, waitMs);
         unanswered = undefined;
         reserved -= limit;
         failures = 0;
@@ -168,10 +168,10 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
   /** One claim request (a first try, or the same claim sent again). */
   async function claimOnce(c: Omit<SentClaim, 'firstSentAt'>, waitMs: number): Promise<ClaimAnswer> {
     sending = { ...c, firstSentAt: timers.now() };
-    const jobs = await transport.claim({ queue: c.queue, workerId, instanceId, limit: c.limit, leaseMs: o.leaseMs, claimId: c.claimId, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
+    const answer = await transport.claim({ queue: c.queue, workerId, instanceId, limit: c.limit, leaseMs: o.leaseMs, claimId: c.claimId, ...(waitMs > 0 ? { waitMs, signal: o.stopping } : {}) });
     sending = undefined;
-    if (jobs.length > 0) lastLeaseMs = o.leaseMs ?? jobs[0]!.leaseMs;
-    return jobs;
+    if (answer.jobs.length > 0) lastLeaseMs = o.leaseMs ?? answer.jobs[0]!.leaseMs;
+    return answer;
   }
 
   /** After an empty round: the shortest rate-limit wait, when every queue answered one (else undefined). */
@@ -182,12 +182,12 @@ export function createClaimLoop(w: Held, o: ClaimLoopOptions) {
     const waits: number[] = [];
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(nextQueue + i) % queues.length]!;
-      const jobs = await claimOnce({ queue, claimId: w.nextClaimId(), limit }, waitMs);
+      const { jobs, retryAfterMs } = await claimOnce({ queue, claimId: w.nextClaimId(), limit }, waitMs);
       if (jobs.length > 0) {
         nextQueue = (nextQueue + i + 1) % queues.length;
         return jobs;
       }
-      if (typeof jobs.retryAfterMs === 'number') waits.push(jobs.retryAfterMs);
+      if (typeof retryAfterMs === 'number') waits.push(retryAfterMs);
     }
     if (waits.length === queues.length) rateLimitedWait = Math.min(...waits);
     return [];

@@ -106,9 +106,9 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       const r = await post<{ jobs: ClaimedJob[]; retryAfterMs?: number }>(`/queues/${encodeURIComponent(p.queue)}/claim`, body, [429], { waitMs: p.waitMs, signal: p.signal });
       // The server holds as many waiting claims as it allows (or this
       // token does): nothing was claimed; come back when it says.
-      if (r.status === 429) return Object.assign([], { retryAfterMs: 1_000 * retryAfterSeconds(r.json.error) });
+      if (r.status === 429) return { jobs: [], retryAfterMs: 1_000 * retryAfterSeconds(r.json.error) };
       if (r.status !== 200) throw new TransportError(`claim: ${r.status} ${r.json.error?.message ?? ''}`);
-      return typeof r.json.retryAfterMs === 'number' ? Object.assign(r.json.jobs, { retryAfterMs: r.json.retryAfterMs }) : r.json.jobs;
+      return typeof r.json.retryAfterMs === 'number' ? { jobs: r.json.jobs, retryAfterMs: r.json.retryAfterMs } : { jobs: r.json.jobs };
     },
     async heartbeat(p, c) {
       const leases = p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken, progress: l.progress }));

@@ -15,4 +15,4 @@
 export { createWorker, defaultWorkerId, type Handler, type JobContext, type LogFields, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
 export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
 export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
-export { TokenRefusedError, TransportError, type ClaimedJob, type Transport } from './transport.ts';
+export { TokenRefusedError, TransportError, type ClaimAnswer, type ClaimedJob, type Transport } from './transport.ts';

@@ -31,8 +31,16 @@ export interface WorkerLiveness extends WorkerLivenessWire {
   runningCount: number;
 }
 
-/** Claimed jobs; `retryAfterMs` when the queue's rate limit held claims back (its next window opens then). */
-export type ClaimAnswer = ClaimedJob[] & { retryAfterMs?: number };
+/**
+ * A claim's answer: the jobs claimed (empty: nothing ready), and
+ * `retryAfterMs` when claiming again sooner would be refused or held back:
+ * the queue's rate limit held claims back (its next window opens then), or
+ * the server held as many waiting claims as it allows (its Retry-After).
+ */
+export interface ClaimAnswer {
+  jobs: ClaimedJob[];
+  retryAfterMs?: number | undefined;
+}
 
 /**
  * Per call: `signal` aborts when the answer is no longer worth waiting for

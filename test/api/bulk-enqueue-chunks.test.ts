@@ -7,7 +7,8 @@
 import { afterEach, expect, test } from 'vitest';
 import { defaultConfig } from '../../src/core/config.ts';
 import { ENQUEUE_CHUNK } from '../../src/db/db.ts';
-import { EnqueuePartlyStored, jobsInsert } from '../../src/db/store/enqueue.ts';
+import { jobsInsert } from '../../src/db/store/enqueue.ts';
+import { EnqueuePartlyStored } from '../../src/db/store/port.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed;

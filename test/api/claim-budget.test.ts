@@ -145,7 +145,7 @@ test("in process, a worker's claim (its own, or riding on a completion) keeps to
   const lh = await openLeasehold({ databaseUrl: t.url, config: { maxClaimBytes: 64 * 1024, maxPayloadBytes: 32 * 1024 } });
   cleanups.push(() => lh.close());
   const ids = (await lh.enqueueMany('q', Array.from({ length: 14 }, () => ({ payload: 'x'.repeat(9_998) })))).map((e) => e.job.id);
-  const first = await lh.transport.claim({ queue: 'q', workerId: 'w1', limit: 14 });
+  const { jobs: first } = await lh.transport.claim({ queue: 'q', workerId: 'w1', limit: 14 });
   expect(first.map((j) => j.id)).toEqual(ids.slice(0, 6));
   const { answers, claimed } = await lh.transport.complete({ workerId: 'w1', results: first.map((j) => ({ id: j.id, lockToken: j.lockToken })), claim: { queue: 'q', limit: 14 } });
   expect(answers.every((a) => a.ok)).toBe(true);

@@ -178,7 +178,9 @@ describe('paths that skip the HTTP validators', () => {
   test('the in-process transport refuses bad text with an error instead of crashing', async () => {
     const transport = dbTransport(t.engine);
     await t.enqueue('p');
-    const [c] = await transport.claim({ queue: 'p', workerId: 'w1', limit: 1 });
+    const {
+      jobs: [c],
+    } = await transport.claim({ queue: 'p', workerId: 'w1', limit: 1 });
     await expect(transport.heartbeat({ workerId: 'w1', leases: [{ id: c!.id, lockToken: LONE_HIGH }] })).rejects.toMatchObject({ code: 'invalid_request', field: 'lockToken' });
     await expect(transport.claim({ queue: 'p', workerId: WITH_NUL, limit: 1 })).rejects.toMatchObject({ code: 'invalid_request' });
     await expect(transport.fail({ workerId: 'w1', lease: c!, error: LONE_LOW, retryable: true })).rejects.toMatchObject({ code: 'invalid_request' });

@@ -278,7 +278,10 @@ describe.each(['in-process', 'http'] as const)('the worker SDK over %s', (kind) 
     const inner = await transportFor();
     // The claim answer without its time limit: the worker has no local deadline timer, so only
     // the server's refusal can tell it.
-    const transport: Transport = { ...inner, claim: async (p) => (await inner.claim(p)).map((j) => ({ ...j, timeoutMs: null, deadlineAt: null })) };
+    const transport: Transport = { ...inner, claim: async (p) => {
+        const answer = await inner.claim(p);
+        return { ...answer, jobs: answer.jobs.map((j) => ({ ...j, timeoutMs: null, deadlineAt: null })) };
+      } };
     const { reason } = await hungJob(transport);
     expect(reason!.reason).toBe('deadline_exceeded');
     expect(reason!.message).toMatch(/deadline/);

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/core/config.ts';
 import { matchToken, roleTokens } from '../../src/core/tokens.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { setup, type TestBed, appOn } from '../support/helpers.ts';
 
 const ADMIN = 'a'.repeat(24);
@@ -160,7 +160,7 @@ describe('GET /api/v1/audit', () => {
     t.clock.advance(30_000);
     await t.post('/api/v1/queues/b/pause', {}, bearer(ADMIN));
     t.clock.advance(40_000);
-    await reapOnce(t.db, t.clock.now(), t.config);
+    await runMaintenancePass(t.db, t.clock.now(), t.config);
     expect((await audit()).entries.map((e) => e.queue)).toEqual(['b']);
   });
 });

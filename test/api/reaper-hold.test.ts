@@ -13,7 +13,7 @@ import { afterEach, expect, test } from 'vitest';
 import { gapWatch } from '../../src/runtime/gap-watch.ts';
 import { makeReaperPass, startReaper } from '../../src/runtime/reaper-timer.ts';
 import { openLibsql, type OpenedDb } from '../../src/runtime/libsql.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { jobRequeueIfReaperWould } from '../../src/db/store/requeue.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { silentLogger } from '../../src/core/log.ts';
@@ -75,7 +75,7 @@ test("after another server's start, a plain requeue (single and bulk) and POST /
   expect(pass.json).toMatchObject({ requeued: [], failed: [], hold: { until: holdEnds, why: expect.stringContaining('the server just started') } });
   expect(pass.json.held.map((h: { id: string }) => h.id)).toEqual(ids);
   // What `leasehold reap` runs (and the Workers cron): the same pass over a database handle.
-  expect((await reapOnce(t.db, t.clock.now(), t.config)).requeued).toEqual([]);
+  expect((await runMaintenancePass(t.db, t.clock.now(), t.config)).requeued).toEqual([]);
   for (const id of ids) expect(await statusOf(id)).toBe('running');
   expect((await t.events(run)).filter((e) => e.type === 'reap_held').map((e) => e.reason)).toEqual(['server_gap', 'server_gap']);
 

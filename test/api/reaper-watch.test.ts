@@ -8,7 +8,7 @@
  * 15 s) and the manual clock; no reaper runs unless a test runs a pass.
  */
 import { afterEach, expect, test } from 'vitest';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed;
@@ -37,7 +37,7 @@ async function health() {
   return res.json as { ok: boolean; databaseTime: string; maintenance: Record<string, unknown> };
 }
 
-test('the last completed pass: none, then every pass (the admin API and reapOnce), as Prometheus gauges on the database clock', async () => {
+test('the last completed pass: none, then every pass (the admin API and runMaintenancePass), as Prometheus gauges on the database clock', async () => {
   t = await setup({});
   const t0 = t.clock.now();
   let text = await prometheus();
@@ -56,7 +56,7 @@ test('the last completed pass: none, then every pass (the admin API and reapOnce
   expect(sample(text, 'leasehold_maintenance_passes_total')).toBe(1);
 
   // The pass the runtimes run (timer, cron, leasehold reap) records itself the same way.
-  await reapOnce(t.db, t.clock.now(), t.config);
+  await runMaintenancePass(t.db, t.clock.now(), t.config);
   text = await prometheus();
   expect(sample(text, 'leasehold_maintenance_last_pass_timestamp_seconds')).toBe((t0 + 2_500) / 1000);
   expect(sample(text, 'leasehold_maintenance_passes_total')).toBe(2);

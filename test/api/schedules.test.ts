@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { latestDueOccurrence, nextOccurrence, nextOccurrences, scheduleSpecProblem } from '../../src/core/schedule.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { MISSED_COUNT_STEPS_PER_PASS, schedulesOnce } from '../../src/maintenance/schedules.ts';
 import { openLibsql } from '../../src/runtime/libsql.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -85,7 +85,7 @@ describe('schedules through the API and the maintenance pass', () => {
     expect(shown).toMatchObject({ lastRunAt: '2030-01-01T10:00:00.000Z', lastJobId: job!.id, nextRunAt: '2030-01-01T11:00:00.000Z' });
     // The reaper pass runs the service too, and says so.
     t.clock.set(utc('2030-01-01T11:00:01Z'));
-    expect((await reapOnce(t.db, t.clock.now(), t.config)).schedules).toMatchObject({ enqueued: 1 });
+    expect((await runMaintenancePass(t.db, t.clock.now(), t.config)).schedules).toMatchObject({ enqueued: 1 });
     expect(await jobs('reports')).toHaveLength(2);
   });
 

@@ -36,11 +36,11 @@ function watched(inner: Transport) {
   const transport: Transport = {
     ...inner,
     async claim(p) {
-      const jobs = await inner.claim(p);
-      held += jobs.length;
+      const answer = await inner.claim(p);
+      held += answer.jobs.length;
       peakHeld = Math.max(peakHeld, held);
-      calls.push({ kind: 'claim', completed: 0, claimed: jobs.length });
-      return jobs;
+      calls.push({ kind: 'claim', completed: 0, claimed: answer.jobs.length });
+      return answer;
     },
     async complete(p) {
       const reply = await inner.complete(p);

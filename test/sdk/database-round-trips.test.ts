@@ -73,7 +73,7 @@ test('one claim, one completion with its riding claim, one heartbeat of many lea
   const transport = dbTransport(t.engine);
   const trips = countRoundTrips(t.client);
 
-  const claimed = await transport.claim({ queue: 'q', workerId: 'w1', limit: 10 });
+  const { jobs: claimed } = await transport.claim({ queue: 'q', workerId: 'w1', limit: 10 });
   expect(claimed).toHaveLength(10);
   expect(trips.count()).toBe(1);
 

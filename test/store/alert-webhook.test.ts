@@ -1,5 +1,5 @@
 /**
- * The alert webhook (src/maintenance/alerts.ts), driven through reapOnce on a real
+ * The alert webhook (src/maintenance/alerts.ts), driven through runMaintenancePass on a real
  * database with the manual clock, POSTing to a real HTTP receiver on
  * 127.0.0.1: one POST when an alert starts firing and one when it clears,
  * evaluation rate-limited across reapers, failed deliveries retried until
@@ -16,7 +16,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, type Config } from '../../src/core/config.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { alertStatesList } from '../../src/db/store/alert-states.ts';
 import { openLibsql, type OpenedDb } from '../../src/runtime/libsql.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
@@ -80,7 +80,7 @@ async function otherReaper(): Promise<OpenedDb> {
 
 const api = '/api/v1';
 const LAG_FIRES_AFTER = 15_001;
-const reap = (config: Config = t.config, db = t.db) => reapOnce(db, t.clock.now(), config);
+const reap = (config: Config = t.config, db = t.db) => runMaintenancePass(db, t.clock.now(), config);
 
 /** A claimed job in queue q (worker A), so heartbeat_lag fires LAG_FIRES_AFTER ms from now. */
 async function stalledJob() {
@@ -287,7 +287,7 @@ describe('failed deliveries', () => {
 });
 
 describe('concurrent reapers', () => {
-  test('reapOnce racing on the same database (and a slow receiver) delivers each transition once', async () => {
+  test('runMaintenancePass racing on the same database (and a slow receiver) delivers each transition once', async () => {
     const hook = await listening();
     hook.delayMs = 150; // the other reapers' passes run while a POST is in flight
     await bed({ alertWebhookUrl: hook.url, alertEveryMs: 1000 });

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
 import { createStore } from '../../src/db/store/create-store.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { pruneOnce } from '../../src/maintenance/prune.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
@@ -107,11 +107,11 @@ test('kept counts equal COUNT(*) after a mix of every transition, the reaper and
   await expectHealthExact();
   await claim('b', 'w3', 1);
   t.clock.advance(10_000);
-  const report = await reapOnce(t.db, t.clock.now(), t.config);
+  const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
   expect(report.requeued.length + report.failed.length + report.deferred.length).toBeGreaterThan(0);
   await expectHealthExact();
   t.clock.advance(10_000);
-  await reapOnce(t.db, t.clock.now(), t.config);
+  await runMaintenancePass(t.db, t.clock.now(), t.config);
   await expectHealthExact();
 
   // the clock walks through the delayed minutes: each read splits the kept

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Config } from '../../src/core/config.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { createWorker, httpTransport } from '../../src/worker/index.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 import { until } from '../support/until.ts';
@@ -50,7 +50,7 @@ describe('liveness is per worker process', () => {
     t.clock.advance(20_001);
     await beat('w1', { instanceId: 'second-process' });
     // Lease + grace passed, and the id is alive, but not the process that claimed the job.
-    const report = await reapOnce(t.db, t.clock.now(), t.config);
+    const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
     expect(report.deferred).toEqual([]);
     expect(report.requeued).toEqual([{ id: orphan.id, reason: 'reaped_due_to_expired_lease' }]);
     expect(await jobStatus(orphan.id)).toBe('pending');
@@ -62,7 +62,7 @@ describe('liveness is per worker process', () => {
     await t.claim('q', 'w1', { instanceId: 'p1' });
     t.clock.advance(40_001);
     await beat('w1', { instanceId: 'p1' });
-    const report = await reapOnce(t.db, t.clock.now(), t.config);
+    const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
     expect(report.deferred.map((d) => d.id)).toEqual([j.id]);
     expect(report.requeued).toEqual([]);
   });
@@ -73,7 +73,7 @@ describe('liveness is per worker process', () => {
     await t.claim('q', 'w1');
     t.clock.advance(40_001);
     await beat('w1', { instanceId: 'whatever' });
-    const report = await reapOnce(t.db, t.clock.now(), t.config);
+    const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
     expect(report.deferred.map((d) => d.id)).toEqual([j.id]);
   });
 
@@ -173,7 +173,7 @@ describe("the reaper's batch", () => {
     await t.claim('q', 'dead');
     t.clock.advance(40_001);
     await beat('alive');
-    const report = await reapOnce(t.db, t.clock.now(), t.config);
+    const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
     expect(report.requeued).toEqual([{ id: orphan.id, reason: 'reaped_due_to_expired_lease' }]);
     // Deferrals are bounded by the batch size too, and recorded as before.
     expect(report.deferred).toHaveLength(2);
@@ -184,9 +184,9 @@ describe("the reaper's batch", () => {
     for (let i = 0; i < 5; i++) await t.enqueue('q');
     await t.claim('q', 'dead', { limit: 5 });
     t.clock.advance(40_001);
-    expect((await reapOnce(t.db, t.clock.now(), t.config)).requeued).toHaveLength(2);
-    expect((await reapOnce(t.db, t.clock.now(), t.config)).requeued).toHaveLength(2);
-    expect((await reapOnce(t.db, t.clock.now(), t.config)).requeued).toHaveLength(1);
+    expect((await runMaintenancePass(t.db, t.clock.now(), t.config)).requeued).toHaveLength(2);
+    expect((await runMaintenancePass(t.db, t.clock.now(), t.config)).requeued).toHaveLength(2);
+    expect((await runMaintenancePass(t.db, t.clock.now(), t.config)).requeued).toHaveLength(1);
   });
 });
 

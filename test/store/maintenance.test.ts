@@ -1,7 +1,7 @@
 /**
  * The maintenance services one by one (src/maintenance/): each runs alone on
  * a real database with its own report, and the time and fetch are the
- * caller's. The composed pass (reapOnce) is exercised by reaper.test.ts,
+ * caller's. The composed pass (runMaintenancePass) is exercised by reaper.test.ts,
  * alert-webhook.test.ts and the runtimes' tests.
  */
 import { afterEach, describe, expect, test } from 'vitest';
@@ -9,9 +9,9 @@ import { createStore } from '../../src/db/store/create-store.ts';
 import type { Config } from '../../src/core/config.ts';
 import { sampleActivityOnce } from '../../src/maintenance/activity.ts';
 import { alertsOnce, type Fetch } from '../../src/maintenance/alerts.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { pruneOnce } from '../../src/maintenance/prune.ts';
-import { rescueOnce } from '../../src/maintenance/rescue.ts';
+import { reapLostLeases } from '../../src/maintenance/reaper.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed;
@@ -32,12 +32,12 @@ async function abandonedJob() {
   return e.id;
 }
 
-describe('rescueOnce', () => {
+describe('reapLostLeases', () => {
   test('takes back an abandoned job, reports it and tells the observer its queue and worker', async () => {
     await bed();
     const id = await abandonedJob();
     const seen: unknown[] = [];
-    const report = await rescueOnce(createStore(t.db), at(), t.config, { onJob: (e) => seen.push(e) });
+    const report = await reapLostLeases(createStore(t.db), at(), t.config, { onJob: (e) => seen.push(e) });
     expect(report).toEqual({ requeued: [{ id, reason: 'reaped_due_to_expired_lease' }], failed: [], deferred: [], held: [], raced: 0 });
     expect(seen).toEqual([{ id, queue: 'q', workerId: 'A', action: 'requeue', reason: 'reaped_due_to_expired_lease' }]);
     expect((await t.get(`${api}/jobs/${id}`)).json.job.status).toBe('pending');
@@ -46,7 +46,7 @@ describe('rescueOnce', () => {
   test('after a gap it holds expired leases for their owners and says why', async () => {
     await bed();
     const id = await abandonedJob();
-    const report = await rescueOnce(createStore(t.db), at(), t.config, { holdLostLeases: { why: 'the server was paused' } });
+    const report = await reapLostLeases(createStore(t.db), at(), t.config, { holdLostLeases: { why: 'the server was paused' } });
     expect(report).toMatchObject({ requeued: [], held: [{ id, reason: 'server_gap' }] });
     expect((await t.get(`${api}/jobs/${id}`)).json.job.status).toBe('running');
   });
@@ -113,7 +113,7 @@ describe('alertsOnce', () => {
 });
 
 describe('the composed pass', () => {
-  test('reapOnce runs every service and posts through the fetch it is given', async () => {
+  test('runMaintenancePass runs every service and posts through the fetch it is given', async () => {
     await bed({ alertWebhookUrl: 'https://hooks.example/leasehold', alertEveryMs: 1_000, workerAliveMs: 3_600_000 });
     let posts = 0;
     const fetchCounting: Fetch = async () => {
@@ -122,12 +122,19 @@ describe('the composed pass', () => {
     };
     await t.enqueue('q');
     await t.claim('q', 'A');
-    expect(await reapOnce(t.db, at(), t.config, { fetch: fetchCounting })).toMatchObject({ requeued: [], pruned: 0, alerts: { evaluated: true, started: 0 } });
+    expect(await runMaintenancePass(t.db, at(), t.config, { fetch: fetchCounting })).toMatchObject({ requeued: [], pruned: 0, alerts: { evaluated: true, started: 0 } });
     t.clock.advance(15_001);
-    const report = await reapOnce(t.db, at(), t.config, { fetch: fetchCounting });
+    const report = await runMaintenancePass(t.db, at(), t.config, { fetch: fetchCounting });
     expect(report).toMatchObject({ at: at(), requeued: [], deferred: [], pruned: 0, alerts: { evaluated: true, started: 1, delivered: 1 } });
     expect(posts).toBe(1);
     const rows = await t.client.execute('SELECT count(*) AS n FROM queue_minutes');
     expect(Number(rows.rows[0]!.n)).toBeGreaterThan(0);
+  });
+});
+
+describe('the public API', () => {
+  test('still exports the pass under its old name, reapOnce (deprecated), as the same function', async () => {
+    const index = await import('../../src/index.ts');
+    expect(index.reapOnce).toBe(index.runMaintenancePass);
   });
 });

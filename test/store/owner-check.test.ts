@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
 import { checkConfig, defaultConfig, type Config } from '../../src/core/config.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 let t: TestBed | undefined;
@@ -60,7 +60,7 @@ const events = async (id: string) => (await t!.client.execute({ sql: "SELECT typ
 test('gone: a job whose lease expired a moment ago is taken at once, without waiting out the grace, and the question named the process', async () => {
   const p = await bed({ w1: { body: '{"state":"gone"}' } });
   const id = await claimedThenSilent('w1', 30_001);
-  const report = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const report = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   expect(report.requeued).toEqual([{ id, reason: 'owner_gone' }]);
   expect(Object.fromEntries(p.asked[0]!)).toEqual({ worker: 'w1', instance: 'w1-p1', host: 'host-a', pid: '101' });
   const [e] = await events(id);
@@ -72,7 +72,7 @@ test('without an owner check, the same job is left inside its grace (today\'s ru
   const p = await platform({ w1: { body: '{"state":"gone"}' } });
   t = await setup();
   const id = await claimedThenSilent('w1', 30_001);
-  const report = await reapOnce(t.db, t.clock.now(), t.config);
+  const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
   expect(report.requeued).toEqual([]);
   expect(p.asked).toEqual([]);
   expect((await t.get(`/api/v1/jobs/${id}`)).json.job.status).toBe('running');
@@ -82,7 +82,7 @@ test('alive: a worker the registry has not heard from is deferred like a live on
   await bed({ w1: { body: '{"state":"alive"}' } });
   // Past lease + grace, and not seen for 40 s: without the check it would be taken now.
   const id = await claimedThenSilent('w1', 40_001);
-  const first = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const first = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   expect(first.deferred.map((d) => d.id)).toEqual([id]);
   expect(first.requeued).toEqual([]);
   const [e] = await events(id);
@@ -90,7 +90,7 @@ test('alive: a worker the registry has not heard from is deferred like a live on
   expect(String(e!.message)).toMatch(/the owner check says w1's process is alive/);
   // Past grace + maxReapDeferMs the job is taken even though the check still says alive.
   t!.clock.advance(30_000);
-  const later = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const later = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   expect(later.requeued).toEqual([{ id, reason: 'reaped_due_to_expired_lease' }]);
 });
 
@@ -99,10 +99,10 @@ test('unknown, an error status, an answer not understood: today\'s rule, and the
   const ids = [await claimedThenSilent('w1', 0), await claimedThenSilent('w2', 0), await claimedThenSilent('w3', 0)];
   // Inside the grace: nothing is taken.
   t!.clock.advance(30_001);
-  expect((await reapOnce(t!.db, t!.clock.now(), t!.config)).requeued).toEqual([]);
+  expect((await runMaintenancePass(t!.db, t!.clock.now(), t!.config)).requeued).toEqual([]);
   // Past lease + grace, owners unseen for 40 s: taken as without a check.
   t!.clock.advance(10_000);
-  const report = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const report = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   expect(report.requeued.map((r) => r.reason)).toEqual(['reaped_due_to_expired_lease', 'reaped_due_to_expired_lease', 'reaped_due_to_expired_lease']);
   const messages = await Promise.all(ids.map(async (id) => String((await events(id))[0]!.message)));
   expect(messages[0]).toMatch(/owner check: unknown \(asked about worker w1 on host-a, pid 101: unknown\)/);
@@ -114,7 +114,7 @@ test('no answer within the timeout counts as unknown: the pass goes on after it 
   await bed({ w1: 'never' }, { ownerCheckTimeoutMs: 300 });
   const id = await claimedThenSilent('w1', 40_001);
   const started = performance.now();
-  const report = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const report = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   // The pass waited for the check (its deadline), not for ever.
   expect(performance.now() - started).toBeLessThan(10_000);
   expect(report.requeued).toEqual([{ id, reason: 'reaped_due_to_expired_lease' }]);
@@ -128,14 +128,14 @@ test('each owner process is asked about once per pass, however many of its jobs 
   const claimed = await t!.claim('q', 'w1', { instanceId: 'w1-p1', limit: 3 });
   expect(claimed).toHaveLength(3);
   t!.clock.advance(30_001);
-  expect((await reapOnce(t!.db, t!.clock.now(), t!.config)).requeued.map((r) => r.reason)).toEqual(['owner_gone', 'owner_gone', 'owner_gone']);
+  expect((await runMaintenancePass(t!.db, t!.clock.now(), t!.config)).requeued.map((r) => r.reason)).toEqual(['owner_gone', 'owner_gone', 'owner_gone']);
   expect(p.asked).toHaveLength(1);
 
   // A job past its deadline (60 s) is taken for it, with no question asked.
   await t!.enqueue('other');
   const [again] = await t!.claim('other', 'w1', { instanceId: 'w1-p1', limit: 1, leaseMs: 120_000 });
   t!.clock.advance(60_001);
-  const report = await reapOnce(t!.db, t!.clock.now(), t!.config);
+  const report = await runMaintenancePass(t!.db, t!.clock.now(), t!.config);
   expect(report.requeued).toEqual([{ id: again!.id, reason: 'deadline_exceeded' }]);
   expect(p.asked).toHaveLength(1);
 });

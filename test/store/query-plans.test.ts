@@ -13,7 +13,7 @@ import type { InStatement, TransactionMode } from '@libsql/client';
 import { afterEach, expect, onTestFinished, test } from 'vitest';
 import { metricsSnapshot } from '../../src/db/store/metrics.ts';
 import { queuesHealth } from '../../src/db/store/read.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { activityLastHour } from '../../src/dashboard/charts.ts';
 import { suspectsByQueue } from '../../src/db/store/suspects.ts';
 import { createStore } from '../../src/db/store/create-store.ts';
@@ -73,7 +73,7 @@ test('reaper pass, metrics, queue health, activity, the reaper watch and the zom
 
   const seen: Query[] = [];
   const db = recording(t.db, seen);
-  await reapOnce(db, now, t.config);
+  await runMaintenancePass(db, now, t.config);
   await metricsSnapshot(db, { now, config: t.config });
   await queuesHealth(db, { now, defaults: t.config });
   await queuesHealth(db, { now, defaults: t.config, queue: 'a' });

@@ -138,9 +138,9 @@ test('the in-process transport answers the same wait as the HTTP route, so an em
   await patch('q', { rateLimit: { max: 2, windowMs: 60_000 } });
   t.clock.advance(15_000);
   const first = await transport.claim({ queue: 'q', workerId: 'w', limit: 2 });
-  expect(first).toHaveLength(2);
+  expect(first.jobs).toHaveLength(2);
   expect(first.retryAfterMs).toBeUndefined();
   const held = await transport.claim({ queue: 'q', workerId: 'w', limit: 2 });
-  expect(held).toHaveLength(0);
+  expect(held.jobs).toHaveLength(0);
   expect(held.retryAfterMs).toBe(45_000);
 });

@@ -8,9 +8,10 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { Config } from '../../src/core/config.ts';
 import { backoffRangeMs } from '../../src/core/backoff.ts';
 import { decideReap } from '../../src/core/reaper.ts';
-import { reapOnce } from '../../src/maintenance/pass.ts';
-import { jobsGetReapCandidates, jobsReapIfUnchanged, type ReapWrite } from '../../src/db/store/reaper.ts';
+import { runMaintenancePass } from '../../src/maintenance/pass.ts';
+import { jobsGetReapCandidates, jobsReapIfUnchanged } from '../../src/db/store/reaper.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import type { ReapWrite } from '../../src/db/store/port.ts';
 
 let t: TestBed;
 async function bed(overrides: Partial<Config> = {}) {
@@ -266,7 +267,7 @@ describe('batching', () => {
     for (let i = 0; i < 5; i++) await t.enqueue('q', { payload: i });
     await t.claim('q', 'A', { limit: 5 });
     t.clock.advance(40_001);
-    const [r1, r2] = await Promise.all([reapOnce(t.db, t.clock.now(), t.config), reapOnce(t.db, t.clock.now(), t.config)]);
+    const [r1, r2] = await Promise.all([runMaintenancePass(t.db, t.clock.now(), t.config), runMaintenancePass(t.db, t.clock.now(), t.config)]);
     expect(r1.requeued.length + r2.requeued.length).toBe(5);
     expect(await count(`select count(*) as n from events where type = 'reaped'`)).toBe(5);
     expect(await count(`select count(*) as n from jobs where lost_attempts = 1`)).toBe(5);

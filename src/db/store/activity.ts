@@ -10,18 +10,10 @@ import { gte, lt, sql } from 'drizzle-orm';
 import { MINUTE_MS } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { queueMinutes } from '../schema.ts';
+import type { MinuteRow } from './port-types.ts';
 
 /** queue_minutes rows are kept this long. */
 const ACTIVITY_KEEP_MS = 24 * 3_600_000;
-
-export interface MinuteRow {
-  queue: string;
-  minuteAt: number;
-  completed: number;
-  failed: number;
-  reaped: number;
-  maxHeartbeatLagMs: number | null;
-}
 
 /** Minutes whose start is at or after `sinceMinuteAt`, every queue. Reads queue_minutes_minute_idx. */
 export async function queueMinutesSince(db: Db, p: { sinceMinuteAt: number }): Promise<MinuteRow[]> {

@@ -27,6 +27,7 @@ import type { Alert } from '../../core/alerts.ts';
 import type { AlertTransition } from '../../core/alert-webhook.ts';
 import { batchList, type Db } from '../db.ts';
 import { alertStates } from '../schema.ts';
+import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationOutcome, NotificationRef } from './port-types.ts';
 
 const EVALUATION_QUEUE = '';
 const EVALUATION_NAME = 'evaluation';
@@ -46,13 +47,6 @@ export async function alertEvaluationClaimIfDue(db: Db, p: { now: number; everyM
       WHERE alert_states.updated_at <= excluded.updated_at - ${p.everyMs}
     RETURNING updated_at AS at`);
   return rows.length > 0;
-}
-
-export interface AlertStateChanges {
-  /** Alerts that flipped to (or appeared as) firing. */
-  started: AlertTransition[];
-  /** Alerts that flipped to ok, or that were firing and are no longer evaluated. */
-  cleared: AlertTransition[];
 }
 
 /**
@@ -98,14 +92,6 @@ export async function alertStatesRecord(db: Db, p: { now: number; alerts: readon
   return changes;
 }
 
-export interface AlertStateRow extends AlertTransition {
-  notifiedState: Alert['state'];
-  notifyUntil: number | null;
-  notifyAttempts: number;
-  lastNotifyError: string | null;
-  updatedAt: number;
-}
-
 /** Every stored alert state (not the evaluation marker), by queue and name. */
 export function alertStatesList(db: Db): Promise<AlertStateRow[]> {
   const a = alertStates;
@@ -128,14 +114,6 @@ export function alertStatesList(db: Db): Promise<AlertStateRow[]> {
     .orderBy(asc(a.queueName), asc(a.name));
 }
 
-/** A notification this caller now holds: send it, then mark it delivered or failed with `leaseUntil`. */
-export interface ClaimedNotification extends AlertTransition {
-  /** The lease the claim set (notify_until): the guard of the mark that follows. */
-  leaseUntil: number;
-  /** Failed attempts so far for this row. */
-  attempts: number;
-}
-
 /**
  * Precondition: the row owes a notification (notified_state <> state) and no
  * one holds it (notify_until is null or past).
@@ -149,12 +127,6 @@ export async function alertNotificationsClaimDue(db: Db, p: { now: number; lease
   return db.all<ClaimedNotification>(sql`UPDATE alert_states SET notify_until = ${p.now + p.leaseMs}
     WHERE rowid IN (SELECT rowid FROM alert_states WHERE ${owed} ORDER BY since LIMIT ${p.limit}) AND ${owed}
     RETURNING queue_name AS queue, name, state, since, value, message, notify_until AS leaseUntil, notify_attempts AS attempts`);
-}
-
-export interface NotificationRef {
-  queue: string;
-  name: string;
-  leaseUntil: number;
 }
 
 /**
@@ -182,9 +154,6 @@ export function alertNotificationMarkFailedIfHeld(db: Db, p: NotificationRef & {
     SET notify_attempts = notify_attempts + 1, last_notify_error = ${p.error}, notify_until = ${p.retryAt}
     WHERE queue_name = ${p.queue} AND name = ${p.name} AND notify_until = ${p.leaseUntil} RETURNING name`);
 }
-
-/** What one claimed notification's POST came to: delivered (with the state sent) or failed (with why and when to retry). */
-export type NotificationOutcome = NotificationRef & ({ sent: Alert['state'] } | { error: string; retryAt: number });
 
 /**
  * Every outcome of a pass's POSTs in one batch (one request), each the

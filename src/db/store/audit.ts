@@ -10,44 +10,18 @@
  * so a value is read inside the same transaction that replaces it.
  */
 import { and, asc, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import type { AuditAction } from '../../core/audit-actions.ts';
 import type { Now } from '../../core/clock.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db.ts';
 import { rowColumns } from '../row-columns.ts';
 import { operatorAudit, usedFormNonces } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import { formNonceClaim, type FormNonce } from './form-nonces.ts';
-
-/** Who acted: the same for every entry of one request. */
-export interface AuditActor {
-  /** The operator's name (dashboard), or the token's name or the request's `actor` (API). */
-  actor: string;
-  role: 'admin' | 'readonly' | 'worker' | 'none';
-  /** The name of the token behind the request or session; null when the API is open. */
-  credential: string | null;
-  source: 'dashboard' | 'api';
-  /** The client's address, as the throttle sees it (X-Forwarded-For only behind a trusted proxy). */
-  client: string | null;
-}
+import { formNonceClaim } from './form-nonces.ts';
 
 // The vocabulary lives in core (routes check filters against it); re-exported for the store's callers.
-import type { AuditAction } from '../../core/audit-actions.ts';
+import type { Alongside, AuditActor, AuditEntry, AuditFilter, AuditRecord } from './port-types.ts';
 export { AUDIT_ACTIONS, type AuditAction } from '../../core/audit-actions.ts';
-
-export interface AuditEntry {
-  by: AuditActor;
-  action: AuditAction;
-  /** The queue acted on; SQL to read it in the batch (a job's queue). */
-  queue?: string | SQL | null;
-  jobId?: number | null;
-  /** What was acted on, for people: "queue emails", "job 42", "dashboard". */
-  target: string;
-  /** JSON text, or SQL that yields it inside the batch. */
-  before?: string | SQL | null;
-  after?: string | SQL | null;
-  reason?: string | null;
-  now: Now;
-}
 
 /** A value or SQL yielding it. */
 const json = (v: string | SQL | null | undefined) => (v === undefined || v === null ? sql`NULL` : typeof v === 'string' ? sql`${v}` : v);
@@ -119,32 +93,6 @@ export async function auditLoginFailed(db: Db, p: { by: AuditActor; reason: stri
   ]);
 }
 
-export interface AuditRecord {
-  id: number;
-  at: number;
-  actor: string;
-  role: string;
-  credential: string | null;
-  source: 'dashboard' | 'api';
-  action: AuditAction;
-  queue_name: string | null;
-  job_id: number | null;
-  target: string;
-  before: string | null;
-  after: string | null;
-  reason: string | null;
-  client: string | null;
-}
-
-export interface AuditFilter {
-  actor?: string;
-  action?: AuditAction;
-  queue?: string;
-  /** Entries with a smaller id only (the next page of a newest-first list). */
-  before?: number;
-  limit: number;
-}
-
 /**
  * Newest first, at most `limit`, and the id to pass as `before` for the next
  * page (null on the last). Each filter is an equality on an indexed column
@@ -179,16 +127,6 @@ export function auditPruneStatements(db: Db, p: { now: number; retentionMs: numb
     .orderBy(asc(operatorAudit.at))
     .limit(p.limit);
   return [db.delete(operatorAudit).where(inArray(operatorAudit.id, oldest)), db.delete(usedFormNonces).where(lt(usedFormNonces.expiresAt, p.now))] as const;
-}
-
-/**
- * What commits with an operator's change: `formNonce` (the form token, whose
- * claim leads the batch: its refusal undoes everything), then the change,
- * then `audit`.
- */
-export interface Alongside {
-  formNonce?: FormNonce;
-  audit?: AuditEntry;
 }
 
 /** The statements that lead an operator's batch: the form token's claim, when there is one. */

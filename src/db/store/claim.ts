@@ -28,47 +28,9 @@ import type { Now } from '../../core/clock.ts';
 import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
-import { queueRateWaitStatement, toRateWait, type RateWait } from './read.ts';
-import type { JobRecord } from '../../core/job-record.ts';
+import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { workerTouch } from './workers.ts';
-
-export interface ClaimParams {
-  queue: string;
-  workerId: string;
-  /** The claiming process (random per worker start), stored with the claim; absent from older SDKs. */
-  instanceId?: string | undefined;
-  limit: number;
-  /**
-   * Most bytes of payloads and checkpoints to answer (the server's
-   * LEASEHOLD_MAX_CLAIM_BYTES; its default when absent). Always at least one job.
-   */
-  maxBytes?: number | undefined;
-  /** The lease asked for; the queue's or server's default when absent. */
-  leaseMs?: number | undefined;
-  /**
-   * The id the worker chose for this claim request; the same id sent again
-   * (its answer was lost) gets back the jobs still running under it instead
-   * of claiming more (see claimReplayStatement). Absent from older clients.
-   */
-  claimId?: string | undefined;
-  now: Now;
-  defaults: QueueDefaults;
-}
-
-/** The claim that rides on a completion: what of ClaimParams its caller chooses (the worker's id for it included). */
-export type NextClaimParams = Pick<ClaimParams, 'queue' | 'limit' | 'leaseMs' | 'maxBytes' | 'claimId'>;
-
-/** What a claimer needs of each job. */
-export interface Claimed
-  extends Pick<
-    JobRecord,
-    | 'id' | 'queue_name' | 'payload' | 'priority' | 'attempt_count' | 'max_attempts' | 'lease_epoch' | 'lease_ms'
-    | 'lease_expires_at' | 'lock_token' | 'idempotency_key' | 'checkpoint' | 'progress' | 'timeout_ms' | 'deadline_at' | 'available_at'
-    | 'trace_parent' | 'trace_state'
-  > {
-  /** How often the claimer should heartbeat: the queue's interval, at most a third of the lease granted. */
-  heartbeat_ms: number;
-}
+import type { ClaimParams, Claimed, RateWait } from './port-types.ts';
 
 /**
  * The heartbeat interval a claim tells its claimer: the queue's interval, at

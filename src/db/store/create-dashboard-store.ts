@@ -1,6 +1,6 @@
-/** The dashboard's section of createStore (dashboard-port.ts): each method delegates to its store function. */
+/** The dashboard's section of createStore (port.ts, DashboardReads): each method delegates to its store function. */
 import type { Db } from '../db.ts';
-import type { DashboardReads } from './dashboard-port.ts';
+import type { DashboardReads } from './port.ts';
 import { jobGetWithSettings, jobsListZombieCandidates, jobsRunningFlagged } from './dashboard-reads.ts';
 import { suspectThresholds } from './suspects.ts';
 

@@ -31,7 +31,8 @@ import type { AuditAndFormWrites, AuditReads, JobStore, JobSummaries, Maintenanc
 import { auditInsert, auditList, auditLoginFailed } from './audit.ts';
 import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { queueBlockers, queueDeleteIfUnused, queueFinishedJobsPurge } from './queue-delete.ts';
-import { eventsForJob, jobGet, jobsList, jobSummariesList, queueAlertThresholds, queuesHealth, queueSetAlertThresholds, queueUpsertSettings, readNow } from './read.ts';
+import { eventsForJob, jobGet, jobsList, jobSummariesList, queuesHealth, readNow } from './read.ts';
+import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } from './queue-settings.ts';
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
@@ -117,14 +118,14 @@ export function createStore(db: Db): JobStore {
     sessionIsRevoked: (p) => sessionIsRevoked(db, p.sid),
 
     ...apiAndMaintenanceParts(db),
-    // The dashboard's section (dashboard-port.ts), from its own factory.
+    // The dashboard's section (DashboardReads in port.ts), from its own factory.
     ...createDashboardStore(db),
     maintenancePassRecord: (p) => maintenancePassRecord(db, p),
     maintenanceWatch: (p) => maintenanceWatch(db, p),
   };
 }
 
-/** The port's sections for the API, the CLI and the maintenance services (port.ts, after JobStore). */
+/** The port's sections for the API, the CLI and the maintenance services (port.ts). */
 function apiAndMaintenanceParts(db: Db): AuditReads & JobSummaries & ScheduleStore & MaintenanceServices & AuditAndFormWrites {
   return {
     auditList: (p) => auditList(db, p),

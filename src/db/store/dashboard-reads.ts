@@ -7,50 +7,13 @@
  * reaper will do without a query of its own.
  */
 import { sql } from 'drizzle-orm';
-import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { claimHeartbeatSql } from './claim.ts';
-import type { JobRecord } from '../../core/job-record.ts';
 import { stalledSql } from './stalls.ts';
-import { suspectSql, suspectThresholds, suspectThresholdsSql, type QueueSuspectThreshold } from './suspects.ts';
+import { suspectSql, suspectThresholds, suspectThresholdsSql } from './suspects.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';
 import { reaperHoldColumns } from './reaper-hold.ts';
-
-/** The queue defaults these reads fill in where a queue has no override. */
-export type DashboardReadDefaults = Pick<QueueDefaults, 'leaseMs' | 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
-
-export interface RunningJobView extends JobRecord {
-  progressed_at: number | null;
-  q_heartbeat_ms: number;
-  /**
-   * The interval this job's worker was told at its claim: the queue's, at
-   * most a third of the job's own lease (lease_ms). Null when not running.
-   */
-  job_heartbeat_ms: number | null;
-  q_grace_ms: number;
-  q_max_lost_attempts: number;
-  /** The queue's stall setting (null: not watched). */
-  q_stall_ms: number | null;
-  owner_last_seen_at: number | null;
-  /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
-  owner_replaced: number | null;
-  /**
-   * The queue's suspect threshold (src/core/suspect.ts) and how it was made,
-   * when the queue may have suspect jobs now (a live job past its lease);
-   * null otherwise, or when the read was not given a time.
-   */
-  suspect_after_ms: number | null;
-  suspect_basis: string | null;
-  /** The reaper's hold (src/db/store/reaper-hold.ts), in force or not: decideReap judges it. */
-  hold_until: number | null;
-  hold_cause: string | null;
-}
-
-/** A running job as the zombies page sees it, with whether it is on that page. */
-export interface FlaggableJobView extends RunningJobView {
-  /** 1: the zombies page lists it (expired lease, heartbeat over two intervals late, stalled, or suspect). */
-  zombie_candidate: number;
-}
+import type { DashboardReadDefaults, FlaggableJobView, QueueSuspectThreshold, RunningJobView, SuspectAware } from './port-types.ts';
 
 const queueHeartbeat = (d: DashboardReadDefaults) => sql`coalesce(q.heartbeat_ms, ${d.heartbeatMs})`;
 /** The job's own interval where it has a lease, else the queue's. */
@@ -67,17 +30,6 @@ const withSettings = (d: DashboardReadDefaults, suspects: readonly QueueSuspectT
   ${ownerLastSeenSql('j')} AS owner_last_seen_at, ${ownerReplacedSql('j')} AS owner_replaced,
   ${reaperHoldColumns({ until: 'hold_until', cause: 'hold_cause' })}
   FROM jobs j LEFT JOIN queues q ON q.name = j.queue_name LEFT JOIN ${suspectThresholdsSql(suspects)} sa ON sa.name = j.queue_name`;
-
-/**
- * The time a read is made at, and the suspect thresholds to judge by: given
- * (a caller that shares one read of them across polls, suspectThresholds in
- * suspects.ts), or read first, a second statement.
- */
-export interface SuspectAware {
-  now: number;
-  defaults: DashboardReadDefaults;
-  suspects?: readonly QueueSuspectThreshold[] | undefined;
-}
 
 /** Who is on the zombies page: the one condition, also used to mark jobs in the jobs list. */
 function zombieCandidateSql(now: number, d: DashboardReadDefaults) {

@@ -19,15 +19,10 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
-import { effects, type JobStatus } from '../schema.ts';
+import { effects } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { ownerGuard, ownedWriteThen } from './owned.ts';
-
-export type EffectStartOutcome =
-  | { kind: 'run' }
-  | { kind: 'done'; result: string | null }
-  | { kind: 'lease_lost'; status: string }
-  | { kind: 'not_found' };
+import type { EffectFinishOutcome, EffectStartOutcome } from './port-types.ts';
 
 export async function effectStartIfOwned(
   db: Db,
@@ -61,12 +56,6 @@ export async function effectStartIfOwned(
   if (!current.owned) return { kind: 'lease_lost', status: current.status };
   return { kind: 'run' };
 }
-
-export type EffectFinishOutcome =
-  | { kind: 'done'; result: string | null }
-  | { kind: 'lease_lost'; status: JobStatus }
-  | { kind: 'not_found' }
-  | { kind: 'not_started' };
 
 /** Records the effect's result under the owner's guard; answers the result on record. */
 export async function effectFinishIfOwned(

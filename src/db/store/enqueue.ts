@@ -15,43 +15,13 @@
  * in input order, with the event loop free between them (see jobsInsert).
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.ts';
-import type { QueueDefaults } from '../../core/config.ts';
 import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
-import type { UniqueWhile } from '../../core/wire.ts';
 import { ENQUEUE_CHUNK, type Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { queueAdmitsSql, queuesInUseCountSql } from './queue-use.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-
-export interface NewJob {
-  payload: unknown;
-  idempotencyKey?: string | undefined;
-  /** How long the key deduplicates: 'retained' (default) or 'active'. */
-  uniqueWhile?: UniqueWhile | undefined;
-  priority?: number | undefined;
-  /** Run no earlier than this many ms from now... */
-  delayMs?: number | undefined;
-  /** ...or no earlier than this epoch ms. */
-  runAt?: number | undefined;
-  maxAttempts?: number | undefined;
-  timeoutMs?: number | undefined;
-  /** The W3C trace context of the enqueuing code (checked by the caller), given to every claim. */
-  traceparent?: string | undefined;
-  tracestate?: string | undefined;
-}
-
-export interface EnqueueParams {
-  queue: string;
-  jobs: readonly NewJob[];
-  actor: string | null;
-  now: Now;
-  defaults: QueueDefaults;
-  /** Columns to return (must include dedup_count); every column by default. */
-  columns?: SQL;
-  /** Most queues in use there may be (src/db/store/queue-use.ts): a new queue past it is refused (409), nothing stored. */
-  maxQueues?: number;
-}
+import type { EnqueueParams, Enqueued, NewJob } from './port-types.ts';
+import { EnqueuePartlyStored } from './port.ts';
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
 export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, created_at, idempotency_key, dedup_count`;
@@ -59,31 +29,6 @@ export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_a
 /** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012; a schedule's occurrence, drizzle/0021). */
 export const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
         last_event_actor = excluded.last_event_actor, updated_at = excluded.updated_at`;
-
-export interface Enqueued {
-  job: JobRecord;
-  deduplicated: boolean;
-}
-
-
-/**
- * Storage failed after some chunks of a bulk were stored: the fault is the
- * cause (still a 503 naming it), `note` says how far the bulk got.
- */
-export class EnqueuePartlyStored extends Error {
-  override readonly name = 'EnqueuePartlyStored';
-  constructor(
-    readonly stored: number,
-    readonly total: number,
-    cause: unknown,
-  ) {
-    super(`the first ${stored} of ${total} jobs were stored before the failure`, { cause });
-  }
-  /** For the client: what is stored, and how to finish safely. */
-  get note(): string {
-    return `${this.message} (jobs[0] to jobs[${this.stored - 1}]); send the bulk again with the same idempotency keys to store only the rest`;
-  }
-}
 
 /**
  * jobsInsert, each job returned with SUMMARY_COLUMNS only (a bulk answer's

@@ -19,22 +19,13 @@
  * No row back: `lease_lost` (or `not_found`), and nothing changed.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
-import { claimStatements, inClaimOrder, type Claimed, type NextClaimParams } from './claim.ts';
-import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning, type LeanJob, type OwnedOutcome } from './owned.ts';
+import { claimStatements, inClaimOrder } from './claim.ts';
+import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning } from './owned.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-
-export interface CompleteParams {
-  workerId: string;
-  /** `data` is the result as JSON text (or null). */
-  results: readonly { id: number; lockToken: string; data?: string | null }[];
-  now: Now;
-  /** Return whole rows (a single job's answer) instead of the lean batch columns. */
-  full?: boolean;
-}
+import type { Claimed, CompleteParams, FailParams, LeanJob, NextClaimParams, OwnedOutcome, ReleaseParams } from './port-types.ts';
 
 /** Completes many jobs in one statement; each is still fenced by its own token. */
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
@@ -88,19 +79,6 @@ export async function jobsCompleteThenClaim(
   return { outcomes, claimed: inClaimOrder(then) };
 }
 
-export interface FailParams {
-  workerId: string;
-  id: number;
-  lockToken: string;
-  error: string;
-  /** False: fail for good now. Default true. */
-  retryable: boolean;
-  /** Retry after this delay instead of the backoff. */
-  retryAfterMs?: number | undefined;
-  now: Now;
-  defaults: QueueDefaults;
-}
-
 export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobRecord>[]> {
   const now = nowSql(p.now);
   const retry = sql`(${p.retryable ? 1 : 0} = 1 AND jobs.attempt_count < jobs.max_attempts)`;
@@ -123,14 +101,6 @@ export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobR
         last_event_actor = ${p.workerId}
       FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
   );
-}
-
-export interface ReleaseParams {
-  workerId: string;
-  leases: readonly { id: number; lockToken: string }[];
-  reason: string;
-  now: Now;
-  full?: boolean;
 }
 
 /**

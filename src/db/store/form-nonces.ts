@@ -9,10 +9,7 @@ import { eq } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import { usedFormNonces } from '../schema.ts';
 
-export interface FormNonce {
-  nonce: string;
-  expiresAt: number;
-}
+import type { FormNonce } from './port-types.ts';
 
 /** One primary-key lookup: a re-sent form is refused before any work, with a clear message. */
 export async function formNonceUsed(db: Db, nonce: string): Promise<boolean> {

@@ -15,27 +15,11 @@
  * the same batch whether or not the leases are accepted.
  */
 import { sql } from 'drizzle-orm';
-import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-import { ownedWrite, returning, type OwnedOutcome } from './owned.ts';
+import { ownedWrite, returning } from './owned.ts';
 import { workerBeat } from './lost-claims.ts';
-import type { WorkerLiveness } from './workers.ts';
-
-export interface HeartbeatParams {
-  workerId: string;
-  /** `data` is the progress as JSON text, or null to keep the last one. */
-  leases: readonly { id: number; lockToken: string; data?: string | null }[];
-  /** Extend: push the expiry to now + leaseMs this once. */
-  leaseMs?: number | undefined;
-  /**
-   * The worker's liveness beat, recorded in the same transaction as the
-   * renewals: one tick of a worker is one statement batch. With no leases,
-   * the beat alone.
-   */
-  beat?: WorkerLiveness | undefined;
-  now: Now;
-}
+import type { CheckpointParams, HeartbeatParams, OwnedOutcome } from './port-types.ts';
 
 export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
   if (p.leases.length === 0) {
@@ -50,15 +34,6 @@ export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<
         progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
   );
-}
-
-export interface CheckpointParams {
-  workerId: string;
-  id: number;
-  lockToken: string;
-  /** JSON text. */
-  checkpoint: string;
-  now: Now;
 }
 
 export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<OwnedOutcome[]> {

@@ -22,7 +22,8 @@ import { sql } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import { batchList, type Db } from '../db.ts';
 import { CLEAR_LEASE, nowSql } from '../sql.ts';
-import { workerBeatStatement, type WorkerBeat } from './workers.ts';
+import { workerBeatStatement } from './workers.ts';
+import type { WorkerBeat } from './port-types.ts';
 
 /** The reason a given-up claim's jobs are released with. */
 export const CLAIM_ANSWER_LOST = 'claim_answer_lost';

@@ -16,6 +16,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
+import type { MaintenancePassRow, MaintenanceWatchRow } from './port-types.ts';
 
 const ROW = 'pass';
 
@@ -33,24 +34,6 @@ export async function maintenancePassRecord(db: Db, p: { startedAt: number; now:
       last_started_at = CASE WHEN excluded.last_completed_at >= last_completed_at THEN excluded.last_started_at ELSE last_started_at END,
       last_completed_at = max(last_completed_at, excluded.last_completed_at),
       passes = passes + 1`);
-}
-
-/** The last pass as stored (null fields: none recorded). */
-export interface MaintenancePassRow {
-  lastStartedAt: number | null;
-  lastCompletedAt: number | null;
-  passes: number;
-}
-
-/** What a watcher reads: the time, the last pass, and the jobs that would wait for a missing reaper. */
-export interface MaintenanceWatchRow extends MaintenancePassRow {
-  /** The time the figures were read at (the database's, or the fixed one). */
-  now: number;
-  /** The database's own clock, whatever `now` was. */
-  databaseNow: number;
-  runningJobs: number;
-  /** Running jobs whose lease + grace (the queue's grace, else the default) has passed. */
-  expiredLeases: number;
 }
 
 /** The state row, for a batch. */

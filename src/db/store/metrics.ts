@@ -45,8 +45,6 @@ import { stalledByQueueSql } from './stalls.ts';
 import { suspectsByQueue } from './suspects.ts';
 import { ownerLastSeenSql } from './workers.ts';
 
-export type { MetricsSnapshot, QueueMetrics, WindowCount } from '../../core/metrics-snapshot.ts';
-
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
 /** The late jobs named per queue (worst first): enough to act on, bounded however many there are. */

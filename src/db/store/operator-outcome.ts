@@ -4,32 +4,11 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { JobStatus } from '../../core/wire.ts';
-import type { RequeueDone } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
-import { alongsideFirst, auditInsertIfChanged, type Alongside, type AuditEntry } from './audit.ts';
+import { alongsideFirst, auditInsertIfChanged } from './audit.ts';
 import { jobQueueSql, jobStatusSql } from './read.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-
-/** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
-export interface RequeueRefusal {
-  ok: false;
-  reason: 'reaper_would_wait';
-  status: 'running';
-  why: string;
-  takesAt: number;
-  /** A server's hold (src/db/store/reaper-hold.ts) keeps expired leases until then. */
-  heldUntil?: number;
-}
-
-export type { RequeueDone } from '../../core/reaper.ts';
-
-export type OperatorOutcome =
-  /** requeue: what it did (the other actions leave it out). */
-  | { ok: true; job: JobRecord; requeue?: RequeueDone }
-  | RequeueRefusal
-  /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
-  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
-  | { ok: false; reason: 'not_found' };
+import type { Alongside, AuditEntry, OperatorOutcome } from './port-types.ts';
 
 /**
  * A job action's audit entry names the job's queue and its status after the

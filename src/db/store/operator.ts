@@ -13,27 +13,16 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import { batchList, type Db } from '../db.ts';
-import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { guardedWithAudit, type OperatorOutcome, type RequeueDone } from './operator-outcome.ts';
-import { jobsBulkRequeue, jobsBulkRequeueMatching, jobsBulkRequeuePlan, type RequeueRules } from './requeue.ts';
-import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
-import { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
+import { guardedWithAudit } from './operator-outcome.ts';
+import { jobsBulkRequeue, jobsBulkRequeueMatching, jobsBulkRequeuePlan } from './requeue.ts';
+import { alongsideFirst, auditInsert } from './audit.ts';
+import { bulkKindFor } from '../../core/bulk-kind.ts';
+import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams, RequeueRules } from './port-types.ts';
 
 // The status rule lives in core (routes check it first); re-exported for the store's callers.
 export { bulkKindFor, type BulkKind } from '../../core/bulk-kind.ts';
-
-export type { OperatorOutcome, RequeueDone, RequeueRefusal } from './operator-outcome.ts';
-
-export interface OperatorParams {
-  id: number;
-  actor: string;
-  reason: string | null;
-  now: Now;
-  /** A form token's claim and the operator audit entry, committed with the change (the entry only if it happened). */
-  also?: Alongside;
-}
 
 /** No other job of the row's queue with its idempotency key is pending or running (for `jobs` rows leaving a finished status). */
 const keyFreeSql = sql`(jobs.idempotency_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs a WHERE a.queue_name = jobs.queue_name
@@ -57,44 +46,6 @@ export function jobRetryIfFinishedUnsuccessfully(db: Db, p: OperatorParams): Pro
     WHERE id = ${p.id} AND status IN ('failed', 'cancelled') AND ${keyFreeSql} RETURNING *`);
 }
 
-/**
- * Bulk actions over a filter (dashboard): the same transitions as above, for
- * at most `limit` jobs of one queue (or every queue) and status, lowest id
- * first, each as ONE guarded statement. Every row gets last_event, its reason
- * and actor, so the audit trigger records each job with who and why.
- * - retry: status failed or cancelled;
- * - cancel: status pending;
- * - requeue: status running, only the jobs the reaper itself would take now,
- *   each doing what the reaper would (requeue, or fail for good where the
- *   job's budgets are spent: src/db/store/requeue.ts), each guarded by
- *   "unchanged since read"; with `force` (admin API only, with a reason) any
- *   running job, back to pending.
- */
-export interface BulkFilter {
-  kind: BulkKind;
-  queue: string | undefined;
-  /** retry: 'failed' or 'cancelled'; cancel: 'pending'; requeue: 'running'. */
-  status: JobStatus;
-  /**
-   * requeue only: also take live leases (the admin API's `force`, which needs
-   * a reason). The dashboard never sets it. Their workers' writes are refused
-   * from then on, and the jobs may run twice.
-   */
-  force?: boolean;
-}
-
-export interface BulkParams extends BulkFilter {
-  actor: string;
-  reason: string | null;
-  now: Now;
-  /** The hard cap: at most this many jobs change. */
-  limit: number;
-  /** The reaper's rules (requeue follows them). */
-  rules: RequeueRules;
-  /** A form token's claim and the audit entry of the run (its `after` gets the count changed), in the same batch. */
-  also?: Alongside;
-}
-
 function bulkWhere(f: BulkFilter): SQL {
   if (bulkKindFor(f.status) !== f.kind) throw new Error(`bulk ${f.kind} does not act on ${f.status} jobs`);
   const queue = f.queue === undefined ? sql`` : sql`queue_name = ${f.queue} AND `;
@@ -109,21 +60,6 @@ export async function jobsBulkMatching(db: Db, f: BulkFilter & { now: Now; max: 
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE ${bulkWhere(f)} LIMIT ${f.max})`,
   );
   return Number(row?.n ?? 0);
-}
-
-/** What a bulk action would act on now, lowest id first, at most `limit` (the admin API's dry run). */
-export interface BulkPreviewRow {
-  id: number;
-  queue_name: string;
-  status: JobStatus;
-  attempt_count: number;
-  max_attempts: number;
-  locked_by: string | null;
-  lease_expires_at: number | null;
-  updated_at: number;
-  last_error: string | null;
-  /** A requeue without force: what the reaper's take would do to this job (requeue, or fail for good). */
-  requeue?: RequeueDone;
 }
 
 export async function jobsBulkPreview(db: Db, f: BulkFilter & { now: Now; limit: number; rules: RequeueRules }): Promise<BulkPreviewRow[]> {

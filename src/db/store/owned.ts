@@ -21,9 +21,9 @@ import { batchList, type Db } from '../db.ts';
 import type { SQLiteRaw } from 'drizzle-orm/sqlite-core/query-builders/raw';
 import type { JobStatus } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-import type { JobRecord } from '../../core/job-record.ts';
 import { beatStatements } from './lost-claims.ts';
-import { workerTouch, workerTouchIfKnown, type WorkerLiveness } from './workers.ts';
+import { workerTouch, workerTouchIfKnown } from './workers.ts';
+import type { LeanJob, OwnedOutcome, WorkerLiveness } from './port-types.ts';
 
 export interface OwnedRef {
   id: number;
@@ -31,15 +31,6 @@ export interface OwnedRef {
   /** Per-job JSON text for the write (progress, checkpoint or result): `v.data`. */
   data?: string | null;
 }
-
-/** The columns a batch answer needs (see `returning`); the queue, so a write that makes a job claimable can wake the claims waiting on it. */
-export type LeanJob = Pick<JobRecord, 'id' | 'queue_name' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
-
-export type OwnedOutcome<T extends { id: number } = LeanJob> =
-  /** `repeated`: this write had already been accepted under this token; nothing changed now. */
-  | { id: number; ok: true; job: T; repeated?: true }
-  | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus; cause?: 'deadline_exceeded' }
-  | { id: number; ok: false; reason: 'not_found' };
 
 export interface OwnedWriteParams {
   refs: readonly OwnedRef[];

@@ -1,9 +1,10 @@
 /**
  * The store port: everything the engine can do to jobs, queues, workers,
- * effects and counters, as one interface. Routes, dashboard, CLI and
- * maintenance are meant to take a `JobStore` (createStore(db), in
- * create-store.ts) instead of a database handle, so SQL stays under src/db
- * and a backend is anything that passes test/store/conformance.
+ * effects and counters, as one interface, `JobStore`, composed of the named
+ * sections below. Routes, dashboard, CLI and maintenance take a `JobStore`
+ * (createStore(db), in create-store.ts) instead of a database handle, so SQL
+ * stays under src/db/store and a backend is anything that passes
+ * test/store/conformance.
  *
  * Method names say entity, verb and guard (`jobsHeartbeatIfOwned`,
  * `jobCancelIfPending`), each with one params object, as River's driver
@@ -11,40 +12,81 @@
  * src/db/store/*.ts without its `db` argument: the precondition,
  * postcondition and what "no row" means are documented there, once.
  *
+ * The types the methods take and give are defined beside this file, in
+ * port-types.ts (one family per section, as here), and re-exported from
+ * here: outside src/db/store, this file is the one place to import a store
+ * type from (scripts/check-deps.mjs checks it). The one value here is the
+ * error a bulk insert throws part-way, which callers recognise.
+ *
  * Time is a parameter (`now`: epoch ms, or DB_CLOCK for the database's own
  * clock) wherever it matters, so tests fix it instead of sleeping.
  *
- * This file imports types only, and only from src/core and src/db/store: the
- * port must not depend on the API, dashboard, worker SDK or a runtime.
+ * This file imports types only, and only from src/core and port-types.ts:
+ * the port must not depend on the API, dashboard, worker SDK or a runtime.
  */
 import type { Alert, AlertThresholds } from '../../core/alerts.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
-import type { MinuteRow } from './activity.ts';
-import type { Alongside, AuditActor, AuditEntry, AuditFilter, AuditRecord } from './audit.ts';
-import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
-import type { ClaimParams, Claimed, NextClaimParams } from './claim.ts';
-import type { DashboardReads } from './dashboard-port.ts';
-import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
-import type { EnqueueParams, Enqueued } from './enqueue.ts';
-import type { NotificationOutcome } from './alert-states.ts';
-import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
-import type { CheckpointParams, HeartbeatParams } from './lease.ts';
-import type { MaintenanceWatchRow } from './maintenance-state.ts';
-import type { MetricsSnapshot } from './metrics.ts';
-import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams } from './operator.ts';
-import type { OwnedOutcome } from './owned.ts';
-import type { EventRecord, ListParams, QueueHealth, QueueSettingsPatch, RateWait } from './read.ts';
-import type { QueueBlockers } from './queue-delete.ts';
-import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './reaper.ts';
-import type { ReaperHoldRecord } from './reaper-hold.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
-import type { ScheduleFields, ScheduleRecord } from './schedules.ts';
-import type { RequeueDone, RequeueRefusal } from './operator-outcome.ts';
-import type { RequeueRules } from './requeue.ts';
-import type { StalledJob } from './stalls.ts';
-import type { WorkerBeat, WorkerRecord } from './workers.ts';
-import type { JobWatchState } from './watch.ts';
+import type {
+  AlertStateChanges,
+  AlertStateRow,
+  Alongside,
+  AuditActor,
+  AuditEntry,
+  AuditFilter,
+  AuditRecord,
+  BulkFilter,
+  BulkParams,
+  BulkPreviewRow,
+  CheckpointParams,
+  ClaimParams,
+  Claimed,
+  ClaimedNotification,
+  CompleteParams,
+  DashboardReadDefaults,
+  EffectFinishOutcome,
+  EffectStartOutcome,
+  EnqueueParams,
+  Enqueued,
+  EventRecord,
+  FailParams,
+  FlaggableJobView,
+  HeartbeatParams,
+  JobWatchState,
+  ListParams,
+  MaintenanceWatchRow,
+  MetricsSnapshot,
+  MinuteRow,
+  NextClaimParams,
+  NotificationOutcome,
+  NotificationRef,
+  OperatorOutcome,
+  OperatorParams,
+  OwnedOutcome,
+  QueueBlockers,
+  QueueHealth,
+  QueueSettingsPatch,
+  QueueSuspectThreshold,
+  RateWait,
+  ReapCandidateParams,
+  ReapCandidateRow,
+  ReapWrite,
+  ReaperHoldRecord,
+  ReleaseParams,
+  RequeueDone,
+  RequeueRefusal,
+  RequeueRules,
+  RunningJobView,
+  ScheduleFields,
+  ScheduleRecord,
+  StalledJob,
+  SuspectAware,
+  WorkerBeat,
+  WorkerRecord,
+} from './port-types.ts';
+
+export type * from './port-types.ts';
 
 /** What a worker does to the jobs it claims: the worker protocol's statements (store/claim, lease, finish). */
 export interface WorkerJobWrites {
@@ -111,7 +153,7 @@ export interface MaintenanceStore {
   reaperHoldRead(p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null>;
 }
 
-/** Queues and workers (store/read, workers, worker-jobs). */
+/** Queues and workers (store/read, queue-settings, queue-delete, lost-claims, workers, worker-jobs). */
 export interface QueueAndWorkerStore {
   queuesHealth(p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]>;
   /** Creates the queue if needed and sets the given overrides (null: back to the default). */
@@ -165,16 +207,6 @@ export interface SessionStore {
   sessionRevoke(p: { sid: string; expiresAt: number; now: number; also?: Alongside }): Promise<void>;
   sessionIsRevoked(p: { sid: string }): Promise<boolean>;
 }
-
-/** The whole store: one backend (libSQL, D1, Turso) behind one contract. */
-export interface JobStore extends WorkerJobWrites, EffectWrites, OperatorActions, MaintenanceStore, QueueAndWorkerStore, StoreReads, AlertStore, SessionStore {}
-
-// ---------------------------------------------------------------------------
-// What the API routes, the CLI and the maintenance services need besides the
-// above. Each section below joins JobStore by declaration
-// merging (the last line of this block), so a part added in parallel adds its
-// own line instead of editing the one above.
-// ---------------------------------------------------------------------------
 
 /** The operator audit, read (store/audit). Entries are written with the change they describe: a write's `also.audit`. */
 export interface AuditReads {
@@ -234,10 +266,21 @@ export interface AuditAndFormWrites {
   isFormNonceReplay(p: { error: unknown }): boolean;
 }
 
-export interface JobStore extends AuditReads, JobSummaries, ScheduleStore, MaintenanceServices, AuditAndFormWrites {}
-
-/** The reads only the dashboard makes (dashboard-port.ts), joined the same way. */
-export interface JobStore extends DashboardReads {}
+/** Running jobs with what the reaper's decision needs, and the suspect thresholds (store/dashboard-reads, suspects). */
+export interface DashboardReads {
+  /** The zombies page: expired lease, heartbeat over two intervals late, stalled, or suspect; oldest expiry first. */
+  jobsListZombieCandidates(p: SuspectAware & { limit: number }): Promise<RunningJobView[]>;
+  /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
+  jobsRunningFlagged(p: SuspectAware & { ids: readonly number[] }): Promise<FlaggableJobView[]>;
+  /** One job, in any status, with its queue's settings and its owner's liveness (the job page); with `now`, its suspect threshold. */
+  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined>;
+  /**
+   * The suspect thresholds of the queues that may have suspect jobs now (a
+   * live job past its lease): what the three reads above take as `suspects`
+   * (store/suspects), so polls can share one read of the runtime sample.
+   */
+  suspectThresholds(p: { now: number; defaults: DashboardReadDefaults }): Promise<QueueSuspectThreshold[]>;
+}
 
 /** Whether a reaper still runs: the last completed maintenance pass, and what waits for it (store/maintenance-state). */
 export interface MaintenanceStateStore {
@@ -247,4 +290,41 @@ export interface MaintenanceStateStore {
   maintenanceWatch(p: { now: Now; defaults: Pick<QueueDefaults, 'graceMs'> }): Promise<MaintenanceWatchRow>;
 }
 
-export interface JobStore extends MaintenanceStateStore {}
+/** The whole store: one backend (libSQL, D1, Turso) behind one contract, section by section. */
+export interface JobStore
+  extends WorkerJobWrites,
+    EffectWrites,
+    OperatorActions,
+    MaintenanceStore,
+    MaintenanceStateStore,
+    MaintenanceServices,
+    QueueAndWorkerStore,
+    StoreReads,
+    JobSummaries,
+    ScheduleStore,
+    AlertStore,
+    SessionStore,
+    AuditReads,
+    AuditAndFormWrites,
+    DashboardReads {}
+
+/**
+ * Thrown by jobsInsert (and jobsInsertSummaries) when storage failed after
+ * some chunks of a bulk were stored: the fault is the cause (still a 503
+ * naming it), `note` says how far the bulk got. Part of the contract: every
+ * backend throws this, and the API recognises it.
+ */
+export class EnqueuePartlyStored extends Error {
+  override readonly name = 'EnqueuePartlyStored';
+  constructor(
+    readonly stored: number,
+    readonly total: number,
+    cause: unknown,
+  ) {
+    super(`the first ${stored} of ${total} jobs were stored before the failure`, { cause });
+  }
+  /** For the client: what is stored, and how to finish safely. */
+  get note(): string {
+    return `${this.message} (jobs[0] to jobs[${this.stored - 1}]); send the bulk again with the same idempotency keys to store only the rest`;
+  }
+}

@@ -18,21 +18,11 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { batchList, type Db } from '../db.ts';
 import { effects, events, jobs, schedules } from '../schema.ts';
-import { alongsideFirst, auditInsertWhere, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsertWhere } from './audit.ts';
 import { QUEUE_SETTING_COLUMNS } from './queue-use.ts';
+import type { Alongside, QueueBlockers } from './port-types.ts';
 
 const FINISHED = sql`('completed', 'failed', 'cancelled')`;
-
-/** What keeps a queue from being deleted (all zero and empty: nothing). */
-export interface QueueBlockers {
-  exists: boolean;
-  pending: number;
-  running: number;
-  /** Completed, failed and cancelled jobs still kept (a purge deletes them). */
-  finished: number;
-  /** Schedules that enqueue to the queue, by name (at most 20). */
-  schedules: string[];
-}
 
 export async function queueBlockers(db: Db, p: { queue: string }): Promise<QueueBlockers> {
   const [counts, scheduled] = await db.batch([

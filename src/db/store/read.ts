@@ -1,20 +1,17 @@
-/** Reads: one job with its events, keyset-paginated lists, per-queue health. */
-import type { QueueSettingsPatch } from '../../core/wire.ts';
+/** Reads: one job with its events, keyset-paginated lists, per-queue health, a claim's rate wait. Writes live with their families (a queue's settings: queue-settings.ts). */
 import { and, asc, desc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { MINUTE_MS, type Now } from '../../core/clock.ts';
-import { parseQueueAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
+import { parseQueueAlertThresholds } from '../../core/alerts.ts';
 import type { QueueDefaults } from '../../core/config.ts';
-import { batchList, type Db } from '../db.ts';
-import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
-import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import type { Db } from '../db.ts';
 import { rowColumns } from '../row-columns.ts';
-import { jobs, queues, type JobStatus } from '../schema.ts';
+import { jobs, queues } from '../schema.ts';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { nowSql } from '../sql.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
-
-export type { QueueHealth } from '../../core/metrics-snapshot.ts';
+import type { EventRecord, ListParams, RateWait, StoredEventRecord } from './port-types.ts';
 
 /** The database's clock, in epoch ms. */
 export async function readNow(db: Db): Promise<number> {
@@ -29,32 +26,6 @@ export const jobStatusSql = (id: number): SQL => sql`(SELECT json_object('status
 export async function jobGet(db: Db, id: number): Promise<JobRecord | undefined> {
   const [row] = await db.select(rowColumns(jobs)).from(jobs).where(eq(jobs.id, id));
   return row;
-}
-
-/** An events row as stored. */
-export interface StoredEventRecord {
-  id: number;
-  job_id: number;
-  queue_name: string;
-  type: string;
-  from_status: string | null;
-  to_status: string | null;
-  reason: string | null;
-  message: string | null;
-  actor: string | null;
-  worker_id: string | null;
-  attempt: number | null;
-  at: number;
-}
-
-/**
- * One entry of a job's timeline: a stored event, or one derived from the job
- * row (`derived`, no id): a job's `enqueued` and `completed` have no
- * event row since drizzle/0015.
- */
-export interface EventRecord extends Omit<StoredEventRecord, 'id'> {
-  id: number | null;
-  derived: boolean;
 }
 
 /** What the derived entries are read from: the job row, and whether an older database stored them. */
@@ -150,19 +121,6 @@ function withDerived(
 /** The newest refused writes a job's trail shows (the count of the rest is in olderNotShown). */
 const REFUSALS_SHOWN = 50;
 
-export interface ListParams {
-  queue?: string | undefined;
-  status?: JobStatus | undefined;
-  /** Exactly this job (still subject to the other filters). */
-  id?: number | undefined;
-  /** Jobs enqueued with this idempotency key (one per queue at most). */
-  idempotencyKey?: string | undefined;
-  /** Keyset cursor: the last id of the previous page. */
-  after?: number | undefined;
-  limit: number;
-  order: 'asc' | 'desc';
-}
-
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
   return toPage(await db.select(rowColumns(jobs)).from(jobs).where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
@@ -220,7 +178,8 @@ function toPage<Row extends { id: number }>(rows: Row[], limit: number): { jobs:
   return { jobs: page, next: rows.length > limit ? page[page.length - 1]!.id : null };
 }
 
-const SETTING_COLUMNS = {
+/** The queue settings that have a server default (QueueDefaults), by their column. */
+export const SETTING_COLUMNS = {
   leaseMs: 'lease_ms',
   heartbeatMs: 'heartbeat_ms',
   graceMs: 'grace_ms',
@@ -330,8 +289,6 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
   });
 }
 
-export type { QueueSettingsPatch } from '../../core/wire.ts';
-
 /**
  * A queue's rate window now (`q`: the queues row): rate_used, the claims of
  * the current window, and rate_limited_until, when the next window opens
@@ -342,12 +299,6 @@ export function rateWindowSql(q: string, now: SQL): SQL {
   return sql`CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} THEN ${sql.raw(q)}.rate_claims ELSE 0 END AS rate_used,
       CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} AND ${sql.raw(q)}.rate_claims >= ${sql.raw(q)}.rate_max
         THEN ${sql.raw(q)}.rate_window_start + ${sql.raw(q)}.rate_window_ms END AS rate_limited_until`;
-}
-
-/** A queue's rate-limit wait: when its next window opens and how long until then. */
-export interface RateWait {
-  until: number;
-  waitMs: number;
 }
 
 /** The read behind a claim's rate-limit answer, for the claim's own batch (one round trip). */
@@ -364,58 +315,3 @@ export function toRateWait(rows: readonly RateWaitRow[]): RateWait | null {
   if (!row || row.rate_limited_until === null) return null;
   return { until: Number(row.rate_limited_until), waitMs: Math.max(0, Number(row.rate_limited_until) - Number(row.now)) };
 }
-
-/** An upsert's SET value: the column as the INSERT would have written it. */
-const excluded = (column: SQLiteColumn) => sql.raw(`excluded.${column.name}`);
-
-/** Queue settings that have no server default (null: off), by their column. */
-const LIMIT_COLUMNS: Record<string, string> = { paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
-
-/** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
-export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
-  const [row] = await db.select({ name: queues.name, alert_thresholds: queues.alertThresholds }).from(queues).where(eq(queues.name, p.queue));
-  return row && { name: row.name, alertOverrides: parseQueueAlertThresholds(row.alert_thresholds) };
-}
-
-/** Creates the queue if needed and replaces its alert threshold overrides ({}: the server's for all). */
-export async function queueSetAlertThresholds(db: Db, p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void> {
-  const now = nowSql(p.now);
-  const text = Object.keys(p.thresholds).length === 0 ? null : JSON.stringify(p.thresholds);
-  const audit = p.also?.audit;
-  await batchList(db, [
-    ...alongsideFirst(db, p.also),
-    // Before the change, so `before` is read in the transaction that replaces it.
-    ...(audit ? [auditInsert(db, { ...audit, before: sql`coalesce((SELECT alert_thresholds FROM queues WHERE name = ${p.queue}), '{}')`, after: text ?? '{}' })] : []),
-    db
-      .insert(queues)
-      .values({ name: p.queue, createdAt: now, updatedAt: now, alertThresholds: text })
-      .onConflictDoUpdate({ target: queues.name, set: { alertThresholds: excluded(queues.alertThresholds), updatedAt: excluded(queues.updatedAt) } }),
-  ]);
-}
-
-/** Creates the queue if needed and sets the given overrides (null: back to the default). */
-export async function queueUpsertSettings(db: Db, p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void> {
-  const now = nowSql(p.now);
-  // rateLimit is two columns: {max, windowMs}, or null for none.
-  const { rateLimit, ...rest } = p.patch;
-  const flat: Record<string, number | boolean | null | undefined> = { ...rest };
-  if (rateLimit !== undefined) Object.assign(flat, { rateMax: rateLimit?.max ?? null, rateWindowMs: rateLimit?.windowMs ?? null });
-  const entries = Object.keys(flat).map((key) => ({ key, column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]) }));
-  const audit = p.also?.audit;
-  // The fields the patch sets, as they were (null: the server's default; no queue row yet: all null), read in this transaction.
-  const was = entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json(CASE WHEN q.paused THEN 'true' ELSE 'false' END)` : sql`${e.key}, q.${e.column}`));
-  const before = sql`coalesce((SELECT json_object(${sql.join(was, sql`, `)}) FROM queues q WHERE q.name = ${p.queue}),
-    json_object(${sql.join(entries.map((e) => (e.key === 'paused' ? sql`${e.key}, json('false')` : sql`${e.key}, NULL`)), sql`, `)}))`;
-  // The patch goes in both branches: a new queue row carries it too. Its keys are the schema's property names.
-  const patch = flat as Partial<typeof queues.$inferInsert>;
-  const sets = Object.fromEntries(Object.keys(patch).map((key) => [key, excluded(queues[key as keyof typeof patch] as SQLiteColumn)]));
-  await batchList(db, [
-    ...alongsideFirst(db, p.also),
-    ...(audit && entries.length > 0 ? [auditInsert(db, { ...audit, before, after: JSON.stringify(p.patch) })] : []),
-    db
-      .insert(queues)
-      .values({ name: p.queue, createdAt: now, updatedAt: now, ...patch })
-      .onConflictDoUpdate({ target: queues.name, set: { ...sets, updatedAt: excluded(queues.updatedAt) } }),
-  ]);
-}
-

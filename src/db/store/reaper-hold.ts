@@ -21,14 +21,7 @@ import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { reaperHold } from '../schema.ts';
 import { nowSql } from '../sql.ts';
-
-export interface ReaperHoldRecord {
-  holdUntil: number;
-  beganAt: number;
-  /** How long the server's reaper did not tick; null: it just started. */
-  gapMs: number | null;
-  cause: string;
-}
+import type { ReaperHoldRecord } from './port-types.ts';
 
 const holdColumns = { holdUntil: reaperHold.holdUntil, beganAt: reaperHold.beganAt, gapMs: reaperHold.gapMs, cause: reaperHold.cause };
 

@@ -19,22 +19,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
-import type { ReapCandidate, ReapDecision, ReapRules } from '../../core/reaper.ts';
+import type { ReapDecision } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
 import { ownerLastSeenSql, ownerProcessSql } from './workers.ts';
 import { noHoldInForceSql, reaperHoldColumns } from './reaper-hold.ts';
-
-export interface ReapCandidateRow extends ReapCandidate {
-  queueName: string;
-  lockToken: string;
-  lockedBy: string;
-  /** The process that holds the lease, as far as the database knows it: what the owner check asks about. */
-  lockedByInstance: string | null;
-  ownerHost: string | null;
-  ownerPid: number | null;
-}
+import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './port-types.ts';
 
 /** The candidate's columns, read from `jobs j LEFT JOIN queues q` (the reaper's read and the operator's requeue share them). */
 export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id, j.queue_name AS queueName, j.lock_token AS lockToken, j.locked_by AS lockedBy,
@@ -43,19 +34,6 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
     j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()},
     j.locked_by_instance AS lockedByInstance, ${ownerProcessSql('j', 'host')} AS ownerHost, ${ownerProcessSql('j', 'pid')} AS ownerPid`;
-
-export interface ReapCandidateParams {
-  now: number;
-  limit: number;
-  defaults: QueueDefaults;
-  rules: ReapRules;
-  /**
-   * Also read (at most `limit`) running jobs whose lease expired but are
-   * still inside their grace: with an owner check, a gone owner's job is
-   * taken without waiting out the grace.
-   */
-  inGrace?: boolean;
-}
 
 /**
  * The candidates the reaper will take (at most `limit`), then those it will
@@ -89,12 +67,6 @@ export async function jobsGetReapCandidates(db: Db, p: ReapCandidateParams): Pro
     ORDER BY j.lease_expires_at, j.id LIMIT ${p.limit}`);
   const [take, defer, graced] = await db.batch([...reads, inGrace]);
   return { take, defer, inGrace: graced };
-}
-
-export interface ReapWrite {
-  candidate: ReapCandidateRow;
-  /** A hold is no write: jobsReapIfUnchanged leaves it out (rescueOnce records it with jobsRecordHeld). */
-  decision: Exclude<ReapDecision, { action: 'none' }>;
 }
 
 /** One statement per decision, all in one batch; returns which ids were taken back. */

@@ -26,22 +26,20 @@
  * event's message and in the audit entry.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { QueueDefaults } from '../../core/config.ts';
 import { decideReap, forcedRequeueOf, requeueDoneOf, takesNow, type ReapDecision, type ReapRules, type ReapTake, type RequeueDone } from '../../core/reaper.ts';
 import type { Now } from '../../core/clock.ts';
 import { batchList, type Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import { CLEAR_LEASE } from './owned.ts';
-import { guardedWithAudit, jobActionAudit, type OperatorOutcome, type RequeueRefusal } from './operator-outcome.ts';
-import { alongsideFirst, auditInsert, auditInsertIfChanged, type Alongside } from './audit.ts';
-import { reapCandidateColumns, type ReapCandidateRow } from './reaper.ts';
+import { guardedWithAudit, jobActionAudit } from './operator-outcome.ts';
+import { alongsideFirst, auditInsert, auditInsertIfChanged } from './audit.ts';
+import { reapCandidateColumns } from './reaper.ts';
 import { noHoldInForceSql } from './reaper-hold.ts';
 import { jobStatusSql } from './read.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import { ownerLastSeenSql } from './workers.ts';
 import { nowSql } from '../sql.ts';
-
-export type RequeueRules = QueueDefaults & ReapRules;
+import type { Alongside, OperatorOutcome, ReapCandidateRow, RequeueRefusal, RequeueRules } from './port-types.ts';
 
 type Row = ReapCandidateRow & { status: JobStatus; now: number };
 type Take = ReapTake;

@@ -21,42 +21,9 @@ import type { Db } from '../db.ts';
 import { rowColumns } from '../row-columns.ts';
 import { schedules } from '../schema.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
-import { dedupHit, queueCapReached, queueInsertWithinCap, queueJobsGuard, type Enqueued } from './enqueue.ts';
+import { dedupHit, queueCapReached, queueInsertWithinCap, queueJobsGuard } from './enqueue.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-
-export interface ScheduleRecord {
-  name: string;
-  queue_name: string;
-  cron: string | null;
-  time_zone: string | null;
-  interval_ms: number | null;
-  payload: string;
-  job_options: string;
-  paused: boolean;
-  next_run_at: number;
-  last_run_at: number | null;
-  last_job_id: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-/** Each job a schedule enqueues gets these. */
-export interface ScheduleJobOptions {
-  priority?: number;
-  maxAttempts?: number;
-  timeoutMs?: number;
-}
-
-export interface ScheduleFields {
-  queue: string;
-  cron: string | null;
-  timeZone: string | null;
-  intervalMs: number | null;
-  payload: unknown;
-  jobOptions: ScheduleJobOptions;
-  paused: boolean;
-  nextRunAt: number;
-}
+import type { Enqueued, ScheduleFields, ScheduleJobOptions, ScheduleRecord } from './port-types.ts';
 
 export async function schedulesList(db: Db): Promise<ScheduleRecord[]> {
   return db.select(rowColumns(schedules)).from(schedules).orderBy(asc(schedules.name));

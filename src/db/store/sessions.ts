@@ -8,7 +8,8 @@ import { eq, lt } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import { batchList } from '../db.ts';
 import { revokedSessions } from '../schema.ts';
-import { alongsideFirst, auditInsert, type Alongside } from './audit.ts';
+import { alongsideFirst, auditInsert } from './audit.ts';
+import type { Alongside } from './port-types.ts';
 
 /** Ends a session for good, and forgets sessions that have expired by themselves (an index range). */
 export async function sessionRevoke(db: Db, p: { sid: string; expiresAt: number; now: number; also?: Alongside }): Promise<void> {

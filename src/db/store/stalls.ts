@@ -5,6 +5,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db.ts';
+import type { StalledJob } from './port-types.ts';
 
 /** The condition, for a query over `jobs ${jobAlias} LEFT JOIN queues ${queueAlias}`. */
 export function stalledSql(jobAlias: string, queueAlias: string, now: number | SQL): SQL {
@@ -12,15 +13,6 @@ export function stalledSql(jobAlias: string, queueAlias: string, now: number | S
   const q = sql.raw(queueAlias);
   return sql`(${j}.status = 'running' AND ${q}.stall_ms IS NOT NULL AND ${j}.lease_expires_at >= ${now}
     AND coalesce(${j}.progressed_at, ${j}.started_at) < ${now} - ${q}.stall_ms)`;
-}
-
-export interface StalledJob {
-  id: number;
-  queueName: string;
-  lockedBy: string | null;
-  /** How long without progress. */
-  stalledMs: number;
-  stallMs: number;
 }
 
 /**

@@ -18,13 +18,7 @@ import type { QueueDefaults } from '../../core/config.ts';
 import { suspectThreshold } from '../../core/suspect.ts';
 import type { Db } from '../db.ts';
 import { percentiles, recentFinishedSql } from './runtime-sample.ts';
-
-/** One queue's threshold, as the statements below take it. */
-export interface QueueSuspectThreshold {
-  queue: string;
-  afterMs: number;
-  basis: string;
-}
+import type { QueueSuspectThreshold } from './port-types.ts';
 
 /** The thresholds as a subquery `(name, after_ms, basis)`, one bound parameter whatever their number (D1 allows 100). */
 export function suspectThresholdsSql(thresholds: readonly QueueSuspectThreshold[]): SQL {

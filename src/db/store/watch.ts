@@ -13,14 +13,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-
-/** What a watcher needs to know of a job: its status, and its version when asked for. */
-export interface JobWatchState {
-  id: number;
-  status: JobStatus;
-  /** Only for the ids in `versionsOf`: the rest are judged by status alone. */
-  version?: string;
-}
+import type { JobWatchState } from './port-types.ts';
 
 const STATUSES_SQL = sql.raw(`'pending', 'running', 'completed', 'failed', 'cancelled'`);
 

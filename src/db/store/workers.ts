@@ -18,6 +18,7 @@ import type { Db } from '../db.ts';
 import { rowColumns } from '../row-columns.ts';
 import { workers } from '../schema.ts';
 import { nowSql } from '../sql.ts';
+import type { WorkerBeat, WorkerRecord } from './port-types.ts';
 
 /**
  * When the owner of the job aliased `jobAlias` was last seen, or NULL when it
@@ -77,34 +78,6 @@ export function workerTouchIfKnown(db: Db, workerId: string, now: Now) {
     ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at`);
 }
 
-/** What a worker says about itself in a liveness beat (on its own, or carried by its heartbeats). */
-export interface WorkerLiveness {
-  /** This process of the worker (random per start); absent from older SDKs. */
-  instanceId?: string | undefined;
-  host?: string | undefined;
-  pid?: number | undefined;
-  version?: string | undefined;
-  queues?: readonly string[] | undefined;
-  runningCount?: number | undefined;
-  /** The process's own counters since it started (absent from older SDKs). */
-  counters?: Partial<WorkerCounters> | undefined;
-  /** Claim ids whose answer the worker never received and no longer waits for: their jobs go back to the queue (lost-claims.ts). */
-  lostClaims?: readonly string[] | undefined;
-}
-
-export interface WorkerBeat extends WorkerLiveness {
-  id: string;
-  now: Now;
-}
-
-/** What a worker process reports about itself with its beats, counted since it started. */
-export interface WorkerCounters {
-  eventLoopBlocks: number;
-  longestEventLoopBlockMs: number;
-  heartbeatFailures: number;
-  leasesLost: number;
-}
-
 /**
  * A worker's own liveness beat as a statement: who it is, how many jobs it
  * holds, and its counters. lost-claims.ts runs it (beatStatements), with the
@@ -135,23 +108,6 @@ function counterUpdate(column: string): SQL {
   const c = sql.raw(column);
   return sql`${c} = CASE WHEN excluded.${c} IS NOT NULL THEN excluded.${c}
     WHEN excluded.instance_id IS NOT NULL AND instance_id IS NOT NULL AND excluded.instance_id <> instance_id THEN NULL ELSE ${c} END`;
-}
-
-export interface WorkerRecord {
-  id: string;
-  host: string | null;
-  pid: number | null;
-  version: string | null;
-  queues: string | null;
-  running_count: number;
-  instance_id: string | null;
-  restarts: number;
-  event_loop_blocks: number | null;
-  longest_event_loop_block_ms: number | null;
-  heartbeat_failures: number | null;
-  leases_lost: number | null;
-  started_at: number;
-  last_seen_at: number;
 }
 
 /** Workers seen since `sinceMs`, most recent first. */

@@ -1,4 +1,4 @@
-/** The Worker's `scheduled` handler (wrangler.toml crons) runs reapOnce on D1. */
+/** The Worker's `scheduled` handler (wrangler.toml crons) runs runMaintenancePass on D1. */
 import { env } from 'cloudflare:test';
 import { expect, test } from 'vitest';
 import { DB_CLOCK } from '../../../src/core/clock.ts';

@@ -7,6 +7,7 @@
 import { env } from 'cloudflare:test';
 import { sql } from 'drizzle-orm';
 import { batchList, type Db } from '../../../src/db/db.ts';
+import { createStore } from '../../../src/db/store/create-store.ts';
 import { d1Db } from '../../../src/runtime/cloudflare.ts';
 import { defineStoreConformance } from '../../store/conformance/suite.ts';
 
@@ -24,6 +25,6 @@ defineStoreConformance({
   async open() {
     const db = d1Db(env.DB);
     await emptyEveryTable(db);
-    return { db, close() {} };
+    return { store: createStore(db), db, close() {} };
   },
 });

@@ -6,8 +6,8 @@
  * second use fails the whole batch, changes nothing, and is recognised.
  */
 import { describe, expect, test } from 'vitest';
-import type { AuditActor } from '../../../src/db/store/audit.ts';
 import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+import type { AuditActor } from '../../../src/db/store/port.ts';
 
 const BY: AuditActor = { actor: 'Ada', role: 'admin', credential: 'default', source: 'dashboard', client: '10.0.0.1' };
 

@@ -1,5 +1,5 @@
 /**
- * The dashboard's section of the port (src/db/store/dashboard-port.ts): its
+ * The dashboard's section of the port (DashboardReads, src/db/store/port.ts): its
  * zombie, jobs-list and job-page reads, with the queue settings and owner
  * liveness the reaper's decision needs, on every backend.
  */

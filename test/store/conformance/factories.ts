@@ -10,9 +10,9 @@ import { sql } from 'drizzle-orm';
 import type { ManualClock } from '../../../src/core/clock.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { JobStatus } from '../../../src/db/schema.ts';
-import type { StoredEventRecord } from '../../../src/db/store/read.ts';
 import type { JobRecord } from '../../../src/core/job-record.ts';
 import { DEFAULTS } from './settings.ts';
+import type { StoredEventRecord } from '../../../src/db/store/port.ts';
 
 export interface JobShape {
   queue?: string;

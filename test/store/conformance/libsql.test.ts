@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createStore } from '../../../src/db/store/create-store.ts';
 import { migrateLibsql, openLibsql } from '../../../src/runtime/libsql.ts';
 import { MIGRATIONS } from '../../support/helpers.ts';
 import { defineStoreConformance } from './suite.ts';
@@ -13,6 +14,7 @@ defineStoreConformance({
     const opened = await openLibsql(`file:${join(dir, 'test.db')}`);
     await migrateLibsql(opened, MIGRATIONS);
     return {
+      store: createStore(opened.db),
       db: opened.db,
       close() {
         opened.close();

@@ -9,8 +9,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { decideReap } from '../../../src/core/reaper.ts';
-import type { ReapWrite } from '../../../src/db/store/reaper.ts';
 import { DEFAULTS, RULES, RULES_AND_DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+import type { ReapWrite } from '../../../src/db/store/port.ts';
 
 /** Past the grace and past the longest deferral. */
 const OVERDUE_A_LOT = DEFAULTS.graceMs + RULES.maxReapDeferMs + 1_000;

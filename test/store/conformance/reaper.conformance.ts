@@ -7,8 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { decideReap, type ReapRules } from '../../../src/core/reaper.ts';
-import type { JobStore } from '../../../src/db/store/port.ts';
-import type { ReapCandidateRow, ReapWrite } from '../../../src/db/store/reaper.ts';
+import type { JobStore, ReapCandidateRow, ReapWrite } from '../../../src/db/store/port.ts';
 import { DEFAULTS, RULES, T0, useBundle, type StoreBackend } from './support.ts';
 
 /** Lease expired this long ago: past the grace, inside the deferral window. */
@@ -23,7 +22,7 @@ function decided(candidate: ReapCandidateRow, now: number): ReapWrite {
   return { candidate, decision };
 }
 
-/** Read the candidates, decide each with the reaper's own rule, write the decisions, as reapOnce does. */
+/** Read the candidates, decide each with the reaper's own rule, write the decisions, as runMaintenancePass does. */
 async function reap(store: JobStore, now: number, rules: ReapRules = RULES, limit = 100) {
   const candidates = await store.jobsGetReapCandidates({ now, limit, defaults: DEFAULTS, rules });
   const writes: ReapWrite[] = [];

@@ -7,16 +7,21 @@
 import { afterEach, beforeEach } from 'vitest';
 import { manualClock, type ManualClock } from '../../../src/core/clock.ts';
 import type { Db } from '../../../src/db/db.ts';
-import { createStore, type JobStore } from '../../../src/db/store/create-store.ts';
+import type { JobStore } from '../../../src/db/store/port.ts';
 import { factories, type Factories } from './factories.ts';
 import { T0 } from './settings.ts';
 
 export { DEFAULTS, RULES, RULES_AND_DEFAULTS, T0 } from './settings.ts';
 
-/** One backend the suite runs against: a fresh, migrated, empty database per call. */
+/**
+ * One backend the suite runs against: per call, a fresh, migrated, empty
+ * database and the backend's `JobStore` over it. The tests act through the
+ * store (the port) only; `db` is the same database, for the row factories'
+ * arranging inserts and the checks that read a table the port does not show.
+ */
 export interface StoreBackend {
   name: string;
-  open(): Promise<{ db: Db; close(): Promise<void> | void }>;
+  open(): Promise<{ store: JobStore; db: Db; close(): Promise<void> | void }>;
 }
 
 export interface Bundle extends Factories {
@@ -37,7 +42,7 @@ export function useBundle(backend: StoreBackend): () => Bundle {
     const opened = await backend.open();
     close = opened.close;
     const clock = manualClock(T0);
-    bundle = { store: createStore(opened.db), db: opened.db, clock, ...factories(opened.db, clock) };
+    bundle = { store: opened.store, db: opened.db, clock, ...factories(opened.db, clock) };
   });
   afterEach(async () => {
     await close?.();

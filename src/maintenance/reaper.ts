@@ -1,5 +1,5 @@
 /**
- * rescueOnce: the reaper proper. Reads the running jobs whose lease or
+ * reapLostLeases: the reaper proper. Reads the running jobs whose lease or
  * deadline has run out, lets decideReap (src/core/reaper.ts) judge each, and
  * takes back what it says, each write guarded by the token and expiry it read
  * (so two reapers at once take each job back once, and a heartbeat that lands
@@ -21,12 +21,11 @@
  */
 import type { Config } from '../core/config.ts';
 import { decideReap, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
-import type { JobStore } from '../db/store/port.ts';
-import type { ReapCandidateRow, ReapWrite } from '../db/store/reaper.ts';
+import type { JobStore, ReapCandidateRow, ReapWrite } from '../db/store/port.ts';
 import type { Fetch } from './alerts.ts';
 import { askOwners, ownerKey } from './owner-check.ts';
 
-export interface RescueReport {
+export interface ReaperReport {
   requeued: { id: string; reason: ReapReason }[];
   failed: { id: string; reason: ReapReason }[];
   deferred: { id: string; reason: 'owner_alive'; overdueMs: number }[];
@@ -39,7 +38,7 @@ export interface RescueReport {
 }
 
 /** Told of each job the pass takes back or defers, with what the report leaves out (its queue and worker). */
-export type RescueObserver = (e: { id: string; queue: string; workerId: string; action: 'requeue' | 'fail' | 'defer'; reason: string; overdueMs?: number }) => void;
+export type ReaperObserver = (e: { id: string; queue: string; workerId: string; action: 'requeue' | 'fail' | 'defer'; reason: string; overdueMs?: number }) => void;
 
 export interface RescueOptions {
   /**
@@ -49,19 +48,19 @@ export interface RescueOptions {
    * their holds to the database instead, so that every reaper sees them.
    */
   holdLostLeases?: { why: string };
-  onJob?: RescueObserver;
+  onJob?: ReaperObserver;
   /** After the pass's writes committed: `n` jobs of `queue` it put back to pending (claims waiting on it look now). */
   jobsBecameClaimable?: (queue: string, n: number) => void;
   /** Where the owner check's GETs go through (default: the global fetch). */
   fetch?: Fetch;
 }
 
-export async function rescueOnce(
+export async function reapLostLeases(
   store: Pick<JobStore, 'jobsGetReapCandidates' | 'jobsReapIfUnchanged' | 'jobsRecordHeld'>,
   at: number,
   config: Config,
   options: RescueOptions = {},
-): Promise<RescueReport> {
+): Promise<ReaperReport> {
   const checkUrl = config.ownerCheckUrl;
   const { take, defer, inGrace = [] } = await store.jobsGetReapCandidates({ now: at, limit: config.reaperBatchSize, defaults: config, rules: config, inGrace: checkUrl !== undefined });
   const candidates = [...take, ...defer, ...inGrace];
@@ -83,7 +82,7 @@ export async function rescueOnce(
   // takes still counts against the batch (the next pass gets the rest).
   const held: ReapCandidateRow[] = [];
   let takes = 0;
-  let hold: RescueReport['hold'];
+  let hold: ReaperReport['hold'];
   const callerHold = options.holdLostLeases;
   const withCallerHold = (c: ReapCandidate): ReapCandidate =>
     callerHold ? { ...c, holdUntil: Math.max(c.holdUntil ?? 0, at + config.heartbeatMs + config.graceMs), holdCause: callerHold.why } : c;
@@ -101,7 +100,7 @@ export async function rescueOnce(
     store.jobsReapIfUnchanged({ now: at, writes, defaults: config }),
     hold ? store.jobsRecordHeld({ now: at, candidates: held, why: hold.why }) : undefined,
   ]);
-  const report: RescueReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, ...(hold ? { hold } : {}) };
+  const report: ReaperReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, ...(hold ? { hold } : {}) };
   for (const { candidate, decision } of writes) {
     const id = String(candidate.id);
     if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });

@@ -1,0 +1,674 @@
+/**
+ * The types the store port (port.ts) takes and gives: each method's
+ * parameters and results, defined once, here, beside the port. The store
+ * functions (src/db/store/*.ts) import them from this file; everyone outside
+ * src/db/store imports them from port.ts, which re-exports them all.
+ *
+ * Types only. Where an operator's write carries SQL to run inside its batch
+ * (an audit entry's `before`, a queue read in the same statement) the type
+ * says `SQL`: Drizzle's, the engine every backend runs on.
+ */
+
+import type { AlertTransition } from '../../core/alert-webhook.ts';
+import type { Alert } from '../../core/alerts.ts';
+import type { AuditAction } from '../../core/audit-actions.ts';
+import type { BulkKind } from '../../core/bulk-kind.ts';
+import type { Now } from '../../core/clock.ts';
+import type { QueueDefaults } from '../../core/config.ts';
+import type { JobRecord } from '../../core/job-record.ts';
+import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
+import type { UniqueWhile } from '../../core/wire.ts';
+import type { JobStatus } from '../schema.ts';
+import type { SQL } from 'drizzle-orm';
+
+export type { MetricsSnapshot, QueueHealth, QueueMetrics, WindowCount } from '../../core/metrics-snapshot.ts';
+export type { RequeueDone } from '../../core/reaper.ts';
+export type { QueueSettingsPatch } from '../../core/wire.ts';
+
+// ---------------------------------------------------------------------------
+// Enqueue (store/enqueue)
+// ---------------------------------------------------------------------------
+
+export interface NewJob {
+  payload: unknown;
+  idempotencyKey?: string | undefined;
+  /** How long the key deduplicates: 'retained' (default) or 'active'. */
+  uniqueWhile?: UniqueWhile | undefined;
+  priority?: number | undefined;
+  /** Run no earlier than this many ms from now... */
+  delayMs?: number | undefined;
+  /** ...or no earlier than this epoch ms. */
+  runAt?: number | undefined;
+  maxAttempts?: number | undefined;
+  timeoutMs?: number | undefined;
+  /** The W3C trace context of the enqueuing code (checked by the caller), given to every claim. */
+  traceparent?: string | undefined;
+  tracestate?: string | undefined;
+}
+
+export interface EnqueueParams {
+  queue: string;
+  jobs: readonly NewJob[];
+  actor: string | null;
+  now: Now;
+  defaults: QueueDefaults;
+  /** Columns to return (must include dedup_count); every column by default. */
+  columns?: SQL;
+  /** Most queues in use there may be (src/db/store/queue-use.ts): a new queue past it is refused (409), nothing stored. */
+  maxQueues?: number;
+}
+
+export interface Enqueued {
+  job: JobRecord;
+  deduplicated: boolean;
+}
+
+// ---------------------------------------------------------------------------
+// Claims (store/claim, read)
+// ---------------------------------------------------------------------------
+
+export interface ClaimParams {
+  queue: string;
+  workerId: string;
+  /** The claiming process (random per worker start), stored with the claim; absent from older SDKs. */
+  instanceId?: string | undefined;
+  limit: number;
+  /**
+   * Most bytes of payloads and checkpoints to answer (the server's
+   * LEASEHOLD_MAX_CLAIM_BYTES; its default when absent). Always at least one job.
+   */
+  maxBytes?: number | undefined;
+  /** The lease asked for; the queue's or server's default when absent. */
+  leaseMs?: number | undefined;
+  /**
+   * The id the worker chose for this claim request; the same id sent again
+   * (its answer was lost) gets back the jobs still running under it instead
+   * of claiming more (see claimReplayStatement). Absent from older clients.
+   */
+  claimId?: string | undefined;
+  now: Now;
+  defaults: QueueDefaults;
+}
+
+/** The claim that rides on a completion: what of ClaimParams its caller chooses (the worker's id for it included). */
+export type NextClaimParams = Pick<ClaimParams, 'queue' | 'limit' | 'leaseMs' | 'maxBytes' | 'claimId'>;
+
+/** What a claimer needs of each job. */
+export interface Claimed
+  extends Pick<
+    JobRecord,
+    | 'id' | 'queue_name' | 'payload' | 'priority' | 'attempt_count' | 'max_attempts' | 'lease_epoch' | 'lease_ms'
+    | 'lease_expires_at' | 'lock_token' | 'idempotency_key' | 'checkpoint' | 'progress' | 'timeout_ms' | 'deadline_at' | 'available_at'
+    | 'trace_parent' | 'trace_state'
+  > {
+  /** How often the claimer should heartbeat: the queue's interval, at most a third of the lease granted. */
+  heartbeat_ms: number;
+}
+
+/** A queue's rate-limit wait: when its next window opens and how long until then. */
+export interface RateWait {
+  until: number;
+  waitMs: number;
+}
+
+// ---------------------------------------------------------------------------
+// The owner-guarded writes: heartbeat, checkpoint, complete, fail, release (store/owned, lease, finish)
+// ---------------------------------------------------------------------------
+
+/** The columns a batch answer needs (see `returning`); the queue, so a write that makes a job claimable can wake the claims waiting on it. */
+export type LeanJob = Pick<JobRecord, 'id' | 'queue_name' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
+
+export type OwnedOutcome<T extends { id: number } = LeanJob> =
+  /** `repeated`: this write had already been accepted under this token; nothing changed now. */
+  | { id: number; ok: true; job: T; repeated?: true }
+  | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus; cause?: 'deadline_exceeded' }
+  | { id: number; ok: false; reason: 'not_found' };
+
+export interface HeartbeatParams {
+  workerId: string;
+  /** `data` is the progress as JSON text, or null to keep the last one. */
+  leases: readonly { id: number; lockToken: string; data?: string | null }[];
+  /** Extend: push the expiry to now + leaseMs this once. */
+  leaseMs?: number | undefined;
+  /**
+   * The worker's liveness beat, recorded in the same transaction as the
+   * renewals: one tick of a worker is one statement batch. With no leases,
+   * the beat alone.
+   */
+  beat?: WorkerLiveness | undefined;
+  now: Now;
+}
+
+export interface CheckpointParams {
+  workerId: string;
+  id: number;
+  lockToken: string;
+  /** JSON text. */
+  checkpoint: string;
+  now: Now;
+}
+
+export interface CompleteParams {
+  workerId: string;
+  /** `data` is the result as JSON text (or null). */
+  results: readonly { id: number; lockToken: string; data?: string | null }[];
+  now: Now;
+  /** Return whole rows (a single job's answer) instead of the lean batch columns. */
+  full?: boolean;
+}
+
+export interface FailParams {
+  workerId: string;
+  id: number;
+  lockToken: string;
+  error: string;
+  /** False: fail for good now. Default true. */
+  retryable: boolean;
+  /** Retry after this delay instead of the backoff. */
+  retryAfterMs?: number | undefined;
+  now: Now;
+  defaults: QueueDefaults;
+}
+
+export interface ReleaseParams {
+  workerId: string;
+  leases: readonly { id: number; lockToken: string }[];
+  reason: string;
+  now: Now;
+  full?: boolean;
+}
+
+// ---------------------------------------------------------------------------
+// The effects ledger (store/effects)
+// ---------------------------------------------------------------------------
+
+export type EffectStartOutcome =
+  | { kind: 'run' }
+  | { kind: 'done'; result: string | null }
+  | { kind: 'lease_lost'; status: string }
+  | { kind: 'not_found' };
+
+export type EffectFinishOutcome =
+  | { kind: 'done'; result: string | null }
+  | { kind: 'lease_lost'; status: JobStatus }
+  | { kind: 'not_found' }
+  | { kind: 'not_started' };
+
+// ---------------------------------------------------------------------------
+// Workers (store/workers, lost-claims)
+// ---------------------------------------------------------------------------
+
+/** What a worker says about itself in a liveness beat (on its own, or carried by its heartbeats). */
+export interface WorkerLiveness {
+  /** This process of the worker (random per start); absent from older SDKs. */
+  instanceId?: string | undefined;
+  host?: string | undefined;
+  pid?: number | undefined;
+  version?: string | undefined;
+  queues?: readonly string[] | undefined;
+  runningCount?: number | undefined;
+  /** The process's own counters since it started (absent from older SDKs). */
+  counters?: Partial<WorkerCounters> | undefined;
+  /** Claim ids whose answer the worker never received and no longer waits for: their jobs go back to the queue (lost-claims.ts). */
+  lostClaims?: readonly string[] | undefined;
+}
+
+/** What a worker process reports about itself with its beats, counted since it started. */
+export interface WorkerCounters {
+  eventLoopBlocks: number;
+  longestEventLoopBlockMs: number;
+  heartbeatFailures: number;
+  leasesLost: number;
+}
+
+export interface WorkerBeat extends WorkerLiveness {
+  id: string;
+  now: Now;
+}
+
+export interface WorkerRecord {
+  id: string;
+  host: string | null;
+  pid: number | null;
+  version: string | null;
+  queues: string | null;
+  running_count: number;
+  instance_id: string | null;
+  restarts: number;
+  event_loop_blocks: number | null;
+  longest_event_loop_block_ms: number | null;
+  heartbeat_failures: number | null;
+  leases_lost: number | null;
+  started_at: number;
+  last_seen_at: number;
+}
+
+// ---------------------------------------------------------------------------
+// Operator actions, single and bulk (store/operator, operator-outcome, requeue)
+// ---------------------------------------------------------------------------
+
+/** A requeue the reaper would not make now: why, and when it would (if nothing changes). */
+export interface RequeueRefusal {
+  ok: false;
+  reason: 'reaper_would_wait';
+  status: 'running';
+  why: string;
+  takesAt: number;
+  /** A server's hold (src/db/store/reaper-hold.ts) keeps expired leases until then. */
+  heldUntil?: number;
+}
+
+export type OperatorOutcome =
+  /** requeue: what it did (the other actions leave it out). */
+  | { ok: true; job: JobRecord; requeue?: RequeueDone }
+  | RequeueRefusal
+  /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
+  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
+  | { ok: false; reason: 'not_found' };
+
+export interface OperatorParams {
+  id: number;
+  actor: string;
+  reason: string | null;
+  now: Now;
+  /** A form token's claim and the operator audit entry, committed with the change (the entry only if it happened). */
+  also?: Alongside;
+}
+
+/**
+ * Bulk actions over a filter (dashboard): the single actions' transitions, for
+ * at most `limit` jobs of one queue (or every queue) and status, lowest id
+ * first, each as ONE guarded statement. Every row gets last_event, its reason
+ * and actor, so the audit trigger records each job with who and why.
+ * - retry: status failed or cancelled;
+ * - cancel: status pending;
+ * - requeue: status running, only the jobs the reaper itself would take now,
+ *   each doing what the reaper would (requeue, or fail for good where the
+ *   job's budgets are spent: src/db/store/requeue.ts), each guarded by
+ *   "unchanged since read"; with `force` (admin API only, with a reason) any
+ *   running job, back to pending.
+ */
+export interface BulkFilter {
+  kind: BulkKind;
+  queue: string | undefined;
+  /** retry: 'failed' or 'cancelled'; cancel: 'pending'; requeue: 'running'. */
+  status: JobStatus;
+  /**
+   * requeue only: also take live leases (the admin API's `force`, which needs
+   * a reason). The dashboard never sets it. Their workers' writes are refused
+   * from then on, and the jobs may run twice.
+   */
+  force?: boolean;
+}
+
+export interface BulkParams extends BulkFilter {
+  actor: string;
+  reason: string | null;
+  now: Now;
+  /** The hard cap: at most this many jobs change. */
+  limit: number;
+  /** The reaper's rules (requeue follows them). */
+  rules: RequeueRules;
+  /** A form token's claim and the audit entry of the run (its `after` gets the count changed), in the same batch. */
+  also?: Alongside;
+}
+
+/** What a bulk action would act on now, lowest id first, at most `limit` (the admin API's dry run). */
+export interface BulkPreviewRow {
+  id: number;
+  queue_name: string;
+  status: JobStatus;
+  attempt_count: number;
+  max_attempts: number;
+  locked_by: string | null;
+  lease_expires_at: number | null;
+  updated_at: number;
+  last_error: string | null;
+  /** A requeue without force: what the reaper's take would do to this job (requeue, or fail for good). */
+  requeue?: RequeueDone;
+}
+
+export type RequeueRules = QueueDefaults & ReapRules;
+
+// ---------------------------------------------------------------------------
+// The reaper and its hold (store/reaper, reaper-hold, maintenance-state)
+// ---------------------------------------------------------------------------
+
+export interface ReapCandidateParams {
+  now: number;
+  limit: number;
+  defaults: QueueDefaults;
+  rules: ReapRules;
+  /**
+   * Also read (at most `limit`) running jobs whose lease expired but are
+   * still inside their grace: with an owner check, a gone owner's job is
+   * taken without waiting out the grace.
+   */
+  inGrace?: boolean;
+}
+
+export interface ReapCandidateRow extends ReapCandidate {
+  queueName: string;
+  lockToken: string;
+  lockedBy: string;
+  /** The process that holds the lease, as far as the database knows it: what the owner check asks about. */
+  lockedByInstance: string | null;
+  ownerHost: string | null;
+  ownerPid: number | null;
+}
+
+export interface ReapWrite {
+  candidate: ReapCandidateRow;
+  /** A hold is no write: jobsReapIfUnchanged leaves it out (reapLostLeases records it with jobsRecordHeld). */
+  decision: Exclude<ReapDecision, { action: 'none' }>;
+}
+
+export interface ReaperHoldRecord {
+  holdUntil: number;
+  beganAt: number;
+  /** How long the server's reaper did not tick; null: it just started. */
+  gapMs: number | null;
+  cause: string;
+}
+
+/** The last pass as stored (null fields: none recorded). */
+export interface MaintenancePassRow {
+  lastStartedAt: number | null;
+  lastCompletedAt: number | null;
+  passes: number;
+}
+
+/** What a watcher reads: the time, the last pass, and the jobs that would wait for a missing reaper. */
+export interface MaintenanceWatchRow extends MaintenancePassRow {
+  /** The time the figures were read at (the database's, or the fixed one). */
+  now: number;
+  /** The database's own clock, whatever `now` was. */
+  databaseNow: number;
+  runningJobs: number;
+  /** Running jobs whose lease + grace (the queue's grace, else the default) has passed. */
+  expiredLeases: number;
+}
+
+// ---------------------------------------------------------------------------
+// Reads: jobs, events, queues, stalls, activity, watches (store/read, queue-delete, stalls, activity, watch)
+// ---------------------------------------------------------------------------
+
+/** An events row as stored. */
+export interface StoredEventRecord {
+  id: number;
+  job_id: number;
+  queue_name: string;
+  type: string;
+  from_status: string | null;
+  to_status: string | null;
+  reason: string | null;
+  message: string | null;
+  actor: string | null;
+  worker_id: string | null;
+  attempt: number | null;
+  at: number;
+}
+
+/**
+ * One entry of a job's timeline: a stored event, or one derived from the job
+ * row (`derived`, no id): a job's `enqueued` and `completed` have no
+ * event row since drizzle/0015.
+ */
+export interface EventRecord extends Omit<StoredEventRecord, 'id'> {
+  id: number | null;
+  derived: boolean;
+}
+
+export interface ListParams {
+  queue?: string | undefined;
+  status?: JobStatus | undefined;
+  /** Exactly this job (still subject to the other filters). */
+  id?: number | undefined;
+  /** Jobs enqueued with this idempotency key (one per queue at most). */
+  idempotencyKey?: string | undefined;
+  /** Keyset cursor: the last id of the previous page. */
+  after?: number | undefined;
+  limit: number;
+  order: 'asc' | 'desc';
+}
+
+/** What keeps a queue from being deleted (all zero and empty: nothing). */
+export interface QueueBlockers {
+  exists: boolean;
+  pending: number;
+  running: number;
+  /** Completed, failed and cancelled jobs still kept (a purge deletes them). */
+  finished: number;
+  /** Schedules that enqueue to the queue, by name (at most 20). */
+  schedules: string[];
+}
+
+export interface StalledJob {
+  id: number;
+  queueName: string;
+  lockedBy: string | null;
+  /** How long without progress. */
+  stalledMs: number;
+  stallMs: number;
+}
+
+export interface MinuteRow {
+  queue: string;
+  minuteAt: number;
+  completed: number;
+  failed: number;
+  reaped: number;
+  maxHeartbeatLagMs: number | null;
+}
+
+/** What a watcher needs to know of a job: its status, and its version when asked for. */
+export interface JobWatchState {
+  id: number;
+  status: JobStatus;
+  /** Only for the ids in `versionsOf`: the rest are judged by status alone. */
+  version?: string;
+}
+
+// ---------------------------------------------------------------------------
+// Schedules (store/schedules)
+// ---------------------------------------------------------------------------
+
+export interface ScheduleRecord {
+  name: string;
+  queue_name: string;
+  cron: string | null;
+  time_zone: string | null;
+  interval_ms: number | null;
+  payload: string;
+  job_options: string;
+  paused: boolean;
+  next_run_at: number;
+  last_run_at: number | null;
+  last_job_id: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Each job a schedule enqueues gets these. */
+export interface ScheduleJobOptions {
+  priority?: number;
+  maxAttempts?: number;
+  timeoutMs?: number;
+}
+
+export interface ScheduleFields {
+  queue: string;
+  cron: string | null;
+  timeZone: string | null;
+  intervalMs: number | null;
+  payload: unknown;
+  jobOptions: ScheduleJobOptions;
+  paused: boolean;
+  nextRunAt: number;
+}
+
+// ---------------------------------------------------------------------------
+// Alert states and their notifications (store/alert-states)
+// ---------------------------------------------------------------------------
+
+export interface AlertStateChanges {
+  /** Alerts that flipped to (or appeared as) firing. */
+  started: AlertTransition[];
+  /** Alerts that flipped to ok, or that were firing and are no longer evaluated. */
+  cleared: AlertTransition[];
+}
+
+export interface AlertStateRow extends AlertTransition {
+  notifiedState: Alert['state'];
+  notifyUntil: number | null;
+  notifyAttempts: number;
+  lastNotifyError: string | null;
+  updatedAt: number;
+}
+
+/** A notification this caller now holds: send it, then mark it delivered or failed with `leaseUntil`. */
+export interface ClaimedNotification extends AlertTransition {
+  /** The lease the claim set (notify_until): the guard of the mark that follows. */
+  leaseUntil: number;
+  /** Failed attempts so far for this row. */
+  attempts: number;
+}
+
+export interface NotificationRef {
+  queue: string;
+  name: string;
+  leaseUntil: number;
+}
+
+/** What one claimed notification's POST came to: delivered (with the state sent) or failed (with why and when to retry). */
+export type NotificationOutcome = NotificationRef & ({ sent: Alert['state'] } | { error: string; retryAt: number });
+
+// ---------------------------------------------------------------------------
+// The operator audit and form tokens (store/audit, form-nonces)
+// ---------------------------------------------------------------------------
+
+/** Who acted: the same for every entry of one request. */
+export interface AuditActor {
+  /** The operator's name (dashboard), or the token's name or the request's `actor` (API). */
+  actor: string;
+  role: 'admin' | 'readonly' | 'worker' | 'none';
+  /** The name of the token behind the request or session; null when the API is open. */
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  /** The client's address, as the throttle sees it (X-Forwarded-For only behind a trusted proxy). */
+  client: string | null;
+}
+
+export interface AuditEntry {
+  by: AuditActor;
+  action: AuditAction;
+  /** The queue acted on; SQL to read it in the batch (a job's queue). */
+  queue?: string | SQL | null;
+  jobId?: number | null;
+  /** What was acted on, for people: "queue emails", "job 42", "dashboard". */
+  target: string;
+  /** JSON text, or SQL that yields it inside the batch. */
+  before?: string | SQL | null;
+  after?: string | SQL | null;
+  reason?: string | null;
+  now: Now;
+}
+
+export interface AuditRecord {
+  id: number;
+  at: number;
+  actor: string;
+  role: string;
+  credential: string | null;
+  source: 'dashboard' | 'api';
+  action: AuditAction;
+  queue_name: string | null;
+  job_id: number | null;
+  target: string;
+  before: string | null;
+  after: string | null;
+  reason: string | null;
+  client: string | null;
+}
+
+export interface AuditFilter {
+  actor?: string;
+  action?: AuditAction;
+  queue?: string;
+  /** Entries with a smaller id only (the next page of a newest-first list). */
+  before?: number;
+  limit: number;
+}
+
+/**
+ * What commits with an operator's change: `formNonce` (the form token, whose
+ * claim leads the batch: its refusal undoes everything), then the change,
+ * then `audit`.
+ */
+export interface Alongside {
+  formNonce?: FormNonce;
+  audit?: AuditEntry;
+}
+
+export interface FormNonce {
+  nonce: string;
+  expiresAt: number;
+}
+
+// ---------------------------------------------------------------------------
+// The dashboard's reads (store/dashboard-reads, suspects)
+// ---------------------------------------------------------------------------
+
+/** The queue defaults these reads fill in where a queue has no override. */
+export type DashboardReadDefaults = Pick<QueueDefaults, 'leaseMs' | 'heartbeatMs' | 'graceMs' | 'maxLostAttempts'>;
+
+export interface RunningJobView extends JobRecord {
+  progressed_at: number | null;
+  q_heartbeat_ms: number;
+  /**
+   * The interval this job's worker was told at its claim: the queue's, at
+   * most a third of the job's own lease (lease_ms). Null when not running.
+   */
+  job_heartbeat_ms: number | null;
+  q_grace_ms: number;
+  q_max_lost_attempts: number;
+  /** The queue's stall setting (null: not watched). */
+  q_stall_ms: number | null;
+  owner_last_seen_at: number | null;
+  /** 1: the owner's id was taken over by a new process (a restart) since this claim. */
+  owner_replaced: number | null;
+  /**
+   * The queue's suspect threshold (src/core/suspect.ts) and how it was made,
+   * when the queue may have suspect jobs now (a live job past its lease);
+   * null otherwise, or when the read was not given a time.
+   */
+  suspect_after_ms: number | null;
+  suspect_basis: string | null;
+  /** The reaper's hold (src/db/store/reaper-hold.ts), in force or not: decideReap judges it. */
+  hold_until: number | null;
+  hold_cause: string | null;
+}
+
+/** A running job as the zombies page sees it, with whether it is on that page. */
+export interface FlaggableJobView extends RunningJobView {
+  /** 1: the zombies page lists it (expired lease, heartbeat over two intervals late, stalled, or suspect). */
+  zombie_candidate: number;
+}
+
+/**
+ * The time a read is made at, and the suspect thresholds to judge by: given
+ * (a caller that shares one read of them across polls, suspectThresholds in
+ * suspects.ts), or read first, a second statement.
+ */
+export interface SuspectAware {
+  now: number;
+  defaults: DashboardReadDefaults;
+  suspects?: readonly QueueSuspectThreshold[] | undefined;
+}
+
+/** One queue's threshold, as the suspect statements (store/suspects) take it. */
+export interface QueueSuspectThreshold {
+  queue: string;
+  afterMs: number;
+  basis: string;
+}
