@@ -380,4 +380,24 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       return c.json({ result: a.result });
     },
   );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/duplicates',
+      role: 'worker',
+      operationId: 'reportDuplicate',
+      tag: 'worker',
+      answers: { schema: 'beat' },
+      errors: ['not_found', 'lease_lost'],
+      summary:
+        'reportDuplicate(): the handler found, downstream, that its work was already done (by an earlier attempt, or another job). Recorded under the lease as event `duplicate_reported` (reason: the key), counted in leasehold_duplicates_reported_total and by the duplicate_executions alert',
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: str({ min: 1, max: 200, description: 'names what was found done twice (a payment id, a row key)' }) }),
+    },
+    async (c, body) => {
+      const a = await protocol.reportDuplicate({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key });
+      if (!a.ok) throw refusalError(a.refusal);
+      return c.json({ ok: true });
+    },
+  );
 }

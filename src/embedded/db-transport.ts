@@ -53,5 +53,9 @@ export function dbTransport(engine: Engine): Transport {
       const a = await protocol.effectFinish({ ...lease(p.lease), workerId: p.workerId, key: p.key, result: p.result });
       return a.kind === 'refused' ? lost(a.refusal) : a;
     },
+    async reportDuplicate(p) {
+      const a = await protocol.reportDuplicate({ ...lease(p.lease), workerId: p.workerId, key: p.key });
+      return a.ok ? { id: p.lease.id, ok: true } : leaseAnswer({ id: Number(p.lease.id), ok: false, refusal: a.refusal });
+    },
   };
 }

@@ -171,6 +171,7 @@ export function createEngine(deps: EngineDeps) {
     beat: protocol.beat,
     effectStart: protocol.effectStart,
     effectFinish: protocol.effectFinish,
+    reportDuplicate: protocol.reportDuplicate,
 
     /** One operator action on one job (src/engine/operator-actions.ts); a retried or requeued job wakes its queue's claims. */
     async operatorAction(p: Parameters<typeof runOperatorAction>[1]): Promise<OperatorOutcome> {

@@ -2,7 +2,7 @@
  * The worker protocol, implemented once over the store (the engine,
  * src/engine/engine.ts, builds it with its wake-ups): claim, heartbeat
  * (with the worker's liveness beat folded in), checkpoint, complete (and
- * complete-then-claim), fail, release, effects, beat. The in-process
+ * complete-then-claim), fail, release, effects, duplicate reports, beat. The in-process
  * transport (src/embedded/db-transport.ts) adapts it to the SDK's Transport;
  * the HTTP worker routes (src/api/worker-routes.ts) decode a body, call it and
  * encode its answer. So a worker gets the same verdict, in the same words,
@@ -254,6 +254,12 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
       if (o.kind === 'run') return { kind: 'run' };
       return { kind: 'refused', refusal: effectRefusal(p.id, p.key, o) };
+    },
+
+    /** reportDuplicate(): the handler found its work already done downstream; recorded (event and counter) under the lease. */
+    async reportDuplicate(p: Lease & { workerId: string; key: string }): Promise<{ ok: true } | { ok: false; refusal: Refusal }> {
+      const o = await store.duplicateReportIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, now: clock.now() });
+      return o.ok ? { ok: true } : { ok: false, refusal: ownedRefusal(o) };
     },
 
     /** once(): record that the effect ran; answers the result on record (the first one wins). */

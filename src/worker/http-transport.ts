@@ -149,6 +149,9 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       if (r.status !== 200) throw new TransportError(`effects/finish: ${r.status} ${r.json.error?.message ?? ''}`);
       return { kind: 'done', result: r.json.result };
     },
+    async reportDuplicate(p, c) {
+      return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/duplicates`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key }, [], c));
+    },
   };
   return transport;
 }

@@ -1,8 +1,8 @@
 /**
  * The handler's view of its job (ctx): the job, its signal, and the writes it
- * may make under the lease (heartbeat, checkpoint, extendLease, once). A write
- * the server refuses aborts the signal and throws its reason, so the handler
- * stops where it stands. Each of these calls gives up when the lease runs
+ * may make under the lease (heartbeat, checkpoint, extendLease, once,
+ * reportDuplicate). A write the server refuses aborts the signal and throws
+ * its reason, so the handler stops where it stands. Each of these calls gives up when the lease runs
  * out by the worker's clock (a renewal: at the fence), whatever the network does.
  */
 import { textProblem } from '../core/text.ts';
@@ -60,6 +60,12 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
       const [answer] = await renewal((c) => transport.heartbeat({ workerId, leases: [lease], leaseMs: ms }, c));
       if (answer!.ok) confirmLease(r, sentAt, ms);
       refused(answer!);
+    },
+    async reportDuplicate(key) {
+      const problem = typeof key !== 'string' || key.length === 0 || key.length > 200 ? 'is not 1 to 200 characters' : textProblem(key);
+      if (problem) throw new TypeError(`reportDuplicate(): the key ${JSON.stringify(key)} ${problem}`);
+      // Not a renewal (the lease stays as it was): only a refusal is applied.
+      refused(await owned('reportDuplicate', (c) => transport.reportDuplicate({ workerId, lease, key }, c)));
     },
     async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
       const problem = textProblem(key);

@@ -96,6 +96,8 @@ export interface Transport {
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */
   effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown }, call?: CallOptions): Promise<EffectFinish>;
+  /** reportDuplicate(): the handler found its work already done downstream; recorded and counted under the lease. */
+  reportDuplicate(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<LeaseAnswer>;
 }
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */

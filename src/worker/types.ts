@@ -22,7 +22,11 @@ export interface JobContext<P = unknown> {
   signal: AbortSignal;
   /** Stable across attempts: pass it to downstream systems to deduplicate. */
   idempotencyKey: string;
-  /** Grows with every claim of this job: downstream systems can refuse writes from an older claim. */
+  /**
+   * Grows with every claim of this job: downstream systems can refuse writes
+   * from an older claim (leasehold/fencing: SQL for your own table, and the
+   * `Leasehold-Fencing-Token` header for a service).
+   */
   fencingToken: number;
   /** Renews the lease now (the heartbeat loop does it anyway), optionally with progress. */
   heartbeat(progress?: unknown): Promise<void>;
@@ -37,6 +41,15 @@ export interface JobContext<P = unknown> {
    * `idempotencyKey` to the downstream system as well.
    */
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Tells leasehold the handler found, downstream, that its work was already
+   * done (a payment with this key exists, the row is already there): recorded
+   * as event `duplicate_reported` with `key`, counted in
+   * leasehold_duplicates_reported_total and by the duplicate_executions
+   * alert. An owned write: refused (and the handler aborted) once the lease
+   * is lost. `key`: 1 to 200 characters.
+   */
+  reportDuplicate(key: string): Promise<void>;
 }
 
 export type Handler<P = unknown> = (ctx: JobContext<P>) => unknown;

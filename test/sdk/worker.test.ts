@@ -158,6 +158,25 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     expect(JSON.parse((await jobState(b, id)).result!)).toEqual({ chargeId: 'ch_1' });
   });
 
+  test('reportDuplicate(key): the duplicate the handler found downstream is an event with its key, counted in /metrics; a bad key is refused before it is sent', async () => {
+    const b = await bed(kind);
+    const id = await enqueue(b);
+    const refused: string[] = [];
+    worker(b, {
+      async handler(ctx) {
+        for (const bad of ['', 'x'.repeat(201), 'half \ud83d']) await ctx.reportDuplicate(bad).catch((e: Error) => refused.push(e.message));
+        await ctx.reportDuplicate('charge ch_1');
+        return 'ok';
+      },
+    });
+    await until('completed', async () => (await jobState(b, id)).status === 'completed');
+    expect(refused).toHaveLength(3);
+    expect(refused[0]).toBe('reportDuplicate(): the key "" is not 1 to 200 characters');
+    const events = (await b.t.client.execute({ sql: "SELECT reason, attempt FROM events WHERE job_id = ? AND type = 'duplicate_reported'", args: [Number(id)] })).rows;
+    expect(events.map((e) => [e.reason, e.attempt])).toEqual([['charge ch_1', 1]]);
+    expect(await (await b.t.app.request('/metrics')).text()).toContain('leasehold_duplicates_reported_total{queue="q"} 1');
+  });
+
   test('a handler that blocks the event loop is reported with the job and the measured delay', async () => {
     const b = await bed(kind, { leaseMs: 5_000, heartbeatMs: 200 });
     await enqueue(b);

@@ -20,6 +20,7 @@ import {
 } from './alert-states.ts';
 import { jobsClaimPending, jobsClaimPendingWithRateWait, queueClaimableCount } from './claim.ts';
 import { createDashboardStore } from './create-dashboard-store.ts';
+import { duplicateReportIfOwned } from './duplicates.ts';
 import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
@@ -70,6 +71,7 @@ export function createStore(db: Db): JobStore {
 
     effectStartIfOwned: (p) => effectStartIfOwned(db, p),
     effectFinishIfOwned: (p) => effectFinishIfOwned(db, p),
+    duplicateReportIfOwned: (p) => duplicateReportIfOwned(db, p),
 
     jobCancelIfPending: (p) => jobCancelIfPending(db, p),
     jobRetryIfFinishedUnsuccessfully: (p) => jobRetryIfFinishedUnsuccessfully(db, p),

@@ -77,6 +77,8 @@ export interface WorkerJobWrites {
 export interface EffectWrites {
   effectStartIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<EffectStartOutcome>;
   effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now }): Promise<EffectFinishOutcome>;
+  /** A duplicate the handler found downstream (`ctx.reportDuplicate`): an event and its counter, under the owner's guard (store/duplicates). */
+  duplicateReportIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<OwnedOutcome<{ id: number }>>;
 }
 
 /** What an operator does (admin API, dashboard, CLI), single and bulk (store/operator, requeue). */

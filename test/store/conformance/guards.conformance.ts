@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { JobStore } from '../../../src/db/store/port.ts';
-import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+import { DEFAULTS, RULES, T0, useBundle, type StoreBackend } from './support.ts';
 
 type Ref = { id: number; lockToken: string };
 
@@ -19,6 +19,7 @@ const writes: Record<string, (s: JobStore, workerId: string, r: Ref, now: number
   complete: async (s, w, r, now) => (await s.jobsCompleteIfOwned({ workerId: w, results: [r], now }))[0]!,
   fail: async (s, w, r, now) => (await s.jobFailIfOwned({ workerId: w, ...r, error: 'e', retryable: true, now, defaults: DEFAULTS }))[0]!,
   release: async (s, w, r, now) => (await s.jobsReleaseIfOwned({ workerId: w, leases: [r], reason: 'shutdown', now }))[0]!,
+  report_duplicate: (s, w, r, now) => s.duplicateReportIfOwned({ workerId: w, jobId: r.id, lockToken: r.lockToken, key: 'payment-1', now }),
 };
 
 /** Writes that keep the job, refused past its deadline; complete and fail are accepted until the reaper takes it. */
@@ -149,6 +150,23 @@ export function defineGuards(backend: StoreBackend) {
       expect(await store.effectFinishIfOwned({ ...ref, workerId: 'w2', lockToken: job.lock_token, result: '1' })).toEqual({ kind: 'lease_lost', status: 'running' });
       expect(await store.effectStartIfOwned({ ...ref, jobId: 777_777, lockToken: 'x' })).toEqual({ kind: 'not_found' });
       expect((await row(job.id)).status).toBe('running');
+    });
+
+    test('a duplicate reported by the owner is an event with its key and counted; a stale report is neither, and the job is left as it was', async () => {
+      const { store, runningJob, row, events } = t();
+      const job = await runningJob();
+      const before = await row(job.id);
+      const ref = { jobId: job.id, workerId: 'w1', lockToken: job.lock_token };
+      expect(await store.duplicateReportIfOwned({ ...ref, key: 'payment-1', now: T0 + 1_000 })).toMatchObject({ id: job.id, ok: true });
+      expect(await store.duplicateReportIfOwned({ ...ref, key: 'payment-2', now: T0 + 2_000 })).toMatchObject({ ok: true });
+      expect(await store.duplicateReportIfOwned({ ...ref, lockToken: 'stale', key: 'payment-3', now: T0 + 3_000 })).toMatchObject({ ok: false, reason: 'lease_lost' });
+      expect(await row(job.id)).toEqual(before);
+      expect((await events(job.id)).filter((e) => e.type === 'duplicate_reported')).toMatchObject([
+        { reason: 'payment-1', worker_id: 'w1', actor: 'w1', attempt: 1, at: T0 + 1_000, message: 'the handler found "payment-1" already done downstream on attempt 1' },
+        { reason: 'payment-2', at: T0 + 2_000 },
+      ]);
+      const q = (await store.metricsSnapshot({ now: T0 + 3_000, config: { ...DEFAULTS, workerAliveMs: RULES.workerAliveMs } })).queues.find((x) => x.queue === 'q')!;
+      expect(q.duplicatesReported).toEqual({ total: 2, lastHour: 2, last5m: 2 });
     });
   });
 }
