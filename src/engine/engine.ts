@@ -172,6 +172,7 @@ export function createEngine(deps: EngineDeps) {
     effectStart: protocol.effectStart,
     effectFinish: protocol.effectFinish,
     reportDuplicate: protocol.reportDuplicate,
+    steps: protocol.steps,
 
     /** One operator action on one job (src/engine/operator-actions.ts); a retried or requeued job wakes its queue's claims. */
     async operatorAction(p: Parameters<typeof runOperatorAction>[1]): Promise<OperatorOutcome> {

@@ -25,7 +25,7 @@ import type { Alongside, AuditActor, AuditEntry, AuditFilter, AuditRecord } from
 import type { AlertStateChanges, AlertStateRow, ClaimedNotification, NotificationRef } from './alert-states.ts';
 import type { ClaimParams, Claimed, NextClaimParams } from './claim.ts';
 import type { DashboardReads } from './dashboard-port.ts';
-import type { EffectFinishOutcome, EffectStartOutcome } from './effects.ts';
+import type { EffectFinishOutcome, EffectStartOutcome, StepsOutcome } from './effects.ts';
 import type { EnqueueParams, Enqueued } from './enqueue.ts';
 import type { NotificationOutcome } from './alert-states.ts';
 import type { CompleteParams, FailParams, ReleaseParams } from './finish.ts';
@@ -76,7 +76,10 @@ export interface WorkerJobWrites {
 /** The effects ledger behind the SDK's `once(key, fn)` (store/effects). */
 export interface EffectWrites {
   effectStartIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<EffectStartOutcome>;
-  effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now }): Promise<EffectFinishOutcome>;
+  /** `checkpoint`: saved with the result in the same transaction (step()). */
+  effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now; checkpoint?: string | undefined }): Promise<EffectFinishOutcome>;
+  /** The job's steps (step()), under the owner's guard; each uncertain one recorded as a `step_uncertain` event. */
+  stepsListIfOwned(p: { jobId: number; lockToken: string; workerId: string; now: Now }): Promise<StepsOutcome>;
   /** A duplicate the handler found downstream (`ctx.reportDuplicate`): an event and its counter, under the owner's guard (store/duplicates). */
   duplicateReportIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<OwnedOutcome<{ id: number }>>;
 }
