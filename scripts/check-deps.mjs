@@ -35,12 +35,14 @@ import path from 'node:path';
  * the CLI sit on top, each building one engine.
  * The worker SDK and the client are what users install next to their code,
  * so they see only core (the wire contract) and http (how they send a
- * request), never the server.
+ * request), never the server. fencing is what users put in their own
+ * downstream stores and services: it stands alone.
  */
 export const LAYERS = {
   version: [],
   core: ['version'],
   http: [],
+  fencing: [],
   client: ['core', 'http', 'version'],
   worker: ['core', 'http', 'version'],
   db: ['core', 'version'],
@@ -64,6 +66,7 @@ export const PACKAGES = {
   version: [],
   core: ['croner', '@opentelemetry/api'],
   http: ['node:*'],
+  fencing: [],
   client: ['@opentelemetry/api'],
   worker: ['@opentelemetry/api'],
   db: ['drizzle-orm'],

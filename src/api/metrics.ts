@@ -90,6 +90,7 @@ export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperI
     'Claims of a job whose previous claim was taken back (reaped, deadline, operator requeue) while it may still have been running.',
     (r) => r.duplicateExecutions.total,
   );
+  perQueue('leasehold_duplicates_reported_total', 'counter', 'Duplicates a handler found downstream and reported (ctx.reportDuplicate).', (r) => r.duplicatesReported.total);
   perQueue('leasehold_effects_skipped_total', 'counter', 'once() effects not run because an earlier attempt recorded them done.', (r) => r.effectsSkipped.total);
   perQueue('leasehold_effects_rerun_total', 'counter', 'once() effects run again because an earlier start was never recorded done.', (r) => r.effectsRerun.total);
 

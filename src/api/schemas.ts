@@ -17,6 +17,7 @@ import type { HealthMaintenance, HealthWire } from './health.ts';
 import type { requeueWire } from './outcomes.ts';
 import { anyJson, array, boolean, constant, fields, integer, nullable, oneOf, string, time } from './schema-parts.ts';
 import { VIEW_RESPONSES } from './view-schemas.ts';
+import type { StepWire } from '../core/wire.ts';
 
 export { fields } from './schema-parts.ts';
 
@@ -202,6 +203,16 @@ export const RESPONSES = {
   beat: fields<{ ok: true }>({ ok: constant(true) }),
   effectStart: oneOf(fields<{ state: 'run' }>({ state: constant('run') }), fields<{ state: 'done'; result: unknown }>({ state: constant('done'), result: anyJson('the result an earlier attempt recorded') })),
   effectFinish: fields<{ result: unknown }>({ result: anyJson('the result on record (the first one wins)') }),
+  steps: fields<{ steps: StepWire[] }>({
+    steps: array(
+      fields<StepWire>({
+        name: string(),
+        state: { type: 'string', enum: ['done', 'uncertain', 'running'], description: 'done: its result is on record; uncertain: an earlier claim started it and never recorded it done; running: this claim started it' },
+        attempt: integer('the attempt that started it (done: that recorded it)'),
+        result: anyJson('the recorded result (done), else null'),
+      }),
+    ),
+  }),
   paused: fields<{ queue: string; paused: boolean }>({ queue: string(), paused: boolean }),
   health: fields<HealthWire>({
     ok: constant(true),

@@ -192,6 +192,7 @@ const QueueMetricsSchema = fields<QueueMetrics>(
     staleWritesRejected: windowCount,
     enqueueDeduplicated: windowCount,
     duplicateExecutions: windowCount,
+    duplicatesReported: windowCount,
     effectsSkipped: windowCount,
     effectsRerun: windowCount,
     claimsApprox: fields<QueueMetrics['claimsApprox']>({ lastHour: integer(), last5m: integer() }),

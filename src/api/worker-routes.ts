@@ -372,12 +372,58 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       answers: { schema: 'effectFinish' },
       errors: ['not_found', 'lease_lost'],
       summary: 'once(): record, under the lease, that a side effect this claim started ran; answers the result on record (the first one wins)',
-      body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: effectKey, result: optional(json()) }),
+      body: obj({
+        workerId: workerIdField,
+        lockToken: lockTokenField,
+        key: effectKey,
+        result: optional(json()),
+        checkpoint: optional(json("step(): saved as the job's checkpoint in the same transaction as the result, once it is on record")),
+      }),
     },
     async (c, body) => {
-      const a = await protocol.effectFinish({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key, result: body.result });
+      const a = await protocol.effectFinish({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key, result: body.result, checkpoint: body.checkpoint });
       if (a.kind === 'refused') throw refusalError(a.refusal);
       return c.json({ result: a.result });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/steps',
+      role: 'worker',
+      operationId: 'listSteps',
+      tag: 'worker',
+      answers: { schema: 'steps' },
+      errors: ['not_found', 'lease_lost'],
+      summary:
+        "step(): the job's steps as this claim finds them, under the lease: done (with its result), uncertain (an earlier claim started it and never recorded it done; each one found is recorded as event `step_uncertain`) or running (this claim started it)",
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField }),
+    },
+    async (c, body) => {
+      const a = await protocol.steps({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken });
+      if (!a.ok) throw refusalError(a.refusal);
+      return c.json({ steps: a.steps });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/duplicates',
+      role: 'worker',
+      operationId: 'reportDuplicate',
+      tag: 'worker',
+      answers: { schema: 'beat' },
+      errors: ['not_found', 'lease_lost'],
+      summary:
+        'reportDuplicate(): the handler found, downstream, that its work was already done (by an earlier attempt, or another job). Recorded under the lease as event `duplicate_reported` (reason: the key), counted in leasehold_duplicates_reported_total and by the duplicate_executions alert',
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField, key: str({ min: 1, max: 200, description: 'names what was found done twice (a payment id, a row key)' }) }),
+    },
+    async (c, body) => {
+      const a = await protocol.reportDuplicate({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, key: body.key });
+      if (!a.ok) throw refusalError(a.refusal);
+      return c.json({ ok: true });
     },
   );
 }

@@ -152,19 +152,23 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
 
   // Duplicate executions: a count, not a rise against the hour (a steady
   // stream of duplicates is no better). The default leaves room for one dead
-  // worker's few jobs, which the reaper handles; set 0 to hear of any.
+  // worker's few jobs, which the reaper handles; set 0 to hear of any. The
+  // duplicates handlers report (found downstream) count with the ones
+  // leasehold sees: both are work done twice.
   {
-    const w = q.duplicateExecutions;
-    const firing = w.last5m > t.duplicateExecutionsPer5m;
+    const seen = q.duplicateExecutions;
+    const reported = q.duplicatesReported;
+    const last5m = seen.last5m + reported.last5m;
+    const firing = last5m > t.duplicateExecutionsPer5m;
     add(
       'duplicate_executions',
       firing,
-      w.last5m,
+      last5m,
       t.duplicateExecutionsPer5m,
       'count',
       firing
-        ? `${w.last5m} jobs ran again in 5 minutes after being taken back while their worker may still have been running them (over ${t.duplicateExecutionsPer5m}; ${w.lastHour} in the hour)`
-        : `${w.last5m} duplicate executions in 5 minutes`,
+        ? `${seen.last5m} jobs ran again in 5 minutes after being taken back while their worker may still have been running them, and handlers reported ${reported.last5m} duplicates found downstream (${last5m} in all, over ${t.duplicateExecutionsPer5m}; ${seen.lastHour + reported.lastHour} in the hour)`
+        : `${last5m} duplicate executions in 5 minutes (${reported.last5m} reported by handlers)`,
     );
   }
 

@@ -139,6 +139,8 @@ export interface QueueMetrics {
   enqueueDeduplicated: WindowCount;
   /** Claims of a job whose previous claim was taken back while it may still have been running. */
   duplicateExecutions: WindowCount;
+  /** Duplicates a handler found downstream and reported (ctx.reportDuplicate). */
+  duplicatesReported: WindowCount;
   /** once() effects not run because an earlier attempt recorded them done. */
   effectsSkipped: WindowCount;
   /** once() effects run again because an earlier start was never recorded done. */

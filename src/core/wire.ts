@@ -221,3 +221,11 @@ export interface QueueSettingsPatch {
   rateLimit?: { max: number; windowMs: number } | null;
   paused?: boolean;
 }
+
+/** One step of a job as a claim finds it (the worker's ctx.steps). */
+export interface StepWire {
+  name: string;
+  state: 'done' | 'uncertain' | 'running';
+  attempt: number;
+  result: unknown;
+}

@@ -115,6 +115,7 @@ function QueueMetricsSection(props: { q: QueueMetrics; activeWorkers: number }) 
             <Windows label="stale writes rejected" w={q.staleWritesRejected} id={`stale-${q.queue}`} />
             <Windows label="enqueues deduplicated" w={q.enqueueDeduplicated} id={`dedup-${q.queue}`} />
             <Windows label="duplicate executions" w={q.duplicateExecutions} id={`duplicates-${q.queue}`} />
+            <Windows label="duplicates reported by handlers" w={q.duplicatesReported} id={`duplicates-reported-${q.queue}`} />
             <Windows label="once() effects skipped" w={q.effectsSkipped} id={`effects-skipped-${q.queue}`} />
             <Windows label="once() effects run again" w={q.effectsRerun} id={`effects-rerun-${q.queue}`} />
           </tbody>

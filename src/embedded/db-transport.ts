@@ -49,8 +49,16 @@ export function dbTransport(engine: Engine): Transport {
       return a.kind === 'refused' ? lost(a.refusal) : a;
     },
     async effectFinish(p) {
-      const a = await protocol.effectFinish({ ...lease(p.lease), workerId: p.workerId, key: p.key, result: p.result });
+      const a = await protocol.effectFinish({ ...lease(p.lease), workerId: p.workerId, key: p.key, result: p.result, checkpoint: p.checkpoint });
       return a.kind === 'refused' ? lost(a.refusal) : a;
+    },
+    async steps(p) {
+      const a = await protocol.steps({ ...lease(p.lease), workerId: p.workerId });
+      return a.ok ? { kind: 'ok', steps: a.steps } : lost(a.refusal);
+    },
+    async reportDuplicate(p) {
+      const a = await protocol.reportDuplicate({ ...lease(p.lease), workerId: p.workerId, key: p.key });
+      return a.ok ? { id: p.lease.id, ok: true } : leaseAnswer({ id: Number(p.lease.id), ok: false, refusal: a.refusal });
     },
   };
 }

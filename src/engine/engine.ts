@@ -169,6 +169,8 @@ export function createEngine(deps: EngineDeps) {
     beat: protocol.beat,
     effectStart: protocol.effectStart,
     effectFinish: protocol.effectFinish,
+    reportDuplicate: protocol.reportDuplicate,
+    steps: protocol.steps,
 
     /** One operator action on one job (src/engine/operator-actions.ts); a retried or requeued job wakes its queue's claims. */
     async operatorAction(p: Parameters<typeof runOperatorAction>[1]): Promise<OperatorOutcome> {

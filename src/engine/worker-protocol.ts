@@ -2,7 +2,7 @@
  * The worker protocol, implemented once over the store (the engine,
  * src/engine/engine.ts, builds it with its wake-ups): claim, heartbeat
  * (with the worker's liveness beat folded in), checkpoint, complete (and
- * complete-then-claim), fail, release, effects, beat. The in-process
+ * complete-then-claim), fail, release, effects, duplicate reports, beat. The in-process
  * transport (src/embedded/db-transport.ts) adapts it to the SDK's Transport;
  * the HTTP worker routes (src/api/worker-routes.ts) decode a body, call it and
  * encode its answer. So a worker gets the same verdict, in the same words,
@@ -18,7 +18,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import type { ClaimedJobWire, WorkerLivenessWire } from '../core/wire.ts';
+import type { ClaimedJobWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import type { EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedOutcome, RateWait } from '../db/store/port.ts';
 import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
@@ -253,9 +253,25 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       return { kind: 'refused', refusal: effectRefusal(p.id, p.key, o) };
     },
 
-    /** once(): record that the effect ran; answers the result on record (the first one wins). */
-    async effectFinish(p: Lease & { workerId: string; key: string; result: unknown }): Promise<EffectFinishAnswer> {
-      const o = await store.effectFinishIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, result: JSON.stringify(p.result ?? null), now: clock.now() });
+    /** step(): the job's steps as this claim finds them; each uncertain one is recorded as an event. */
+    async steps(p: Lease & { workerId: string }): Promise<{ ok: true; steps: StepWire[] } | { ok: false; refusal: Refusal }> {
+      const o = await store.stepsListIfOwned({ jobId: p.id, lockToken: p.lockToken, workerId: p.workerId, now: clock.now() });
+      if (o.kind === 'not_found') return { ok: false, refusal: notFound(p.id) };
+      if (o.kind === 'lease_lost') return { ok: false, refusal: leaseLost(p.id, o.status as JobStatus) };
+      const steps = o.steps.map((s): StepWire => ({ name: s.name, state: s.state === 'done' ? 'done' : s.uncertain ? 'uncertain' : 'running', attempt: s.attempt, result: parsed(s.result) }));
+      return { ok: true, steps };
+    },
+
+    /** reportDuplicate(): the handler found its work already done downstream; recorded (event and counter) under the lease. */
+    async reportDuplicate(p: Lease & { workerId: string; key: string }): Promise<{ ok: true } | { ok: false; refusal: Refusal }> {
+      const o = await store.duplicateReportIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, now: clock.now() });
+      return o.ok ? { ok: true } : { ok: false, refusal: ownedRefusal(o) };
+    },
+
+    /** once(): record that the effect ran; answers the result on record (the first one wins). `checkpoint` (step()): saved with it. */
+    async effectFinish(p: Lease & { workerId: string; key: string; result: unknown; checkpoint?: unknown }): Promise<EffectFinishAnswer> {
+      const checkpoint = p.checkpoint === undefined ? undefined : JSON.stringify(p.checkpoint);
+      const o = await store.effectFinishIfOwned({ jobId: p.id, key: p.key, lockToken: p.lockToken, workerId: p.workerId, result: JSON.stringify(p.result ?? null), checkpoint, now: clock.now() });
       if (o.kind === 'done') return { kind: 'done', result: parsed(o.result) };
       return { kind: 'refused', refusal: effectRefusal(p.id, p.key, o) };
     },

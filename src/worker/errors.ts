@@ -5,6 +5,24 @@ export class NonRetryableError extends Error {
   override readonly name = 'NonRetryableError';
 }
 
+/**
+ * step() found the step uncertain (an earlier claim started it and never
+ * recorded it done: it may or may not have run) and the handler did not say
+ * what to do (`ifUncertain`). Fails the job for good: another attempt would
+ * find the same; decide in the handler (`'run'` or `'skip'`), then retry it.
+ */
+export class StepUncertainError extends NonRetryableError {
+  constructor(
+    readonly step: string,
+    readonly startedOnAttempt: number,
+  ) {
+    super(
+      `step ${JSON.stringify(step)} was started on attempt ${startedOnAttempt} and never recorded done: it may or may not have run. ` +
+        `Say what to do with step(name, fn, { ifUncertain: 'run' | 'skip' }) after checking downstream`,
+    );
+  }
+}
+
 /** Fail this attempt and retry after `delayMs` instead of the server's backoff. */
 export class RetryAfter extends Error {
   override readonly name = 'RetryAfter';

@@ -5,7 +5,8 @@
  */
 import { sdkFetch } from '../http/node-fetch.ts';
 import { checkSenderOptions } from '../http/options.ts';
-import type { CallOptions, ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, Transport } from './transport.ts';
+import type { StepWire } from '../core/wire.ts';
+import type { CallOptions, ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, StepsAnswer, Transport } from './transport.ts';
 import { TokenRefusedError, TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
@@ -144,10 +145,19 @@ export function httpTransport(options: HttpTransportOptions): Transport {
       return r.json.state === 'done' ? { kind: 'done', result: r.json.result } : { kind: 'run' };
     },
     async effectFinish(p, c): Promise<EffectFinish> {
-      const r = await post<{ result: unknown }>(`/jobs/${p.lease.id}/effects/finish`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key, result: p.result }, [], c);
+      const body = { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key, result: p.result, ...(p.checkpoint === undefined ? {} : { checkpoint: p.checkpoint }) };
+      const r = await post<{ result: unknown }>(`/jobs/${p.lease.id}/effects/finish`, body, [], c);
       if (r.status === 409 || r.status === 404) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
       if (r.status !== 200) throw new TransportError(`effects/finish: ${r.status} ${r.json.error?.message ?? ''}`);
       return { kind: 'done', result: r.json.result };
+    },
+    async steps(p, c): Promise<StepsAnswer> {
+      const r = await post<{ steps: StepWire[] }>(`/jobs/${p.lease.id}/steps`, { workerId: p.workerId, lockToken: p.lease.lockToken }, [], c);
+      if (r.status === 409 || r.status === 404) return { kind: 'lease_lost', message: r.json.error?.message ?? 'lease lost' };
+      return { kind: 'ok', steps: r.json.steps };
+    },
+    async reportDuplicate(p, c) {
+      return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/duplicates`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key }, [], c));
     },
   };
   return transport;

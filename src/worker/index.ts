@@ -12,7 +12,8 @@
  *     },
  *   }).start();
  */
+export type { StepOptions, StepState } from './types.ts';
 export { createWorker, defaultWorkerId, type Handler, type JobContext, type LogFields, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
 export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
-export { JobAbortedError, NonRetryableError, RetryAfter, type AbortCause } from './errors.ts';
+export { JobAbortedError, NonRetryableError, RetryAfter, StepUncertainError, type AbortCause } from './errors.ts';
 export { TokenRefusedError, TransportError, type ClaimAnswer, type ClaimedJob, type Transport } from './transport.ts';

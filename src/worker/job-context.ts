@@ -1,9 +1,10 @@
 /**
  * The handler's view of its job (ctx): the job, its signal, and the writes it
- * may make under the lease (heartbeat, checkpoint, extendLease, once). A write
- * the server refuses aborts the signal and throws its reason, so the handler
- * stops where it stands. Each of these calls gives up when the lease runs
- * out by the worker's clock (a renewal: at the fence), whatever the network does.
+ * may make under the lease (heartbeat, checkpoint, extendLease, once, step,
+ * reportDuplicate). A write the server refuses aborts the signal and throws
+ * its reason, so the handler stops where it stands. Each of these calls gives
+ * up when the lease runs out by the worker's clock (a renewal: at the fence),
+ * whatever the network does.
  */
 import { textProblem } from '../core/text.ts';
 import { LAST_TRY_MS, withinLeases } from './call-budget.ts';
@@ -11,7 +12,12 @@ import { abortJob, abortRefused, confirmLease, leaseGone, type Held, type Runnin
 import type { LeaseKeeper } from './lease-keeper.ts';
 import { persist } from './persist.ts';
 import type { CallOptions, LeaseAnswer } from './transport.ts';
-import type { JobContext } from './types.ts';
+import { StepUncertainError } from './errors.ts';
+import type { JobContext, StepOptions, StepState } from './types.ts';
+
+/** A step named n is the ledger key `step:n`, which the server caps at 200 characters. */
+const STEP_PREFIX = 'step:';
+const MAX_STEP_NAME = 200 - STEP_PREFIX.length;
 
 export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAnswers'>, r: Running): JobContext<P> {
   const { transport, workerId, timers } = w;
@@ -28,6 +34,45 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
   // A renewal is worth waiting for until the fence; a write while the lease is ours.
   const renewal = <T>(call: (c: CallOptions) => Promise<T>) => withinLeases(w, r.fenceAt, 'heartbeat', call);
   const owned = <T>(what: string, call: (c: CallOptions) => Promise<T>) => withinLeases(w, r.leaseValidUntil, what, call, LAST_TRY_MS);
+  /**
+   * once() and step(): start under the lease, run, record the result (with
+   * step()'s checkpoint) in one owned write.
+   */
+  const runOnce = async <T>(key: string, fn: () => T | Promise<T>, what: string, checkpointOf?: (result: T) => unknown): Promise<T> => {
+    const started = await owned(what, (c) => transport.effectStart({ workerId, lease, key }, c));
+    if (started.kind === 'done') return started.result as T;
+    if (started.kind === 'lease_lost') throw lost(started.message);
+    const result = await fn();
+    const checkpoint = checkpointOf?.(result);
+    // Recorded only under the lease, like every owned write. If the lease
+    // was lost meanwhile, the effect stays `started` and the attempt that
+    // now holds the job finds it so (once(): runs it again; step(): uncertain).
+    const recorded = await persist(w, leaseGone(w, r), what, () =>
+      owned(what, (c) => transport.effectFinish({ workerId, lease, key, result: result ?? null, ...(checkpoint === undefined ? {} : { checkpoint }) }, c)),
+    );
+    if (recorded?.kind === 'lease_lost') throw lost(recorded.message);
+    return (recorded === undefined ? result : recorded.result) as T;
+  };
+  // The steps as this claim found them, fetched once; this attempt's own steps update it.
+  let found: Map<string, StepState> | undefined;
+  let fetching: Promise<void> | undefined;
+  const steps = async (): Promise<StepState[]> => {
+    // A job's first claim has no steps: no request.
+    if (!found && r.job.fencingToken <= 1) found = new Map();
+    fetching ??= found
+      ? Promise.resolve()
+      : owned('steps', (c) => transport.steps({ workerId, lease }, c)).then((a) => {
+          if (a.kind === 'lease_lost') throw lost(a.message);
+          found = new Map(a.steps.map((s) => [s.name, s]));
+        });
+    try {
+      await fetching;
+    } catch (err) {
+      fetching = undefined;
+      throw err;
+    }
+    return [...found!.values()].map((s) => ({ ...s }));
+  };
   return {
     job: {
       id: r.job.id,
@@ -61,19 +106,33 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
       if (answer!.ok) confirmLease(r, sentAt, ms);
       refused(answer!);
     },
+    async reportDuplicate(key) {
+      const problem = typeof key !== 'string' || key.length === 0 || key.length > 200 ? 'is not 1 to 200 characters' : textProblem(key);
+      if (problem) throw new TypeError(`reportDuplicate(): the key ${JSON.stringify(key)} ${problem}`);
+      // Not a renewal (the lease stays as it was): only a refusal is applied.
+      refused(await owned('reportDuplicate', (c) => transport.reportDuplicate({ workerId, lease, key }, c)));
+    },
     async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
       const problem = textProblem(key);
       if (problem) throw new TypeError(`once(): the key ${JSON.stringify(key)} ${problem}`);
-      const started = await owned('once', (c) => transport.effectStart({ workerId, lease, key }, c));
-      if (started.kind === 'done') return started.result as T;
-      if (started.kind === 'lease_lost') throw lost(started.message);
-      const result = await fn();
-      // Recorded only under the lease, like every owned write. If the lease
-      // was lost meanwhile, the effect stays `started` and the attempt that
-      // now holds the job runs it again: the window that at-least-once leaves.
-      const recorded = await persist(w, leaseGone(w, r), 'once', () => owned('once', (c) => transport.effectFinish({ workerId, lease, key, result: result ?? null }, c)));
-      if (recorded?.kind === 'lease_lost') throw lost(recorded.message);
-      return (recorded === undefined ? result : recorded.result) as T;
+      return runOnce(key, fn, 'once');
+    },
+    steps,
+    async step<T>(name: string, fn: () => T | Promise<T>, options: StepOptions<T> = {}): Promise<T> {
+      const problem = typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME ? `is not 1 to ${MAX_STEP_NAME} characters` : textProblem(name);
+      if (problem) throw new TypeError(`step(): the name ${JSON.stringify(name)} ${problem}`);
+      const choice = options.ifUncertain ?? 'throw';
+      if (!['run', 'skip', 'throw'].includes(choice)) throw new TypeError(`step(): ifUncertain is ${JSON.stringify(choice)}: 'run', 'skip' or 'throw'`);
+      const known = (await steps()).find((s) => s.name === name);
+      if (known?.state === 'uncertain') {
+        // The server recorded what it found (step_uncertain); the handler's choice stands on it.
+        if (choice === 'throw') throw new StepUncertainError(name, known.attempt);
+        if (choice === 'skip') return undefined as T;
+      }
+      const checkpoint = options.checkpoint;
+      const result = await runOnce(STEP_PREFIX + name, fn, 'step', checkpoint === undefined ? undefined : (v) => (typeof checkpoint === 'function' ? checkpoint(v) : checkpoint));
+      found!.set(name, { name, state: 'done', attempt: r.job.attempt, result: result ?? null });
+      return result;
     },
   };
 }

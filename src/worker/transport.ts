@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire, WorkerLivenessWire } from '../core/wire.ts';
+import type { ClaimedJobWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
@@ -17,6 +17,9 @@ export type LeaseAnswer =
   | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string; cause?: 'deadline_exceeded' | undefined };
 
 export type EffectStart = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
+
+/** A job's steps as a claim finds them, or the lease is gone. */
+export type StepsAnswer = { kind: 'ok'; steps: StepWire[] } | { kind: 'lease_lost'; message: string };
 
 export type EffectFinish = { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
 
@@ -103,7 +106,11 @@ export interface Transport {
   /** once(): start an effect under the lease, or learn it already ran. */
   effectStart(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<EffectStart>;
   /** once(): record that the effect ran, under the lease; answers the recorded result (the first one recorded wins). */
-  effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown }, call?: CallOptions): Promise<EffectFinish>;
+  effectFinish(p: { workerId: string; lease: LeaseRef; key: string; result: unknown; checkpoint?: unknown }, call?: CallOptions): Promise<EffectFinish>;
+  /** step(): the job's steps as this claim finds them (the server records each uncertain one). */
+  steps(p: { workerId: string; lease: LeaseRef }, call?: CallOptions): Promise<StepsAnswer>;
+  /** reportDuplicate(): the handler found its work already done downstream; recorded and counted under the lease. */
+  reportDuplicate(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<LeaseAnswer>;
 }
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */

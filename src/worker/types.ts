@@ -22,7 +22,11 @@ export interface JobContext<P = unknown> {
   signal: AbortSignal;
   /** Stable across attempts: pass it to downstream systems to deduplicate. */
   idempotencyKey: string;
-  /** Grows with every claim of this job: downstream systems can refuse writes from an older claim. */
+  /**
+   * Grows with every claim of this job: downstream systems can refuse writes
+   * from an older claim (leasehold/fencing: SQL for your own table, and the
+   * `Leasehold-Fencing-Token` header for a service).
+   */
   fencingToken: number;
   /** Renews the lease now (the heartbeat loop does it anyway), optionally with progress. */
   heartbeat(progress?: unknown): Promise<void>;
@@ -37,6 +41,53 @@ export interface JobContext<P = unknown> {
    * `idempotencyKey` to the downstream system as well.
    */
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Tells leasehold the handler found, downstream, that its work was already
+   * done (a payment with this key exists, the row is already there): recorded
+   * as event `duplicate_reported` with `key`, counted in
+   * leasehold_duplicates_reported_total and by the duplicate_executions
+   * alert. An owned write: refused (and the handler aborted) once the lease
+   * is lost. `key`: 1 to 200 characters.
+   */
+  reportDuplicate(key: string): Promise<void>;
+  /**
+   * Runs `fn` as a named step of the job: once() and a checkpoint recorded
+   * together. Before fn, the step is recorded `started` under the lease;
+   * after it, its result (and `options.checkpoint`) in one owned write. On a
+   * later attempt a step is either done (its recorded result is returned, fn
+   * does not run) or uncertain: an earlier claim started it and never
+   * recorded it done (it may or may not have run). For an uncertain step,
+   * `options.ifUncertain` decides: 'run' runs fn again, 'skip' returns
+   * undefined without running it, and the default, 'throw', fails the job for
+   * good with a StepUncertainError naming the step. Names: 1 to 195
+   * characters; once() keys that start with "step:" are steps'.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<T>): Promise<T>;
+  /**
+   * The job's steps as this claim found them: fetched from leasehold once
+   * per attempt, on the first call to steps() or step() (no request on a
+   * job's first claim, which has none), then kept up to date by this
+   * attempt's own steps. The server records each uncertain step it finds as
+   * a `step_uncertain` event.
+   */
+  steps(): Promise<StepState[]>;
+}
+
+export interface StepOptions<T = unknown> {
+  /** What to do when an earlier claim started this step and never recorded it done. Default 'throw'. */
+  ifUncertain?: 'run' | 'skip' | 'throw';
+  /** Saved as the job's checkpoint in the same write as the step's result (a function gets the result). */
+  checkpoint?: ((result: T) => unknown) | unknown;
+}
+
+/** One step as a claim finds it: done (with its result), uncertain, or running (started by this claim). */
+export interface StepState {
+  name: string;
+  state: 'done' | 'uncertain' | 'running';
+  /** The attempt that started it (for a done step: that recorded it). */
+  attempt: number;
+  /** The recorded result (done), else null. */
+  result: unknown;
 }
 
 export type Handler<P = unknown> = (ctx: JobContext<P>) => unknown;

@@ -448,6 +448,7 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/jobs/:id/checkpoint': { ...w, checkpoint: {} },
       '/jobs/:id/effects/start': { ...w, key: 'k' },
       '/jobs/:id/effects/finish': { ...w, key: 'e-started' },
+      '/jobs/:id/duplicates': { ...w, key: 'payment-1' },
       '/workers/beat': { workerId: 'w1' },
       '/queues/:queue/settings': { leaseMs: 30_000 },
       '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },

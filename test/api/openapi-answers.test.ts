@@ -82,7 +82,7 @@ test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry
   expect(big.status).toBe(413);
 });
 
-test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, completions, fail, release (one and many), beat; lease_lost', async () => {
+test('worker answers: claim, heartbeat, extend, checkpoint, effects, steps, duplicates, complete, completions, fail, release (one and many), beat; lease_lost', async () => {
   const q = '/api/v1/queues/work/jobs';
   for (let i = 0; i < 4; i++) await call('post', '/api/v1/queues/{queue}/jobs', q, { payload: i });
   const claim = await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1', limit: 3 });
@@ -95,6 +95,10 @@ test('worker answers: claim, heartbeat, extend, checkpoint, effects, complete, c
   expect((await call('post', '/api/v1/jobs/{id}/effects/start', `/api/v1/jobs/${a!.id}/effects/start`, { ...own(a!), key: 'charge' })).json.state).toBe('run');
   await call('post', '/api/v1/jobs/{id}/effects/finish', `/api/v1/jobs/${a!.id}/effects/finish`, { ...own(a!), key: 'charge', result: { receipt: 1 } });
   expect((await call('post', '/api/v1/jobs/{id}/effects/start', `/api/v1/jobs/${a!.id}/effects/start`, { ...own(a!), key: 'charge' })).json.state).toBe('done');
+  await call('post', '/api/v1/jobs/{id}/steps', `/api/v1/jobs/${a!.id}/steps`, own(a!));
+  await call('post', '/api/v1/jobs/{id}/steps', `/api/v1/jobs/${a!.id}/steps`, { ...own(a!), lockToken: 'stale' });
+  await call('post', '/api/v1/jobs/{id}/duplicates', `/api/v1/jobs/${a!.id}/duplicates`, { ...own(a!), key: 'charge ch_1' });
+  await call('post', '/api/v1/jobs/{id}/duplicates', `/api/v1/jobs/${a!.id}/duplicates`, { ...own(a!), lockToken: 'stale', key: 'charge ch_1' });
   await call('post', '/api/v1/jobs/{id}/complete', `/api/v1/jobs/${a!.id}/complete`, { ...own(a!), result: 'ok' });
   const lost = await call('post', '/api/v1/jobs/{id}/complete', `/api/v1/jobs/${a!.id}/complete`, own(a!));
   expect(lost.json.error).toMatchObject({ code: 'lease_lost', status: 'completed' });

@@ -1,5 +1,5 @@
 /**
- * leasehold/worker and leasehold/client carry no server code: bundled for a
+ * leasehold/worker, leasehold/client and leasehold/fencing carry no server code: bundled for a
  * neutral platform (no Node built-ins assumed), neither reaches Drizzle,
  * libSQL, Hono, the store, the API, the dashboard or a runtime entry.
  */
@@ -12,7 +12,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 // (@opentelemetry/api/build/src/api/) is not ours.
 const SERVER_CODE = /(^|\/)node_modules\/(drizzle-orm|@libsql|libsql|hono|@hono)\/|^src\/(db|api|dashboard|runtime|maintenance|embedded|cli|chaos)\/|^src\/app\.ts$/;
 
-test.each(['src/worker/index.ts', 'src/client/index.ts'])('%s bundles for a neutral platform without server code', async (entry) => {
+test.each(['src/worker/index.ts', 'src/client/index.ts', 'src/fencing/index.ts'])('%s bundles for a neutral platform without server code', async (entry) => {
   const result = await build({ entryPoints: [join(ROOT, entry)], bundle: true, platform: 'neutral', format: 'esm', write: false, metafile: true, logLevel: 'silent' });
   const inputs = Object.keys(result.metafile.inputs);
   expect(inputs.length).toBeGreaterThan(1);

@@ -158,6 +158,96 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     expect(JSON.parse((await jobState(b, id)).result!)).toEqual({ chargeId: 'ch_1' });
   });
 
+  test('step(): a done step is not run again and its result comes back; its checkpoint was saved with the result; ctx.steps() lists it', async () => {
+    const b = await bed(kind);
+    const id = await enqueue(b, { payload: {}, maxAttempts: 3 });
+    const ran: number[] = [];
+    const seen: { checkpoint: unknown; steps: unknown }[] = [];
+    worker(b, {
+      async handler(ctx) {
+        seen.push({ checkpoint: ctx.job.checkpoint, steps: await ctx.steps() });
+        const charge = await ctx.step('charge', () => {
+          ran.push(ctx.job.attempt);
+          return { chargeId: `ch_${ctx.job.attempt}` };
+        }, { checkpoint: (r: { chargeId: string }) => ({ charged: r.chargeId }) });
+        if (ctx.job.attempt === 1) throw new Error('crash after the charge');
+        return charge;
+      },
+    });
+    await until('completed', async () => (await jobState(b, id)).status === 'completed');
+    expect(ran).toEqual([1]);
+    expect(seen).toEqual([
+      { checkpoint: null, steps: [] },
+      { checkpoint: { charged: 'ch_1' }, steps: [{ name: 'charge', state: 'done', attempt: 1, result: { chargeId: 'ch_1' } }] },
+    ]);
+    expect(JSON.parse((await jobState(b, id)).result!)).toEqual({ chargeId: 'ch_1' });
+  });
+
+  test('step(): a step started and never recorded is uncertain on the next attempt: an event says so, and the default fails the job naming the step', async () => {
+    const b = await bed(kind);
+    const id = await enqueue(b, { payload: {}, maxAttempts: 3 });
+    const listed: unknown[] = [];
+    worker(b, {
+      async handler(ctx) {
+        if (ctx.job.attempt === 1) {
+          // The process "dies" inside the step: it started, it was never recorded done.
+          await ctx.step('send', () => {
+            throw new Error('died mid-send');
+          });
+        }
+        listed.push(await ctx.steps());
+        return ctx.step('send', () => 'sent again');
+      },
+    });
+    await until('failed', async () => (await jobState(b, id)).status === 'failed');
+    expect(listed).toEqual([[{ name: 'send', state: 'uncertain', attempt: 1, result: null }]]);
+    const state = await jobState(b, id);
+    expect(state.attempt_count).toBe(2);
+    expect(state.last_error).toContain('step "send" was started on attempt 1 and never recorded done');
+    const events = (await b.t.client.execute({ sql: "SELECT reason, message, attempt FROM events WHERE job_id = ? AND type = 'step_uncertain'", args: [Number(id)] })).rows;
+    expect(events.map((e) => [e.reason, e.attempt])).toEqual([['send', 2]]);
+    expect(String(events[0]!.message)).toContain('step send was started on attempt 1 by worker');
+  });
+
+  test("step(): ifUncertain 'run' runs it again, 'skip' goes on without it", async () => {
+    const b = await bed(kind);
+    const runId = await enqueue(b, { payload: { choice: 'run' }, maxAttempts: 3 });
+    const skipId = await enqueue(b, { payload: { choice: 'skip' }, maxAttempts: 3 });
+    worker(b, {
+      concurrency: 2,
+      async handler(ctx) {
+        const choice = (ctx.job.payload as { choice: 'run' | 'skip' }).choice;
+        const sent = await ctx.step('send', () => {
+          if (ctx.job.attempt === 1) throw new Error('died mid-send');
+          return `sent on attempt ${ctx.job.attempt}`;
+        }, { ifUncertain: choice });
+        return sent ?? 'skipped';
+      },
+    });
+    await until('both completed', async () => (await jobState(b, runId)).status === 'completed' && (await jobState(b, skipId)).status === 'completed');
+    expect(JSON.parse((await jobState(b, runId)).result!)).toBe('sent on attempt 2');
+    expect(JSON.parse((await jobState(b, skipId)).result!)).toBe('skipped');
+  });
+
+  test('reportDuplicate(key): the duplicate the handler found downstream is an event with its key, counted in /metrics; a bad key is refused before it is sent', async () => {
+    const b = await bed(kind);
+    const id = await enqueue(b);
+    const refused: string[] = [];
+    worker(b, {
+      async handler(ctx) {
+        for (const bad of ['', 'x'.repeat(201), 'half \ud83d']) await ctx.reportDuplicate(bad).catch((e: Error) => refused.push(e.message));
+        await ctx.reportDuplicate('charge ch_1');
+        return 'ok';
+      },
+    });
+    await until('completed', async () => (await jobState(b, id)).status === 'completed');
+    expect(refused).toHaveLength(3);
+    expect(refused[0]).toBe('reportDuplicate(): the key "" is not 1 to 200 characters');
+    const events = (await b.t.client.execute({ sql: "SELECT reason, attempt FROM events WHERE job_id = ? AND type = 'duplicate_reported'", args: [Number(id)] })).rows;
+    expect(events.map((e) => [e.reason, e.attempt])).toEqual([['charge ch_1', 1]]);
+    expect(await (await b.t.app.request('/metrics')).text()).toContain('leasehold_duplicates_reported_total{queue="q"} 1');
+  });
+
   test('a handler that blocks the event loop is reported with the job and the measured delay', async () => {
     const b = await bed(kind, { leaseMs: 5_000, heartbeatMs: 200 });
     await enqueue(b);

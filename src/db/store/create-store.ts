@@ -20,7 +20,8 @@ import {
 } from './alert-states.ts';
 import { jobsClaimPending, jobsClaimPendingWithRateWait, queueClaimableCount } from './claim.ts';
 import { createDashboardStore } from './create-dashboard-store.ts';
-import { effectFinishIfOwned, effectStartIfOwned } from './effects.ts';
+import { duplicateReportIfOwned } from './duplicates.ts';
+import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
@@ -71,6 +72,8 @@ export function createStore(db: Db): JobStore {
 
     effectStartIfOwned: (p) => effectStartIfOwned(db, p),
     effectFinishIfOwned: (p) => effectFinishIfOwned(db, p),
+    stepsListIfOwned: (p) => stepsListIfOwned(db, p),
+    duplicateReportIfOwned: (p) => duplicateReportIfOwned(db, p),
 
     jobCancelIfPending: (p) => jobCancelIfPending(db, p),
     jobRetryIfFinishedUnsuccessfully: (p) => jobRetryIfFinishedUnsuccessfully(db, p),

@@ -22,7 +22,7 @@ import type { Db } from '../db.ts';
 import { effects } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { ownerGuard, ownedWriteThen } from './owned.ts';
-import type { EffectFinishOutcome, EffectStartOutcome } from './port-types.ts';
+import type { EffectFinishOutcome, EffectStartOutcome, StepsOutcome } from './port-types.ts';
 
 export async function effectStartIfOwned(
   db: Db,
@@ -60,7 +60,7 @@ export async function effectStartIfOwned(
 /** Records the effect's result under the owner's guard; answers the result on record. */
 export async function effectFinishIfOwned(
   db: Db,
-  p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now },
+  p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now; checkpoint?: string | undefined },
 ): Promise<EffectFinishOutcome> {
   const now = nowSql(p.now);
   const { outcomes, then } = await ownedWriteThen<{ id: number; result: string | null }, { state: string; result: string | null }>(
@@ -71,7 +71,20 @@ export async function effectFinishIfOwned(
       WHERE ${ownerGuard(p.workerId)} AND effects.job_id = jobs.id AND effects.key = ${p.key}
         AND effects.state = 'started' AND effects.worker_id = ${p.workerId} AND effects.attempt = jobs.attempt_count
       RETURNING job_id AS id, result`,
-    [db.all(sql`SELECT state, result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`)],
+    [
+      db.all(sql`SELECT state, result FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key}`),
+      // step(): the checkpoint goes with the result, in the same transaction,
+      // under the same guard, and only once the effect is done: a step is
+      // never checkpointed past without its result on record.
+      ...(p.checkpoint === undefined
+        ? []
+        : [
+            db.all<never>(sql`UPDATE jobs SET checkpoint = ${p.checkpoint},
+                progressed_at = CASE WHEN ${p.checkpoint} IS NOT jobs.checkpoint THEN ${now} ELSE jobs.progressed_at END
+              WHERE id = ${p.jobId} AND status = 'running' AND lock_token = ${p.lockToken} AND locked_by = ${p.workerId}
+                AND EXISTS (SELECT 1 FROM effects WHERE job_id = ${p.jobId} AND key = ${p.key} AND state = 'done')`),
+          ]),
+    ],
   );
   const o = outcomes[0]!;
   if (o.ok) return { kind: 'done', result: o.job.result };
@@ -80,4 +93,40 @@ export async function effectFinishIfOwned(
   const effect = then[0];
   if (effect?.state === 'done') return { kind: 'done', result: effect.result };
   return effect ? { kind: 'not_started' } : { kind: 'not_found' };
+}
+
+/** What step() keys its ledger rows with: a step named `n` is the effect `step:n`. */
+export const STEP_PREFIX = 'step:';
+
+/**
+ * The job's steps as this claim finds them (ctx.steps), read under the
+ * owner's guard; each uncertain one is recorded, in the same batch, as a
+ * `step_uncertain` event that says who started it and when, so the handler's
+ * choice (run again, skip, stop) has its reason on the job's history.
+ * "Earlier claim": started on another attempt, by another worker, or before
+ * this claim began (a released job keeps its attempt number).
+ */
+export async function stepsListIfOwned(db: Db, p: { jobId: number; lockToken: string; workerId: string; now: Now }): Promise<StepsOutcome> {
+  const now = nowSql(p.now);
+  const owned = sql`j.status = 'running' AND j.lock_token = ${p.lockToken} AND j.locked_by = ${p.workerId}`;
+  const uncertain = sql`(e.state = 'started' AND (e.attempt <> j.attempt_count OR e.worker_id IS NOT ${p.workerId} OR e.created_at < j.started_at))`;
+  const isStep = sql`substr(e.key, 1, ${STEP_PREFIX.length}) = ${STEP_PREFIX}`;
+  const [, rows, job] = await db.batch([
+    db.run(sql`INSERT INTO events (job_id, queue_name, type, reason, message, actor, worker_id, attempt, at)
+      SELECT j.id, j.queue_name, 'step_uncertain', substr(e.key, ${STEP_PREFIX.length + 1}),
+        'step ' || substr(e.key, ${STEP_PREFIX.length + 1}) || ' was started on attempt ' || e.attempt || ' by worker ' || coalesce(e.worker_id, '(unknown)')
+          || ' and never recorded done: it may or may not have run, the handler decides',
+        ${p.workerId}, ${p.workerId}, j.attempt_count, ${now}
+      FROM effects e JOIN jobs j ON j.id = e.job_id
+      WHERE e.job_id = ${p.jobId} AND ${isStep} AND ${uncertain} AND ${owned}`),
+    db.all<{ name: string; state: 'started' | 'done'; attempt: number; result: string | null; uncertain: number }>(
+      sql`SELECT substr(e.key, ${STEP_PREFIX.length + 1}) AS name, e.state, e.attempt, e.result, ${uncertain} AS uncertain
+        FROM effects e JOIN jobs j ON j.id = e.job_id WHERE e.job_id = ${p.jobId} AND ${isStep} ORDER BY e.created_at, e.key`,
+    ),
+    db.all<{ status: string; owned: number }>(sql`SELECT j.status, (${owned}) AS owned FROM jobs j WHERE j.id = ${p.jobId}`),
+  ]);
+  const current = job[0];
+  if (!current) return { kind: 'not_found' };
+  if (!current.owned) return { kind: 'lease_lost', status: current.status };
+  return { kind: 'ok', steps: rows.map((r) => ({ name: r.name, state: r.state, attempt: Number(r.attempt), result: r.result, uncertain: Boolean(r.uncertain) })) };
 }

@@ -112,7 +112,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       sql`SELECT queue_name AS queue, type, reason, count(*) AS total,
           sum(at >= ${now} - ${longMs}) AS lastHour, sum(at >= ${now} - ${shortMs}) AS last5m
         FROM events
-        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred', 'duplicate_execution', 'effect_skipped', 'effect_rerun')
+        WHERE type IN ('stale_write_rejected', 'deduplicated', 'reaped', 'reap_deferred', 'duplicate_execution', 'duplicate_reported', 'effect_skipped', 'effect_rerun')
           AND type NOT IN ('enqueued', 'claimed', 'completed') -- lets SQLite use events_rare_type_at_idx
         GROUP BY queue_name, type, reason`,
     ),
@@ -258,6 +258,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       staleWritesRejected: sumOf('stale_write_rejected', 'stale_write_rejected'),
       enqueueDeduplicated: sumOf('deduplicated', 'enqueue_deduplicated'),
       duplicateExecutions: sumOf('duplicate_execution', 'duplicate_execution'),
+      duplicatesReported: sumOf('duplicate_reported', 'duplicate_reported'),
       effectsSkipped: sumOf('effect_skipped', 'effect_skipped'),
       effectsRerun: sumOf('effect_rerun', 'effect_rerun'),
       claimsApprox: {

@@ -188,6 +188,17 @@ export type EffectStartOutcome =
   | { kind: 'lease_lost'; status: string }
   | { kind: 'not_found' };
 
+export interface StepRow {
+  name: string;
+  state: 'started' | 'done';
+  attempt: number;
+  result: string | null;
+  /** Started by an earlier claim (or another worker) and never recorded done: it may or may not have run. */
+  uncertain: boolean;
+}
+
+export type StepsOutcome = { kind: 'ok'; steps: StepRow[] } | { kind: 'lease_lost'; status: string } | { kind: 'not_found' };
+
 export type EffectFinishOutcome =
   | { kind: 'done'; result: string | null }
   | { kind: 'lease_lost'; status: JobStatus }

@@ -47,6 +47,7 @@ import type {
   DashboardReadDefaults,
   EffectFinishOutcome,
   EffectStartOutcome,
+  StepsOutcome,
   EnqueueParams,
   Enqueued,
   EventRecord,
@@ -118,7 +119,12 @@ export interface WorkerJobWrites {
 /** The effects ledger behind the SDK's `once(key, fn)` (store/effects). */
 export interface EffectWrites {
   effectStartIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<EffectStartOutcome>;
-  effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now }): Promise<EffectFinishOutcome>;
+  /** `checkpoint`: saved with the result in the same transaction (step()). */
+  effectFinishIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; result: string; now: Now; checkpoint?: string | undefined }): Promise<EffectFinishOutcome>;
+  /** The job's steps (step()), under the owner's guard; each uncertain one recorded as a `step_uncertain` event. */
+  stepsListIfOwned(p: { jobId: number; lockToken: string; workerId: string; now: Now }): Promise<StepsOutcome>;
+  /** A duplicate the handler found downstream (`ctx.reportDuplicate`): an event and its counter, under the owner's guard (store/duplicates). */
+  duplicateReportIfOwned(p: { jobId: number; key: string; lockToken: string; workerId: string; now: Now }): Promise<OwnedOutcome<{ id: number }>>;
 }
 
 /** What an operator does (admin API, dashboard, CLI), single and bulk (store/operator, requeue). */

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { JobStore } from '../../../src/db/store/port.ts';
-import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+import { DEFAULTS, RULES, T0, useBundle, type StoreBackend } from './support.ts';
 
 type Ref = { id: number; lockToken: string };
 
@@ -19,6 +19,7 @@ const writes: Record<string, (s: JobStore, workerId: string, r: Ref, now: number
   complete: async (s, w, r, now) => (await s.jobsCompleteIfOwned({ workerId: w, results: [r], now }))[0]!,
   fail: async (s, w, r, now) => (await s.jobFailIfOwned({ workerId: w, ...r, error: 'e', retryable: true, now, defaults: DEFAULTS }))[0]!,
   release: async (s, w, r, now) => (await s.jobsReleaseIfOwned({ workerId: w, leases: [r], reason: 'shutdown', now }))[0]!,
+  report_duplicate: (s, w, r, now) => s.duplicateReportIfOwned({ workerId: w, jobId: r.id, lockToken: r.lockToken, key: 'payment-1', now }),
 };
 
 /** Writes that keep the job, refused past its deadline; complete and fail are accepted until the reaper takes it. */
@@ -149,6 +150,60 @@ export function defineGuards(backend: StoreBackend) {
       expect(await store.effectFinishIfOwned({ ...ref, workerId: 'w2', lockToken: job.lock_token, result: '1' })).toEqual({ kind: 'lease_lost', status: 'running' });
       expect(await store.effectStartIfOwned({ ...ref, jobId: 777_777, lockToken: 'x' })).toEqual({ kind: 'not_found' });
       expect((await row(job.id)).status).toBe('running');
+    });
+
+    test('steps: the result and its checkpoint land together; the next claim finds done and uncertain steps, and each uncertain one is an event', async () => {
+      const { store, runningJob, row, events } = t();
+      const old = await runningJob({ startedAt: T0 - 120_000 });
+      const mine = { jobId: old.id, workerId: 'w1', lockToken: old.lock_token };
+      expect(await store.effectStartIfOwned({ ...mine, key: 'step:charge', now: T0 - 110_000 })).toEqual({ kind: 'run' });
+      expect(await store.effectStartIfOwned({ ...mine, key: 'step:send', now: T0 - 100_000 })).toEqual({ kind: 'run' });
+      // A stale finish with a checkpoint writes neither.
+      expect(await store.effectFinishIfOwned({ ...mine, lockToken: 'stale', key: 'step:charge', result: '"x"', checkpoint: '{"bad":1}', now: T0 - 105_000 })).toMatchObject({ kind: 'lease_lost' });
+      expect((await row(old.id)).checkpoint).toBeNull();
+      expect(await store.effectFinishIfOwned({ ...mine, key: 'step:charge', result: '"ch_1"', checkpoint: '{"charged":true}', now: T0 - 105_000 })).toEqual({ kind: 'done', result: '"ch_1"' });
+      expect((await row(old.id)).checkpoint).toBe('{"charged":true}');
+      expect(await store.stepsListIfOwned({ ...mine, now: T0 - 104_000 })).toEqual({
+        kind: 'ok',
+        steps: [
+          { name: 'charge', state: 'done', attempt: 1, result: '"ch_1"', uncertain: false },
+          { name: 'send', state: 'started', attempt: 1, result: null, uncertain: false },
+        ],
+      });
+      // The reaper takes it back; w2 claims attempt 2.
+      const { take } = await store.jobsGetReapCandidates({ now: T0, limit: 10, defaults: DEFAULTS, rules: { workerAliveMs: 1, maxReapDeferMs: 1 } });
+      await store.jobsReapIfUnchanged({ now: T0, defaults: DEFAULTS, writes: [{ candidate: take[0]!, decision: { action: 'requeue', cause: 'lost', reason: 'reaped_due_to_expired_lease', why: 'test', takesAt: T0 } }] });
+      const [next] = await store.jobsClaimPending({ queue: 'q', workerId: 'w2', limit: 1, now: T0 + 60_000, defaults: DEFAULTS });
+      expect(await store.stepsListIfOwned({ ...mine, now: T0 + 61_000 })).toEqual({ kind: 'lease_lost', status: 'running' });
+      expect((await events(old.id)).filter((e) => e.type === 'step_uncertain')).toEqual([]);
+      expect(await store.stepsListIfOwned({ jobId: old.id, workerId: 'w2', lockToken: next!.lock_token!, now: T0 + 61_000 })).toEqual({
+        kind: 'ok',
+        steps: [
+          { name: 'charge', state: 'done', attempt: 1, result: '"ch_1"', uncertain: false },
+          { name: 'send', state: 'started', attempt: 1, result: null, uncertain: true },
+        ],
+      });
+      expect((await events(old.id)).filter((e) => e.type === 'step_uncertain')).toMatchObject([
+        { reason: 'send', worker_id: 'w2', attempt: 2, at: T0 + 61_000, message: 'step send was started on attempt 1 by worker w1 and never recorded done: it may or may not have run, the handler decides' },
+      ]);
+      expect(await store.stepsListIfOwned({ jobId: 999_999, workerId: 'w2', lockToken: 'x', now: T0 })).toEqual({ kind: 'not_found' });
+    });
+
+    test('a duplicate reported by the owner is an event with its key and counted; a stale report is neither, and the job is left as it was', async () => {
+      const { store, runningJob, row, events } = t();
+      const job = await runningJob();
+      const before = await row(job.id);
+      const ref = { jobId: job.id, workerId: 'w1', lockToken: job.lock_token };
+      expect(await store.duplicateReportIfOwned({ ...ref, key: 'payment-1', now: T0 + 1_000 })).toMatchObject({ id: job.id, ok: true });
+      expect(await store.duplicateReportIfOwned({ ...ref, key: 'payment-2', now: T0 + 2_000 })).toMatchObject({ ok: true });
+      expect(await store.duplicateReportIfOwned({ ...ref, lockToken: 'stale', key: 'payment-3', now: T0 + 3_000 })).toMatchObject({ ok: false, reason: 'lease_lost' });
+      expect(await row(job.id)).toEqual(before);
+      expect((await events(job.id)).filter((e) => e.type === 'duplicate_reported')).toMatchObject([
+        { reason: 'payment-1', worker_id: 'w1', actor: 'w1', attempt: 1, at: T0 + 1_000, message: 'the handler found "payment-1" already done downstream on attempt 1' },
+        { reason: 'payment-2', at: T0 + 2_000 },
+      ]);
+      const q = (await store.metricsSnapshot({ now: T0 + 3_000, config: { ...DEFAULTS, workerAliveMs: RULES.workerAliveMs } })).queues.find((x) => x.queue === 'q')!;
+      expect(q.duplicatesReported).toEqual({ total: 2, lastHour: 2, last5m: 2 });
     });
   });
 }
