@@ -151,6 +151,7 @@ describe('GET /api/v1/metrics', () => {
       attempts_exhausted: none,
       deadline_exceeded: none,
       lost_too_many_times: none,
+      owner_gone: none,
       reaped_due_to_expired_lease: { total: 1, lastHour: 1, last5m: 1 },
     });
     expect(slow.reapedTotal).toEqual({ total: 1, lastHour: 1, last5m: 1 });
