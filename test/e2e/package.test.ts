@@ -178,6 +178,17 @@ console.log(JSON.stringify([typeof client.enqueue, typeof LeaseholdApiError, typ
   expect(JSON.parse(res.stdout)).toEqual(['function', 'function', 'function', 'function', 'function', pkg.version]);
 });
 
+test('leasehold/fencing from the package, imported and required: an older token is refused, the newer accepted', () => {
+  const check = `console.log(JSON.stringify([f.checkFencingToken('1', 2).status, f.checkFencingToken('3', 2).ok, f.FENCING_TOKEN_HEADER, typeof f.guardedUpdate]));`;
+  writeFileSync(join(project, 'fencing.mjs'), `import * as f from 'leasehold/fencing';\n${check}\n`);
+  writeFileSync(join(project, 'fencing.cjs'), `const f = require('leasehold/fencing');\n${check}\n`);
+  for (const file of ['fencing.mjs', 'fencing.cjs']) {
+    const res = spawnSync(process.execPath, [file], { cwd: project, encoding: 'utf8' });
+    expect(res.stderr, file).toBe('');
+    expect(JSON.parse(res.stdout), file).toEqual([409, true, 'Leasehold-Fencing-Token', 'function']);
+  }
+});
+
 test('a strict module: nodenext TypeScript consumer in CommonJS type-checks, compiles to require() calls, and runs', () => {
   const consumer = join(project, 'ts-cjs');
   mkdirSync(consumer);
