@@ -85,7 +85,7 @@ function overviewParts(metrics: MetricsRead) {
             completedLastHour: a ? a.completed.reduce((s, n) => s + n, 0) : 0,
             busyWorkers: q.running.busyWorkers,
             firingAlerts: firing.filter((x) => x.queue === q.queue).length,
-            duplicatesLastHour: q.duplicateExecutions.lastHour,
+            duplicatesLastHour: q.duplicateExecutions.lastHour + q.duplicatesReported.lastHour,
           },
         ];
       }),
@@ -141,7 +141,7 @@ function ActivityCells(props: { a: QueueActivitySummary | undefined }) {
         {perMin(a.completedPerMin)}/min <span class="hint">({a.completedLastHour} in 1 h)</span>
       </td>
       <td class={a.firingAlerts > 0 ? 'bad alerts' : 'alerts'}>{a.firingAlerts > 0 ? <a href="/dashboard/alerts">{a.firingAlerts} firing</a> : 'none'}</td>
-      <td class={a.duplicatesLastHour > 0 ? 'warn duplicates' : 'duplicates'} title="claims of jobs taken back while their worker may still have been running them">
+      <td class={a.duplicatesLastHour > 0 ? 'warn duplicates' : 'duplicates'} title="claims of jobs taken back while their worker may still have been running them, and repeats handlers reported (ctx.reportDuplicate)">
         {fmtCount(a.duplicatesLastHour)}
       </td>
     </>

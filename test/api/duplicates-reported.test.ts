@@ -64,3 +64,13 @@ test('reported duplicates feed the duplicate_executions alert with the ones leas
   t.clock.advance(5 * 60_000 + 1);
   expect(await alert()).toMatchObject({ state: 'ok', value: 0 });
 });
+
+test("the dashboard overview's duplicate runs count the reported ones too", async () => {
+  t = await setup();
+  const job = await t.enqueue('q');
+  const [c] = await t.claim('q', 'w1');
+  const cell = async () => /<td class="([^"]*duplicates)"[^>]*>\s*([^<\s]+)/.exec(await (await t.app.request('/dashboard')).text())?.slice(1);
+  expect(await cell()).toEqual(['duplicates', '0']);
+  await t.post(`${api}/jobs/${job.id}/duplicates`, { workerId: 'w1', lockToken: c!.lockToken, key: 'payment pi_123' });
+  expect(await cell()).toEqual(['warn duplicates', '1']);
+});
