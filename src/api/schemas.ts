@@ -76,7 +76,7 @@ export const JobSchema = fields<Job>(
     progress: anyJson('the last progress reported'),
     checkpoint: anyJson('state saved for the next attempt'),
     result: anyJson('what complete() recorded'),
-    onLost: nullable({ type: 'string', enum: [...ON_LOST_POLICIES], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); null: the queue's setting (default retry)" }),
+    onLost: nullable({ type: 'string', enum: [...ON_LOST_POLICIES, null], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); null: the queue's setting (default retry)" }),
     heldAt: nullable({ ...time, description: 'set while the job is held for a person after a lost attempt: it runs again only when an operator releases it' }),
     lostAttempt: nullable(
       fields<NonNullable<Job['lostAttempt']>>(

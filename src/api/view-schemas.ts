@@ -157,6 +157,7 @@ const QueueMetricsSchema = fields<QueueMetrics>(
     settings: fields<QueueDefaults>(queueDefaultsProps),
     alertOverrides: alertOverridesSchema,
     ...queueLimitsProps,
+    held: integer("pending jobs held for a person after a lost attempt (onLost 'hold')"),
     rateUsed: integer(),
     rateLimitedUntil: nullable(epochMs('when the next rate window opens')),
     counts: statusCounts,

@@ -114,8 +114,9 @@ export function toJob(r: JobRecord): Job {
     checkpoint: parsed(r.checkpoint),
     result: parsed(r.result),
     onLost: r.on_lost,
-    heldAt: iso(r.held_at),
-    lostAttempt: r.held_at === null ? null : lostAttemptWire(r.held_attempt),
+    // Held only while pending (a trigger clears the mark when it leaves; a RETURNING row may predate that).
+    heldAt: r.status === 'pending' ? iso(r.held_at) : null,
+    lostAttempt: r.status === 'pending' && r.held_at !== null ? lostAttemptWire(r.held_attempt) : null,
   };
 }
 

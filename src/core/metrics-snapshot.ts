@@ -70,6 +70,9 @@ export interface QueueMetrics {
   rateLimit: RateLimit | null;
   rateUsed: number;
   rateLimitedUntil: number | null;
+  /** What a lost attempt leads to ('retry' or 'hold', a job's own wins), and the pending jobs held for a person now. */
+  onLost: OnLost;
+  held: number;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;

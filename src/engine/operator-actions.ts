@@ -50,8 +50,8 @@ export interface RequeueDoneText {
 export function requeueText(d: RequeueDoneText): string {
   if (d.forced) {
     const past = [d.overrodeHold ? `overriding the reaper's hold (${d.overrodeHold.why})` : null, d.beyondBudget ? `past its budget: ${d.beyondBudget}` : null].filter(Boolean);
-    const held = d.held ? " and hold it for a person (onLost 'hold'): it runs again only when released" : ' (it may run twice)';
-    return `requeue it by force${held} (${d.why})${past.length > 0 ? `, ${past.join(', and ')}` : ''}`;
+    const held = d.held ? "and hold it for a person (onLost 'hold': it runs again only when released; " : '(it may run twice; ';
+    return `requeue it by force ${held}${d.why})${past.length > 0 ? `, ${past.join(', and ')}` : ''}`;
   }
   if (d.action === 'fail') return `fail it for good, as the reaper would now (${d.reason}): ${d.why}`;
   if (d.held) return `hold it for a person (onLost 'hold'; it runs again only when released), as the reaper would take it back now: ${d.why}`;

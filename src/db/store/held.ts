@@ -48,14 +48,14 @@ export function jobReleaseIfHeld(db: Db, p: OperatorParams): Promise<OperatorOut
 
 export function jobCompleteIfHeld(db: Db, p: OperatorParams & { result?: unknown }): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'completed', result = ${jsonOrNull(p.result)}, completed_at = ${now}, finished_at = ${now},
+  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'completed', result = ${jsonOrNull(p.result)}, completed_at = ${now}, finished_at = ${now}, held_at = NULL,
       updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.complete)}
     WHERE ${heldGuard(p.id)} RETURNING *`, p.also);
 }
 
 export function jobFailIfHeld(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'failed', failed_at = ${now}, finished_at = ${now},
+  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'failed', failed_at = ${now}, finished_at = ${now}, held_at = NULL,
       last_error = ${`failed by hand after a lost attempt: ${p.reason ?? 'no reason given'}`}, updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.fail)}
     WHERE ${heldGuard(p.id)} RETURNING *`, p.also);
 }
