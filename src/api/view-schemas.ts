@@ -233,7 +233,7 @@ const MetricsSchema = fields<MetricsWire>({
   queues: array(QueueMetricsSchema),
 });
 
-const ALERT_NAMES = ['heartbeat_lag', 'long_running', 'reaper_burst', 'enqueue_dedup_rate', 'stale_write_rate', 'pending_backlog', 'duplicate_executions', 'stalled_jobs'] as const satisfies readonly AlertName[];
+const ALERT_NAMES = ['heartbeat_lag', 'long_running', 'reaper_burst', 'enqueue_dedup_rate', 'stale_write_rate', 'pending_backlog', 'duplicate_executions', 'stalled_jobs', 'held_jobs'] as const satisfies readonly AlertName[];
 
 const AlertsSchema = fields<AlertsWire>({
   at: time,

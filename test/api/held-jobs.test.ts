@@ -54,6 +54,10 @@ describe("onLost 'hold' over HTTP", () => {
     expect(list.json.jobs).toMatchObject([{ id, lostAttempt: { worker: 'doomed' }, effects: [{ key: 'charge', state: 'started', attempt: 1, workerId: 'doomed', doneAt: null }] }]);
     const [queue] = (await t.get(`${api}/queues`)).json.queues;
     expect(queue).toMatchObject({ name: 'pay', held: 1, ready: 0 });
+    const alerts = (await t.get(`${api}/alerts`)).json.alerts;
+    expect(alerts.find((a: { name: string }) => a.name === 'held_jobs')).toMatchObject({ queue: 'pay', state: 'firing', value: 1 });
+    const metrics = await t.call('GET', '/metrics');
+    expect(metrics.text).toContain('leasehold_held_jobs{queue="pay"} 1');
   });
 
   test("a job's own onLost at enqueue wins over its queue's", async () => {
