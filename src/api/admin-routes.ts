@@ -3,13 +3,14 @@ import type { AlertThresholds } from '../core/alerts.ts';
 import { checkQueueSettings, MAX_JOB_TIMEOUT_MS, type QueueDefaults } from '../core/config.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
+import { ON_LOST_POLICIES } from '../core/wire.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue } from './http.ts';
 import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
-import { bool, int, nullable, obj, optional, queryBool, type Infer } from '../core/validate.ts';
+import { bool, int, nullable, obj, optional, queryBool, word, type Infer } from '../core/validate.ts';
 import { alertThresholdsBody, maxRunningField, rateLimitField } from './fields.ts';
 import { deleteQueue } from '../engine/queue-delete.ts';
 
@@ -80,6 +81,11 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
         maxRunning: maxRunningField,
         rateLimit: rateLimitField,
         paused: optional(bool()),
+        onLost: optional(
+          nullable(
+            word(ON_LOST_POLICIES, "what a lost attempt of this queue's jobs leads to: 'retry' runs it again (idempotent jobs); 'hold' keeps it for a person to release, complete or fail (side effects that cannot be fenced); null: back to 'retry'. A job's own onLost wins"),
+          ),
+        ),
       }),
     },
     async (c, body) => {
@@ -87,7 +93,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const [current] = await store.queuesHealth({ now: clock.now(), defaults: config, queue: name });
       const merged: QueueDefaults = { ...config, ...current?.overrides };
       for (const [key, value] of Object.entries(body)) {
-        if (key === 'paused' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
+        if (key === 'paused' || key === 'onLost' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
         (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
       }
       // The same lease rules as the server's own settings, named by field.

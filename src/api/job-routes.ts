@@ -6,15 +6,17 @@ import { apiActor } from './audit-actor.ts';
 import type { Context } from 'hono';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { newJob, toNewJob, withTrace } from '../engine/enqueue-input.ts';
-import { forceRuleProblem, type OperatorAction } from '../engine/operator-actions.ts';
+import { forceRuleProblem, heldReasonProblem, type OperatorAction } from '../engine/operator-actions.ts';
+import { HELD_ACTIONS, type HeldAction } from '../core/held.ts';
 import { iso, toJob, toJobSummary } from '../core/job-record.ts';
 import { JOB_STATUSES } from '../core/wire.ts';
 import { parseJobId, parseQueue, queueName } from './http.ts';
-import { eventsWire, operatorError, requeueWire } from './outcomes.ts';
+import { eventsWire, heldError, operatorError, requeueWire } from './outcomes.ts';
 import { logField } from './request-log.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { arr, bool, obj, optional, queryInt, str, word, type Infer } from '../core/validate.ts';
+import { arr, bool, json, obj, optional, queryInt, str, word, type Infer } from '../core/validate.ts';
+import type { EffectRow } from '../db/store/port.ts';
 import { activeJobTrace } from '../core/trace-context.ts';
 
 const MAX_BULK = 10_000;
@@ -48,6 +50,15 @@ const listQuery = obj({
   limit: optional(queryInt({ min: 1, max: 500, description: 'jobs per page; default 50' })),
   order: optional(word(['asc', 'desc'], 'by id; default desc (newest first)')),
 });
+
+const heldQuery = obj({
+  queue: optional(queueName),
+  limit: optional(queryInt({ min: 1, max: 500, description: 'jobs; default 100' })),
+});
+
+/** A job's effects ledger on the wire (times as ISO strings). */
+export const effectsWire = (rows: readonly EffectRow[]) =>
+  rows.map((e) => ({ key: e.key, state: e.state, attempt: e.attempt, workerId: e.workerId, startedAt: iso(e.createdAt)!, doneAt: iso(e.completedAt) }));
 
 export function jobRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock, engine } = deps;
@@ -153,7 +164,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
   );
 
   /** Who, why and when for a job action, with its audit entry (written only if the job changed; the store adds the job's queue and new status). */
-  const jobAudit = (c: Context, id: number, action: 'job.cancel' | 'job.retry' | 'job.requeue' | 'job.force_requeue', body: { actor?: string | undefined; reason?: string | undefined }) => {
+  const jobAudit = (c: Context, id: number, action: 'job.cancel' | 'job.retry' | 'job.requeue' | 'job.force_requeue' | `job.${HeldAction}_held`, body: { actor?: string | undefined; reason?: string | undefined }) => {
     const by = apiActor(c, config, body.actor);
     const reason = body.reason ?? null;
     const now = clock.now();
@@ -204,5 +215,64 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       }),
     },
     (c, body) => act(c, 'requeue', body),
+  );
+
+  // A held job (onLost 'hold', src/core/held.ts): its lost attempt waits for
+  // a person, who releases it (it runs again), completes it by hand or fails
+  // it. Not the worker's /complete, /fail and /release: no lock token here.
+  const heldShape = {
+    // Required, but checked after the other fields (heldReasonProblem), so each bad field is the one named.
+    reason: optional(str({ min: 1, max: 1000, description: "why: required, kept in the audit trail and on the job's event" })),
+    actor: optional(str({ min: 1, max: 200, description: 'who: kept in the audit trail; default "admin"' })),
+  };
+  const heldBody = obj(heldShape);
+  const completeHeldBody = obj({ ...heldShape, result: optional(json('the result to record, any JSON')) });
+  const HELD_SUMMARIES: Record<HeldAction, string> = {
+    release: 'Release a held job (onLost \'hold\', its lost attempt waiting for a person): it goes back to pending, due now, and runs again. Needs a reason; 409 when the job is not held, saying its status',
+    complete: 'Complete a held job by hand, with a result (the person found the lost attempt did the work). Needs a reason; 409 when the job is not held, saying its status',
+    fail: 'Fail a held job for good. Needs a reason (it becomes the job\'s error); 409 when the job is not held, saying its status',
+  };
+  for (const action of HELD_ACTIONS) {
+    const body = action === 'complete' ? completeHeldBody : heldBody;
+    r.add(
+      {
+        method: 'post',
+        path: `/jobs/:id/held/${action}`,
+        role: 'admin',
+        operationId: `${action}HeldJob`,
+        tag: 'jobs',
+        summary: HELD_SUMMARIES[action],
+        body,
+        answers: { schema: 'job' },
+        errors: ['not_found', 'conflict'],
+      },
+      async (c, b: { reason?: string; actor?: string | undefined; result?: unknown }) => {
+        const id = parseJobId(c.req.param('id')!);
+        const problem = heldReasonProblem(b.reason);
+        if (problem) throw invalid(problem.field, problem.message);
+        const audit = jobAudit(c, id, `job.${action}_held`, b);
+        const outcome = await engine.heldAction({ id, ...audit, action, ...('result' in b ? { result: b.result } : {}) });
+        if (!outcome.ok) throw heldError(outcome, id);
+        return c.json({ job: toJob(outcome.job) });
+      },
+    );
+  }
+
+  r.add<undefined, Infer<typeof heldQuery>>(
+    {
+      method: 'get',
+      path: '/held-jobs',
+      role: 'admin',
+      operationId: 'listHeldJobs',
+      tag: 'jobs',
+      summary: "Jobs held for a person after a lost attempt (onLost 'hold'), longest held first, each with what is known of that attempt (lostAttempt, progress, checkpoint) and its effects ledger",
+      query: heldQuery,
+      answers: { schema: 'heldJobs' },
+    },
+    async (c, _body, q) => {
+      const jobs = await store.jobsHeldList({ queue: q.queue, limit: q.limit ?? 100 });
+      const withEffects = await Promise.all(jobs.map(async (j) => ({ ...toJob(j), effects: effectsWire(await store.effectsForJob({ jobId: j.id })) })));
+      return c.json({ jobs: withEffects });
+    },
   );
 }

@@ -146,6 +146,7 @@ export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperI
   windowed('leasehold_stale_writes_rejected_recent', 'Stale writes rejected in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.staleWritesRejected]));
   windowed('leasehold_enqueue_deduplicated_recent', 'Enqueues deduplicated in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.enqueueDeduplicated]));
   windowed('leasehold_duplicate_executions_recent', 'Duplicate executions in the last 5 minutes / hour.', m.queues.map((r) => [q(r.queue), r.duplicateExecutions]));
+  metric('leasehold_held_jobs', 'gauge', "Pending jobs held for a person after a lost attempt (onLost 'hold'): they run again only when released.", m.queues.map((r) => [`{${q(r.queue)}}`, r.held]));
   metric('leasehold_ready_jobs', 'gauge', 'Pending jobs due now (queue depth).', m.queues.map((r) => [`{${q(r.queue)}}`, r.ready]));
   metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
   // The maintenance pass (reaper, schedules, retention, alerts) as the

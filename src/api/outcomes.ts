@@ -2,7 +2,7 @@
 import { LeaseholdError } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
 import type { JobAnswer, Refusal } from '../engine/worker-protocol.ts';
-import { operatorRefusal, type OperatorAction } from '../engine/operator-actions.ts';
+import { heldRefusal, operatorRefusal, type OperatorAction } from '../engine/operator-actions.ts';
 import type { EventRecord, OperatorOutcome, RequeueDone } from '../db/store/port.ts';
 
 /** A worker protocol refusal as the API's error (its status, body and field). */
@@ -26,6 +26,12 @@ export function operatorError(o: Exclude<OperatorOutcome, { ok: true }>, id: num
   return new LeaseholdError(r.code, r.message, 'id', r.details);
 }
 
+/** A held action's refusal (src/engine/operator-actions.ts heldRefusal) as the API's error. */
+export function heldError(o: Exclude<OperatorOutcome, { ok: true }>, id: number): LeaseholdError {
+  const r = heldRefusal(o, id);
+  return new LeaseholdError(r.code, r.message, 'id', r.details);
+}
+
 /** What a requeue did, on the wire (times as ISO strings). */
 export function requeueWire(d: RequeueDone) {
   return {
@@ -33,6 +39,7 @@ export function requeueWire(d: RequeueDone) {
     reason: d.reason,
     why: d.why,
     forced: d.forced,
+    held: d.held === true,
     overrodeHold: d.overrodeHold ? { until: iso(d.overrodeHold.until), why: d.overrodeHold.why } : null,
     beyondBudget: d.beyondBudget ?? null,
   };

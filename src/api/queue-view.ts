@@ -15,8 +15,10 @@ export function queueView(q: QueueHealth) {
     expiredLeases: q.expiredLeases,
     oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
-    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit },
+    held: q.held,
+    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit, onLost: q.onLost ?? 'retry' },
     overrides: {
+      ...(q.onLost === null ? {} : { onLost: q.onLost }),
       ...q.overrides,
       ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
       ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),

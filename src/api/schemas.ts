@@ -10,7 +10,7 @@
  * src/api/view-schemas.ts, written the same way against the types their
  * routes answer.
  */
-import { JOB_PREVIEW_CHARS, JOB_STATUSES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { JOB_PREVIEW_CHARS, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from '../core/validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
@@ -30,7 +30,7 @@ const AuditEntrySchema = fields<AuditEntryWire>({
   role: string('admin, readonly, worker, or none (a failed login)'),
   credential: nullable(string('the name of the token the request or session used')),
   source: { type: 'string', enum: ['dashboard', 'api'] },
-  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue'),
+  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue, job.release_held, job.complete_held, job.fail_held'),
   queue: nullable(string()),
   jobId: nullable(string()),
   target: string('what was acted on, for people'),
@@ -76,6 +76,22 @@ export const JobSchema = fields<Job>(
     progress: anyJson('the last progress reported'),
     checkpoint: anyJson('state saved for the next attempt'),
     result: anyJson('what complete() recorded'),
+    onLost: nullable({ type: 'string', enum: [...ON_LOST_POLICIES, null], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); null: the queue's setting (default retry)" }),
+    heldAt: nullable({ ...time, description: 'set while the job is held for a person after a lost attempt: it runs again only when an operator releases it' }),
+    lostAttempt: nullable(
+      fields<NonNullable<Job['lostAttempt']>>(
+        {
+          worker: nullable(string('the worker that held the lost attempt')),
+          attempt: integer(),
+          fencingToken: integer(),
+          startedAt: nullable(time),
+          lastHeartbeatAt: nullable(time),
+          leaseExpiresAt: nullable(time),
+          why: string('why the attempt was taken back'),
+        },
+        { description: "what is known of the lost attempt that held the job (null when not held); progress and checkpoint are the job's own fields, and its effects are in the effects ledger" },
+      ),
+    ),
   },
   { description: 'A job. The lock token is never part of it: only the claimer gets it.' },
 );
@@ -168,11 +184,28 @@ const RequeueDoneSchema = fields<RequeueWire>({
   reason: string("the reaper's reason (reaped_due_to_expired_lease, owner_gone, deadline_exceeded, attempts_exhausted, lost_too_many_times), or forced"),
   why: string('in words'),
   forced: boolean,
+  held: { type: 'boolean', description: "the job's onLost is 'hold': it was held for a person (it runs again only when released) instead of going back to the queue" },
   overrodeHold: nullable(fields<NonNullable<RequeueWire['overrodeHold']>>({ until: time, why: string() }, { description: "forced during the reaper's hold after a server's restart or pause: the hold it overrode" })),
   beyondBudget: nullable(string("forced past the job's attempt or lost-attempt budget: what that grants")),
 });
 
+const EffectSchema = fields<{ key: string; state: string; attempt: number; workerId: string | null; startedAt: string; doneAt: string | null }>(
+  {
+    key: string('the once() or step() key'),
+    state: { type: 'string', enum: ['started', 'done'], description: 'started and never done: it may or may not have happened' },
+    attempt: integer('the attempt that started it'),
+    workerId: nullable(string()),
+    startedAt: time,
+    doneAt: nullable(time),
+  },
+  { description: "one entry of the job's effects ledger" },
+);
+
 export const RESPONSES = {
+  heldJobs: fields<{ jobs: unknown[] }>(
+    { jobs: array({ ...JobSchema, properties: { ...(JobSchema.properties as Record<string, JsonSchema>), effects: array(EffectSchema) }, required: [...((JobSchema.required as string[]) ?? []), 'effects'] }) },
+    { description: 'held jobs, longest held first, each with its effects ledger' },
+  ),
   enqueued: oneOf(fields<{ job: Job }>({ job: JobSchema }, { description: 'one job' }), fields<{ jobs: Enqueued[] }>({ jobs: array(EnqueuedSchema) }, { description: 'a bulk: one summary per job, in order' })),
   deduplicated: fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job' }),
   job: jobAnswer,

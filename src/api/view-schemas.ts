@@ -109,7 +109,9 @@ const queueDefaultsProps: { [K in keyof QueueDefaults]-?: JsonSchema } = {
   retentionMs: ms(),
   timeoutMs: ms('hard time limit per attempt'),
 };
-const queueLimitsProps = { stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema) };
+const queueLimitsProps = {
+  onLost: { type: 'string', enum: ['retry', 'hold'], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); a job's own onLost wins" } as JsonSchema,
+  stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema) };
 
 const alertThresholdProps = Object.fromEntries(
   Object.entries(ALERT_THRESHOLD_LIMITS).map(([k, l]) => [k, l.integer ? integer(l.help) : number(l.help)]),
@@ -124,12 +126,13 @@ const QueueSchema = fields<QueueView>(
     counts: statusCounts,
     ready: integer('pending jobs due now'),
     expiredLeases: integer('running jobs whose lease has expired'),
+    held: integer("pending jobs held for a person after a lost attempt (onLost 'hold'): counted in pending, never in ready; they run again only when released"),
     oldestRunningStartedAt: nullable(time),
     oldestReadyAvailableAt: nullable(time),
     settings: fields<QueueView['settings']>({ ...queueDefaultsProps, ...queueLimitsProps }, { description: "the queue's effective settings (its overrides over the server's)" }),
     overrides: fields<QueueView['overrides']>(
       { ...queueDefaultsProps, ...queueLimitsProps },
-      { optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'stallMs', 'maxRunning', 'rateLimit'], description: "the settings this queue sets itself; absent ones are the server's" },
+      { optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'onLost', 'stallMs', 'maxRunning', 'rateLimit'], description: "the settings this queue sets itself; absent ones are the server's" },
     ),
     rateUsed: integer("claims in the rate limit's current window"),
     rateLimitedUntil: nullable(described(time, "while the window's claims are spent: when the next one opens")),
@@ -154,6 +157,7 @@ const QueueMetricsSchema = fields<QueueMetrics>(
     settings: fields<QueueDefaults>(queueDefaultsProps),
     alertOverrides: alertOverridesSchema,
     ...queueLimitsProps,
+    held: integer("pending jobs held for a person after a lost attempt (onLost 'hold')"),
     rateUsed: integer(),
     rateLimitedUntil: nullable(epochMs('when the next rate window opens')),
     counts: statusCounts,
@@ -229,7 +233,7 @@ const MetricsSchema = fields<MetricsWire>({
   queues: array(QueueMetricsSchema),
 });
 
-const ALERT_NAMES = ['heartbeat_lag', 'long_running', 'reaper_burst', 'enqueue_dedup_rate', 'stale_write_rate', 'pending_backlog', 'duplicate_executions', 'stalled_jobs'] as const satisfies readonly AlertName[];
+const ALERT_NAMES = ['heartbeat_lag', 'long_running', 'reaper_burst', 'enqueue_dedup_rate', 'stale_write_rate', 'pending_backlog', 'duplicate_executions', 'stalled_jobs', 'held_jobs'] as const satisfies readonly AlertName[];
 
 const AlertsSchema = fields<AlertsWire>({
   at: time,
@@ -333,6 +337,7 @@ const ReaperSchema = fields<ReaperWire>(
     failed: array(reapedJob),
     deferred: array(fields<MaintenancePassReport['deferred'][number]>({ id: string(), reason: words(['owner_alive']), overdueMs: ms() })),
     held: array(fields<MaintenancePassReport['held'][number]>({ id: string(), reason: words(['server_gap']) })),
+    heldForOperator: described(array(reapedJob), "jobs whose onLost is 'hold', taken from their lost attempt and held for a person: they run again only when released"),
     raced: integer('decisions that lost a race to a heartbeat or completion'),
     hold: described(hold, 'present when something was held: until when, and why'),
     pruned: integer(),
@@ -354,6 +359,7 @@ const requeuePlan = fields<RequeueWire>(
     reason: string(),
     why: string(),
     forced: boolean,
+    held: boolean,
     overrodeHold: nullable(fields<NonNullable<RequeueWire['overrodeHold']>>({ until: time, why: string() })),
     beyondBudget: nullable(string()),
   },

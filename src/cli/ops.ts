@@ -5,6 +5,7 @@
  *   leasehold jobs show ID
  *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
+ *   leasehold jobs held [--queue Q] | release|complete|fail ID --reason R [--result JSON: complete only]
  *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | delete Q [--purge]
  *   leasehold workers [--queue Q] [--alive | --dead]
  *
@@ -18,6 +19,7 @@ import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
 import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
+import { HELD_ACTIONS, HELD_NEEDS_REASON, type HeldAction } from '../core/held.ts';
 
 type Flags = Map<string, string | true>;
 
@@ -34,6 +36,7 @@ export const JOBS_FLAGS: CommandFlag[] = [
   { flag: '--reason', help: 'why, kept in the audit trail (a bulk action and a forced requeue need one)' },
   { flag: '--dry-run', help: 'bulk: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
   { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
+  { flag: '--result', help: 'complete (a held job): the result to record, as JSON' },
 ];
 
 export const JOBS_DETAILS = `subcommands:
@@ -47,7 +50,12 @@ export const JOBS_DETAILS = `subcommands:
   retry | cancel | requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R
                              in bulk: the queue's jobs of that status, lowest id first,
                              at most --limit and never more than the server's cap
-                             (LEASEHOLD_BULK_ACTION_CAP); --dry-run lists them first`;
+                             (LEASEHOLD_BULK_ACTION_CAP); --dry-run lists them first
+  held [--queue Q]           jobs held for a person after a lost attempt (onLost hold),
+                             with the lost attempt's worker, last heartbeat and effects
+  release ID | complete ID [--result JSON] | fail ID  --reason R
+                             end a hold: release runs the job again; complete records
+                             it done by hand; fail ends it for good (audited, reason required)`;
 
 export const QUEUES_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -64,7 +72,9 @@ export const QUEUES_DETAILS = `subcommands:
                              maxRunning=N: at most N of the queue's jobs run at once
                              across all workers (maxRunning=null: no limit);
                              rateLimit=MAX/WINDOW_MS: at most MAX claims per window
-                             (rateLimit=100/60000; rateLimit=null: no limit)
+                             (rateLimit=100/60000; rateLimit=null: no limit);
+                             onLost=hold|retry: a lost attempt waits for a person, or
+                             runs again (onLost=null: retry)
   delete Q [--purge]         delete a queue that holds nothing (its settings go, audited):
                              refused while it holds pending or running jobs or a schedule
                              enqueues to it; its finished jobs go with it only with --purge`;
@@ -80,6 +90,7 @@ export const WORKERS_FLAGS: CommandFlag[] = [
 const ACTIONS = ['retry', 'cancel', 'requeue'] as const;
 type Action = (typeof ACTIONS)[number];
 const DONE: Record<Action, string> = { retry: 'retried', cancel: 'cancelled', requeue: 'requeued' };
+const HELD_DONE: Record<HeldAction, string> = { release: 'released (it runs again)', complete: 'completed by hand', fail: 'failed for good' };
 
 /** Who did it, for the audit trail: cli and the local user name. */
 function actor(): string {
@@ -154,6 +165,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
         ['available', j.availableAt],
         ['created', j.createdAt],
         ['started', j.startedAt],
+        ['held', j.heldAt === null ? null : `since ${j.heldAt}: the lost attempt of ${j.lostAttempt?.worker ?? '?'} (attempt ${j.lostAttempt?.attempt ?? '?'}, last heartbeat ${j.lostAttempt?.lastHeartbeatAt ?? 'none'}) waits for a person: jobs release|complete|fail ${j.id} --reason R`],
         ['last error', j.lastError],
         ['payload', JSON.stringify(j.payload)],
         ['result', j.result === null ? null : JSON.stringify(j.result)],
@@ -164,7 +176,53 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     print(table(['at', 'event', 'from -> to', 'attempt', 'actor', 'worker', 'reason'], latest.map((e) => [e.at, e.derived ? `${e.type} (from the job row)` : e.type, `${e.from ?? '-'} -> ${e.to ?? '-'}`, e.attempt, e.actor, e.workerId, e.reason ?? e.message])));
     return 0;
   }
-  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel or requeue`);
+  if (sub === 'held') {
+    onlyPositionals(args, 1, 'jobs held takes flags only');
+    const queue = str(flags, '--queue');
+    const answer = await api.get<{ jobs: any[] }>(`/held-jobs${queue ? `?queue=${encodeURIComponent(queue)}` : ''}`);
+    if (json) return print(answer), 0;
+    const now = Date.now();
+    print(
+      answer.jobs.length === 0
+        ? '(no job is held)'
+        : table(
+            ['id', 'queue', 'held', 'lost attempt', 'worker', 'last heartbeat', 'effects started / done', 'why'],
+            answer.jobs.map((j) => [
+              j.id,
+              j.queue,
+              relative(j.heldAt, now),
+              j.lostAttempt?.attempt,
+              j.lostAttempt?.worker,
+              relative(j.lostAttempt?.lastHeartbeatAt ?? null, now),
+              `${j.effects.filter((e: any) => e.state === 'started').length} / ${j.effects.filter((e: any) => e.state === 'done').length}`,
+              j.lostAttempt?.why,
+            ]),
+          ),
+    );
+    return 0;
+  }
+  if ((HELD_ACTIONS as readonly string[]).includes(sub)) {
+    if (!id) throw new UsageError(`jobs ${sub} needs a job id`);
+    onlyPositionals(args, 2, `jobs ${sub} ID --reason R`);
+    const reason = str(flags, '--reason');
+    if (!reason) throw new UsageError(`jobs ${sub} needs --reason: ${HELD_NEEDS_REASON}`);
+    const resultText = str(flags, '--result');
+    if (resultText !== undefined && sub !== 'complete') throw new UsageError('--result is for jobs complete');
+    let result: unknown;
+    if (resultText !== undefined) {
+      try {
+        result = JSON.parse(resultText);
+      } catch {
+        throw new UsageError('--result must be JSON (for example \'{"charged":true}\')');
+      }
+    }
+    const body = { reason, actor: actor(), ...(resultText !== undefined ? { result } : {}) };
+    const answer = await api.post<{ job: any }>(`/jobs/${encodeURIComponent(id)}/held/${sub}`, body);
+    if (json) return print(answer), 0;
+    print(`job ${answer.job.id} ${HELD_DONE[sub as HeldAction]}: now ${answer.job.status}`);
+    return 0;
+  }
+  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, held, release, complete or fail`);
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');
@@ -284,8 +342,13 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     return 0;
   }
   if (sub === 'settings' && rest.length > 0) {
-    const patch: Record<string, number | null | { max: number; windowMs: number }> = {};
+    const patch: Record<string, number | string | null | { max: number; windowMs: number }> = {};
     for (const assignment of rest) {
+      const onLost = /^onLost=(hold|retry|null)$/.exec(assignment);
+      if (onLost) {
+        patch.onLost = onLost[1] === 'null' ? null : onLost[1]!;
+        continue;
+      }
       const rate = /^rateLimit=(?:(null)|([0-9]{1,15})\/([0-9]{1,15}))$/.exec(assignment);
       if (rate) {
         patch.rateLimit = rate[1] ? null : { max: Number(rate[2]), windowMs: Number(rate[3]) };
@@ -340,7 +403,7 @@ function settingsText(queue: any): string {
       const own = queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null;
       if (LIMIT_KEYS.includes(k)) return [k, queue.settings[k] ?? 'none', own ? 'this queue' : 'off'];
       return [k, queue.settings[k], own ? 'this queue' : 'server default'];
-    }).concat([rateRow]),
+    }).concat([rateRow, ['onLost', queue.settings.onLost ?? 'retry', queue.overrides?.onLost ? 'this queue' : 'server default']]),
   );
 }
 

@@ -18,7 +18,7 @@ import { suspectThreshold } from './suspect.ts';
 
 export { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, parseQueueAlertThresholds, type AlertThresholds } from './alert-thresholds.ts';
 
-export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'enqueue_dedup_rate' | 'stale_write_rate' | 'pending_backlog' | 'duplicate_executions' | 'stalled_jobs';
+export type AlertName = 'heartbeat_lag' | 'long_running' | 'reaper_burst' | 'enqueue_dedup_rate' | 'stale_write_rate' | 'pending_backlog' | 'duplicate_executions' | 'stalled_jobs' | 'held_jobs';
 
 export interface Alert {
   name: AlertName;
@@ -54,6 +54,8 @@ const READS: Record<AlertName, (keyof AlertThresholds)[]> = {
   duplicate_executions: ['duplicateExecutionsPer5m'],
   // Its threshold is the queue's stallMs setting (PATCH /queues/:queue/settings), not an alert threshold.
   stalled_jobs: [],
+  // Any held job fires it: a person has to decide.
+  held_jobs: [],
 };
 
 function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): Alert[] {
@@ -69,6 +71,22 @@ function queueAlerts(m: MetricsSnapshot, q: QueueMetrics, t: AlertThresholds): A
       message,
       overridden: READS[name].filter((k) => q.alertOverrides[k] !== undefined),
     });
+
+  // Held jobs (onLost 'hold'): a lost attempt waits for a person, so any one
+  // fires. Evaluated only for a queue that holds (its setting, or a job's
+  // own onLost held one), so queues that never hold show no such row.
+  if (q.onLost === 'hold' || q.held > 0) {
+    add(
+      'held_jobs',
+      q.held > 0,
+      q.held,
+      1,
+      'count',
+      q.held > 0
+        ? `${q.held} ${q.held === 1 ? 'job is' : 'jobs are'} held after a lost attempt (onLost 'hold'): ${q.held === 1 ? 'it runs' : 'they run'} again only when a person releases, completes or fails ${q.held === 1 ? 'it' : 'them'} (GET /api/v1/held-jobs, the zombies page)`
+        : 'no job is held for a person',
+    );
+  }
 
   // Heartbeat lag spike: late jobs of workers that look alive. A live
   // worker that cannot renew will lose its leases (and its jobs may run

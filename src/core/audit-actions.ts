@@ -16,7 +16,10 @@ export type AuditAction =
   | 'job.retry'
   | 'job.cancel'
   | 'job.requeue'
-  | 'job.force_requeue';
+  | 'job.force_requeue'
+  | 'job.release_held'
+  | 'job.complete_held'
+  | 'job.fail_held';
 
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'login',
@@ -32,4 +35,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'job.cancel',
   'job.requeue',
   'job.force_requeue',
+  'job.release_held',
+  'job.complete_held',
+  'job.fail_held',
 ];

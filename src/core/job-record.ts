@@ -5,7 +5,8 @@
  * importing the store. src/db/row-types.ts checks, at compile time, that
  * JobRecord is the job row the schema describes.
  */
-import type { ClaimedJobWire, Job, JobStatus, JobSummary, UniqueWhile } from './wire.ts';
+import type { ClaimedJobWire, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
+import { HELD_AVAILABLE_AT, parseLostAttempt } from './held.ts';
 
 export type { ClaimedJobWire, Job, JobSummary };
 
@@ -63,6 +64,11 @@ export interface JobRecord {
   last_event_actor: string | null;
   /** Who enqueued the job; null: open mode or in-process. */
   enqueued_by: string | null;
+  /** The job's own onLost (null: its queue's, else 'retry'). */
+  on_lost: OnLost | null;
+  /** Set while the job is held for a person after a lost attempt (src/core/held.ts); what was known of that attempt. */
+  held_at: number | null;
+  held_attempt: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -88,7 +94,9 @@ export function toJob(r: JobRecord): Job {
     schedule: r.schedule_name,
     occurrenceAt: iso(r.occurrence_at),
     traceparent: r.trace_parent,
-    availableAt: iso(r.available_at)!,
+    // A held job is due at no time (its stored available_at is out of reach,
+    // src/core/held.ts): it says when it was held instead, beside heldAt.
+    availableAt: iso(r.held_at !== null && r.available_at >= HELD_AVAILABLE_AT ? r.held_at : r.available_at)!,
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,
     startedAt: iso(r.started_at),
@@ -105,6 +113,25 @@ export function toJob(r: JobRecord): Job {
     progress: parsed(r.progress),
     checkpoint: parsed(r.checkpoint),
     result: parsed(r.result),
+    onLost: r.on_lost,
+    // Held only while pending (a trigger clears the mark when it leaves; a RETURNING row may predate that).
+    heldAt: r.status === 'pending' ? iso(r.held_at) : null,
+    lostAttempt: r.status === 'pending' && r.held_at !== null ? lostAttemptWire(r.held_attempt) : null,
+  };
+}
+
+/** The held job's lost attempt, as the wire shows it (times as ISO text). */
+function lostAttemptWire(text: string | null): Job['lostAttempt'] {
+  const a = parseLostAttempt(text);
+  if (a === null) return null;
+  return {
+    worker: a.worker,
+    attempt: a.attempt,
+    fencingToken: a.fencingToken,
+    startedAt: iso(a.startedAt),
+    lastHeartbeatAt: iso(a.lastHeartbeatAt),
+    leaseExpiresAt: iso(a.leaseExpiresAt),
+    why: a.why,
   };
 }
 

@@ -6,7 +6,7 @@
 import type { AlertThresholds } from './alert-thresholds.ts';
 import type { QueueDefaults } from './config.ts';
 import type { Histogram, HistogramName } from './histograms.ts';
-import type { JobStatus } from './wire.ts';
+import type { JobStatus, OnLost } from './wire.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
@@ -38,6 +38,10 @@ export interface QueueHealth {
   rateUsed: number;
   /** While the current window's claims are spent: when the next window opens (epoch ms); else null. */
   rateLimitedUntil: number | null;
+  /** What a lost attempt of the queue's jobs leads to (a job's own onLost wins); null: 'retry'. */
+  onLost: OnLost | null;
+  /** Pending jobs held for a person after a lost attempt (onLost 'hold'): counted in pending, never in ready. */
+  held: number;
 }
 
 export interface RateLimit {
@@ -66,6 +70,9 @@ export interface QueueMetrics {
   rateLimit: RateLimit | null;
   rateUsed: number;
   rateLimitedUntil: number | null;
+  /** What a lost attempt leads to ('retry' or 'hold', a job's own wins), and the pending jobs held for a person now. */
+  onLost: OnLost;
+  held: number;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;

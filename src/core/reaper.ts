@@ -24,6 +24,8 @@
  * expired lease is held instead (deadlines still apply), for every caller
  * above alike.
  */
+import type { OnLost } from './wire.ts';
+
 export interface ReapCandidate {
   id: number;
   attemptCount: number;
@@ -52,6 +54,12 @@ export interface ReapCandidate {
    * and the lease has expired. Absent: no check was made.
    */
   ownerCheck?: OwnerAnswer;
+  /**
+   * What the job's lost attempt leads to (the job's onLost, else its
+   * queue's): 'hold' turns every requeue below into a hold for a person
+   * (src/core/held.ts). Absent: 'retry'.
+   */
+  onLost?: OnLost | null;
 }
 
 /**
@@ -77,7 +85,12 @@ export type ReapReason = (typeof REAP_REASONS)[number];
 /** Every decision says why, in words an operator reads (refusals, events, the dashboard). */
 export type ReapDecision = (
   | { action: 'defer'; reason: 'owner_alive'; overdueMs: number }
-  | { action: 'requeue'; cause: 'lost' | 'deadline'; reason: ReapReason }
+  /**
+   * Back to pending. `held`: the job's onLost is 'hold', so it waits for a
+   * person (released, completed or failed by hand) instead of being claimed
+   * again, and a lost attempt is not counted against maxLostAttempts.
+   */
+  | { action: 'requeue'; cause: 'lost' | 'deadline'; reason: ReapReason; held?: true }
   | { action: 'fail'; cause: 'lost' | 'deadline'; reason: ReapReason; message: string }
   /**
    * A server's gap holds expired leases for their owners until `until`; then
@@ -132,7 +145,7 @@ export function decideReap(c: ReapCandidate, now: number, rules: ReapRules): Rea
     if (c.attemptCount >= c.maxAttempts) {
       return { action: 'fail', cause: 'deadline', reason: 'deadline_exceeded', message: `${why} (attempt ${c.attemptCount} of ${c.maxAttempts})`, why, takesAt: c.deadlineAt };
     }
-    return { action: 'requeue', cause: 'deadline', reason: 'deadline_exceeded', why, takesAt: c.deadlineAt };
+    return { action: 'requeue', cause: 'deadline', reason: 'deadline_exceeded', why, takesAt: c.deadlineAt, ...heldIf(c) };
   }
   const takesAt = Math.min(lostTakesAt(c, rules), c.deadlineAt ?? Infinity);
   const owner = c.lockedBy ?? 'the owner';
@@ -195,8 +208,11 @@ function lostTake(c: ReapCandidate, why: string, now: number, reason: 'reaped_du
   if (c.attemptCount >= c.maxAttempts) {
     return { action: 'fail', cause: 'lost', reason: 'attempts_exhausted', message: `lease expired on the last attempt (${c.attemptCount} of ${c.maxAttempts})`, why, takesAt: now };
   }
-  return { action: 'requeue', cause: 'lost', reason, why, takesAt: now };
+  return { action: 'requeue', cause: 'lost', reason, why, takesAt: now, ...heldIf(c) };
 }
+
+/** A requeue of a job whose onLost is 'hold' goes to the held state. */
+const heldIf = (c: Pick<ReapCandidate, 'onLost'>): { held?: true } => (c.onLost === 'hold' ? { held: true } : {});
 
 /** A decision that takes the job now. */
 export type ReapTake = Extract<ReapDecision, { action: 'requeue' | 'fail' }>;
@@ -217,6 +233,8 @@ export interface RequeueDone {
   /** In words: the reaper's own, or (forced) what the reaper would have done. */
   why: string;
   forced: boolean;
+  /** The job's onLost is 'hold': it went (or goes) to the held state, for a person, rather than back to the queue. */
+  held?: true;
   /** Forced during a server's hold: the hold it overrode. */
   overrodeHold?: { until: number; why: string };
   /** Forced past the job's attempt or lost-attempt budget: what that grants. */
@@ -236,6 +254,7 @@ export function forcedRequeueOf(c: ReapCandidate, now: number, rules: ReapRules)
     reason: 'forced',
     why: takesNow(d) ? `the reaper would ${d.action === 'fail' ? 'fail it for good' : 'take it back'} now` : `the reaper would not take it now: ${d.why}`,
     forced: true,
+    ...heldIf(c),
     // The hold concerns expired leases only: forcing a live one goes past the lease, not the hold.
     ...(holdInForce(c, now) && c.leaseExpiresAt < now ? { overrodeHold: { until: c.holdUntil, why: holdWhy(c, now) } } : {}),
     ...(beyondBudget ? { beyondBudget } : {}),
@@ -243,7 +262,13 @@ export function forcedRequeueOf(c: ReapCandidate, now: number, rules: ReapRules)
 }
 
 /** The reaper's take as what a requeue without force does. */
-export const requeueDoneOf = (d: ReapTake): RequeueDone => ({ action: d.action, reason: d.reason, why: d.action === 'fail' ? `${d.message}: ${d.why}` : d.why, forced: false });
+export const requeueDoneOf = (d: ReapTake): RequeueDone => ({
+  action: d.action,
+  reason: d.reason,
+  why: d.action === 'fail' ? `${d.message}: ${d.why}` : d.why,
+  forced: false,
+  ...(d.action === 'requeue' && d.held ? { held: true as const } : {}),
+});
 
 /**
  * What a forced requeue grants beyond the job's budgets, in words (null:

@@ -16,6 +16,16 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 export const UNIQUE_WHILE = ['retained', 'active'] as const;
 export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
 
+/**
+ * What happens to a job whose attempt was lost (its worker vanished, its
+ * deadline passed, an operator forced it back): 'retry' (the default) runs it
+ * again at once, for idempotent jobs; 'hold' keeps it for a person, who
+ * releases, completes or fails it, for jobs whose side effects cannot be
+ * fenced.
+ */
+export const ON_LOST_POLICIES = ['retry', 'hold'] as const;
+export type OnLost = (typeof ON_LOST_POLICIES)[number];
+
 /** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
 export interface Job {
   id: string;
@@ -36,6 +46,7 @@ export interface Job {
   occurrenceAt: string | null;
   /** The W3C traceparent of the code that enqueued the job: the trace its attempts' spans join (null: not traced). */
   traceparent: string | null;
+  /** When the job may be claimed; while it is held for a person (heldAt), when it was held. */
   availableAt: string;
   createdAt: string;
   updatedAt: string;
@@ -53,6 +64,20 @@ export interface Job {
   progress: unknown;
   checkpoint: unknown;
   result: unknown;
+  /** The job's own onLost ('retry' or 'hold'); null: its queue's setting (default 'retry'). */
+  onLost: OnLost | null;
+  /** Set while the job is held for a person after a lost attempt: it runs again only when an operator releases it. */
+  heldAt: string | null;
+  /** What is known of the lost attempt that held it (null when not held). Progress and checkpoint are the job's own fields. */
+  lostAttempt: {
+    worker: string | null;
+    attempt: number;
+    fencingToken: number;
+    startedAt: string | null;
+    lastHeartbeatAt: string | null;
+    leaseExpiresAt: string | null;
+    why: string;
+  } | null;
 }
 
 /**
@@ -220,6 +245,8 @@ export interface QueueSettingsPatch {
   maxRunning?: number | null;
   rateLimit?: { max: number; windowMs: number } | null;
   paused?: boolean;
+  /** What a lost attempt leads to: 'retry' or 'hold' (null: back to 'retry'). */
+  onLost?: OnLost | null;
 }
 
 /** One step of a job as a claim finds it (the worker's ctx.steps). */

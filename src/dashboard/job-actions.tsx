@@ -12,7 +12,9 @@ import type { Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import type { Config } from '../core/config.ts';
 import { storableText } from '../core/text.ts';
-import { forceRuleProblem, requeueText, requeueVerdict, type OperatorAction } from '../engine/operator-actions.ts';
+import { forceRuleProblem, heldReasonProblem, requeueText, requeueVerdict, type OperatorAction } from '../engine/operator-actions.ts';
+import type { HeldAction } from '../core/held.ts';
+import { HeldActions } from './held-view.tsx';
 import { alongside, once } from './acting.ts';
 import { FormToken } from './form-token.tsx';
 import { alreadySubmitted, type DashboardEnv } from './page.tsx';
@@ -21,6 +23,31 @@ import type { OperatorOutcome, RunningJobView } from '../db/store/port.ts';
 
 export function registerJobActions(app: Hono<DashboardEnv>, deps: AppDeps) {
   const { store, config, clock } = deps;
+  // A held job (onLost 'hold', held-view.tsx): release, complete by hand, fail; a reason is required.
+  app.post('/dashboard/jobs/:id{[0-9]{1,15}}/held/:action{release|complete|fail}', async (c) => {
+    const id = Number(c.req.param('id'));
+    const action = c.req.param('action') as HeldAction;
+    const form = await c.req.parseBody();
+    const reasonText = typeof form.reason === 'string' ? storableText(form.reason.trim(), 500) : '';
+    const jobPage = `/dashboard/jobs/${id}`;
+    const go = (notice: string, was?: string) => c.redirect(`${jobPage}?notice=${notice}${was ? `&was=${was}` : ''}`, 303);
+    if (heldReasonProblem(reasonText)) return go('held_reason_required');
+    let result: unknown;
+    if (action === 'complete' && typeof form.result === 'string' && form.result.trim() !== '') {
+      try {
+        result = JSON.parse(form.result);
+      } catch {
+        return go('result_not_json');
+      }
+    }
+    const also = alongside(c, { action: `job.${action}_held`, jobId: id, target: `job ${id}`, reason: reasonText, now: clock.now() }, config);
+    const p = { id, actor: c.get('session').name, reason: reasonText, now: clock.now(), also, action, ...(result === undefined ? {} : { result }) };
+    const ran = await once<OperatorOutcome>(store, () => deps.engine.heldAction(p));
+    if (!ran) return alreadySubmitted(c);
+    const outcome = ran.value;
+    if (outcome.ok) return go({ release: 'held_released', complete: 'held_completed', fail: 'held_failed' }[action]);
+    return outcome.reason === 'not_found' ? go('not_found') : go('conflict', outcome.status);
+  });
   app.post('/dashboard/jobs/:id{[0-9]{1,15}}/:action{retry|requeue|force-requeue|cancel}', async (c) => {
     const id = Number(c.req.param('id'));
     const action = c.req.param('action');
@@ -76,6 +103,7 @@ export function JobActions(props: { job: RunningJobView; now: number; csrf: stri
       </form>,
     );
   }
+  if (j.status === 'pending' && j.held_at !== null) forms.push(<HeldActions job={j} csrf={props.csrf} />);
   if (j.status === 'pending') {
     forms.push(
       <form method="post" action={`${base}/cancel`} class="action">

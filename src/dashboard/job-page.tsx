@@ -14,6 +14,7 @@ import { hasToken } from '../core/tokens.ts';
 import { Notice } from './action-notice.tsx';
 import { fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { JobActions } from './job-actions.tsx';
+import { LostAttempt } from './held-view.tsx';
 import { JobDetails } from './job-details.tsx';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy } from './job-health.ts';
 import { isJobStatus } from './jobs-filter.ts';
@@ -53,6 +54,7 @@ export function registerJobPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: P
       <>
         <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
         <Live src={`${live}&part=summary`}>{summary}</Live>
+        {job.held_at !== null && job.status === 'pending' ? <LostAttempt job={job} effects={await store.effectsForJob({ jobId: id })} now={t} /> : null}
         <h2>Actions</h2>
         {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} config={config} /> : <p class="empty">Read-only login: no actions.</p>}
         <Live src={`${live}&part=details`} id="live-details">

@@ -10,6 +10,7 @@ import type { Config } from '../core/config.ts';
 import { hasToken } from '../core/tokens.ts';
 import { requeueVerdict } from '../engine/operator-actions.ts';
 import { Notice } from './action-notice.tsx';
+import { HeldList } from './held-view.tsx';
 import { FormToken } from './form-token.tsx';
 import { fmtDuration, fmtRelative } from './format.ts';
 import { deadlineText, heartbeatLag, suspectWhy } from './job-health.ts';
@@ -46,6 +47,12 @@ export function registerZombiesPage(app: Hono<Env>, deps: AppDeps, reads: PageRe
         </p>
         <PlaybookHint step="steps 1 and 3 (is the worker dead, hung, or is storage slow; what will the reaper do)" />
         <Live src="/dashboard/live/zombies">{await zombies(c)}</Live>
+        <h2>Held for a person</h2>
+        <p class="hint">
+          Jobs whose attempt was lost on a queue (or with a job option) that says onLost 'hold': they are not run again until someone releases,
+          completes or fails them on their job page, where what the lost attempt did is shown.
+        </p>
+        <HeldList jobs={await store.jobsHeldList({ limit: 200 })} now={await now()} />
       </>,
     ),
   );

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -92,6 +92,16 @@ export const jobs = sqliteTable(
     // Checked on input (src/core/trace-context.ts); NULL: not traced.
     traceParent: text('trace_parent'),
     traceState: text('trace_state'),
+    // What to do when an attempt is lost (drizzle/0027): 'retry' (run it
+    // again) or 'hold' (wait for a person); NULL: the queue's setting.
+    onLost: text('on_lost', { enum: ON_LOST_POLICIES }),
+    // Set while the job waits for a person after a lost attempt (onLost
+    // 'hold'): status stays 'pending' with available_at at HELD_AVAILABLE_AT,
+    // so no claim finds it, and a trigger refuses to make it running.
+    heldAt: integer('held_at'),
+    // What was known of the lost attempt when it was held (JSON: worker,
+    // last heartbeat, lease, attempt, why); kept for the job page.
+    heldAttempt: text('held_attempt'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -128,6 +138,8 @@ export const jobs = sqliteTable(
     // Listing one queue (and status), keyset-paginated by id.
     index('jobs_queue_status_id_idx').on(t.queueName, t.status, t.id),
     index('jobs_status_id_idx').on(t.status, t.id),
+    // Held jobs (waiting for a person): the held list, counts, the alert.
+    index('jobs_held_idx').on(t.queueName, t.heldAt).where(sql`${t.heldAt} IS NOT NULL`),
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
@@ -264,6 +276,9 @@ export const queues = sqliteTable(
     // Alert thresholds for this queue only (a JSON object of AlertThresholds
     // fields, checked by the API); absent fields use the server's thresholds.
     alertThresholds: text('alert_thresholds'),
+    // What happens to a job whose attempt was lost (a job's own onLost
+    // wins): 'retry' (NULL, the default) or 'hold' for a person.
+    onLost: text('on_lost', { enum: ON_LOST_POLICIES }),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -36,7 +36,7 @@ import { DueTimers } from './due-timers.ts';
 import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
 import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.ts';
 import { JobWatchers } from './job-watchers.ts';
-import { runOperatorAction } from './operator-actions.ts';
+import { runHeldAction, runOperatorAction } from './operator-actions.ts';
 import { createWorkerProtocol, type ClaimRequest, type WorkerProtocol } from './worker-protocol.ts';
 
 export interface EngineDeps {
@@ -175,6 +175,17 @@ export function createEngine(deps: EngineDeps) {
     /** One operator action on one job (src/engine/operator-actions.ts); a retried or requeued job wakes its queue's claims. */
     async operatorAction(p: Parameters<typeof runOperatorAction>[1]): Promise<OperatorOutcome> {
       const outcome = await runOperatorAction(store, p);
+      if (outcome.ok) {
+        jobsChanged([p.id]);
+        // A held job (onLost 'hold') is pending but claimable by nobody.
+        if (outcome.job.status === 'pending' && outcome.job.held_at === null) jobsBecameClaimable(outcome.job.queue_name, 1);
+      }
+      return outcome;
+    },
+
+    /** One operator action on one held job (release, complete, fail: src/engine/operator-actions.ts); a released job wakes its queue's claims. */
+    async heldAction(p: Parameters<typeof runHeldAction>[1]): Promise<OperatorOutcome> {
+      const outcome = await runHeldAction(store, p);
       if (outcome.ok) {
         jobsChanged([p.id]);
         if (outcome.job.status === 'pending') jobsBecameClaimable(outcome.job.queue_name, 1);

@@ -14,7 +14,7 @@ import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
 import { TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
 import { int, json, obj, optional, str, word, type Infer } from '../core/validate.ts';
-import { UNIQUE_WHILE } from '../core/wire.ts';
+import { ON_LOST_POLICIES, UNIQUE_WHILE } from '../core/wire.ts';
 import type { NewJob } from '../db/store/port.ts';
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
@@ -56,6 +56,12 @@ export const newJob = obj({
     }),
   ),
   tracestate: optional(str({ min: 1, max: TRACESTATE_MAX, description: 'the W3C tracestate that goes with traceparent' })),
+  onLost: optional(
+    word(
+      ON_LOST_POLICIES,
+      "what a lost attempt (its worker vanished, its deadline passed, an operator requeued it) leads to: 'retry' runs it again, for idempotent jobs; 'hold' keeps it for a person to release, complete or fail, for side effects that cannot be fenced. Default: the queue's setting, else 'retry'",
+    ),
+  ),
 });
 
 
@@ -69,6 +75,8 @@ export interface EnqueueItem {
   runAt?: Date | string;
   maxAttempts?: number;
   timeoutMs?: number;
+  /** What a lost attempt leads to: 'retry' or 'hold' (default: the queue's setting, else 'retry'). */
+  onLost?: 'retry' | 'hold';
 }
 
 /** One job's input, checked as the API checks it; `path` names it in a list (`jobs[3]`), '' for a lone job. */
@@ -108,6 +116,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     runAt,
     maxAttempts: j.maxAttempts,
     timeoutMs: j.timeoutMs,
+    onLost: j.onLost,
     traceparent: j.traceparent,
     tracestate: j.tracestate,
   };

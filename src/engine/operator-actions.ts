@@ -13,6 +13,7 @@
 import type { Now } from '../core/clock.ts';
 import type { JobStore, OperatorOutcome, OperatorParams, RequeueRules } from '../db/store/port.ts';
 import { requeueDoneOf, takesNow, type ReapDecision } from '../core/reaper.ts';
+import { HELD_NEEDS_REASON, ONLY_HELD, type HeldAction } from '../core/held.ts';
 
 export type OperatorAction = 'retry' | 'cancel' | 'requeue';
 
@@ -34,6 +35,7 @@ export interface RequeueDoneText {
   reason: string;
   why: string;
   forced: boolean;
+  held?: boolean | null | undefined;
   overrodeHold?: { why: string } | null | undefined;
   beyondBudget?: string | null | undefined;
 }
@@ -48,9 +50,11 @@ export interface RequeueDoneText {
 export function requeueText(d: RequeueDoneText): string {
   if (d.forced) {
     const past = [d.overrodeHold ? `overriding the reaper's hold (${d.overrodeHold.why})` : null, d.beyondBudget ? `past its budget: ${d.beyondBudget}` : null].filter(Boolean);
-    return `requeue it by force (it may run twice; ${d.why})${past.length > 0 ? `, ${past.join(', and ')}` : ''}`;
+    const held = d.held ? "and hold it for a person (onLost 'hold': it runs again only when released; " : '(it may run twice; ';
+    return `requeue it by force ${held}${d.why})${past.length > 0 ? `, ${past.join(', and ')}` : ''}`;
   }
   if (d.action === 'fail') return `fail it for good, as the reaper would now (${d.reason}): ${d.why}`;
+  if (d.held) return `hold it for a person (onLost 'hold'; it runs again only when released), as the reaper would take it back now: ${d.why}`;
   return `requeue it, as the reaper would take it back now: ${d.why}`;
 }
 
@@ -107,4 +111,32 @@ export function operatorRefusal(
     };
   }
   return { code: 'conflict', message: `job ${id} is ${o.status}; ${ACTION_WANTS[action]}`, details: { status: o.status } };
+}
+
+/**
+ * Acting on a held job (src/core/held.ts): release (runs again), complete by
+ * hand with a result, or fail. A reason is required: the person decides what
+ * the lost attempt did, and the audit trail keeps why.
+ */
+export function heldReasonProblem(reason: string | null | undefined): { field: 'reason'; message: string } | undefined {
+  return reason ? undefined : { field: 'reason', message: HELD_NEEDS_REASON };
+}
+
+/** Runs one action on one held job through the store: one guarded statement, with its audit entry alongside. */
+export function runHeldAction(
+  store: Pick<JobStore, 'jobReleaseIfHeld' | 'jobCompleteIfHeld' | 'jobFailIfHeld'>,
+  p: OperatorParams & { action: HeldAction; result?: unknown },
+): Promise<OperatorOutcome> {
+  const { action, result, ...params } = p;
+  if (action === 'release') return store.jobReleaseIfHeld(params);
+  if (action === 'complete') return store.jobCompleteIfHeld({ ...params, result });
+  return store.jobFailIfHeld(params);
+}
+
+/** The one text of a held action's refusal: not found, or the job's status (a pending job that is not held says so). */
+export function heldRefusal(o: Exclude<OperatorOutcome, { ok: true }>, id: number): { code: 'not_found' | 'conflict'; message: string; details?: Record<string, unknown> } {
+  if (o.reason === 'not_found') return { code: 'not_found', message: `no job has id ${id}` };
+  const status = o.status;
+  const what = status === 'pending' ? 'pending but not held' : status;
+  return { code: 'conflict', message: `job ${id} is ${what}; ${ONLY_HELD}. Nothing changed`, details: { status, held: false } };
 }

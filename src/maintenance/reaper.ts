@@ -31,6 +31,11 @@ export interface ReaperReport {
   deferred: { id: string; reason: 'owner_alive'; overdueMs: number }[];
   /** Expired leases left to their owners because a server just came back from a gap (a pause, a start). */
   held: { id: string; reason: 'server_gap' }[];
+  /**
+   * Jobs whose onLost is 'hold', taken from their lost attempt and held for a
+   * person (src/core/held.ts): they run again only when released.
+   */
+  heldForOperator: { id: string; reason: ReapReason }[];
   /** Decisions that lost a race (a heartbeat or completion landed first): left alone. */
   raced: number;
   /** When something was held: until when, and why (what the reap_held events say). */
@@ -38,7 +43,7 @@ export interface ReaperReport {
 }
 
 /** Told of each job the pass takes back or defers, with what the report leaves out (its queue and worker). */
-export type ReaperObserver = (e: { id: string; queue: string; workerId: string; action: 'requeue' | 'fail' | 'defer'; reason: string; overdueMs?: number }) => void;
+export type ReaperObserver = (e: { id: string; queue: string; workerId: string; action: 'requeue' | 'hold_for_operator' | 'fail' | 'defer'; reason: string; overdueMs?: number }) => void;
 
 export interface RescueOptions {
   /**
@@ -100,21 +105,24 @@ export async function reapLostLeases(
     store.jobsReapIfUnchanged({ now: at, writes, defaults: config }),
     hold ? store.jobsRecordHeld({ now: at, candidates: held, why: hold.why }) : undefined,
   ]);
-  const report: ReaperReport = { requeued: [], failed: [], deferred: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, ...(hold ? { hold } : {}) };
+  const report: ReaperReport = { requeued: [], failed: [], deferred: [], heldForOperator: [], held: held.map((c) => ({ id: String(c.id), reason: 'server_gap' })), raced: 0, ...(hold ? { hold } : {}) };
   for (const { candidate, decision } of writes) {
     const id = String(candidate.id);
     if (decision.action === 'defer') report.deferred.push({ id, reason: decision.reason, overdueMs: decision.overdueMs });
     else if (!taken.has(candidate.id)) report.raced++;
+    else if (decision.action === 'requeue' && decision.held) report.heldForOperator.push({ id, reason: decision.reason });
     else if (decision.action === 'requeue') report.requeued.push({ id, reason: decision.reason });
     else report.failed.push({ id, reason: decision.reason });
     if (decision.action === 'defer' || taken.has(candidate.id)) {
       const overdue = decision.action === 'defer' ? { overdueMs: decision.overdueMs } : {};
-      options.onJob?.({ id, queue: candidate.queueName, workerId: candidate.lockedBy, action: decision.action, reason: decision.reason, ...overdue });
+      const action = decision.action === 'requeue' && decision.held ? 'hold_for_operator' : decision.action;
+      options.onJob?.({ id, queue: candidate.queueName, workerId: candidate.lockedBy, action, reason: decision.reason, ...overdue });
     }
   }
   const requeuedByQueue = new Map<string, number>();
   for (const { candidate, decision } of writes) {
-    if (decision.action === 'requeue' && taken.has(candidate.id)) requeuedByQueue.set(candidate.queueName, (requeuedByQueue.get(candidate.queueName) ?? 0) + 1);
+    // A held job is not claimable: nobody waits for it.
+    if (decision.action === 'requeue' && !decision.held && taken.has(candidate.id)) requeuedByQueue.set(candidate.queueName, (requeuedByQueue.get(candidate.queueName) ?? 0) + 1);
   }
   for (const [queue, n] of requeuedByQueue) options.jobsBecameClaimable?.(queue, n);
   return report;

@@ -109,6 +109,7 @@ export function reapLogger(log: Logger, source?: string): MaintenancePassObserve
     job(e) {
       const fields = { event: 'reap', action: e.action, jobId: e.id, queue: e.queue, workerId: e.workerId, reason: e.reason, ...(e.overdueMs !== undefined ? { overdueMs: e.overdueMs } : {}), ...by };
       if (e.action === 'requeue') log.warn(`${who}: took job ${e.id} back from ${e.workerId} (${e.reason}); it will run again`, fields);
+      else if (e.action === 'hold_for_operator') log.warn(`${who}: took job ${e.id} back from ${e.workerId} (${e.reason}) and held it for a person (onLost 'hold'): it runs again only when released`, fields);
       else if (e.action === 'fail') log.warn(`${who}: failed job ${e.id} (${e.reason})`, fields);
       else log.info(`${who}: left job ${e.id} with its live worker ${e.workerId} for now (${e.overdueMs} ms overdue)`, fields);
     },

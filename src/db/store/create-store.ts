@@ -21,7 +21,7 @@ import {
 import { jobsClaimPending, jobsClaimPendingWithRateWait, queueClaimableCount } from './claim.ts';
 import { createDashboardStore } from './create-dashboard-store.ts';
 import { duplicateReportIfOwned } from './duplicates.ts';
-import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned } from './effects.ts';
+import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJob } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
@@ -38,6 +38,7 @@ import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
 import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
+import { jobCompleteIfHeld, jobFailIfHeld, jobReleaseIfHeld, jobsHeldCounts, jobsHeldList } from './held.ts';
 import { retentionPrune } from './retention.ts';
 import {
   scheduleAdvanceIfUnchanged,
@@ -79,6 +80,12 @@ export function createStore(db: Db): JobStore {
     jobRetryIfFinishedUnsuccessfully: (p) => jobRetryIfFinishedUnsuccessfully(db, p),
     jobRequeueIfReaperWould: (p) => jobRequeueIfReaperWould(db, p),
     jobRequeuePlan: (p) => jobRequeuePlan(db, p),
+    jobReleaseIfHeld: (p) => jobReleaseIfHeld(db, p),
+    jobCompleteIfHeld: (p) => jobCompleteIfHeld(db, p),
+    jobFailIfHeld: (p) => jobFailIfHeld(db, p),
+    jobsHeldList: (p) => jobsHeldList(db, p),
+    jobsHeldCounts: () => jobsHeldCounts(db),
+    effectsForJob: (p) => effectsForJob(db, p),
     jobsBulkMatching: (p) => jobsBulkMatching(db, p),
     jobsBulkPreview: (p) => jobsBulkPreview(db, p),
     jobsBulkAct: (p) => jobsBulkAct(db, p),

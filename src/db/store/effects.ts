@@ -22,7 +22,7 @@ import type { Db } from '../db.ts';
 import { effects } from '../schema.ts';
 import { nowSql } from '../sql.ts';
 import { ownerGuard, ownedWriteThen } from './owned.ts';
-import type { EffectFinishOutcome, EffectStartOutcome, StepsOutcome } from './port-types.ts';
+import type { EffectFinishOutcome, EffectRow, EffectStartOutcome, StepsOutcome } from './port-types.ts';
 
 export async function effectStartIfOwned(
   db: Db,
@@ -129,4 +129,10 @@ export async function stepsListIfOwned(db: Db, p: { jobId: number; lockToken: st
   if (!current) return { kind: 'not_found' };
   if (!current.owned) return { kind: 'lease_lost', status: current.status };
   return { kind: 'ok', steps: rows.map((r) => ({ name: r.name, state: r.state, attempt: Number(r.attempt), result: r.result, uncertain: Boolean(r.uncertain) })) };
+}
+
+/** The job's effects ledger as it stands (the job page, a held job's lost attempt): every key, started or done, oldest first. */
+export function effectsForJob(db: Db, p: { jobId: number }): Promise<EffectRow[]> {
+  return db.all<EffectRow>(sql`SELECT key, state, attempt, worker_id AS workerId, created_at AS createdAt, completed_at AS completedAt
+    FROM effects WHERE job_id = ${p.jobId} ORDER BY created_at, key LIMIT 1000`);
 }

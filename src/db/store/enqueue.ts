@@ -109,7 +109,7 @@ export function queueCapReached(queue: string, maxQueues: number | undefined) {
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   const now = nowSql(p.now);
   const rows = JSON.stringify(
-    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null })),
+    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null, ol: j.onLost ?? null })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
@@ -117,11 +117,11 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
-      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, last_event_actor, enqueued_by, created_at, updated_at)
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, on_lost, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', j.value ->> '$.ol', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE ${queueJobsGuard(p.queue, p.maxQueues)} ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}

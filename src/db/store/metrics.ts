@@ -214,6 +214,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       rateLimit: h.rateLimit,
       rateUsed: h.rateUsed,
       rateLimitedUntil: h.rateLimitedUntil,
+      onLost: h.onLost ?? 'retry',
+      held: h.held,
       counts,
       ready: h.ready,
       oldestReadyAvailableAt: oldestReady,

@@ -19,6 +19,7 @@ import { guardedWithAudit } from './operator-outcome.ts';
 import { jobsBulkRequeue, jobsBulkRequeueMatching, jobsBulkRequeuePlan } from './requeue.ts';
 import { alongsideFirst, auditInsert } from './audit.ts';
 import { bulkKindFor } from '../../core/bulk-kind.ts';
+import { HELD_AVAILABLE_AT, HELD_EVENT } from '../../core/held.ts';
 import type { BulkFilter, BulkParams, BulkPreviewRow, OperatorOutcome, OperatorParams, RequeueRules } from './port-types.ts';
 
 // The status rule lives in core (routes check it first); re-exported for the store's callers.
@@ -101,8 +102,18 @@ export async function jobsBulkAct(db: Db, p: BulkParams): Promise<number[]> {
     update = sql`UPDATE jobs SET status = 'cancelled', cancelled_at = ${now}, finished_at = ${now}, updated_at = ${now}, ${audit('cancelled')}
       WHERE ${pick} RETURNING id`;
   } else {
-    update = sql`UPDATE jobs SET status = 'pending', available_at = ${now}, ${CLEAR_LEASE},
-        lost_attempts = lost_attempts + 1, updated_at = ${now}, ${audit(p.force ? 'force_requeued_by_operator' : 'requeued_by_operator')}
+    // A job whose onLost is 'hold' is held for a person instead (held.ts),
+    // its lost attempt not counted.
+    const held = sql`(coalesce(on_lost, (SELECT q.on_lost FROM queues q WHERE q.name = jobs.queue_name), 'retry') = 'hold')`;
+    const event = p.force ? 'force_requeued_by_operator' : 'requeued_by_operator';
+    update = sql`UPDATE jobs SET status = 'pending', ${CLEAR_LEASE},
+        available_at = CASE WHEN ${held} THEN ${HELD_AVAILABLE_AT} ELSE ${now} END, held_at = CASE WHEN ${held} THEN ${now} END,
+        held_attempt = CASE WHEN ${held} THEN json_object('worker', locked_by, 'instance', locked_by_instance, 'attempt', attempt_count, 'fencingToken', lease_epoch,
+          'startedAt', started_at, 'lastHeartbeatAt', last_heartbeat_at, 'leaseExpiresAt', lease_expires_at, 'why', ${`requeued in bulk by ${p.actor}: ${p.reason ?? 'no reason given'}`}) ELSE held_attempt END,
+        last_error = CASE WHEN ${held} THEN ${`held for a person (onLost 'hold'): requeued in bulk by ${p.actor}`} ELSE last_error END,
+        lost_attempts = lost_attempts + CASE WHEN ${held} THEN 0 ELSE 1 END, updated_at = ${now},
+        last_event = CASE WHEN ${held} THEN ${HELD_EVENT} ELSE ${event} END, last_event_reason = CASE WHEN ${held} THEN 'requeue_held' ELSE ${p.reason} END,
+        last_event_actor = ${p.actor}
       WHERE ${pick} RETURNING id`;
   }
   const first = alongsideFirst(db, p.also);

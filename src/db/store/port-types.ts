@@ -17,7 +17,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
-import type { UniqueWhile } from '../../core/wire.ts';
+import type { OnLost, UniqueWhile } from '../../core/wire.ts';
 import type { JobStatus } from '../schema.ts';
 import type { SQL } from 'drizzle-orm';
 
@@ -34,6 +34,8 @@ export interface NewJob {
   idempotencyKey?: string | undefined;
   /** How long the key deduplicates: 'retained' (default) or 'active'. */
   uniqueWhile?: UniqueWhile | undefined;
+  /** What a lost attempt leads to (default: the queue's onLost, else 'retry'). */
+  onLost?: OnLost | undefined;
   priority?: number | undefined;
   /** Run no earlier than this many ms from now... */
   delayMs?: number | undefined;
@@ -195,6 +197,23 @@ export interface StepRow {
   result: string | null;
   /** Started by an earlier claim (or another worker) and never recorded done: it may or may not have run. */
   uncertain: boolean;
+}
+
+/** One row of a job's effects ledger, as the job page shows it. */
+export interface EffectRow {
+  key: string;
+  state: 'started' | 'done';
+  attempt: number;
+  workerId: string | null;
+  createdAt: number;
+  completedAt: number | null;
+}
+
+/** How many jobs a queue holds for a person (onLost 'hold'), and since when the oldest. */
+export interface HeldCount {
+  queue: string;
+  held: number;
+  oldestHeldAt: number;
 }
 
 export type StepsOutcome = { kind: 'ok'; steps: StepRow[] } | { kind: 'lease_lost'; status: string } | { kind: 'not_found' };
@@ -360,6 +379,8 @@ export interface ReapCandidateParams {
 
 export interface ReapCandidateRow extends ReapCandidate {
   queueName: string;
+  /** The attempt's last heartbeat (a hold's message names it). */
+  lastHeartbeatAt: number | null;
   lockToken: string;
   lockedBy: string;
   /** The process that holds the lease, as far as the database knows it: what the owner check asks about. */

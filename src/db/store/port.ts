@@ -46,7 +46,9 @@ import type {
   CompleteParams,
   DashboardReadDefaults,
   EffectFinishOutcome,
+  EffectRow,
   EffectStartOutcome,
+  HeldCount,
   StepsOutcome,
   EnqueueParams,
   Enqueued,
@@ -137,6 +139,18 @@ export interface OperatorActions {
   jobRequeueIfReaperWould(p: { id: number; actor: string; reason: string | null; now: Now; force: boolean; rules: RequeueRules }): Promise<OperatorOutcome | RequeueRefusal>;
   /** What that requeue would do now (its dry run), changing nothing; or the refusal it would answer. */
   jobRequeuePlan(p: { id: number; now: Now; force: boolean; rules: RequeueRules }): Promise<{ ok: true; requeue: RequeueDone } | Exclude<OperatorOutcome, { ok: true }>>;
+  /** A held job (onLost 'hold', its lost attempt waiting for a person) -> pending, due now: it runs again (store/held). */
+  jobReleaseIfHeld(p: OperatorParams): Promise<OperatorOutcome>;
+  /** A held job -> completed by hand, with the operator's result. */
+  jobCompleteIfHeld(p: OperatorParams & { result?: unknown }): Promise<OperatorOutcome>;
+  /** A held job -> failed for good. */
+  jobFailIfHeld(p: OperatorParams): Promise<OperatorOutcome>;
+  /** Held jobs, longest held first, of one queue or all. */
+  jobsHeldList(p: { queue?: string | undefined; limit: number }): Promise<JobRecord[]>;
+  /** Held jobs per queue (queues holding none are left out). */
+  jobsHeldCounts(): Promise<HeldCount[]>;
+  /** A job's effects ledger (what its attempts started and finished). */
+  effectsForJob(p: { jobId: number }): Promise<EffectRow[]>;
   /** How many jobs a bulk action would match, counted up to `max`. */
   jobsBulkMatching(p: BulkFilter & { now: Now; max: number; rules: RequeueRules }): Promise<number>;
   /** What a bulk action would act on now (its dry run), lowest id first. */

@@ -22,7 +22,7 @@ import type { Alongside } from './port-types.ts';
 const excluded = (column: SQLiteColumn) => sql.raw(`excluded.${column.name}`);
 
 /** Queue settings that have no server default (null: off), by their column. */
-const LIMIT_COLUMNS: Record<string, string> = { paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
+const LIMIT_COLUMNS: Record<string, string> = { onLost: 'on_lost', paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
@@ -51,7 +51,7 @@ export async function queueUpsertSettings(db: Db, p: { queue: string; patch: Que
   const now = nowSql(p.now);
   // rateLimit is two columns: {max, windowMs}, or null for none.
   const { rateLimit, ...rest } = p.patch;
-  const flat: Record<string, number | boolean | null | undefined> = { ...rest };
+  const flat: Record<string, number | boolean | string | null | undefined> = { ...rest };
   if (rateLimit !== undefined) Object.assign(flat, { rateMax: rateLimit?.max ?? null, rateWindowMs: rateLimit?.windowMs ?? null });
   const entries = Object.keys(flat).map((key) => ({ key, column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]) }));
   const audit = p.also?.audit;

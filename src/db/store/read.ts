@@ -248,6 +248,7 @@ export function queuesHealthSql(p: { now: Now; queue?: string }): SQL {
           WHERE j.status = 'pending' AND j.available_at > j.created_at AND j.queue_name = q.name
             AND j.available_at > ${now} AND j.available_at < ${now} - ${now} % ${MINUTE_MS} + ${MINUTE_MS}) AS ready, o.oldest_ready AS oldest_ready,
       coalesce(r.expired_leases, 0) AS expired_leases, r.oldest_running AS oldest_running,
+      (SELECT count(*) FROM jobs j INDEXED BY jobs_held_idx WHERE j.queue_name = q.name AND j.held_at IS NOT NULL AND j.status = 'pending') AS held,
       ${rateWindowSql('q', now)}
     FROM queues q LEFT JOIN o ON o.queue_name = q.name LEFT JOIN r ON r.queue_name = q.name
     ${only} ORDER BY q.name`;
@@ -285,6 +286,8 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       rateLimit: typeof r.rate_max === 'number' && typeof r.rate_window_ms === 'number' ? { max: r.rate_max, windowMs: r.rate_window_ms } : null,
       rateUsed: Number(r.rate_used ?? 0),
       rateLimitedUntil: typeof r.rate_limited_until === 'number' ? r.rate_limited_until : null,
+      onLost: r.on_lost === 'hold' || r.on_lost === 'retry' ? r.on_lost : null,
+      held: Number(r.held ?? 0),
     };
   });
 }

@@ -11,6 +11,8 @@
  *   the token the reaper read and, for an expired lease, the expiry it read:
  *   a heartbeat that lands between the read and the write moves the expiry,
  *   so the write finds no row and the job stays with its owner.
+ *   A requeue of a job whose onLost is 'hold' holds it for a person instead
+ *   (held.ts): pending, out of every claim's reach, event `held`.
  * - defer: no state change; a `reap_deferred` event says why, under the same guard.
  * - hold (after a server's gap, src/db/store/reaper-hold.ts): no state
  *   change; a `reap_held` event. Every take of an expired lease restates "no
@@ -23,6 +25,7 @@ import type { ReapDecision } from '../../core/reaper.ts';
 import { batchList, type Db } from '../db.ts';
 import { backoffSql } from '../sql.ts';
 import { CLEAR_LEASE } from './owned.ts';
+import { heldSetSql } from './held.ts';
 import { ownerLastSeenSql, ownerProcessSql } from './workers.ts';
 import { noHoldInForceSql, reaperHoldColumns } from './reaper-hold.ts';
 import type { ReapCandidateParams, ReapCandidateRow, ReapWrite } from './port-types.ts';
@@ -33,6 +36,7 @@ export const reapCandidateColumns = (defaults: QueueDefaults) => sql`j.id AS id,
     coalesce(q.max_lost_attempts, ${defaults.maxLostAttempts}) AS maxLostAttempts,
     j.lease_expires_at AS leaseExpiresAt, coalesce(q.grace_ms, ${defaults.graceMs}) AS graceMs,
     j.deadline_at AS deadlineAt, j.started_at AS startedAt, ${ownerLastSeenSql('j')} AS ownerLastSeenAt, ${reaperHoldColumns()},
+    j.last_heartbeat_at AS lastHeartbeatAt, coalesce(j.on_lost, q.on_lost, 'retry') AS onLost,
     j.locked_by_instance AS lockedByInstance, ${ownerProcessSql('j', 'host')} AS ownerHost, ${ownerProcessSql('j', 'pid')} AS ownerPid`;
 
 /**
@@ -83,6 +87,14 @@ export async function jobsReapIfUnchanged(db: Db, p: { now: number; writes: read
           : sql`AND lease_expires_at = ${c.leaseExpiresAt} AND ${noHoldInForceSql(p.now)}`;
     if (d.action === 'defer') {
       return db.all<{ id: number }>(sql`UPDATE jobs SET reaper_deferrals = reaper_deferrals + 1 WHERE ${guard} ${leaseGuard} RETURNING id`);
+    }
+    if (d.action === 'requeue' && d.held) {
+      // onLost 'hold': the job waits for a person; a lost attempt held is
+      // not counted toward maxLostAttempts (a deadline's still counts as errored).
+      const counted = d.cause === 'deadline' ? sql`errored_attempts = errored_attempts + 1, ` : sql``;
+      const hold = heldSetSql({ now: p.now, reason: d.cause === 'deadline' ? 'deadline_held' : 'lost_attempt_held', why: d.why, worker: c.lockedBy, lastHeartbeatAt: c.lastHeartbeatAt });
+      return db.all<{ id: number }>(sql`UPDATE jobs SET ${hold}, ${counted}${CLEAR_LEASE}, updated_at = ${p.now}, last_event_actor = 'reaper'
+        WHERE ${guard} ${leaseGuard} RETURNING id`);
     }
     const counted = d.cause === 'lost' ? sql`lost_attempts = lost_attempts + 1` : sql`errored_attempts = errored_attempts + 1`;
     const error = d.action === 'fail' ? d.message : d.why;

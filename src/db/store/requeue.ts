@@ -19,6 +19,10 @@
  * makes the write find no row, so an operator never overrides a sign of
  * life, or a hold, it did not see.
  *
+ * A job whose onLost is 'hold' is held for a person instead of going back
+ * to the queue, with force or without (held.ts): event `held`, reason
+ * `requeue_held`; its lost attempt is not counted.
+ *
  * With force (a reason is required by the callers) any running job goes back
  * to pending: the one way to act before the reaper, even during a hold or
  * past the job's attempt budget. Its event is `force_requeued_by_operator`,
@@ -35,6 +39,7 @@ import { guardedWithAudit, jobActionAudit } from './operator-outcome.ts';
 import { alongsideFirst, auditInsert, auditInsertIfChanged } from './audit.ts';
 import { reapCandidateColumns } from './reaper.ts';
 import { noHoldInForceSql } from './reaper-hold.ts';
+import { heldSetSql } from './held.ts';
 import { jobStatusSql } from './read.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import { ownerLastSeenSql } from './workers.ts';
@@ -54,6 +59,14 @@ const unchangedSql = (row: Row) =>
 /** The reaper's decision carried out by an operator: guarded by "unchanged since read" and, for an expired lease, "no hold in force". */
 function takeUpdate(p: { row: Row; take: Take; actor: string; reason: string | null; returning: SQL }): SQL {
   const { row, take: d } = p;
+  if (d.action === 'requeue' && d.held) {
+    // onLost 'hold': taken from its worker, the job waits for a person
+    // (its lost attempt not counted toward maxLostAttempts).
+    const counted = d.cause === 'deadline' ? sql`errored_attempts = errored_attempts + 1, ` : sql``;
+    const hold = heldSetSql({ now: row.now, reason: 'requeue_held', why: `requeued by ${p.actor}${p.reason ? ` (${p.reason})` : ''}: ${d.why}`, worker: row.lockedBy, lastHeartbeatAt: row.lastHeartbeatAt });
+    return sql`UPDATE jobs SET ${hold}, ${counted}${CLEAR_LEASE}, updated_at = ${row.now}, last_event_actor = ${p.actor}
+      WHERE id = ${row.id} AND status = 'running' ${unchangedSql(row)} ${d.cause === 'lost' ? sql`AND ${noHoldInForceSql(row.now)}` : sql``} RETURNING ${p.returning}`;
+  }
   const counted = d.cause === 'lost' ? sql`lost_attempts = lost_attempts + 1` : sql`errored_attempts = errored_attempts + 1`;
   const holdGuard = d.cause === 'lost' ? sql`AND ${noHoldInForceSql(row.now)}` : sql``;
   const next =
@@ -142,7 +155,12 @@ export async function jobRequeueIfReaperWould(
 async function forceRequeue(db: Db, row: Row, p: { id: number; actor: string; reason: string | null; rules: RequeueRules; also?: Alongside }): Promise<OperatorOutcome> {
   const done = forcedDone(row, p.rules);
   const note = overrideNote(done);
-  const update = sql`UPDATE jobs SET status = 'pending', available_at = ${row.now}, ${CLEAR_LEASE},
+  const why = `force requeued by ${p.actor} (${p.reason ?? 'no reason given'}): ${done.why}${note === null ? '' : `; ${note}`}`;
+  const update = done.held
+    ? sql`UPDATE jobs SET ${heldSetSql({ now: row.now, reason: 'requeue_held', why, worker: row.lockedBy, lastHeartbeatAt: row.lastHeartbeatAt })}, ${CLEAR_LEASE},
+        updated_at = ${row.now}, last_event_actor = ${p.actor}
+      WHERE id = ${p.id} AND status = 'running' RETURNING *`
+    : sql`UPDATE jobs SET status = 'pending', available_at = ${row.now}, ${CLEAR_LEASE},
       lost_attempts = lost_attempts + 1, updated_at = ${row.now}, ${note === null ? sql`` : sql`last_error = ${note},`}
       last_event = 'force_requeued_by_operator', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
     WHERE id = ${p.id} AND status = 'running' RETURNING *`;
@@ -206,7 +224,7 @@ export async function jobsBulkRequeue(
       : sql`(SELECT count(*) FROM jobs WHERE id IN (${sql.join(
           planned.map(({ row }) => sql`${row.id}`),
           sql`, `,
-        )}) AND status = ${status} AND last_event = ${status === 'pending' ? 'requeued_by_operator' : 'reaped'} AND last_event_actor = ${p.actor} AND updated_at = ${planned[0]!.row.now})`;
+        )}) AND status = ${status} AND last_event IN (${status === 'pending' ? sql`'requeued_by_operator', 'held'` : sql`'reaped'`}) AND last_event_actor = ${p.actor} AND updated_at = ${planned[0]!.row.now})`;
   const results = await batchList(db, [
     ...first,
     ...planned.map(({ row, take }) => db.all<{ id: number }>(takeUpdate({ row, take, actor: p.actor, reason: p.reason, returning: sql`id` }))),

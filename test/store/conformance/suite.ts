@@ -10,6 +10,7 @@ import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineHeld } from './held.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
@@ -31,6 +32,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineLostAnswers(backend);
     defineReaper(backend);
     defineReaperHold(backend);
+    defineHeld(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
