@@ -201,12 +201,24 @@ test('two passes at once take a step once', async () => {
   expect(Number(requeueEvents[0]!.n)).toBe(7);
 });
 
-test('without force, a canary takes only what the requeue rule takes, and counts the rest as skipped with why', async () => {
+test('without force, a canary takes only what the requeue rule takes; a job the reaper took meanwhile is skipped, with why', async () => {
   t = await setup();
   await hung(2);
   // Live leases: the reaper (and so a requeue without force) would not take them; nothing is selected.
-  const dry = await t.post(`${api}/queues/q/canary`, { first: 1, dryRun: true });
-  expect(dry.json).toMatchObject({ selected: 0, steps: [], force: false });
+  const none = await t.post(`${api}/queues/q/canary`, { first: 1, dryRun: true });
+  expect(none.json).toMatchObject({ selected: 0, steps: [], force: false });
+  // Their owner gone past lease, grace and liveness: the reaper would take them now, and so does the canary's first step.
+  t.clock.advance(t.config.leaseMs + t.config.graceMs + t.config.workerAliveMs + 1_000);
+  const started = await t.post(`${api}/queues/q/canary`, { first: 1, reason: 'zombies after the incident', windowMs: WINDOW });
+  expect(started.json.run).toMatchObject({ selected: 2, requeued: 1, force: false });
+  // The pass's reaper takes the other zombie itself; the canary's next step finds it no longer running.
+  expect(started.json.run.steps[0].jobIds).toEqual(['1']);
+  expect((await pass()).requeued.map((r) => r.id)).toEqual(['2']);
+  await workerRunsPending();
+  t.clock.advance(WINDOW);
+  await pass();
+  const run = await runOf(started.json.run.id);
+  expect(run.steps[1]).toMatchObject({ step: 2, requeued: 0, skipped: [{ id: '2', why: 'the job is pending now, no longer running' }] });
 });
 
 test('bad input is refused naming the field, and starts nothing', async () => {
