@@ -31,7 +31,7 @@ export function defineCanary(backend: StoreBackend) {
 
       const [claimed] = await store.jobsClaimPending({ queue: 'q', workerId: 'w2', limit: 5, now: T0 + 10, defaults: DEFAULTS });
       expect(claimed?.id).toBe(ids[0]);
-      await store.jobFailIfOwned({ workerId: 'w2', id: claimed!.id, lockToken: claimed!.lock_token, error: 'still down', retryable: true, now: T0 + 20, defaults: DEFAULTS });
+      await store.jobFailIfOwned({ workerId: 'w2', id: claimed!.id, lockToken: claimed!.lock_token!, error: 'still down', retryable: true, now: T0 + 20, defaults: DEFAULTS });
       const read = (await store.canaryRunRead({ id: run.id }))!;
       expect(read.run).toMatchObject({ step: 1, requeued: 1, remaining: 2 });
       const health = await store.canaryStepHealth({ runId: run.id, step: 1, afterEvent: read.run.stepAfterEvent!, now: T0 + 30 });
