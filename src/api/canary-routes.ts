@@ -15,11 +15,11 @@
  * Every check comes before anything is read or written: a refused request
  * starts nothing.
  */
-import { CANARY_LIMITS, CANARY_MAX_JOBS, canaryDefaults, canarySteps, type CanaryOptions } from '../core/canary.ts';
+import { CANARY_LIMITS, CANARY_MAX_JOBS, canarySteps, type CanaryOptions } from '../core/canary.ts';
 import { invalid, LeaseholdError } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
 import { holdWhy } from '../core/reaper.ts';
-import { advanceCanaryRun } from '../maintenance/canary.ts';
+import { canaryOptions, startCanary } from '../engine/canary-start.ts';
 import { apiActor } from './audit-actor.ts';
 import { canaryRunWire } from './canary-view.ts';
 import { parseQueue } from './http.ts';
@@ -86,13 +86,10 @@ export function canaryRoutes(r: Routes, deps: AppDeps) {
       const force = body.force ?? false;
       if (force && !body.reason) throw invalid('reason', FORCE_NEEDS_REASON);
       if (!body.dryRun && !body.reason) throw invalid('reason', 'a canary requeue needs a reason (kept in the audit trail); or send dryRun: true to see what it would take');
-      const options: CanaryOptions = { first: body.first, ...canaryDefaults(config) };
-      for (const k of ['growth', 'windowMs', 'maxFailures', 'maxStaleWrites', 'maxDuplicates', 'maxHeartbeatLagMs'] as const) {
-        if (body[k] !== undefined) options[k] = body[k];
-      }
+      const options = canaryOptions(config, body);
       const now = clock.now();
-      const jobIds = await store.canaryRunSelect({ queue, force, now, rules: config, limit: body.limit ?? CANARY_MAX_JOBS });
       if (body.dryRun) {
+        const jobIds = await store.canaryRunSelect({ queue, force, now, rules: config, limit: body.limit ?? CANARY_MAX_JOBS });
         const held = force ? null : await store.reaperHoldRead({ now });
         return c.json({
           dryRun: true,
@@ -105,12 +102,8 @@ export function canaryRoutes(r: Routes, deps: AppDeps) {
         } satisfies CanaryPlanWire);
       }
       const by = apiActor(c, config, body.actor);
-      const started = await store.canaryRunStart({ ...options, queue, force, jobIds, by, reason: body.reason!, now });
-      // The first step at once (guarded like the pass's: a pass running now takes it once with us).
-      const at = typeof now === 'number' ? now : await store.readNow();
-      const run = (await store.canaryRunRead({ id: started.id }))!.run;
-      await advanceCanaryRun(store, run, at, config, deps.engine.jobsBecameClaimable);
-      return c.json({ run: canaryRunWire((await store.canaryRunRead({ id: started.id }))!) }, 201);
+      const started = await startCanary({ store, config, jobsBecameClaimable: deps.engine.jobsBecameClaimable }, { queue, force, options, limit: body.limit, by, reason: body.reason!, now });
+      return c.json({ run: canaryRunWire(started) }, 201);
     },
   );
 

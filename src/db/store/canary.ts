@@ -21,9 +21,10 @@ import type { Now } from '../../core/clock.ts';
 import type { CanaryState } from '../../core/canary.ts';
 import { batchList, type Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
-import { auditInsert, auditInsertIfChanged, auditInsertWhere } from './audit.ts';
+import { alongsideFirst, auditInsert, auditInsertIfChanged, auditInsertWhere } from './audit.ts';
 import { jobsBulkRequeuePlan, jobsRequeueSteps } from './requeue.ts';
 import type {
+  Alongside,
   AuditActor,
   AuditEntry,
   CanaryCancelOutcome,
@@ -79,7 +80,9 @@ export async function canaryRunStart(db: Db, p: CanaryRunStartParams): Promise<C
     reason: p.reason,
     now: p.now,
   };
+  const first = alongsideFirst(db, p.also);
   const results = await batchList(db, [
+    ...first,
     db.all<{ id: number }>(sql`INSERT INTO canary_runs (queue_name, state, force, first_step, growth, window_ms, max_failures, max_stale_writes,
         max_duplicates, max_heartbeat_lag_ms, selected, actor, started_by, reason, created_at, updated_at)
       VALUES (${p.queue}, 'watching', ${p.force ? 1 : 0}, ${p.first}, ${p.growth}, ${p.windowMs}, ${p.maxFailures}, ${p.maxStaleWrites},
@@ -90,7 +93,7 @@ export async function canaryRunStart(db: Db, p: CanaryRunStartParams): Promise<C
       VALUES (${run}, ${now}, 'started', 0, ${p.reason}, ${`${p.jobIds.length} jobs frozen; first step ${p.first}, each next ${p.growth}x, watched ${p.windowMs} ms`})`),
     auditInsert(db, audit),
   ]);
-  const id = Number((results[0] as { id: number }[])[0]!.id);
+  const id = Number((results[first.length] as { id: number }[])[0]!.id);
   return (await canaryRunRead(db, { id }))!.run;
 }
 
@@ -262,11 +265,13 @@ export async function canaryRunFinish(
 }
 
 /** An operator's cancel: watching -> cancelled, nothing more requeued; the jobs already requeued stay as they are. */
-export async function canaryRunCancel(db: Db, p: { runId: number; by: AuditActor; reason: string; now: Now }): Promise<CanaryCancelOutcome> {
+export async function canaryRunCancel(db: Db, p: { runId: number; by: AuditActor; reason: string; now: Now; also?: Pick<Alongside, 'formNonce'> }): Promise<CanaryCancelOutcome> {
   const now = nowSql(p.now);
   const found = await canaryRunRead(db, { id: p.runId });
   if (!found) return { ok: false, reason: 'not_found' };
+  const first = alongsideFirst(db, p.also);
   const results = await batchList(db, [
+    ...first,
     db.all<{ id: number }>(sql`UPDATE canary_runs SET state = 'cancelled', stop_reason = 'cancelled', stop_why = ${p.reason}, finished_at = ${now}, updated_at = ${now}
       WHERE id = ${p.runId} AND state = 'watching' RETURNING id`),
     db.run(sql`INSERT INTO canary_events (run_id, at, type, step, reason, message)
@@ -282,6 +287,6 @@ export async function canaryRunCancel(db: Db, p: { runId: number; by: AuditActor
     }),
   ]);
   const after = (await canaryRunRead(db, { id: p.runId }))!.run;
-  if ((results[0] as unknown[]).length === 0) return { ok: false, reason: 'conflict', state: after.state };
+  if ((results[first.length] as unknown[]).length === 0) return { ok: false, reason: 'conflict', state: after.state };
   return { ok: true, run: after };
 }

@@ -742,6 +742,8 @@ export interface CanaryRunStartParams extends CanaryOptions {
   by: AuditActor;
   reason: string;
   now: Now;
+  /** A dashboard form's one-time token, claimed first in the same batch. */
+  also?: Pick<Alongside, 'formNonce'>;
 }
 
 export interface CanaryStepTakeParams {

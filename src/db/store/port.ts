@@ -171,7 +171,7 @@ export interface CanaryStore {
   /** watching (at step `step`) -> done or stopped, with the reason as an event and an audit entry; false: it moved on first. */
   canaryRunFinish(p: { runId: number; step: number; state: 'done' | 'stopped'; reason: string; why: string; now: Now }): Promise<boolean>;
   /** watching -> cancelled by an operator. */
-  canaryRunCancel(p: { runId: number; by: AuditActor; reason: string; now: Now }): Promise<CanaryCancelOutcome>;
+  canaryRunCancel(p: { runId: number; by: AuditActor; reason: string; now: Now; also?: Pick<Alongside, 'formNonce'> }): Promise<CanaryCancelOutcome>;
 }
 
 /** The reaper's reads and writes, and retention (store/reaper, activity). */
