@@ -13,6 +13,7 @@ import { adminRoutes } from './api/admin-routes.ts';
 import { requestBodyLimit } from './api/body-limit.ts';
 import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
+import { canaryRoutes } from './api/canary-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
 import { auditRoutes } from './api/audit-routes.ts';
 import { PROMETHEUS_ROLE, requireRole } from './api/auth.ts';
@@ -88,6 +89,7 @@ export function createApp(appDeps: AppInput) {
   scheduleRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
+  canaryRoutes(routes, deps);
   auditRoutes(routes, deps);
   waitRoutes(routes, deps);
   for (const spec of routes.specs) if (spec.tag === 'worker') routine.add(`/api/v1${spec.path}`);

@@ -17,10 +17,12 @@ import { HISTOGRAM_NAMES, type Histogram } from '../core/histograms.ts';
 import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
+import { CANARY_STATES, type CanaryOptions, type CanaryState } from '../core/canary.ts';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
 import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
+import type { CanaryReport } from '../maintenance/canary.ts';
 import type { QueueView } from './queue-view.ts';
 import type { requeueWire } from './outcomes.ts';
 import type { WorkerView } from './worker-view.ts';
@@ -61,6 +63,41 @@ export interface WorkersWire {
 export type ReaperWire = Omit<MaintenancePassReport, 'at' | 'hold'> & { at: string | null; hold?: { until: string | null; why: string } };
 
 type RequeueWire = ReturnType<typeof requeueWire>;
+
+/** A canary requeue (src/core/canary.ts), as GET /canary/:id answers it. */
+export interface CanaryRunWire extends CanaryOptions {
+  id: string;
+  queue: string;
+  state: CanaryState;
+  force: boolean;
+  selected: number;
+  step: number;
+  stepStartedAt: string | null;
+  watchUntil: string | null;
+  requeued: number;
+  failedForGood: number;
+  skipped: number;
+  remaining: number;
+  stopReason: string | null;
+  stopWhy: string | null;
+  actor: string;
+  reason: string;
+  createdAt: string;
+  finishedAt: string | null;
+  steps?: { step: number; jobIds: string[]; requeued: number; failed: number; skipped: { id: string; why: string }[] }[];
+  events?: { at: string; type: string; step: number; reason: string | null; message: string | null }[];
+}
+
+/** A canary start's dry run. */
+export interface CanaryPlanWire {
+  dryRun: true;
+  queue: string;
+  force: boolean;
+  selected: number;
+  jobIds: string[];
+  steps: number[];
+  hold: { until: string | null; why: string } | null;
+}
 
 /** What a bulk action matched, on a dry run and a real one alike. */
 export interface BulkMatchWire {
@@ -348,6 +385,7 @@ const ReaperSchema = fields<ReaperWire>(
       missedCountCapped: boolean,
       errors: array(fields<SchedulesReport['errors'][number]>({ schedule: string(), error: string() })),
     }),
+    canary: fields<CanaryReport>({ steps: integer('canary steps taken'), stopped: integer('canary runs stopped by themselves'), done: integer('canary runs done') }),
     alerts: fields<AlertPassReport>({ evaluated: boolean, started: integer(), cleared: integer(), delivered: integer(), failed: integer(), error: string() }, { optional: ['error'] }),
   },
   { optional: ['hold'], description: 'what the pass did' },
@@ -408,6 +446,47 @@ const BulkSchema = oneOf(
   fields<BulkDoneWire>({ ...bulkMatchProps, dryRun: constant(false), changed: integer(), ids: array(string()) }, { optional: bulkOptional, description: 'what it changed' }),
 );
 
+const canaryRunProps: { [K in keyof CanaryRunWire]-?: JsonSchema } = {
+  id: string(),
+  queue: string(),
+  state: words(CANARY_STATES, 'watching: a step was taken and its window runs; done; stopped (by itself: stopReason, stopWhy); cancelled'),
+  force: boolean,
+  first: integer('jobs in the first step'),
+  growth: integer('each next step is this many times the one before'),
+  windowMs: integer('how long each step is watched before the next'),
+  maxFailures: integer(),
+  maxStaleWrites: integer(),
+  maxDuplicates: integer(),
+  maxHeartbeatLagMs: integer(),
+  selected: integer('jobs frozen at the start'),
+  step: integer('the last step taken (0: none yet)'),
+  stepStartedAt: nullable(time),
+  watchUntil: nullable(described(time, 'while watching: when the step may be followed by the next')),
+  requeued: integer(),
+  failedForGood: integer('taken as the reaper would: failed for good (their budgets spent)'),
+  skipped: integer('refused by the requeue rule (the reason is per job in steps)'),
+  remaining: integer('frozen jobs no step took yet'),
+  stopReason: nullable(string('failures, stale_writes, duplicates, heartbeat_lag, no_attempts, or cancelled')),
+  stopWhy: nullable(string()),
+  actor: string(),
+  reason: string(),
+  createdAt: time,
+  finishedAt: nullable(time),
+  steps: array(
+    fields<NonNullable<CanaryRunWire['steps']>[number]>({
+      step: integer(),
+      jobIds: array(string()),
+      requeued: integer(),
+      failed: integer(),
+      skipped: array(fields<{ id: string; why: string }>({ id: string(), why: string() })),
+    }),
+  ),
+  events: array(
+    fields<NonNullable<CanaryRunWire['events']>[number]>({ at: time, type: words(['started', 'step', 'stopped', 'done', 'cancelled']), step: integer(), reason: nullable(string()), message: nullable(string()) }),
+  ),
+};
+const CanaryRunSchema = fields<CanaryRunWire>(canaryRunProps, { optional: ['steps', 'events'] });
+
 export const VIEW_RESPONSES = {
   queues: fields<{ queues: QueueView[] }>({ queues: array(QueueSchema) }),
   queue: fields<{ queue: QueueView }>({ queue: QueueSchema }),
@@ -419,4 +498,10 @@ export const VIEW_RESPONSES = {
   tuning: TuningSchema,
   reaperReport: ReaperSchema,
   bulk: BulkSchema,
+  canaryRun: fields<{ run: CanaryRunWire }>({ run: CanaryRunSchema }, { description: 'the run: its options, progress, steps and decisions' }),
+  canaryRuns: fields<{ runs: CanaryRunWire[] }>({ runs: array(CanaryRunSchema) }, { description: 'the latest runs, newest first (without steps and events)' }),
+  canaryPlan: fields<CanaryPlanWire>(
+    { dryRun: constant(true), queue: string(), force: boolean, selected: integer(), jobIds: array(string()), steps: array(integer('jobs in this step')), hold: nullable(described(hold, "without force: the server's hold, during which every step skips its jobs")) },
+    { description: 'dryRun: the jobs it would freeze and its steps; nothing started' },
+  ),
 } satisfies Record<string, JsonSchema>;

@@ -6,6 +6,8 @@
  *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
  *   leasehold jobs held [--queue Q] | release|complete|fail ID --reason R [--result JSON: complete only]
+ *   leasehold jobs requeue --queue Q --canary K [--growth N] [--window-ms MS] ... --reason R [--force] [--detach]
+ *   leasehold jobs canary [ID] [--cancel --reason R] [--detach]   (src/cli/canary.ts)
  *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | delete Q [--purge]
  *   leasehold workers [--queue Q] [--alive | --dead]
  *
@@ -18,6 +20,7 @@ import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
+import { CANARY_FLAGS, canaryCommand, canaryStart } from './canary.ts';
 import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
 import { HELD_ACTIONS, HELD_NEEDS_REASON, type HeldAction } from '../core/held.ts';
 
@@ -37,6 +40,7 @@ export const JOBS_FLAGS: CommandFlag[] = [
   { flag: '--dry-run', help: 'bulk: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
   { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
   { flag: '--result', help: 'complete (a held job): the result to record, as JSON' },
+  ...CANARY_FLAGS,
 ];
 
 export const JOBS_DETAILS = `subcommands:
@@ -55,7 +59,16 @@ export const JOBS_DETAILS = `subcommands:
                              with the lost attempt's worker, last heartbeat and effects
   release ID | complete ID [--result JSON] | fail ID  --reason R
                              end a hold: release runs the job again; complete records
-                             it done by hand; fail ends it for good (audited, reason required)`;
+                             it done by hand; fail ends it for good (audited, reason required)
+  requeue --queue Q --canary K [--growth N] [--window-ms MS] [--max-failures N] --reason R [--force]
+                             a canary requeue: the first K running jobs now, then steps
+                             N times larger, each after the one before stayed healthy for
+                             its window (no failures, stale writes, duplicates or late
+                             heartbeats past the limits); stops by itself naming why.
+                             Follows the run to its end (exit 0 done, 1 stopped) unless --detach
+  canary [ID] [--cancel --reason R]
+                             the latest canary runs; one run (its decisions, followed
+                             while it runs); --cancel: nothing more is requeued`;
 
 export const QUEUES_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -222,7 +235,11 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     print(`job ${answer.job.id} ${HELD_DONE[sub as HeldAction]}: now ${answer.job.status}`);
     return 0;
   }
-  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, held, release, complete or fail`);
+  if (sub === 'canary') {
+    onlyPositionals(args, 2, 'jobs canary [ID]');
+    return canaryCommand(api, flags, id, { reason: str(flags, '--reason'), actor: actor(), json });
+  }
+  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, canary, held, release, complete or fail`);
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');
@@ -231,7 +248,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   if (problem?.field === 'force') throw new UsageError(`--${problem.message}`);
   if (id === undefined) return bulk(api, flags, action, reason, force, json);
   onlyPositionals(args, 2, `jobs ${action} ID`);
-  const bulkOnly = action === 'requeue' ? ['--limit', '--status', '--queue'] : ['--dry-run', '--limit', '--status', '--queue'];
+  const bulkOnly = action === 'requeue' ? ['--limit', '--status', '--queue', '--canary'] : ['--dry-run', '--limit', '--status', '--queue', '--canary'];
   for (const f of bulkOnly) if (flags.has(f)) throw new UsageError(`${f} is for the bulk form (without a job id)`);
   const dryRun = flags.has('--dry-run');
   const body = { ...(reason ? { reason } : {}), actor: actor(), ...(force ? { force: true } : {}), ...(dryRun ? { dryRun: true } : {}) };
@@ -256,6 +273,10 @@ function doneText(action: Action, r: RequeueDoneText | undefined): string {
 async function bulk(api: ServerApi, flags: Flags, action: Action, reason: string | undefined, force: boolean, json: boolean): Promise<number> {
   const queue = str(flags, '--queue');
   if (!queue) throw new UsageError(`jobs ${action} needs a job id, or --queue for a bulk ${action}`);
+  if (flags.has('--canary')) {
+    if (action !== 'requeue') throw new UsageError('--canary is for requeue only');
+    return canaryStart(api, flags, { queue, reason, force, actor: actor(), json });
+  }
   const dryRun = flags.has('--dry-run');
   const limit = wholeNumber(flags, '--limit');
   const status = str(flags, '--status');

@@ -91,6 +91,45 @@ export interface BulkResult {
 }
 
 /** A schedule's fields (POST /schedules; PATCH takes any of them). */
+/** A canary requeue's options (POST /queues/:queue/canary): the first step's size; the rest default on the server. */
+export interface CanaryStart extends ActionOptions {
+  first: number;
+  growth?: number;
+  windowMs?: number;
+  maxFailures?: number;
+  maxStaleWrites?: number;
+  maxDuplicates?: number;
+  maxHeartbeatLagMs?: number;
+  limit?: number;
+  /** Take live leases too (their jobs may run twice); needs a reason. */
+  force?: boolean;
+}
+
+/** A canary run's progress (GET /canary/:id; more fields than these). */
+export interface CanaryRun {
+  id: string;
+  queue: string;
+  state: 'watching' | 'done' | 'stopped' | 'cancelled';
+  step: number;
+  selected: number;
+  requeued: number;
+  skipped: number;
+  remaining: number;
+  watchUntil: string | null;
+  stopReason: string | null;
+  stopWhy: string | null;
+  steps?: { step: number; jobIds: string[]; requeued: number; failed: number; skipped: { id: string; why: string }[] }[];
+  events?: { at: string; type: string; step: number; reason: string | null; message: string | null }[];
+}
+
+/** A canary start's dry run: the jobs it would freeze and each step's size. */
+export interface CanaryPlan {
+  dryRun: true;
+  selected: number;
+  jobIds: string[];
+  steps: number[];
+}
+
 export interface ScheduleFields {
   queue: string;
   /** A cron expression (5 or 6 fields) read in timeZone; or intervalMs. */
@@ -158,6 +197,12 @@ export function operatorCalls(request: Request) {
       request<{ deleted: string; purgedFinishedJobs: number }>('DELETE', q(name), undefined, { query: opts.purge ? { purge: true } : {} }),
     /** Retry, cancel or requeue a queue's jobs of one status, at most the server's cap per call. */
     bulk: (name: string, action: BulkAction) => request<BulkResult>('POST', `${q(name)}/bulk`, action),
+    /** A canary requeue: its first step taken now, the rest by the server's maintenance pass while each stays healthy. */
+    startCanaryRequeue: async (name: string, options: CanaryStart) => (await request<{ run: CanaryRun }>('POST', `${q(name)}/canary`, options)).run,
+    planCanaryRequeue: (name: string, options: CanaryStart) => request<CanaryPlan>('POST', `${q(name)}/canary`, { ...options, dryRun: true }),
+    listCanaryRuns: async () => (await request<{ runs: CanaryRun[] }>('GET', '/canary')).runs,
+    getCanaryRun: async (id: string) => (await request<{ run: CanaryRun }>('GET', `/canary/${encodeURIComponent(id)}`)).run,
+    cancelCanaryRun: async (id: string, options: ActionOptions & { reason: string }) => (await request<{ run: CanaryRun }>('POST', `/canary/${encodeURIComponent(id)}/cancel`, options)).run,
     /** One reaper pass now, and what it did. */
     runReaper: () => request<View>('POST', '/reaper/run'),
 

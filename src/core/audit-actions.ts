@@ -13,6 +13,7 @@ export type AuditAction =
   | 'queue.alert_thresholds'
   | 'queue.delete'
   | 'jobs.bulk'
+  | 'jobs.canary'
   | 'job.retry'
   | 'job.cancel'
   | 'job.requeue'
@@ -31,6 +32,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'queue.alert_thresholds',
   'queue.delete',
   'jobs.bulk',
+  'jobs.canary',
   'job.retry',
   'job.cancel',
   'job.requeue',

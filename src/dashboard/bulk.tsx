@@ -137,7 +137,9 @@ export function registerBulkRoutes(app: Hono<Env>, deps: AppDeps) {
         {f.kind === 'requeue' ? (
           <p class="hint">
             Only running jobs the reaper itself would take back now are requeued: lease plus grace passed and the owner no longer looks alive (or the reaper has
-            waited its limit for it), or the deadline passed. A job that heartbeats or beats before the action is left alone.
+            waited its limit for it), or the deadline passed. A job that heartbeats or beats before the action is left alone. Many at once after an
+            incident? <a href={`/dashboard/canary${f.queue ? `?queue=${encodeURIComponent(f.queue)}` : ''}`}>Requeue them as a canary</a>: a few first,
+            the rest in steps while those stay healthy.
           </p>
         ) : null}
         {limit === 0 ? (

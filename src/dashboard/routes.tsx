@@ -13,6 +13,7 @@ import { registerAlertThresholdRoutes } from './alert-thresholds.tsx';
 import { registerAlertsPage } from './alerts-page.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
+import { registerCanaryPage } from './canary-page.tsx';
 import { registerJobActions } from './job-actions.tsx';
 import { registerJobPage } from './job-page.tsx';
 import { registerJobRawRoutes } from './job-raw.ts';
@@ -62,6 +63,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerZombiesPage(app, deps, reads);
   registerWorkersPage(app, deps, reads);
   registerBulkRoutes(app, deps);
+  registerCanaryPage(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);
   registerQueuePageRoutes(app, deps);

@@ -565,3 +565,101 @@ export const reaperHold = sqliteTable(
   },
   (t) => [check('reaper_hold_one_row', sql`${t.id} = 1`)],
 );
+
+/**
+ * A canary requeue (drizzle/0028): a bulk requeue of one queue's running
+ * jobs taken in steps (the first `first_step` jobs, each later step
+ * `growth` times the one before), each step watched for `window_ms` before
+ * the next, stopped by itself when the step's new attempts fail, are
+ * refused as stale writes, run twice or stop beating. Advanced by the
+ * maintenance pass (src/maintenance/canary.ts); every step is one batch
+ * guarded by the run's step number and a claim token, so two passes at once
+ * take a step once and a restart in the middle finds the run where the last
+ * committed batch left it.
+ *
+ * state: watching (a step was taken, its window runs), done (every job
+ * taken and the last step judged healthy), stopped (by itself: stop_reason,
+ * stop_why), cancelled (by an operator).
+ */
+export const canaryRuns = sqliteTable(
+  'canary_runs',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    queueName: text('queue_name').notNull(),
+    state: text('state', { enum: ['watching', 'done', 'stopped', 'cancelled'] }).notNull(),
+    force: integer('force', { mode: 'boolean' }).notNull(),
+    firstStep: integer('first_step').notNull(),
+    growth: integer('growth').notNull(),
+    windowMs: integer('window_ms').notNull(),
+    maxFailures: integer('max_failures').notNull(),
+    maxStaleWrites: integer('max_stale_writes').notNull(),
+    maxDuplicates: integer('max_duplicates').notNull(),
+    maxHeartbeatLagMs: integer('max_heartbeat_lag_ms').notNull(),
+    /** How many jobs the run froze at its start (canary_jobs rows). */
+    selected: integer('selected').notNull(),
+    /** The last step taken (1 is the first); its jobs are the ones watched. */
+    step: integer('step').notNull().default(0),
+    /** Who took the last step: the batch's guard, so only that batch's job updates apply. */
+    stepClaim: text('step_claim'),
+    stepStartedAt: integer('step_started_at'),
+    /** The last event id when the step was taken: the watch reads the step's jobs' events after it (ids, not times: two writes can share a millisecond). */
+    stepAfterEvent: integer('step_after_event'),
+    /** Jobs the run took so far (requeued, or failed for good as the reaper would), and those the requeue rule refused. */
+    requeued: integer('requeued').notNull().default(0),
+    failedForGood: integer('failed_for_good').notNull().default(0),
+    skipped: integer('skipped').notNull().default(0),
+    stopReason: text('stop_reason'),
+    stopWhy: text('stop_why'),
+    /** The operator who started it: the audit entries of its steps name them. */
+    actor: text('actor').notNull(),
+    startedBy: text('started_by').notNull(),
+    reason: text('reason').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    finishedAt: integer('finished_at'),
+  },
+  (t) => [
+    check('canary_runs_state', sql`${t.state} IN ('watching', 'done', 'stopped', 'cancelled')`),
+    check('canary_runs_steps', sql`${t.firstStep} >= 1 AND ${t.growth} >= 1 AND ${t.windowMs} >= 0 AND ${t.step} >= 0`),
+    check('canary_runs_finished', sql`(${t.finishedAt} IS NULL) = (${t.state} = 'watching')`),
+    index('canary_runs_active_idx').on(t.id).where(sql`${t.state} = 'watching'`),
+  ],
+);
+
+/**
+ * The jobs a canary run froze at its start, in the order it takes them:
+ * `step` says which step took each (null: not yet), and `outcome` what the
+ * requeue did (requeued, failed: for good as the reaper would, skipped:
+ * refused, with `skip_why`).
+ */
+export const canaryJobs = sqliteTable(
+  'canary_jobs',
+  {
+    runId: integer('run_id').notNull(),
+    position: integer('position').notNull(),
+    jobId: integer('job_id').notNull(),
+    step: integer('step'),
+    outcome: text('outcome', { enum: ['requeued', 'failed', 'skipped'] }),
+    skipWhy: text('skip_why'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.position] }),
+    index('canary_jobs_step_idx').on(t.runId, t.step),
+    check('canary_jobs_outcome', sql`${t.outcome} IS NULL OR ${t.outcome} IN ('requeued', 'failed', 'skipped')`),
+  ],
+);
+
+/** Every decision of a canary run, with its reason: started, step taken, stopped, done, cancelled. */
+export const canaryEvents = sqliteTable(
+  'canary_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    runId: integer('run_id').notNull(),
+    at: integer('at').notNull(),
+    type: text('type').notNull(),
+    step: integer('step').notNull(),
+    reason: text('reason'),
+    message: text('message'),
+  },
+  (t) => [index('canary_events_run_idx').on(t.runId, t.id)],
+);

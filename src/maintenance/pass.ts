@@ -7,12 +7,15 @@
  * 1. reapLostLeases (reaper.ts): take back what the reaper's rules say;
  * 2. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
  *    each exactly once however many passes run at once;
- * 3. pruneOnce (prune.ts): retention;
- * 4. sampleActivityOnce (activity.ts): the heartbeat lag history;
- * 5. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
+ * 3. canaryRunsOnce (canary.ts): one decision for each canary requeue still
+ *    watching (take its next step, stop it, or end it), after the reaper so
+ *    a step never takes a job the reaper just took;
+ * 4. pruneOnce (prune.ts): retention;
+ * 5. sampleActivityOnce (activity.ts): the heartbeat lag history;
+ * 6. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
  *    failure is reported in `alerts.error` and never fails the pass: the
  *    jobs are already taken back, and the next pass tries again.
- * 6. Last, the pass records that it completed (maintenance_state: when it
+ * 7. Last, the pass records that it completed (maintenance_state: when it
  *    started and finished), so /healthz, /metrics and the dashboard on any
  *    server or isolate can tell when no reaper runs any more
  *    (src/core/maintenance-watch.ts). A pass that throws before this records
@@ -32,6 +35,7 @@ import type { Db } from '../db/db.ts';
 import { createStore } from '../db/store/create-store.ts';
 import type { JobStore } from '../db/store/port.ts';
 import { sampleActivityOnce } from './activity.ts';
+import { canaryRunsOnce, type CanaryReport } from './canary.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
 import { reapLostLeases, type ReaperObserver, type ReaperReport } from './reaper.ts';
@@ -44,6 +48,8 @@ export interface MaintenancePassReport extends ReaperReport {
   pruned: number;
   /** Recurring jobs: occurrences enqueued, found enqueued already, skipped as missed. */
   schedules: SchedulesReport;
+  /** Canary requeues: steps taken, runs stopped by themselves, runs done. */
+  canary: CanaryReport;
   alerts: AlertPassReport;
 }
 
@@ -85,6 +91,7 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
   const schedules = await schedulesOnce(store, at, config, options.jobsBecameClaimable);
+  const canary = await canaryRunsOnce(store, at, config, options.jobsBecameClaimable);
   const [pruned] = await Promise.all([pruneOnce(store, at, config), sampleActivityOnce(store, at)]);
   let alerts: AlertPassReport;
   try {
@@ -94,5 +101,5 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
   await store.maintenancePassRecord({ startedAt: at, now });
-  return { at, ...reaped, pruned: pruned.jobs, schedules, alerts };
+  return { at, ...reaped, pruned: pruned.jobs, schedules, canary, alerts };
 }

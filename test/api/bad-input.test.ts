@@ -452,6 +452,8 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/workers/beat': { workerId: 'w1' },
       '/queues/:queue/settings': { leaseMs: 30_000 },
       '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },
+      '/queues/:queue/canary': { first: 1, dryRun: true, reason: 'x' },
+      '/canary/:id/cancel': { reason: 'x' },
       '/schedules': { name: 'nightly', queue: 'q', cron: '0 * * * *' },
       // seen: '' counts at once, so no sweep request waits.
       '/jobs/wait': { jobs: [{ id: fixture.runningId, seen: '' }] },

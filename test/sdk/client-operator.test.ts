@@ -59,6 +59,10 @@ const CALLS: Record<string, (keyof Client)[]> = {
   listAlerts: ['listAlerts'],
   getTuning: ['getTuning'],
   listAudit: ['listAudit'],
+  startCanaryRequeue: ['startCanaryRequeue', 'planCanaryRequeue'],
+  listCanaryRuns: ['listCanaryRuns'],
+  getCanaryRun: ['getCanaryRun'],
+  cancelCanaryRun: ['cancelCanaryRun'],
 };
 
 test('every route but the worker protocol has a client call', () => {
@@ -137,4 +141,17 @@ test('observability: workers (filtered), metrics, alerts, tuning; the worker tok
   expect(await c.listAlerts()).toHaveProperty('alerts');
   expect(await c.getTuning()).toHaveProperty('queues');
   await expect(client(WORKER).listQueues()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+});
+
+test('canary requeue: plan, start (first step taken), read, list, cancel; bad input names the field', async () => {
+  const c = client();
+  await c.enqueueMany('hung', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
+  expect((await t.post('/api/v1/queues/hung/claim', { workerId: 'stuck', limit: 3 }, auth)).json.jobs).toHaveLength(3);
+  expect(await c.planCanaryRequeue('hung', { first: 1, force: true, reason: 'stuck' })).toMatchObject({ dryRun: true, selected: 3, steps: [1, 2] });
+  const run = await c.startCanaryRequeue('hung', { first: 1, force: true, reason: 'stuck workers' });
+  expect(run).toMatchObject({ state: 'watching', step: 1, requeued: 1, remaining: 2 });
+  expect((await c.getCanaryRun(run.id)).steps).toHaveLength(1);
+  expect((await c.listCanaryRuns()).map((r) => r.id)).toEqual([run.id]);
+  expect(await c.cancelCanaryRun(run.id, { reason: 'enough' })).toMatchObject({ state: 'cancelled', stopWhy: 'enough' });
+  await expect(c.startCanaryRequeue('hung', { first: 0, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'first' });
 });

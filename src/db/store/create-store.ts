@@ -37,6 +37,7 @@ import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } fr
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
+import { canaryRunCancel, canaryRunFinish, canaryRunRead, canaryRunSelect, canaryRunsActive, canaryRunsList, canaryRunStart, canaryStepHealth, canaryStepTake } from './canary.ts';
 import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
 import { jobCompleteIfHeld, jobFailIfHeld, jobReleaseIfHeld, jobsHeldCounts, jobsHeldList } from './held.ts';
 import { retentionPrune } from './retention.ts';
@@ -89,6 +90,16 @@ export function createStore(db: Db): JobStore {
     jobsBulkMatching: (p) => jobsBulkMatching(db, p),
     jobsBulkPreview: (p) => jobsBulkPreview(db, p),
     jobsBulkAct: (p) => jobsBulkAct(db, p),
+
+    canaryRunSelect: (p) => canaryRunSelect(db, p),
+    canaryRunStart: (p) => canaryRunStart(db, p),
+    canaryRunRead: (p) => canaryRunRead(db, p),
+    canaryRunsActive: (p) => canaryRunsActive(db, p),
+    canaryRunsList: (p) => canaryRunsList(db, p),
+    canaryStepTake: (p) => canaryStepTake(db, p),
+    canaryStepHealth: (p) => canaryStepHealth(db, p),
+    canaryRunFinish: (p) => canaryRunFinish(db, p),
+    canaryRunCancel: (p) => canaryRunCancel(db, p),
 
     jobsGetReapCandidates: (p) => jobsGetReapCandidates(db, p),
     jobsReapIfUnchanged: (p) => jobsReapIfUnchanged(db, p),

@@ -13,6 +13,7 @@ import type { AlertTransition } from '../../core/alert-webhook.ts';
 import type { Alert } from '../../core/alerts.ts';
 import type { AuditAction } from '../../core/audit-actions.ts';
 import type { BulkKind } from '../../core/bulk-kind.ts';
+import type { CanaryOptions, CanaryState, CanaryStepHealth } from '../../core/canary.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
@@ -704,3 +705,86 @@ export interface QueueSuspectThreshold {
   afterMs: number;
   basis: string;
 }
+
+// ---------------------------------------------------------------------------
+// Canary requeues (canary.ts)
+
+/** A canary run as stored. */
+export interface CanaryRunRecord extends CanaryOptions {
+  id: number;
+  queue: string;
+  state: CanaryState;
+  force: boolean;
+  /** How many jobs it froze at its start. */
+  selected: number;
+  /** The last step taken (0: none yet). */
+  step: number;
+  stepStartedAt: number | null;
+  /** The last event id when the step was taken (the watch reads events after it). */
+  stepAfterEvent: number | null;
+  requeued: number;
+  failedForGood: number;
+  skipped: number;
+  stopReason: string | null;
+  stopWhy: string | null;
+  actor: string;
+  /** Who started it, as the audit names them (the entries of its steps and its stop name them too). */
+  startedBy: AuditActor;
+  reason: string;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+/** One step of a run: how many jobs it took, and what the requeue did to them. */
+export interface CanaryStepRecord {
+  step: number;
+  jobIds: number[];
+  requeued: number;
+  failed: number;
+  /** The jobs the requeue rule refused, each with why. */
+  skipped: { id: number; why: string }[];
+}
+
+/** A decision of a run, with its reason (canary_events). */
+export interface CanaryEventRecord {
+  at: number;
+  type: 'started' | 'step' | 'stopped' | 'done' | 'cancelled';
+  step: number;
+  reason: string | null;
+  message: string | null;
+}
+
+export interface CanaryRunStartParams extends CanaryOptions {
+  queue: string;
+  force: boolean;
+  /** The jobs, in the order the run takes them (frozen: a restart neither loses nor doubles any). */
+  jobIds: number[];
+  by: AuditActor;
+  reason: string;
+  now: Now;
+  /** A dashboard form's one-time token, claimed first in the same batch. */
+  also?: Pick<Alongside, 'formNonce'>;
+}
+
+export interface CanaryStepTakeParams {
+  runId: number;
+  /** The step the caller saw last: the take is guarded by it, so two passes at once take the next step once. */
+  fromStep: number;
+  size: number;
+  rules: RequeueRules;
+  now: Now;
+}
+
+/** What a step's take did; taken false: another pass took it (or the run ended) first, and nothing changed. */
+export interface CanaryStepTaken {
+  taken: boolean;
+  step: number;
+  requeued: number[];
+  failed: number[];
+  skipped: { id: number; why: string }[];
+}
+
+export type CanaryHealth = CanaryStepHealth;
+
+export type CanaryCancelOutcome = { ok: true; run: CanaryRunRecord } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'conflict'; state: CanaryState };

@@ -39,6 +39,14 @@ import type {
   BulkFilter,
   BulkParams,
   BulkPreviewRow,
+  CanaryCancelOutcome,
+  CanaryEventRecord,
+  CanaryHealth,
+  CanaryRunRecord,
+  CanaryRunStartParams,
+  CanaryStepRecord,
+  CanaryStepTakeParams,
+  CanaryStepTaken,
   CheckpointParams,
   ClaimParams,
   Claimed,
@@ -157,6 +165,27 @@ export interface OperatorActions {
   jobsBulkPreview(p: BulkFilter & { now: Now; limit: number; rules: RequeueRules }): Promise<BulkPreviewRow[]>;
   /** Runs a bulk action; the ids it changed, ascending. */
   jobsBulkAct(p: BulkParams): Promise<number[]>;
+}
+
+/** Canary requeues: a bulk requeue taken in watched steps (store/canary; its rules in src/core/canary.ts). */
+export interface CanaryStore {
+  /** The jobs a run would freeze now, lowest id first: with force every running job of the queue, else those the reaper would take now. */
+  canaryRunSelect(p: { queue: string; force: boolean; now: Now; rules: RequeueRules; limit: number }): Promise<number[]>;
+  /** — -> watching, with its frozen jobs, its `started` event and the audit entry; no step taken yet. */
+  canaryRunStart(p: CanaryRunStartParams): Promise<CanaryRunRecord>;
+  canaryRunRead(p: { id: number }): Promise<{ run: CanaryRunRecord & { remaining: number }; steps: CanaryStepRecord[]; events: CanaryEventRecord[] } | null>;
+  /** The runs still watching, oldest first. */
+  canaryRunsActive(p: { limit: number }): Promise<(CanaryRunRecord & { remaining: number })[]>;
+  /** The latest runs, newest first. */
+  canaryRunsList(p: { limit: number }): Promise<(CanaryRunRecord & { remaining: number })[]>;
+  /** The next step, guarded by `fromStep` (taken once however many passes run at once); its jobs under the requeue rule. */
+  canaryStepTake(p: CanaryStepTakeParams): Promise<CanaryStepTaken>;
+  /** What the watch reads of a step's requeued jobs: their events after `afterEvent`, and their rows now. */
+  canaryStepHealth(p: { runId: number; step: number; afterEvent: number; now: Now }): Promise<CanaryHealth>;
+  /** watching (at step `step`) -> done or stopped, with the reason as an event and an audit entry; false: it moved on first. */
+  canaryRunFinish(p: { runId: number; step: number; state: 'done' | 'stopped'; reason: string; why: string; now: Now }): Promise<boolean>;
+  /** watching -> cancelled by an operator. */
+  canaryRunCancel(p: { runId: number; by: AuditActor; reason: string; now: Now; also?: Pick<Alongside, 'formNonce'> }): Promise<CanaryCancelOutcome>;
 }
 
 /** The reaper's reads and writes, and retention (store/reaper, activity). */
@@ -315,6 +344,7 @@ export interface JobStore
   extends WorkerJobWrites,
     EffectWrites,
     OperatorActions,
+    CanaryStore,
     MaintenanceStore,
     MaintenanceStateStore,
     MaintenanceServices,

@@ -57,7 +57,7 @@ const unchangedSql = (row: Row) =>
   sql`AND lock_token = ${row.lockToken} AND lease_expires_at = ${row.leaseExpiresAt} AND ${ownerLastSeenSql('jobs')} IS ${row.ownerLastSeenAt}`;
 
 /** The reaper's decision carried out by an operator: guarded by "unchanged since read" and, for an expired lease, "no hold in force". */
-function takeUpdate(p: { row: Row; take: Take; actor: string; reason: string | null; returning: SQL }): SQL {
+function takeUpdate(p: { row: Row; take: Take; actor: string; reason: string | null; returning: SQL; also?: SQL }): SQL {
   const { row, take: d } = p;
   if (d.action === 'requeue' && d.held) {
     // onLost 'hold': taken from its worker, the job waits for a person
@@ -74,7 +74,7 @@ function takeUpdate(p: { row: Row; take: Take; actor: string; reason: string | n
       ? sql`status = 'pending', available_at = ${row.now}, last_event = 'requeued_by_operator', last_event_reason = ${p.reason}`
       : sql`status = 'failed', failed_at = ${row.now}, finished_at = ${row.now}, last_error = ${d.message}, last_event = 'reaped', last_event_reason = ${d.reason}`;
   return sql`UPDATE jobs SET ${next}, ${CLEAR_LEASE}, ${counted}, updated_at = ${row.now}, last_event_actor = ${p.actor}
-    WHERE id = ${row.id} AND status = 'running' ${unchangedSql(row)} ${holdGuard} RETURNING ${p.returning}`;
+    WHERE id = ${row.id} AND status = 'running' ${unchangedSql(row)} ${holdGuard} ${p.also ?? sql``} RETURNING ${p.returning}`;
 }
 
 const takeDone = requeueDoneOf;
@@ -231,4 +231,45 @@ export async function jobsBulkRequeue(
     ...(audit ? [auditInsert(db, { ...audit, after: sql`json_set(${audit.after ?? '{}'}, '$.changed', ${done('pending')} + ${done('failed')}, '$.failed', ${done('failed')})` })] : []),
   ]);
   return (results.slice(first.length, first.length + planned.length) as { id: number }[][]).flat().map((r) => Number(r.id)).sort((a, b) => a - b);
+}
+
+/** One job of a list the requeue rule was asked about: its guarded statement, or why the rule refuses it. */
+export type RequeueStep = { id: number; take: 'requeue' | 'fail'; update: SQL } | { id: number; take: null; why: string };
+
+/**
+ * The requeue rule for a list of jobs (a canary run's step), changing
+ * nothing: for each, the statement that does what a single requeue would
+ * (the reaper's take, or with force any running job back to pending), each
+ * guarded by "unchanged since this read" (the same token, for force too,
+ * so a job claimed again in between is never taken) and by `also` (the
+ * caller's guard, e.g. "this batch still owns the run's step"); or, for a
+ * job the rule refuses, why. In the order of `ids`.
+ */
+export async function jobsRequeueSteps(
+  db: Db,
+  p: { ids: number[]; now: Now; force: boolean; rules: RequeueRules; actor: string; reason: string | null; also: SQL },
+): Promise<RequeueStep[]> {
+  if (p.ids.length === 0) return [];
+  // One JSON parameter, not one per id: D1 binds at most 100 per statement.
+  const rows = await db.all<Row>(sql`${candidateRead(p.rules, p.now)} WHERE j.id IN (SELECT value FROM json_each(${JSON.stringify(p.ids)}))`);
+  const byId = new Map(rows.map((r) => [Number(r.id), r]));
+  return p.ids.map((id): RequeueStep => {
+    const row = byId.get(id);
+    if (!row) return { id, take: null, why: 'the job no longer exists' };
+    if (row.status !== 'running') return { id, take: null, why: `the job is ${row.status} now, no longer running` };
+    if (p.force) {
+      const note = overrideNote(forcedDone(row, p.rules));
+      return {
+        id,
+        take: 'requeue',
+        update: sql`UPDATE jobs SET status = 'pending', available_at = ${row.now}, ${CLEAR_LEASE},
+            lost_attempts = lost_attempts + 1, updated_at = ${row.now}, ${note === null ? sql`` : sql`last_error = ${note},`}
+            last_event = 'force_requeued_by_operator', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
+          WHERE id = ${id} AND status = 'running' AND lock_token = ${row.lockToken} ${p.also} RETURNING id`,
+      };
+    }
+    const d = decideReap(row, row.now, p.rules);
+    if (!takesNow(d)) return { id, take: null, why: `the reaper would not take it back now: ${d.why}` };
+    return { id, take: d.action, update: takeUpdate({ row, take: d, actor: p.actor, reason: p.reason, returning: sql`id`, also: p.also }) };
+  });
 }

@@ -7,6 +7,7 @@
 import { describe } from 'vitest';
 import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
+import { defineCanary } from './canary.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
@@ -43,5 +44,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineMaintenanceWatch(backend);
     defineHistograms(backend);
     defineWatchReads(backend);
+    defineCanary(backend);
   });
 }
