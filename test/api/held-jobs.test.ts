@@ -96,6 +96,9 @@ describe("onLost 'hold' over HTTP", () => {
     const done = await t.post(`${api}/jobs/${a.id}/held/complete`, { reason: 'the charge went out', result: { charged: true } });
     expect(done.status).toBe(200);
     expect(done.json.job).toMatchObject({ status: 'completed', result: { charged: true }, heldAt: null });
+    // Counted like any completion (the completed counter, the finished counts).
+    const pay = async () => (await t.get(`${api}/metrics`)).json.queues.find((q: { queue: string }) => q.queue === 'pay');
+    expect((await pay()).jobsTotal.completed).toBe(1);
     const failed = await t.post(`${api}/jobs/${b.id}/held/fail`, { reason: 'refunded by hand' });
     expect(failed.status).toBe(200);
     expect(failed.json.job).toMatchObject({ status: 'failed', lastError: expect.stringContaining('refunded by hand') });
