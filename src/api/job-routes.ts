@@ -221,8 +221,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
   // a person, who releases it (it runs again), completes it by hand or fails
   // it. Not the worker's /complete, /fail and /release: no lock token here.
   const heldShape = {
-    // Required, but checked after the other fields (heldReasonProblem), so each bad field is the one named.
-    reason: optional(str({ min: 1, max: 1000, description: "why: required, kept in the audit trail and on the job's event" })),
+    // Required, and so in the OpenAPI document's `required` (generated clients send it).
+    reason: str({ min: 1, max: 1000, description: "why: required, kept in the audit trail and on the job's event" }),
     actor: optional(str({ min: 1, max: 200, description: 'who: kept in the audit trail; default "admin"' })),
   };
   const heldBody = obj(heldShape);

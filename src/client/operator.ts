@@ -179,6 +179,14 @@ export function operatorCalls(request: Request) {
     getJobWithEvents: (id: string) => request<JobWithEvents>('GET', `/jobs/${encodeURIComponent(id)}`),
     /** GET /jobs: summaries (no payload or result), newest first; pass `next` as `after` for the next page. */
     listJobs: (filter: ListJobsFilter = {}) => request<{ jobs: JobSummary[]; next: string | null }>('GET', '/jobs', undefined, { query: { ...filter } }),
+    /** Jobs held for a person after a lost attempt (onLost 'hold'), longest held first, with that attempt and its effects. */
+    listHeldJobs: async (filter: { queue?: string; limit?: number } = {}) => (await request<{ jobs: (Job & { effects: unknown[] })[] }>('GET', '/held-jobs', undefined, { query: { ...filter } })).jobs,
+    /** A held job runs again (back to pending, due now); a reason is required. 409 when it is not held. */
+    releaseHeldJob: async (id: string, o: ActionOptions & { reason: string }) => (await request<{ job: Job }>('POST', `/jobs/${encodeURIComponent(id)}/held/release`, o)).job,
+    /** A held job completed by hand, with the result the person found; a reason is required. */
+    completeHeldJob: async (id: string, o: ActionOptions & { reason: string; result?: unknown }) => (await request<{ job: Job }>('POST', `/jobs/${encodeURIComponent(id)}/held/complete`, o)).job,
+    /** A held job failed for good; the reason becomes its error. */
+    failHeldJob: async (id: string, o: ActionOptions & { reason: string }) => (await request<{ job: Job }>('POST', `/jobs/${encodeURIComponent(id)}/held/fail`, o)).job,
     /** Put a running job back (or fail it for good) as the reaper would now; 409 while it would wait. */
     requeue: (id: string, o: RequeueOptions = {}) => request<{ job?: Job; dryRun?: true; requeue: RequeueDone }>('POST', `/jobs/${encodeURIComponent(id)}/requeue`, o),
 

@@ -44,6 +44,8 @@ describe('POST /api/v1/jobs/:id/requeue without force does what the reaper would
         forced: false,
         overrodeHold: null,
         beyondBudget: null,
+        // onLost 'retry' (the default): a requeue that would run it again, not hold it.
+        held: false,
       },
     });
     expect((await jobOf(id!)).job.status).toBe('running');

@@ -60,6 +60,10 @@ const CALLS: Record<string, (keyof Client)[]> = {
   getTuning: ['getTuning'],
   listAudit: ['listAudit'],
   startCanaryRequeue: ['startCanaryRequeue', 'planCanaryRequeue'],
+  listHeldJobs: ['listHeldJobs'],
+  releaseHeldJob: ['releaseHeldJob'],
+  completeHeldJob: ['completeHeldJob'],
+  failHeldJob: ['failHeldJob'],
   listCanaryRuns: ['listCanaryRuns'],
   getCanaryRun: ['getCanaryRun'],
   cancelCanaryRun: ['cancelCanaryRun'],
@@ -154,4 +158,12 @@ test('canary requeue: plan, start (first step taken), read, list, cancel; bad in
   expect((await c.listCanaryRuns()).map((r) => r.id)).toEqual([run.id]);
   expect(await c.cancelCanaryRun(run.id, { reason: 'enough' })).toMatchObject({ state: 'cancelled', stopWhy: 'enough' });
   await expect(c.startCanaryRequeue('hung', { first: 0, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'first' });
+});
+
+test('held jobs: the list, and an action on a job that is not held is a 409 saying its status', async () => {
+  const c = client();
+  const [job] = await c.enqueueMany('mail', [{ payload: 1 }]);
+  expect(await c.listHeldJobs()).toEqual([]);
+  await expect(c.releaseHeldJob(job!.id, { reason: 'checked' })).rejects.toMatchObject({ status: 409, code: 'conflict' });
+  await expect(c.failHeldJob(job!.id, { reason: '' })).rejects.toMatchObject({ status: 400, field: 'reason' });
 });

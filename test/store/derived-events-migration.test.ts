@@ -46,8 +46,10 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       const counters = async () => (await o.client.execute(`SELECT name, value FROM counters WHERE name IN ('enqueued', 'claimed', 'completed') ORDER BY name`)).rows.map((r) => `${r.name}:${r.value}`);
 
       // An old server's clean job (today's app writes the columns of 0015, 0017 and 0023 and reads 0021's: add them for the replay, drop them after).
-      const later = ['enqueued_by text', 'claim_id text', 'finished_token text', 'finished_write text', 'schedule_name text', 'occurrence_at integer', 'trace_parent text', 'trace_state text'];
+      const later = ['enqueued_by text', 'claim_id text', 'finished_token text', 'finished_write text', 'schedule_name text', 'occurrence_at integer', 'trace_parent text', 'trace_state text', 'on_lost text', 'held_at integer', 'held_attempt text'];
       for (const column of later) await o.client.execute(`ALTER TABLE jobs ADD ${column}`);
+      // And 0027's queue policy, read with the queue's other settings.
+      await o.client.execute('ALTER TABLE queues ADD on_lost text');
       // Today's claim and completion add their tallies through 0026's views; this schema counts claims from their events.
       await o.client.execute(`CREATE VIEW claim_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS at WHERE 0`);
       await o.client.execute('CREATE TRIGGER later_claim_tallies INSTEAD OF INSERT ON claim_tallies BEGIN SELECT 1; END');
@@ -55,6 +57,7 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       await o.client.execute('CREATE TRIGGER later_completion_tallies INSTEAD OF INSERT ON completion_tallies BEGIN SELECT 1; END');
       const old = await cleanJob(appNow(), 'A');
       for (const column of later) await o.client.execute(`ALTER TABLE jobs DROP COLUMN ${column.split(' ')[0]}`);
+      await o.client.execute('ALTER TABLE queues DROP COLUMN on_lost');
       await o.client.execute('DROP VIEW claim_tallies');
       await o.client.execute('DROP VIEW completion_tallies');
       expect(await stored(old)).toEqual(['enqueued', 'claimed', 'completed']);

@@ -38,7 +38,7 @@ describe('reapLostLeases', () => {
     const id = await abandonedJob();
     const seen: unknown[] = [];
     const report = await reapLostLeases(createStore(t.db), at(), t.config, { onJob: (e) => seen.push(e) });
-    expect(report).toEqual({ requeued: [{ id, reason: 'reaped_due_to_expired_lease' }], failed: [], deferred: [], held: [], raced: 0 });
+    expect(report).toEqual({ requeued: [{ id, reason: 'reaped_due_to_expired_lease' }], failed: [], deferred: [], held: [], heldForOperator: [], raced: 0 });
     expect(seen).toEqual([{ id, queue: 'q', workerId: 'A', action: 'requeue', reason: 'reaped_due_to_expired_lease' }]);
     expect((await t.get(`${api}/jobs/${id}`)).json.job.status).toBe('pending');
   });

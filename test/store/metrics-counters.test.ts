@@ -365,6 +365,7 @@ describe('the migration that adds the durable counters', () => {
           ['queues', 'rate_window_ms', 'integer'], ['queues', 'rate_window_start', 'integer'], ['queues', 'rate_claims', 'integer DEFAULT 0 NOT NULL'],
           ['jobs', 'claim_id', 'text'], ['jobs', 'finished_token', 'text'], ['jobs', 'finished_write', 'text'],
           ['jobs', 'trace_parent', 'text'], ['jobs', 'trace_state', 'text'],
+          ['jobs', 'on_lost', 'text'], ['jobs', 'held_at', 'integer'], ['jobs', 'held_attempt', 'text'], ['queues', 'on_lost', 'text'],
         ];
         for (const [table, column, type] of LATER_COLUMNS) await o.client.execute(`ALTER TABLE ${table} ADD ${column} ${type}`);
         // Today's enqueue names 0012's two key indexes as its conflict targets.

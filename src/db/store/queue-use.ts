@@ -36,6 +36,7 @@ export const QUEUE_SETTING_COLUMNS = [
   'rate_max',
   'rate_window_ms',
   'alert_thresholds',
+  'on_lost',
 ] as const;
 
 /** True for the queues row aliased `q` when it is in use (see above). */
