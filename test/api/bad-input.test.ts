@@ -454,6 +454,9 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/queues/:queue/bulk': { action: 'cancel', dryRun: true, reason: 'x' },
       '/queues/:queue/canary': { first: 1, dryRun: true, reason: 'x' },
       '/canary/:id/cancel': { reason: 'x' },
+      '/jobs/:id/held/release': { reason: 'x' },
+      '/jobs/:id/held/complete': { reason: 'x' },
+      '/jobs/:id/held/fail': { reason: 'x' },
       '/schedules': { name: 'nightly', queue: 'q', cron: '0 * * * *' },
       // seen: '' counts at once, so no sweep request waits.
       '/jobs/wait': { jobs: [{ id: fixture.runningId, seen: '' }] },
