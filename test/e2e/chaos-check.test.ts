@@ -171,3 +171,38 @@ test("an overlap while another handler blocked the worker's event loop is excuse
   expect(report.violations.filter((v) => v.startsWith('job 1:'))).toEqual([]);
   expect(report.plainRuns.overlapsExcused).toEqual({ "another handler blocked the worker's event loop": 1 });
 });
+
+/** A job planned with onLost 'hold', lost once, then claimed again by B. */
+function heldHistory(between: { id: number; type: string; worker_id: string | null; at: number }[]) {
+  const events = [
+    { id: 1, type: 'claimed', worker_id: 'A', at: 100 },
+    { id: 2, type: 'held', worker_id: 'A', at: 300 },
+    ...between,
+    { id: 9, type: 'claimed', worker_id: 'B', at: 600 },
+  ];
+  const i = input({ result: JSON.stringify({ by: 'B', fence: 2 }), attempt_count: 2, completed_at: 700 }, events);
+  i.plan.jobs[0]!.onLost = 'hold';
+  i.lines = [
+    { t: 100, w: 'A', pid: 1, k: 'run', job: '1', attempt: 1, fence: 1 },
+    { t: 600, w: 'B', pid: 2, k: 'run', job: '1', attempt: 2, fence: 2 },
+    { t: 610, w: 'B', pid: 2, k: 'once', job: '1', attempt: 2, fence: 2 },
+  ];
+  return i;
+}
+
+test("a held job (onLost 'hold') claimed again after an operator's release: no violation", () => {
+  const report = check(heldHistory([{ id: 3, type: 'released_by_operator', worker_id: null, at: 500 }]));
+  expect(report.violations.filter((v) => /held|without a person/.test(v))).toEqual([]);
+  expect(report.held).toEqual({ jobsHeld: 1, holds: 1, releasedByOperator: 1, failedByOperator: 0 });
+});
+
+test("a held job (onLost 'hold') claimed again with no operator's release is a violation", () => {
+  const report = check(heldHistory([]));
+  expect(report.violations.join('\n')).toMatch(/job 1 \(onLost 'hold'\) claimed by B while held for a person since event 2, with no operator's release/);
+});
+
+test("a job with onLost 'hold' that the reaper put back to run again is a violation", () => {
+  const i = heldHistory([{ id: 3, type: 'released_by_operator', worker_id: null, at: 500 }]);
+  i.events[1] = { ...i.events[1]!, type: 'reaped', to_status: 'pending', reason: 'reaped_due_to_expired_lease' };
+  expect(check(i).violations.join('\n')).toMatch(/job 1 \(onLost 'hold'\) was put back to run again without a person \(event 2/);
+});

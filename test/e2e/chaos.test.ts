@@ -63,6 +63,14 @@ test('chaos, short version (seed 42): no violations, and every kind of fault hap
   expect(report.reapedBy.reaped_due_to_expired_lease ?? 0).toBeGreaterThan(0);
   expect(report.workerEvents.lease_lost ?? 0).toBeGreaterThan(0);
   expect(report.workerEvents.event_loop_blocked ?? 0).toBeGreaterThan(0);
+  // The operator's actions happened: jobs with onLost 'hold' were held after a
+  // lost attempt and run again only after a release (the verdict checks each
+  // claim), and canary requeues took lost jobs in watched steps.
+  expect(report.held.jobsHeld).toBeGreaterThan(0);
+  expect(report.held.releasedByOperator).toBeGreaterThan(0);
+  expect(report.operator.canary.started).toBeGreaterThan(0);
+  expect(report.operator.canary.requeued).toBeGreaterThan(0);
+  expect(report.operator.canary.errors).toEqual([]);
   // The once() effect of every completed job is in exactly one worker's file
   // (violations would list any other outcome).
   expect(report.once.jobsApplied).toBeGreaterThanOrEqual(report.jobs.completed);

@@ -65,6 +65,8 @@ export interface Report {
   events: Record<string, number>;
   reapedBy: Record<string, number>;
   staleWritesRejected: number;
+  /** onLost 'hold' jobs: how many were held for a person, and what the operator did. */
+  held: { jobsHeld: number; holds: number; releasedByOperator: number; failedByOperator: number };
   plainRuns: { total: number; jobsRunMoreThanOnce: number; extraRuns: number; extraRunsByCause: Record<string, number>; overlapping: number; overlapsExcused: Record<string, number> };
   /** Answers the proxy dropped after the server acted, and how the jobs they concerned ended. */
   lostAnswers: { dropped: Record<string, number>; claimsConcerned: number; waitedForReaper: number };
@@ -147,7 +149,7 @@ export function check(input: CheckInput): Report {
     } else if (j.status === 'failed') {
       counts.failed++;
       const last = [...(byJob.get(j.id) ?? [])].reverse().find((e) => e.to_status === 'failed' && e.type !== 'stale_write_rejected');
-      const reason = last?.type === 'reaped' && last.reason ? `reaped: ${last.reason}` : j.last_error ? (spec?.behaviour === 'fatal' && /NonRetryableError/.test(j.last_error) ? 'planned NonRetryableError' : `handler error: ${j.last_error.slice(0, 60)}`) : null;
+      const reason = last?.type === 'failed_by_operator' ? 'failed by hand while held' : last?.type === 'reaped' && last.reason ? `reaped: ${last.reason}` : j.last_error ? (spec?.behaviour === 'fatal' && /NonRetryableError/.test(j.last_error) ? 'planned NonRetryableError' : `handler error: ${j.last_error.slice(0, 60)}`) : null;
       if (!reason) v(`job ${j.id} failed without a stated reason`);
       else bump(failedBy, reason);
     } else {
@@ -183,8 +185,14 @@ export function check(input: CheckInput): Report {
   const claims = new Map<number, { worker: string; at: number; end?: EventRow }[]>();
   let staleRejected = 0;
   let claimCount = 0;
+  const held = { jobsHeld: 0, holds: 0, releasedByOperator: 0, failedByOperator: 0 };
   for (const [jobId, list] of byJob) {
     let owner: string | null = null;
+    // onLost 'hold': a lost attempt waits for a person; only an operator's
+    // release lets the job be claimed again.
+    const holdsForAPerson = specByIndex[indexOfJob.get(jobId) ?? -1]?.onLost === 'hold';
+    let heldBy: EventRow | null = null;
+    if (list.some((e) => e.type === 'held')) held.jobsHeld++;
     const mine: { worker: string; at: number; end?: EventRow }[] = [];
     claims.set(jobId, mine);
     let completions = 0;
@@ -194,6 +202,7 @@ export function check(input: CheckInput): Report {
       switch (e.type) {
         case 'claimed':
           if (owner !== null) v(`job ${jobId}: claimed by ${e.worker_id} while ${owner} still held it (event ${e.id})`);
+          if (heldBy) v(`job ${jobId} (onLost 'hold') claimed by ${e.worker_id} while held for a person since event ${heldBy.id}, with no operator's release (event ${e.id})`);
           owner = e.worker_id;
           claimCount++;
           mine.push({ worker: e.worker_id ?? '?', at: e.at });
@@ -212,8 +221,26 @@ export function check(input: CheckInput): Report {
           if (current && !current.end) current.end = e;
           owner = null;
           break;
+        case 'held':
+          held.holds++;
+          if (!holdsForAPerson) v(`job ${jobId} was held for a person although its policy is onLost 'retry' (event ${e.id})`);
+          heldBy = e;
+          if (current && !current.end) current.end = e;
+          owner = null;
+          break;
+        case 'released_by_operator':
+          held.releasedByOperator++;
+          heldBy = null;
+          break;
+        case 'failed_by_operator':
+        case 'completed_by_operator':
+          if (e.type === 'failed_by_operator') held.failedByOperator++;
+          heldBy = null;
+          owner = null;
+          break;
         case 'reaped':
           bump(reapedBy, e.reason ?? 'unknown');
+          if (holdsForAPerson && e.to_status === 'pending') v(`job ${jobId} (onLost 'hold') was put back to run again without a person (event ${e.id}, ${e.reason})`);
           if (current && !current.end) current.end = e;
           owner = null;
           break;
@@ -450,6 +477,7 @@ export function check(input: CheckInput): Report {
     events: eventCounts,
     reapedBy,
     staleWritesRejected: staleRejected,
+    held,
     plainRuns: { total: runs, jobsRunMoreThanOnce, extraRuns, extraRunsByCause, overlapping, overlapsExcused },
     lostAnswers: { dropped, claimsConcerned, waitedForReaper },
     once: { applications, jobsApplied, reRunsDocumented, reRunsAfterRecorded, completedWithout },

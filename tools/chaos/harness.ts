@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
 import { describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
+import { startOperator } from './operator.ts';
 import { startProxy, type PartitionMode, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 
@@ -260,7 +261,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         const res = await fetch(`${serverUrl(0)}/api/v1/queues/${QUEUE}/jobs`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${workerToken}` },
-          body: JSON.stringify({ jobs: batch.map((j) => ({ payload: j, idempotencyKey: `chaos-${o.seed}-${j.i}`, ...(j.timeoutMs ? { timeoutMs: j.timeoutMs } : {}) })) }),
+          body: JSON.stringify({ jobs: batch.map((j) => ({ payload: j, idempotencyKey: `chaos-${o.seed}-${j.i}`, ...(j.timeoutMs ? { timeoutMs: j.timeoutMs } : {}), ...(j.onLost ? { onLost: j.onLost } : {}) })) }),
           signal: AbortSignal.timeout(10_000),
         });
         if (res.status !== 201 && res.status !== 200) throw new Error(`enqueue answered ${res.status}`);
@@ -274,6 +275,16 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       }
     }
   })();
+
+  // ---- the operator: held jobs and canary requeues, through the admin API ------------
+  const operator = startOperator({
+    serverUrl: () => servers.find((s) => s.up) && serverUrl(servers.find((s) => s.up)!.index),
+    adminToken,
+    queue: QUEUE,
+    holdForMs: 1_500,
+    maxCanaries: 5,
+    log: (line) => out(`  [${fmt(elapsed())}] ${line}`),
+  });
 
   // ---- faults --------------------------------------------------------------------------
   const records: FaultRecord[] = plan.faults.map((f) => ({ n: f.n, kind: f.kind, target: f.target, plannedAtMs: f.atMs }));
@@ -383,12 +394,20 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
       }
       case 'drop_answers': {
         const proxy = proxies.get(f.target)!;
-        const w = await onProxiedWorker(f, rec);
+        let w = await onProxiedWorker(f, rec);
+        // Only a worker with a job in flight makes completion, heartbeat and
+        // fail calls: wait (bounded) for one, so the fault has a call to lose.
+        for (let i = 0; i < 50 && f.call !== 'claim' && slots[f.target]!.inFlight.size === 0; i++) await sleep(100);
+        w = slots[f.target]!;
+        rec.workerId = w.id;
         const head = DROPPED_CALLS[f.call!];
         const before = proxy.dropped.length;
         const disarm = proxy.dropAnswers((h) => h.startsWith(head), f.count);
         note(rec, `drop the next ${f.count} ${f.call} answer(s) to ${w.id} after the server acts`);
         await sleep(f.durationMs);
+        // On a loaded machine the armed window can pass before the call comes
+        // (a handler slower than planned): stay armed, bounded, until one answer was lost.
+        for (let waited = 0; proxy.dropped.length === before && waited < f.durationMs * 3; waited += 100) await sleep(100);
         disarm();
         rec.wallEnd = Date.now();
         rec.drops = proxy.dropped.slice(before).map((d) => d.at);
@@ -519,6 +538,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   // ---- shutdown: every child, whatever happened ---------------------------------------------------
   out(`[${fmt(elapsed())}] stopping workers and servers`);
   stopping = true;
+  const operatorReport = await operator.stop();
   for (const w of allWorkers) w.expectedExit = true;
   for (const w of allWorkers) if (!w.dead) w.child.kill('SIGCONT');
   await Promise.race([Promise.all(pendingFaultWork), sleep(5_000)]);
@@ -579,6 +599,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     directory: dir,
     serverStarts: servers.map((s) => s.starts),
     workerProcesses: allWorkers.length,
+    operator: operatorReport,
     ...report,
   };
   if (!existsSync(dirname(reportPath))) mkdirSync(dirname(reportPath), { recursive: true });

@@ -1,7 +1,8 @@
 /** The end-of-run summary, as a table a person can read. */
 import type { LatencyStats, Report } from './check.ts';
+import type { OperatorReport } from './operator.ts';
 
-type Full = Report & { seed: number; durationMs: number; serverStarts: number[]; workerProcesses: number; plan: { faultsHash: string; jobsHash: string } };
+type Full = Report & { seed: number; durationMs: number; serverStarts: number[]; workerProcesses: number; plan: { faultsHash: string; jobsHash: string }; operator: OperatorReport };
 
 export function printSummary(r: Full, out: (line: string) => void) {
   const rows: [string, string][] = [];
@@ -31,6 +32,13 @@ export function printSummary(r: Full, out: (line: string) => void) {
   row('worker kills with a job in flight', r.faults.killsMidJob);
   row('handler behaviours run', kv(r.behavioursRun));
   row('worker events', kv(r.workerEvents));
+  section('operator (admin API)');
+  row("onLost 'hold' jobs held / holds / released / failed by hand", `${r.held.jobsHeld} / ${r.held.holds} / ${r.held.releasedByOperator} / ${r.held.failedByOperator}`);
+  const c = r.operator.canary;
+  row('canary runs started / dry runs with nothing to take', `${c.started} / ${c.nothingToTake}`);
+  row('canary requeued / failed for good / skipped', `${c.requeued} / ${c.failedForGood} / ${c.skipped}`);
+  row('canary runs ended', `${kv(c.states)}${Object.keys(c.stopReasons).length ? ` (stopped: ${kv(c.stopReasons)})` : ''}`);
+  if (c.errors.length) row('canary calls refused', c.errors.slice(0, 3).join('; '));
   section('side effects (workers\' files)');
   row('plain handler runs', `${r.plainRuns.total} (${r.plainRuns.jobsRunMoreThanOnce} jobs ran more than once, ${r.plainRuns.extraRuns} extra runs, ${r.plainRuns.overlapping} overlapping another run)`);
   for (const [cause, n] of Object.entries(r.plainRuns.extraRunsByCause).sort((a, b) => b[1] - a[1])) row(`  extra run: ${cause}`, n);
