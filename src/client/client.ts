@@ -59,6 +59,12 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Hard deadline per attempt, enforced by the reaper. */
   timeoutMs?: number;
+  /**
+   * What a lost attempt (worker gone, lease reaped, deadline) leads to: 'retry'
+   * runs it again; 'hold' keeps it for a person to release, complete or fail.
+   * Wins over the queue's setting.
+   */
+  onLost?: 'retry' | 'hold';
 }
 
 export interface EnqueueItem<P = unknown> extends EnqueueOptions {

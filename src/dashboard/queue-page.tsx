@@ -26,7 +26,7 @@ import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
-type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string };
+type Entered = { maxRunning: string; rateMax: string; rateWindowMs: string; onLost: string };
 
 export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   const { store, config, clock } = deps;
@@ -102,7 +102,7 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
     if (!q) return notFound(c);
     const form = await c.req.parseBody();
     const text = (key: string) => (typeof form[key] === 'string' ? (form[key] as string).trim() : '');
-    const entered: Entered = { maxRunning: text('maxRunning'), rateMax: text('rateMax'), rateWindowMs: text('rateWindowMs') };
+    const entered: Entered = { maxRunning: text('maxRunning'), rateMax: text('rateMax'), rateWindowMs: text('rateWindowMs'), onLost: text('onLost') || 'retry' };
     // Not a number: the validator names the field and says what it got.
     const numberOrText = (raw: string) => (raw === '' ? null : Number.isFinite(Number(raw)) ? Number(raw) : raw);
     let patch: QueueSettingsPatch;
@@ -112,6 +112,8 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
       patch = {
         maxRunning: maxRunningField.parse(numberOrText(entered.maxRunning), 'maxRunning') ?? null,
         rateLimit: rateLimitField.parse(rate, 'rateLimit') ?? null,
+        // 'retry' is the default: stored as no setting, as the API's null.
+        onLost: onLostOf(entered.onLost),
       };
     } catch (err) {
       if (!(err instanceof LeaseholdError)) throw err;
@@ -139,7 +141,14 @@ const enteredOf = (q: QueueHealth): Entered => ({
   maxRunning: q.maxRunning === null ? '' : String(q.maxRunning),
   rateMax: q.rateLimit === null ? '' : String(q.rateLimit.max),
   rateWindowMs: q.rateLimit === null ? '' : String(q.rateLimit.windowMs),
+  onLost: q.onLost ?? 'retry',
 });
+
+function onLostOf(entered: string): 'hold' | null {
+  if (entered === 'hold') return 'hold';
+  if (entered === 'retry') return null;
+  throw new LeaseholdError('invalid_request', `onLost must be 'retry' or 'hold', got ${JSON.stringify(entered.slice(0, 40))}`, 'onLost');
+}
 
 function QueueLimits(props: { q: QueueHealth; now: number }) {
   const { q } = props;
@@ -156,6 +165,15 @@ function QueueLimits(props: { q: QueueHealth; now: number }) {
         {q.maxRunning === null
           ? `${q.counts.running} running, no limit`
           : `${q.counts.running} of at most ${q.maxRunning}${full ? ': full, claims wait for a job to finish' : ''}`}
+      </dd>
+      <dt>A lost attempt</dt>
+      <dd id="queue-on-lost">
+        {q.onLost === 'hold' ? 'is held for a person (onLost hold)' : 'runs again (onLost retry)'}
+        {q.held > 0 ? (
+          <>
+            {' '}· <a href="/dashboard/zombies">{q.held} held</a>
+          </>
+        ) : null}
       </dd>
       <dt>Rate limit</dt>
       <dd id="queue-rate-limit" class={q.rateLimitedUntil !== null ? 'bad' : undefined}>
@@ -183,6 +201,17 @@ function LimitsForm(props: { queue: string; values: Entered; csrf: string | unde
       </label>
       <input id="l-rateMax" name="rateMax" type="number" step="1" min="1" value={props.values.rateMax} placeholder="no limit" /> claims per{' '}
       <input id="l-rateWindowMs" name="rateWindowMs" type="number" step="1" min="1000" value={props.values.rateWindowMs} placeholder="window ms" /> ms
+      <label for="l-onLost">
+        A lost attempt <span class="hint">(a worker died, a lease was reaped, a deadline passed; a job's own onLost wins)</span>
+      </label>
+      <select id="l-onLost" name="onLost">
+        <option value="retry" selected={props.values.onLost !== 'hold'}>
+          runs again: retry (idempotent jobs, fast recovery)
+        </option>
+        <option value="hold" selected={props.values.onLost === 'hold'}>
+          waits for a person: hold (side effects you cannot fence)
+        </option>
+      </select>
       <button type="submit">Save limits for {props.queue}</button>
     </form>
   );

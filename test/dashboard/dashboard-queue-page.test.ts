@@ -130,3 +130,27 @@ test('an admin deletes an empty queue from its page (typed name, form token, aud
   expect(audit).toHaveLength(1);
   expect(audit[0]).toMatchObject({ action: 'queue.delete', actor: 'Ada', source: 'dashboard', queue: 'mail' });
 });
+
+test("an admin sets what a lost attempt leads to (onLost retry / hold) from the queue page; a bad value is named and not saved", async () => {
+  t = await setup({ adminToken: ADMIN });
+  await t.post('/api/v1/queues/mail/jobs', { payload: 1 }, admin);
+  const cookie = await login(ADMIN);
+  const page = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(page).toMatch(/<dd id="queue-on-lost">runs again \(onLost retry\)<\/dd>/);
+  expect(page).toMatch(/<option value="retry" selected="">/);
+
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: csrfIn(page), onLost: 'hold' } })).status).toBe(303);
+  expect((await settings('mail')).onLost).toBe('hold');
+  const held = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(held).toMatch(/<dd id="queue-on-lost">is held for a person \(onLost hold\)<\/dd>/);
+  expect(held).toMatch(/<option value="hold" selected="">/);
+
+  const bad = await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), onLost: 'maybe' } });
+  expect(bad.status).toBe(400);
+  expect(await bad.text()).toContain('onLost must be &#39;retry&#39; or &#39;hold&#39;, got &quot;maybe&quot;. Nothing was saved.');
+  expect((await settings('mail')).onLost).toBe('hold');
+
+  // Back to retry: the default, stored as no setting.
+  expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), onLost: 'retry' } })).status).toBe(303);
+  expect((await settings('mail')).onLost).toBe('retry');
+});

@@ -40,6 +40,15 @@ test('enqueue answers the new job; a duplicate idempotency key answers the exist
   expect(job).toMatchObject({ id: first.id, payload: { to: 'ada' }, maxAttempts: 3 });
 });
 
+test("enqueue with onLost 'hold': the job keeps its own policy; a bad one is refused naming the field", async () => {
+  const c = client();
+  const held = await c.enqueue('charges', { amount: 5 }, { onLost: 'hold' });
+  const plain = await c.enqueue('charges', { amount: 6 });
+  expect((await c.getJob(held.id)).onLost).toBe('hold');
+  expect((await c.getJob(plain.id)).onLost).toBeNull();
+  await expect(c.enqueue('charges', 1, { onLost: 'later' as 'hold' })).rejects.toMatchObject({ code: 'invalid_request', field: 'onLost' });
+});
+
 test('enqueues made together go out as one bulk request per queue, each caller getting its own job', async () => {
   const c = client();
   const [a, b, x, d] = await Promise.all([c.enqueue('q', 1), c.enqueue('q', 2), c.enqueue('other', 3), c.enqueue('q', 4, { runAt: new Date(Date.UTC(2040, 0, 1)) })]);
