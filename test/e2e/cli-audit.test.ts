@@ -3,53 +3,30 @@
  * process with two named admin tokens: the CLI's own bulk action shows up
  * with its user and token name, as a table and as JSON, with filters.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
+import { expect, test } from 'vitest';
+import { servedForCli } from '../support/cli-server.ts';
+import { postJson } from '../support/process-helpers.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 const ADMIN = 'a'.repeat(24);
 const ONCALL = 'o'.repeat(24);
 const WORKER = 'w'.repeat(24);
 
-let dir: string;
-let server: ServerProcess;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'leasehold-cli-audit-'));
-  server = await startServerProcess(['--database-url', `file:${join(dir, 'served.db')}`], {
+const served = servedForCli('cli-audit', {
     LEASEHOLD_ADMIN_TOKEN: ADMIN,
     LEASEHOLD_ADMIN_TOKENS: `oncall:${ONCALL}`,
     LEASEHOLD_WORKER_TOKEN: WORKER,
-  });
-}, 30_000);
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  await server?.exited;
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function cli(args: string[], token = ONCALL): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env, LEASEHOLD_URL: server.url, LEASEHOLD_ADMIN_TOKEN: token, LEASEHOLD_DATABASE_URL: undefined } as NodeJS.ProcessEnv;
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
-}
+  }, { LEASEHOLD_ADMIN_TOKEN: ONCALL });
+const { cli } = served;
 
 test('leasehold audit: the CLI user and its token name, as a table and as JSON, filtered', async () => {
-  await postJson(`${server.url}/api/v1/queues/cq/jobs`, { jobs: [{ payload: 1 }, { payload: 2 }] }, { authorization: `Bearer ${WORKER}` });
-  await postJson(`${server.url}/api/v1/queues/other/pause`, {}, { authorization: `Bearer ${ADMIN}` });
+  await postJson(`${served.server.url}/api/v1/queues/cq/jobs`, { jobs: [{ payload: 1 }, { payload: 2 }] }, { authorization: `Bearer ${WORKER}` });
+  await postJson(`${served.server.url}/api/v1/queues/other/pause`, {}, { authorization: `Bearer ${ADMIN}` });
   const bulk = await cli(['jobs', 'cancel', '--queue', 'cq', '--status', 'pending', '--reason', 'bad batch']);
   expect(bulk.status, bulk.stderr).toBe(0);
 
   const shown = await cli(['audit', '--queue', 'cq']);
   expect(shown.status, shown.stderr).toBe(0);
-  expect(shown.stderr).toContain(`leasehold audit: server ${server.url}`);
+  expect(shown.stderr).toContain(`leasehold audit: server ${served.server.url}`);
   const lines = shown.stdout.trim().split('\n');
   expect(lines[0]).toMatch(/^id\s+at\s+who\s+role \(token\)\s+action\s+target\s+change\s+reason\s+from/);
   expect(lines).toHaveLength(2);

@@ -4,40 +4,17 @@
  * starts, its first job fails, and the run stops by itself; `jobs canary ID`
  * follows it to that end, says why, and exits 1. Nothing more is requeued.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
+import { expect, test } from 'vitest';
+import { servedForCli } from '../support/cli-server.ts';
+import { postJson } from '../support/process-helpers.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 const ADMIN = 'a'.repeat(24);
 const WORKER = 'w'.repeat(24);
 
-let dir: string;
-let server: ServerProcess;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'leasehold-cli-canary-'));
-  server = await startServerProcess(['--database-url', `file:${join(dir, 'served.db')}`], { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER });
-}, 30_000);
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  await server?.exited;
-  rmSync(dir, { recursive: true, force: true });
-});
+const served = servedForCli('cli-canary', { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER }, { LEASEHOLD_ADMIN_TOKEN: ADMIN });
+const { cli } = served;
 
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env, LEASEHOLD_URL: server.url, LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_DATABASE_URL: undefined } as NodeJS.ProcessEnv;
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
-}
-
-const api = (path: string) => `${server.url}/api/v1${path}`;
+const api = served.api;
 const worker = { authorization: `Bearer ${WORKER}` };
 const admin = { authorization: `Bearer ${ADMIN}` };
 

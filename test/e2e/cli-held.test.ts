@@ -4,42 +4,19 @@
  * and `jobs release|complete|fail ID --reason R`, with a reason required and
  * a job that is not held refused with its status.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
+import { expect, test } from 'vitest';
+import { servedForCli } from '../support/cli-server.ts';
+import { postJson } from '../support/process-helpers.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 const ADMIN = 'a'.repeat(24);
 const WORKER = 'w'.repeat(24);
 
-let dir: string;
-let server: ServerProcess;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'leasehold-cli-held-'));
-  server = await startServerProcess(['--database-url', `file:${join(dir, 'served.db')}`], { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER });
-}, 30_000);
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  await server?.exited;
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env, LEASEHOLD_URL: server.url, LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_DATABASE_URL: undefined } as NodeJS.ProcessEnv;
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
-}
+const served = servedForCli('cli-held', { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER }, { LEASEHOLD_ADMIN_TOKEN: ADMIN });
+const { cli } = served;
 
 const admin = { authorization: `Bearer ${ADMIN}` };
 const worker = { authorization: `Bearer ${WORKER}` };
-const api = (path: string) => `${server.url}/api/v1${path}`;
+const api = served.api;
 const job = async (id: string) => ((await (await fetch(api(`/jobs/${id}`), { headers: admin })).json()) as { job: Record<string, any> }).job;
 
 /** A job of a hold queue, claimed by w1 and then taken from it by a forced requeue: held. */

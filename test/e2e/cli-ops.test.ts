@@ -4,42 +4,19 @@
  * --json, --dry-run, the cap, errors as one line, and the line that says
  * which database or server a data command uses.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
+import { expect, test } from 'vitest';
+import { servedForCli } from '../support/cli-server.ts';
+import { postJson } from '../support/process-helpers.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 const ADMIN = 'a'.repeat(24);
 const WORKER = 'w'.repeat(24);
 
-let dir: string;
-let server: ServerProcess;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'leasehold-cli-ops-'));
-  server = await startServerProcess(['--database-url', `file:${join(dir, 'served.db')}`], { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER });
-}, 30_000);
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  await server?.exited;
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** Runs the CLI (without blocking the test's own event loop) with the admin token and the server's URL in the environment, unless told otherwise. */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const base: Record<string, string | undefined> = { ...process.env, LEASEHOLD_URL: server.url, LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_DATABASE_URL: undefined };
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...base, ...env } as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
-}
+const served = servedForCli('cli-ops', { LEASEHOLD_ADMIN_TOKEN: ADMIN, LEASEHOLD_WORKER_TOKEN: WORKER }, { LEASEHOLD_ADMIN_TOKEN: ADMIN });
+const { cli } = served;
 
 const admin = { authorization: `Bearer ${ADMIN}` };
-const api = (path: string) => `${server.url}/api/v1${path}`;
+const api = served.api;
 
 async function enqueue(queue: string, n: number): Promise<string[]> {
   const res = await postJson(api(`/queues/${queue}/jobs`), { jobs: Array.from({ length: n }, (_, i) => ({ payload: { i } })) }, admin);
@@ -55,7 +32,7 @@ test('jobs list and show: a table by default, the API answer with --json, and th
   const ids = await enqueue('listq', 3);
   const table = await cli(['jobs', 'list', '--queue', 'listq']);
   expect(table.status).toBe(0);
-  expect(table.stderr).toContain(`leasehold jobs: server ${server.url}`);
+  expect(table.stderr).toContain(`leasehold jobs: server ${served.server.url}`);
   const lines = table.stdout.trim().split('\n');
   expect(lines[0]).toMatch(/^id\s+queue\s+status\s+attempt\s+owner\s+lease/);
   expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([...ids].reverse());
@@ -212,20 +189,20 @@ test('errors: a refused token, an unreachable server and bad usage are one line 
 test('enqueue, stats and reap: the server when a URL is given, else the configured database, and stderr says which', async () => {
   const viaServer = await cli(['enqueue', '--queue', 'dataq', '--payload', '{"n":1}']);
   expect(viaServer.status).toBe(0);
-  expect(viaServer.stderr).toContain(`leasehold enqueue: server ${server.url}`);
+  expect(viaServer.stderr).toContain(`leasehold enqueue: server ${served.server.url}`);
   const id = JSON.parse(viaServer.stdout).job.id;
   expect((await job(id)).job).toMatchObject({ queue: 'dataq', payload: { n: 1 } });
 
   const stats = await cli(['stats', '--json']);
-  expect(stats.stderr).toContain(`leasehold stats: server ${server.url}`);
+  expect(stats.stderr).toContain(`leasehold stats: server ${served.server.url}`);
   expect(JSON.parse(stats.stdout).find((q: { name: string }) => q.name === 'dataq')).toMatchObject({ counts: { pending: 1 } });
   const reap = await cli(['reap']);
   expect(reap.status).toBe(0);
-  expect(reap.stderr).toContain(`leasehold reap: server ${server.url}`);
+  expect(reap.stderr).toContain(`leasehold reap: server ${served.server.url}`);
   expect(reap.stdout).toMatch(/^reaper: requeued \d+, failed \d+/);
 
   // No URL: the configured database, named.
-  const file = `file:${join(dir, 'local.db')}`;
+  const file = `file:${join(served.dir, 'local.db')}`;
   const local = await cli(['stats', '--json'], { LEASEHOLD_URL: undefined, LEASEHOLD_DATABASE_URL: file });
   expect(local.status).toBe(0);
   expect(local.stderr).toContain(`leasehold stats: database ${file} (no --url or LEASEHOLD_URL given)`);

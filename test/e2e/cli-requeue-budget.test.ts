@@ -4,48 +4,25 @@
  * job or a bulk): a job whose attempts are spent is failed for good
  * (attempts_exhausted), never put back for an "attempt 2 of 1".
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { postJson, startServerProcess, type ServerProcess } from '../support/process-helpers.ts';
+import { expect, test } from 'vitest';
+import { servedForCli } from '../support/cli-server.ts';
+import { postJson } from '../support/process-helpers.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'leasehold.js');
 // Short leases so a lease runs out within the test; the server's own timer
 // ticks once a minute, so the CLI, not that timer, is what takes the jobs.
 const T = { lease: 1_000, heartbeat: 300, grace: 300, alive: 300 };
 
-let dir: string;
-let server: ServerProcess;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'leasehold-cli-budget-'));
-  server = await startServerProcess(['--database-url', `file:${join(dir, 'served.db')}`], {
+const served = servedForCli('cli-budget', {
     LEASEHOLD_LEASE_MS: String(T.lease),
     LEASEHOLD_HEARTBEAT_MS: String(T.heartbeat),
     LEASEHOLD_GRACE_MS: String(T.grace),
     LEASEHOLD_WORKER_ALIVE_MS: String(T.alive),
     LEASEHOLD_MAX_REAP_DEFER_MS: '300',
     LEASEHOLD_REAPER_INTERVAL_MS: '60000',
-  });
-}, 30_000);
-afterAll(async () => {
-  server?.child.kill('SIGTERM');
-  await server?.exited;
-  rmSync(dir, { recursive: true, force: true });
-});
+  }, {});
+const { cli } = served;
 
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env, LEASEHOLD_URL: server.url, LEASEHOLD_DATABASE_URL: undefined } as NodeJS.ProcessEnv;
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
-}
-
-const api = (path: string) => `${server.url}/api/v1${path}`;
+const api = (path: string) => `${served.server.url}/api/v1${path}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const statusOf = async (id: string) => ((await (await fetch(api(`/jobs/${id}`))).json()) as { job: { status: string } }).job.status;
 
