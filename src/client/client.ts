@@ -59,6 +59,12 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Hard deadline per attempt, enforced by the reaper. */
   timeoutMs?: number;
+  /**
+   * The job's group (a tenant, a customer; 1-128 characters): the queue's
+   * claim takes jobs round-robin across groups, and its groupMaxRunning and
+   * groupRateLimit apply to each group apart.
+   */
+  group?: string;
 }
 
 export interface EnqueueItem<P = unknown> extends EnqueueOptions {
