@@ -11,7 +11,7 @@ import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { ReaperWire } from './view-schemas.ts';
 import { bool, int, nullable, obj, optional, queryBool, word, type Infer } from '../core/validate.ts';
-import { alertThresholdsBody, maxRunningField, rateLimitField } from './fields.ts';
+import { alertThresholdsBody, groupMaxRunningField, groupRateLimitField, maxRunningField, rateLimitField, rateLimitModeField } from './fields.ts';
 import { deleteQueue } from '../engine/queue-delete.ts';
 
 const DAY = 24 * 3600 * 1000;
@@ -80,6 +80,9 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
         stallMs: optional(nullable(int({ min: 1_000, max: MAX_JOB_TIMEOUT_MS, description: 'a running job without a progress or checkpoint change for this long is stalled; null: off' }))),
         maxRunning: maxRunningField,
         rateLimit: rateLimitField,
+        rateLimitMode: rateLimitModeField,
+        groupMaxRunning: groupMaxRunningField,
+        groupRateLimit: groupRateLimitField,
         paused: optional(bool()),
         onLost: optional(
           nullable(
@@ -94,6 +97,7 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       const merged: QueueDefaults = { ...config, ...current?.overrides };
       for (const [key, value] of Object.entries(body)) {
         if (key === 'paused' || key === 'onLost' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
+        if (key === 'rateLimitMode' || key === 'groupMaxRunning' || key === 'groupRateLimit') continue;
         (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
       }
       // The same lease rules as the server's own settings, named by field.

@@ -16,13 +16,19 @@ export function queueView(q: QueueHealth) {
     oldestRunningStartedAt: iso(q.oldestRunningStartedAt),
     oldestReadyAvailableAt: iso(q.oldestReadyAvailableAt),
     held: q.held,
-    settings: { ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit, onLost: q.onLost ?? 'retry' },
+    settings: {
+      ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit, onLost: q.onLost ?? 'retry',
+      rateLimitMode: q.rateLimitMode, groupMaxRunning: q.groupMaxRunning, groupRateLimit: q.groupRateLimit,
+    },
     overrides: {
       ...(q.onLost === null ? {} : { onLost: q.onLost }),
       ...q.overrides,
       ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),
       ...(q.maxRunning === null ? {} : { maxRunning: q.maxRunning }),
       ...(q.rateLimit === null ? {} : { rateLimit: q.rateLimit }),
+      ...(q.rateLimitMode === 'sliding' ? {} : { rateLimitMode: q.rateLimitMode }),
+      ...(q.groupMaxRunning === null ? {} : { groupMaxRunning: q.groupMaxRunning }),
+      ...(q.groupRateLimit === null ? {} : { groupRateLimit: q.groupRateLimit }),
     },
     // The rate limit's current window: claims used, and when the next window opens while they are spent.
     rateUsed: q.rateUsed,

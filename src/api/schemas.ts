@@ -77,6 +77,7 @@ export const JobSchema = fields<Job>(
     checkpoint: anyJson('state saved for the next attempt'),
     result: anyJson('what complete() recorded'),
     onLost: nullable({ type: 'string', enum: [...ON_LOST_POLICIES, null], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); null: the queue's setting (default retry)" }),
+    group: nullable(string("the job's group (a tenant, a customer): the queue's claim takes jobs round-robin across groups and can limit each; null: none")),
     heldAt: nullable({ ...time, description: 'set while the job is held for a person after a lost attempt: it runs again only when an operator releases it' }),
     lostAttempt: nullable(
       fields<NonNullable<Job['lostAttempt']>>(

@@ -18,7 +18,7 @@ import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
 import { CANARY_STATES, type CanaryOptions, type CanaryState } from '../core/canary.ts';
-import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, RATE_LIMIT_MODES, type JobStatus } from '../core/wire.ts';
 import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
@@ -150,6 +150,13 @@ const queueLimitsProps = {
   onLost: { type: 'string', enum: ['retry', 'hold'], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); a job's own onLost wins" } as JsonSchema,
   stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema) };
 
+/** The queue's group and rate-mode settings, in its settings and overrides (not in /metrics' per-queue object). */
+const queueGroupProps = {
+  rateLimitMode: { type: 'string', enum: [...RATE_LIMIT_MODES], description: "how rateLimit counts: 'sliding' (at most max in any window of windowMs) or 'fixed' (per window aligned to multiples of windowMs)" } as JsonSchema,
+  groupMaxRunning: nullable(integer("at most this many running jobs per group (the job's group); null: no limit")),
+  groupRateLimit: nullable(fields<RateLimit>({ max: integer('claims per group in any window'), windowMs: ms('the sliding window') })),
+};
+
 const alertThresholdProps = Object.fromEntries(
   Object.entries(ALERT_THRESHOLD_LIMITS).map(([k, l]) => [k, l.integer ? integer(l.help) : number(l.help)]),
 ) as { [K in keyof AlertThresholds]-?: JsonSchema };
@@ -166,10 +173,13 @@ const QueueSchema = fields<QueueView>(
     held: integer("pending jobs held for a person after a lost attempt (onLost 'hold'): counted in pending, never in ready; they run again only when released"),
     oldestRunningStartedAt: nullable(time),
     oldestReadyAvailableAt: nullable(time),
-    settings: fields<QueueView['settings']>({ ...queueDefaultsProps, ...queueLimitsProps }, { description: "the queue's effective settings (its overrides over the server's)" }),
+    settings: fields<QueueView['settings']>({ ...queueDefaultsProps, ...queueLimitsProps, ...queueGroupProps }, { description: "the queue's effective settings (its overrides over the server's)" }),
     overrides: fields<QueueView['overrides']>(
-      { ...queueDefaultsProps, ...queueLimitsProps },
-      { optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'onLost', 'stallMs', 'maxRunning', 'rateLimit'], description: "the settings this queue sets itself; absent ones are the server's" },
+      { ...queueDefaultsProps, ...queueLimitsProps, ...queueGroupProps },
+      {
+        optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'onLost', 'stallMs', 'maxRunning', 'rateLimit', 'rateLimitMode', 'groupMaxRunning', 'groupRateLimit'],
+        description: "the settings this queue sets itself; absent ones are the server's",
+      },
     ),
     rateUsed: integer("claims in the rate limit's current window"),
     rateLimitedUntil: nullable(described(time, "while the window's claims are spent: when the next one opens")),

@@ -65,6 +65,12 @@ export interface EnqueueOptions {
    * Wins over the queue's setting.
    */
   onLost?: 'retry' | 'hold';
+  /**
+   * The job's group (a tenant, a customer; 1-128 characters): the queue's
+   * claim takes jobs round-robin across groups, and its groupMaxRunning and
+   * groupRateLimit apply to each group apart.
+   */
+  group?: string;
 }
 
 export interface EnqueueItem<P = unknown> extends EnqueueOptions {

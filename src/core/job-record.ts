@@ -69,6 +69,8 @@ export interface JobRecord {
   /** Set while the job is held for a person after a lost attempt (src/core/held.ts); what was known of that attempt. */
   held_at: number | null;
   held_attempt: string | null;
+  /** The job's group (null: none): its queue's claim is fair across groups and can limit each. */
+  group_key: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -114,6 +116,7 @@ export function toJob(r: JobRecord): Job {
     checkpoint: parsed(r.checkpoint),
     result: parsed(r.result),
     onLost: r.on_lost,
+    group: r.group_key,
     // Held only while pending (a trigger clears the mark when it leaves; a RETURNING row may predate that).
     heldAt: r.status === 'pending' ? iso(r.held_at) : null,
     lostAttempt: r.status === 'pending' && r.held_at !== null ? lostAttemptWire(r.held_attempt) : null,

@@ -6,7 +6,7 @@
 import type { AlertThresholds } from './alert-thresholds.ts';
 import type { QueueDefaults } from './config.ts';
 import type { Histogram, HistogramName } from './histograms.ts';
-import type { JobStatus, OnLost } from './wire.ts';
+import type { JobStatus, OnLost, RateLimitMode } from './wire.ts';
 
 const MINUTE = 60_000;
 /** The two rate windows: "now" and the baseline it is compared with. */
@@ -34,6 +34,11 @@ export interface QueueHealth {
   maxRunning: number | null;
   /** At most `max` claims per fixed window of `windowMs`; null: no limit. */
   rateLimit: RateLimit | null;
+  /** How rateLimit counts: 'sliding' (at most max in any windowMs) or 'fixed' (per aligned window). */
+  rateLimitMode: RateLimitMode;
+  /** Per group of the queue's jobs: at most this many running, at most groupRateLimit.max starts in any groupRateLimit.windowMs; null: none. */
+  groupMaxRunning: number | null;
+  groupRateLimit: RateLimit | null;
   /** Claims in the current window (0 without a rate limit). */
   rateUsed: number;
   /** While the current window's claims are spent: when the next window opens (epoch ms); else null. */

@@ -66,6 +66,8 @@ export interface Job {
   result: unknown;
   /** The job's own onLost ('retry' or 'hold'); null: its queue's setting (default 'retry'). */
   onLost: OnLost | null;
+  /** The job's group (a tenant, a customer); null: none. */
+  group: string | null;
   /** Set while the job is held for a person after a lost attempt: it runs again only when an operator releases it. */
   heldAt: string | null;
   /** What is known of the lost attempt that held it (null when not held). Progress and checkpoint are the job's own fields. */
@@ -231,6 +233,10 @@ export interface AuditEntryWire {
 }
 
 /** PATCH /queues/:queue/settings: any of these; null sets one back to the server's default. */
+/** How a queue's rate limit counts its starts. */
+export const RATE_LIMIT_MODES = ['sliding', 'fixed'] as const;
+export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number];
+
 export interface QueueSettingsPatch {
   leaseMs?: number | null;
   heartbeatMs?: number | null;
@@ -244,6 +250,12 @@ export interface QueueSettingsPatch {
   stallMs?: number | null;
   maxRunning?: number | null;
   rateLimit?: { max: number; windowMs: number } | null;
+  /** How rateLimit counts: 'sliding' (null, the default: at most max in any windowMs) or 'fixed' (per aligned window). */
+  rateLimitMode?: RateLimitMode | null;
+  /** At most this many running jobs per group (the job's `group`); null: no limit. */
+  groupMaxRunning?: number | null;
+  /** At most `max` starts per group in any window of `windowMs`; null: no limit. */
+  groupRateLimit?: { max: number; windowMs: number } | null;
   paused?: boolean;
   /** What a lost attempt leads to: 'retry' or 'hold' (null: back to 'retry'). */
   onLost?: OnLost | null;

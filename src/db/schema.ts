@@ -102,6 +102,10 @@ export const jobs = sqliteTable(
     // What was known of the lost attempt when it was held (JSON: worker,
     // last heartbeat, lease, attempt, why); kept for the job page.
     heldAttempt: text('held_attempt'),
+    // The job's group (a tenant, a customer): the queue's claim takes jobs
+    // round-robin across groups and can cap each group's running jobs and
+    // starts (drizzle/0030). NULL: no group.
+    groupKey: text('group_key'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -123,12 +127,17 @@ export const jobs = sqliteTable(
     check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
     check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
     check('jobs_unique_while_known', sql`${t.uniqueWhile} IN ('retained', 'active')`),
+    check('jobs_group_key_length', sql`${t.groupKey} IS NULL OR length(${t.groupKey}) BETWEEN 1 AND 128`),
     check('jobs_occurrence_iff_schedule', sql`(${t.scheduleName} IS NULL) = (${t.occurrenceAt} IS NULL)`),
     // The claim: pending jobs of one queue in claim order.
     index('jobs_claim_idx')
       .on(t.queueName, sql`${t.priority} DESC`, t.availableAt, t.id)
       .where(sql`${t.status} = 'pending'`),
     // The reaper: running jobs by lease expiry, and by hard deadline.
+    // A group's pending jobs in claim order (the fair claim, claim.ts).
+    index('jobs_group_claim_idx')
+      .on(t.queueName, t.groupKey, sql`${t.priority} DESC`, t.availableAt, t.id)
+      .where(sql`${t.status} = 'pending' AND ${t.groupKey} IS NOT NULL`),
     index('jobs_lease_expiry_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
     index('jobs_deadline_idx').on(t.deadlineAt).where(sql`${t.status} = 'running' AND ${t.deadlineAt} IS NOT NULL`),
     // A claim sent again (claim.ts): the jobs still running under its id.
@@ -279,10 +288,23 @@ export const queues = sqliteTable(
     // What happens to a job whose attempt was lost (a job's own onLost
     // wins): 'retry' (NULL, the default) or 'hold' for a person.
     onLost: text('on_lost', { enum: ON_LOST_POLICIES }),
+    // How the rate limit counts: 'sliding' (NULL, the default: at most
+    // rateMax starts in any rateWindowMs) or 'fixed' (per aligned window).
+    rateMode: text('rate_mode', { enum: ['sliding', 'fixed'] }),
+    // Per group of the queue's jobs: at most groupMaxRunning running, at
+    // most groupRateMax starts in any groupRateWindowMs; NULL: no limit.
+    groupMaxRunning: integer('group_max_running'),
+    groupRateMax: integer('group_rate_max'),
+    groupRateWindowMs: integer('group_rate_window_ms'),
+    // Kept by triggers (drizzle/0030): the queue's pending jobs that carry a
+    // group, and a sequence stepped once per grouped job claimed.
+    groupedPending: integer('grouped_pending').notNull().default(0),
+    groupServes: integer('group_serves').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [
+    check('queues_rate_mode_known', sql`${t.rateMode} IS NULL OR ${t.rateMode} IN ('sliding', 'fixed')`),
     check('queues_positive_durations', sql`coalesce(${t.leaseMs}, 1) > 0 AND coalesce(${t.heartbeatMs}, 1) > 0 AND coalesce(${t.graceMs}, 0) >= 0`),
   ],
 );
@@ -662,4 +684,41 @@ export const canaryEvents = sqliteTable(
     message: text('message'),
   },
   (t) => [index('canary_events_run_idx').on(t.runId, t.id)],
+);
+
+/**
+ * Each group with pending or running jobs, per queue, kept exact by triggers
+ * on jobs (drizzle/0030): the fair claim's round walks job_groups_next_idx,
+ * least recently served group first; `served` is the queue's groupServes at
+ * the group's last claim (NULL: never served).
+ */
+export const jobGroups = sqliteTable(
+  'job_groups',
+  {
+    queueName: text('queue_name').notNull(),
+    groupKey: text('group_key').notNull(),
+    pending: integer('pending').notNull().default(0),
+    running: integer('running').notNull().default(0),
+    served: integer('served'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.queueName, t.groupKey] }),
+    index('job_groups_next_idx').on(t.queueName, t.served).where(sql`${t.pending} > 0`),
+  ],
+);
+
+/**
+ * Recent starts for sliding-window rate limits (drizzle/0030): per queue
+ * (groupKey '') and per group, the jobs started at each instant within the
+ * window; older rows are deleted as new starts are counted.
+ */
+export const rateStarts = sqliteTable(
+  'rate_starts',
+  {
+    queueName: text('queue_name').notNull(),
+    groupKey: text('group_key').notNull(),
+    at: integer('at').notNull(),
+    jobs: integer('jobs').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.groupKey, t.at] })],
 );

@@ -56,6 +56,13 @@ export const newJob = obj({
     }),
   ),
   tracestate: optional(str({ min: 1, max: TRACESTATE_MAX, description: 'the W3C tracestate that goes with traceparent' })),
+  group: optional(
+    str({
+      min: 1,
+      max: 128,
+      description: "the job's group (a tenant, a customer): the queue's claim takes jobs round-robin across groups, and its groupMaxRunning and groupRateLimit apply to each group apart",
+    }),
+  ),
   onLost: optional(
     word(
       ON_LOST_POLICIES,
@@ -77,6 +84,8 @@ export interface EnqueueItem {
   timeoutMs?: number;
   /** What a lost attempt leads to: 'retry' or 'hold' (default: the queue's setting, else 'retry'). */
   onLost?: 'retry' | 'hold';
+  /** The job's group (1-128 characters): fair claims across groups, per-group limits. */
+  group?: string;
 }
 
 /** One job's input, checked as the API checks it; `path` names it in a list (`jobs[3]`), '' for a lone job. */
@@ -119,6 +128,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     onLost: j.onLost,
     traceparent: j.traceparent,
     tracestate: j.tracestate,
+    group: j.group,
   };
 }
 

@@ -1,5 +1,6 @@
 /**
- * Rate limits: at most `max` claims of a queue per fixed window of
+ * Rate limits in fixed mode (rateLimitMode 'fixed'; the sliding default is
+ * in rate-limit-sliding.test.ts): at most `max` claims of a queue per fixed window of
  * `windowMs`, enforced by the claim statement (its tally, in the same
  * transaction, counts the claims it made), whoever claims. The wait shows in the claim
  * answer (retryAfterMs), the queue's API view and dashboard page, /metrics,
@@ -33,7 +34,7 @@ async function scrape(name: string, queue: string) {
 
 test('claims stop at max per window, the answer says when the next window opens, and the next window lets claims through', async () => {
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 10 }, (_, i) => ({ payload: i })) });
-  const set = await patch('q', { rateLimit: { max: 3, windowMs: 60_000 } });
+  const set = await patch('q', { rateLimit: { max: 3, windowMs: 60_000 }, rateLimitMode: 'fixed' });
   expect(set.json.queue.settings.rateLimit).toEqual({ max: 3, windowMs: 60_000 });
 
   t.clock.advance(10_000);
@@ -106,7 +107,7 @@ test('bad rateLimit is a 400 naming the field, and changes nothing', async () =>
 
 test('the worker SDK waits for the next window instead of polling into a spent one', async () => {
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i })) });
-  await patch('q', { rateLimit: { max: 1, windowMs: 60_000 } });
+  await patch('q', { rateLimit: { max: 1, windowMs: 60_000 }, rateLimitMode: 'fixed' });
   let claims = 0;
   const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
     const path = new URL(String(input)).pathname;
@@ -135,7 +136,7 @@ test('the worker SDK waits for the next window instead of polling into a spent o
 test('the in-process transport answers the same wait as the HTTP route, so an embedded worker sleeps until the window opens too', async () => {
   const transport = dbTransport(t.engine);
   await t.post(`${api}/queues/q/jobs`, { jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i })) });
-  await patch('q', { rateLimit: { max: 2, windowMs: 60_000 } });
+  await patch('q', { rateLimit: { max: 2, windowMs: 60_000 }, rateLimitMode: 'fixed' });
   t.clock.advance(15_000);
   const first = await transport.claim({ queue: 'q', workerId: 'w', limit: 2 });
   expect(first.jobs).toHaveLength(2);

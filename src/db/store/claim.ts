@@ -29,6 +29,7 @@ import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.t
 import { batchList, type Db } from '../db.ts';
 import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait } from './read.ts';
+import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
 import type { ClaimParams, Claimed, RateWait } from './port-types.ts';
 
@@ -64,26 +65,106 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
 const CLAIM_ORDER = sql.raw('priority DESC, available_at, id');
 
 /**
- * The ids a claim takes. The innermost SELECT reads the first `limit` ready
- * jobs in claim order from jobs_claim_idx and stops there, so the window runs
- * over at most `limit` rows, never over the queue's whole pending set. Each
- * job's size is octet_length, which SQLite reads from the row's header without
- * loading the value, so a job left out costs one row lookup, not its payload.
- * Then the running sum of sizes in claim order keeps the first job and every
- * one after it while the sum stays within the budget: a prefix, as the sum
- * only grows.
+ * Fair order across groups: jobs without a group first, in claim order (as
+ * a claim without groups takes them); then each group's first job (its
+ * turn 1), least recently served group first, then each one's second, and
+ * so on. Within a turn, claim order.
+ */
+const FAIR_ORDER = sql.raw('turn, served, priority DESC, available_at, id');
+
+/**
+ * The ids a claim takes: its candidates (claimCandidatesSql) in fair order,
+ * at most its budget (claimLimitSql, read once). Each job's size is
+ * octet_length, which SQLite reads from the row's header without loading
+ * the value, so a job left out costs one row lookup, not its payload. Then
+ * the running sum of sizes in that order keeps the first job and every one
+ * after it while the sum stays within the budget: a prefix, as the sum only
+ * grows. One sort, of at most twice the budget's rows.
  */
 function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now: SQL) {
-  const candidates = sql`SELECT id, priority, available_at, octet_length(payload) + coalesce(octet_length(checkpoint), 0) AS bytes
-      FROM jobs
-      WHERE ${claimableSql(p.queue, now)}
-      ORDER BY ${CLAIM_ORDER}
-      LIMIT ${claimLimitSql(p.queue, p.limit, now)}`;
   return sql`SELECT id FROM (
-      SELECT id, row_number() OVER in_order AS n, sum(bytes) OVER in_order AS bytes_so_far
-      FROM (${candidates})
-      WINDOW in_order AS (ORDER BY ${CLAIM_ORDER} ROWS UNBOUNDED PRECEDING))
-    WHERE n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES}`;
+      SELECT id, row_number() OVER in_order AS n, sum(bytes) OVER in_order AS bytes_so_far, budget
+      FROM (${claimCandidatesSql(p.queue, p.limit, now)})
+      WINDOW in_order AS (ORDER BY ${FAIR_ORDER} ROWS UNBOUNDED PRECEDING))
+    WHERE n <= budget AND (n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES})`;
+}
+
+const jobBytes = (j: string) => sql.raw(`octet_length(${j}.payload) + coalesce(octet_length(${j}.checkpoint), 0)`);
+
+/**
+ * The jobs a claim may take now, each with the claim's budget: at most the
+ * budget of jobs without a group and at most the budget of jobs with one,
+ * of which the fair order keeps the first budget (claimedIdsSql).
+ * - Jobs without a group: the first ones in claim order from jobs_claim_idx,
+ *   looked for only while the queue has more pending jobs than grouped ones
+ *   (live_counts against queues.grouped_pending), so a queue whose jobs all
+ *   carry a group never walks jobs_claim_idx past them.
+ * - Jobs with a group: the round (groupRoundSql) gives the groups that may
+ *   start a job now, least recently served first, each with its first due
+ *   job; the walk then takes turns: every group's next job in claim order
+ *   (three index seeks of jobs_group_claim_idx: the same priority and due
+ *   time, the same priority, a lower one), a turn at a time, until the
+ *   group's own limits stop it or the budget is reached. So it reads about
+ *   as many rows as it takes, however many groups or jobs the queue holds.
+ * A queue without groups pays one seek of job_groups_next_idx that finds
+ * nothing.
+ */
+function claimCandidatesSql(queue: string, limit: number, now: SQL) {
+  const budget = sql`(SELECT n FROM budget)`;
+  const ungroupedLimit = sql`CASE WHEN coalesce((SELECT jobs FROM live_counts WHERE queue_name = ${queue} AND status = 'pending'), 0)
+      > coalesce((SELECT grouped_pending FROM queues WHERE name = ${queue}), 0) THEN ${budget} ELSE 0 END`;
+  const ungrouped = sql`SELECT id, priority, available_at, ${jobBytes('jobs')} AS bytes, 0 AS turn, -1 AS served
+      FROM jobs
+      WHERE ${claimableSql(queue, now)} AND group_key IS NULL
+      ORDER BY ${CLAIM_ORDER}
+      LIMIT ${ungroupedLimit}`;
+  const inGroup = (g: string) => sql`x.queue_name = ${queue} AND x.group_key = ${sql.raw(g)}.group_key AND x.status = 'pending' AND x.available_at <= ${now}`;
+  const next = sql`coalesce(
+      (SELECT x.id FROM jobs x WHERE ${inGroup('w')} AND x.priority = w.priority AND x.available_at = w.available_at AND x.id > w.id ORDER BY x.id LIMIT 1),
+      (SELECT x.id FROM jobs x WHERE ${inGroup('w')} AND x.priority = w.priority AND x.available_at > w.available_at ORDER BY x.available_at, x.id LIMIT 1),
+      (SELECT x.id FROM jobs x WHERE ${inGroup('w')} AND x.priority < w.priority ORDER BY x.priority DESC, x.available_at, x.id LIMIT 1))`;
+  return sql`WITH RECURSIVE budget(n) AS MATERIALIZED (SELECT ${claimLimitSql(queue, limit, now)}),
+      round AS (${groupRoundSql(queue, limit, now, budget)}),
+      walk(group_key, served, take, turn, id, priority, available_at) AS (
+        SELECT gr.group_key, gr.served, gr.take, 1, j.id, j.priority, j.available_at FROM round gr JOIN jobs j ON j.id = gr.first_id
+        UNION ALL
+        SELECT w.group_key, w.served, w.take, w.turn + 1, j.id, j.priority, j.available_at
+          FROM walk w JOIN jobs j ON j.id = ${next} WHERE w.turn < w.take
+        LIMIT ${budget})
+    SELECT id, priority, available_at, bytes, turn, served, ${budget} AS budget FROM (
+      ${ungrouped})
+    UNION ALL
+    SELECT w.id, w.priority, w.available_at, ${jobBytes('j')}, w.turn, w.served, ${budget} FROM walk w JOIN jobs j ON j.id = w.id`;
+}
+
+/**
+ * The claim's round over the queue's groups: those with pending work, least
+ * recently served first (job_groups_next_idx; never served first), under
+ * the queue's groupMaxRunning, with starts left in the group's sliding rate
+ * window and a job due now (first_id, its first in claim order). Each comes
+ * with `take`, how many jobs it may start now. It stops at `limit` groups
+ * (each gives at least one job), or at none when the claim's budget is 0
+ * (nothing due, the queue paused, its limits reached). A group passed over
+ * costs a seek or two: one at its running cap, or whose pending jobs are
+ * all delayed (those are its index entries until a due one, as with
+ * jobs_claim_idx's priorities).
+ */
+function groupRoundSql(queue: string, limit: number, now: SQL, budget: SQL) {
+  const rateUsed = slidingRateUsedSql(queue, sql`g.group_key`, sql`q.group_rate_window_ms`, now);
+  const take = sql`min(${limit},
+      CASE WHEN q.group_max_running IS NULL THEN ${limit} ELSE q.group_max_running - g.running END,
+      CASE WHEN q.group_rate_max IS NULL THEN ${limit} ELSE q.group_rate_max - ${rateUsed} END)`;
+  const firstDue = sql`(SELECT x.id FROM jobs x WHERE x.queue_name = ${queue} AND x.group_key = g.group_key AND x.status = 'pending' AND x.available_at <= ${now}
+      ORDER BY x.priority DESC, x.available_at, x.id LIMIT 1)`;
+  return sql`SELECT group_key, served, take, first_id FROM (
+      SELECT g.group_key, g.served, ${take} AS take, ${firstDue} AS first_id
+      FROM job_groups g INDEXED BY job_groups_next_idx JOIN queues q ON q.name = ${queue}
+      WHERE g.queue_name = ${queue} AND g.pending > 0 AND ${budget} > 0
+        AND (q.group_max_running IS NULL OR g.running < q.group_max_running)
+      ORDER BY g.served)
+    WHERE take > 0 AND first_id IS NOT NULL
+    ORDER BY served
+    LIMIT ${limit}`;
 }
 
 /** A job a claim on `queue` may take now: pending, due, its queue not paused (jobs_claim_idx). */
@@ -118,8 +199,7 @@ const anyDueSql = (queue: string, now: SQL) => sql`EXISTS (WITH RECURSIVE tiers(
  */
 export async function queueClaimableCount(db: Db, p: { queue: string; cap: number; now: Now }): Promise<number> {
   const now = nowSql(p.now);
-  const [row] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM (
-      SELECT 1 FROM jobs WHERE ${claimableSql(p.queue, now)} LIMIT ${claimLimitSql(p.queue, Math.max(1, Math.floor(p.cap)), now)})`);
+  const [row] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM (${claimCandidatesSql(p.queue, Math.max(1, Math.floor(p.cap)), now)})`);
   return Number(row?.n ?? 0);
 }
 
@@ -134,6 +214,7 @@ function claimLimitSql(queue: string, limit: number, now: SQL) {
   const freeSlots = sql`CASE WHEN q.max_running IS NULL THEN ${limit}
     ELSE q.max_running - (SELECT count(*) FROM jobs r WHERE r.queue_name = ${queue} AND r.status = 'running') END`;
   const rateLeft = sql`CASE WHEN q.rate_max IS NULL THEN ${limit}
+    WHEN q.rate_mode IS NOT 'fixed' THEN q.rate_max - ${slidingRateUsedSql(queue, '', sql`q.rate_window_ms`, now)}
     ELSE q.rate_max - CASE WHEN q.rate_window_start = ${now} - ${now} % q.rate_window_ms THEN q.rate_claims ELSE 0 END END`;
   return sql`CASE WHEN ${anyDueSql(queue, now)} THEN max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit})) ELSE 0 END`;
 }

@@ -55,6 +55,7 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
   // in the bulk stores nothing.
   requireStorableText(p.queue, 'queue');
   p.jobs.forEach((j, i) => j.idempotencyKey !== undefined && requireStorableText(j.idempotencyKey, p.jobs.length > 1 ? `jobs[${i}].idempotencyKey` : 'idempotencyKey'));
+  p.jobs.forEach((j, i) => j.group !== undefined && requireStorableText(j.group, p.jobs.length > 1 ? `jobs[${i}].group` : 'group'));
   if (p.jobs.length <= ENQUEUE_CHUNK) return chunkInsert(db, p, p.jobs);
   // Larger bulks: one chunk at a time, in input order, each all or none. A
   // storage fault part-way leaves the chunks before it stored (the error says
@@ -109,7 +110,7 @@ export function queueCapReached(queue: string, maxQueues: number | undefined) {
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   const now = nowSql(p.now);
   const rows = JSON.stringify(
-    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null, ol: j.onLost ?? null })),
+    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null, ol: j.onLost ?? null, g: j.group ?? null })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   const [, inserted] = await db.batch([
@@ -117,11 +118,11 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
     // RETURNING yields rows in the order they were inserted or deduplicated
     // (ORDER BY the array index), each with the values it had at that moment.
     db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
-      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, on_lost, last_event_actor, enqueued_by, created_at, updated_at)
+      INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, on_lost, group_key, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
         coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', j.value ->> '$.ol', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', j.value ->> '$.ol', j.value ->> '$.g', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE ${queueJobsGuard(p.queue, p.maxQueues)} ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}

@@ -47,6 +47,8 @@ export interface NewJob {
   /** The W3C trace context of the enqueuing code (checked by the caller), given to every claim. */
   traceparent?: string | undefined;
   tracestate?: string | undefined;
+  /** The job's group: the claim is fair across groups and the queue's group limits apply to each. */
+  group?: string | undefined;
 }
 
 export interface EnqueueParams {

@@ -23,6 +23,7 @@ const excluded = (column: SQLiteColumn) => sql.raw(`excluded.${column.name}`);
 
 /** Queue settings that have no server default (null: off), by their column. */
 const LIMIT_COLUMNS: Record<string, string> = { onLost: 'on_lost', paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
+Object.assign(LIMIT_COLUMNS, { rateMode: 'rate_mode', groupMaxRunning: 'group_max_running', groupRateMax: 'group_rate_max', groupRateWindowMs: 'group_rate_window_ms' });
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {
@@ -51,8 +52,12 @@ export async function queueUpsertSettings(db: Db, p: { queue: string; patch: Que
   const now = nowSql(p.now);
   // rateLimit is two columns: {max, windowMs}, or null for none.
   const { rateLimit, ...rest } = p.patch;
-  const flat: Record<string, number | boolean | string | null | undefined> = { ...rest };
+  // So are groupRateLimit, and rateLimitMode is the column rate_mode.
+  const { groupRateLimit, rateLimitMode, ...others } = rest;
+  const flat: Record<string, number | boolean | string | null | undefined> = { ...others };
   if (rateLimit !== undefined) Object.assign(flat, { rateMax: rateLimit?.max ?? null, rateWindowMs: rateLimit?.windowMs ?? null });
+  if (groupRateLimit !== undefined) Object.assign(flat, { groupRateMax: groupRateLimit?.max ?? null, groupRateWindowMs: groupRateLimit?.windowMs ?? null });
+  if (rateLimitMode !== undefined) flat.rateMode = rateLimitMode;
   const entries = Object.keys(flat).map((key) => ({ key, column: sql.raw(LIMIT_COLUMNS[key] ?? SETTING_COLUMNS[key as keyof QueueDefaults]) }));
   const audit = p.also?.audit;
   // The fields the patch sets, as they were (null: the server's default; no queue row yet: all null), read in this transaction.

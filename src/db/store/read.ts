@@ -8,6 +8,7 @@ import { rowColumns } from '../row-columns.ts';
 import { jobs, queues } from '../schema.ts';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { nowSql } from '../sql.ts';
+import { slidingRateUsedSql } from './rate-window.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
@@ -284,6 +285,9 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       stallMs: typeof r.stall_ms === 'number' ? r.stall_ms : null,
       maxRunning: typeof r.max_running === 'number' ? r.max_running : null,
       rateLimit: typeof r.rate_max === 'number' && typeof r.rate_window_ms === 'number' ? { max: r.rate_max, windowMs: r.rate_window_ms } : null,
+      rateLimitMode: r.rate_mode === 'fixed' ? 'fixed' : 'sliding',
+      groupMaxRunning: typeof r.group_max_running === 'number' ? r.group_max_running : null,
+      groupRateLimit: typeof r.group_rate_max === 'number' && typeof r.group_rate_window_ms === 'number' ? { max: r.group_rate_max, windowMs: r.group_rate_window_ms } : null,
       rateUsed: Number(r.rate_used ?? 0),
       rateLimitedUntil: typeof r.rate_limited_until === 'number' ? r.rate_limited_until : null,
       onLost: r.on_lost === 'hold' || r.on_lost === 'retry' ? r.on_lost : null,
@@ -298,10 +302,17 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
  * while this one's claims are spent (else NULL).
  */
 export function rateWindowSql(q: string, now: SQL): SQL {
-  const current = sql`${sql.raw(q)}.rate_window_start = ${now} - ${now} % ${sql.raw(q)}.rate_window_ms`;
-  return sql`CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} THEN ${sql.raw(q)}.rate_claims ELSE 0 END AS rate_used,
-      CASE WHEN ${sql.raw(q)}.rate_max IS NOT NULL AND ${current} AND ${sql.raw(q)}.rate_claims >= ${sql.raw(q)}.rate_max
-        THEN ${sql.raw(q)}.rate_window_start + ${sql.raw(q)}.rate_window_ms END AS rate_limited_until`;
+  const t = sql.raw(q);
+  const current = sql`${t}.rate_window_start = ${now} - ${now} % ${t}.rate_window_ms`;
+  const fixedUsed = sql`CASE WHEN ${current} THEN ${t}.rate_claims ELSE 0 END`;
+  // Sliding: the starts of the last window; spent, claims wait until its oldest start leaves it.
+  const slidingUsed = slidingRateUsedSql(sql`${t}.name`, '', sql`${t}.rate_window_ms`, now);
+  const oldestStart = sql`(SELECT min(s.at) FROM rate_starts s WHERE s.queue_name = ${t}.name AND s.group_key = '' AND s.at > ${now} - ${t}.rate_window_ms)`;
+  const sliding = sql`${t}.rate_mode IS NOT 'fixed'`;
+  return sql`CASE WHEN ${t}.rate_max IS NULL THEN 0 WHEN ${sliding} THEN ${slidingUsed} ELSE ${fixedUsed} END AS rate_used,
+      CASE WHEN ${t}.rate_max IS NULL THEN NULL
+        WHEN ${sliding} THEN CASE WHEN ${slidingUsed} >= ${t}.rate_max THEN ${oldestStart} + ${t}.rate_window_ms END
+        WHEN ${current} AND ${t}.rate_claims >= ${t}.rate_max THEN ${t}.rate_window_start + ${t}.rate_window_ms END AS rate_limited_until`;
 }
 
 /** The read behind a claim's rate-limit answer, for the claim's own batch (one round trip). */
