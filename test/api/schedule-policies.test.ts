@@ -4,6 +4,7 @@
  * 'all' / 'none', overlap 'skip', and every skip written as a row and a
  * counter on the schedule.
  */
+import { sql } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createStore } from '../../src/db/store/create-store.ts';
 import { schedulesOnce } from '../../src/maintenance/schedules.ts';
@@ -22,7 +23,7 @@ describe('schedule policies', () => {
   });
   afterEach(() => t.close());
   const pass = () => schedulesOnce(createStore(t.db), t.clock.now(), t.config);
-  const jobs = async () => (await t.db.$client.execute("SELECT occurrence_at FROM jobs WHERE schedule_name IS NOT NULL ORDER BY occurrence_at")).rows.map((r) => new Date(Number(r.occurrence_at)).toISOString());
+  const jobs = async () => (await t.db.all<{ occurrence_at: number }>(sql`SELECT occurrence_at FROM jobs WHERE schedule_name IS NOT NULL ORDER BY occurrence_at`)).map((r) => new Date(Number(r.occurrence_at)).toISOString());
 
   test.each([
     ['* * * * * * *', /7|seventh/],
@@ -81,9 +82,12 @@ describe('schedule policies', () => {
     t.clock.set(utc('2030-01-01T10:02:01Z'));
     expect(await pass()).toMatchObject({ enqueued: 0, overlapSkipped: 1 });
     expect((await t.get(`${api}/schedules/one`, admin)).json.schedule.skipped).toEqual({ missed: 0, overlap: 1 });
+    const metrics = await (await t.app.request('/metrics', { headers: admin })).text();
+    expect(metrics).toContain('leasehold_schedule_skipped_total{schedule="one",reason="overlap"} 1');
+    expect(metrics).toContain('leasehold_schedule_skipped_total{schedule="one",reason="missed"} 0');
     const [skip] = await createStore(t.db).scheduleSkipsList({ name: 'one', limit: 1 });
     expect(skip).toMatchObject({ reason: 'overlap', count: 1, first_occurrence_at: utc('2030-01-01T10:02:00.500Z') });
-    await t.db.$client.execute("UPDATE jobs SET status = 'cancelled', cancelled_at = 1, finished_at = 1 WHERE schedule_name = 'one'");
+    await t.db.run(sql`UPDATE jobs SET status = 'cancelled', cancelled_at = 1, finished_at = 1 WHERE schedule_name = 'one'`);
     t.clock.set(utc('2030-01-01T10:03:01Z'));
     expect(await pass()).toMatchObject({ enqueued: 1 });
   });
@@ -96,7 +100,7 @@ describe('schedule policies', () => {
     const fire = () => store.scheduleFireIfUnchanged({ schedule: s!, occurrence: s!.next_run_at, nextRunAt: s!.next_run_at + 60_000, now: t.clock.now(), defaults: t.config });
     const outcomes = await Promise.all([fire(), fire()]);
     expect(outcomes.map((o) => o.outcome).sort()).toEqual(['enqueued', 'moved']);
-    const dedup = (await t.db.$client.execute("SELECT dedup_count FROM jobs WHERE schedule_name = 'race'")).rows;
+    const dedup = await t.db.all(sql`SELECT dedup_count FROM jobs WHERE schedule_name = 'race'`);
     expect(dedup).toEqual([expect.objectContaining({ dedup_count: 0 })]);
   });
 });
