@@ -106,7 +106,8 @@ export function createApp(appDeps: AppInput) {
   app.get('/healthz', async (c) => c.json(await healthBody(deps)));
   // Scrapable with the read-only token: a Prometheus needs no admin power.
   app.get('/metrics', requireRole(PROMETHEUS_ROLE, config, deps.authThrottle), async (c) => {
-    const text = prometheusText(await deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }), deps.config);
+    const [snapshot, schedules] = await Promise.all([deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }), deps.store.schedulesList()]);
+    const text = prometheusText(snapshot, deps.config, schedules);
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

@@ -11,17 +11,30 @@ import { evaluateAlerts } from '../core/alerts.ts';
 import type { Config } from '../core/config.ts';
 import { HISTOGRAMS, HISTOGRAM_NAMES } from '../core/histograms.ts';
 import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
-import type { MetricsSnapshot } from '../db/store/port.ts';
+import type { MetricsSnapshot, ScheduleRecord } from '../db/store/port.ts';
 
 const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
 
 /** `config.reaperIntervalMs`: how often a pass is meant to run, for leasehold_maintenance_late (the default interval without it). */
-export function prometheusText(m: MetricsSnapshot, config: Pick<Config, 'reaperIntervalMs'> = { reaperIntervalMs: 5_000 }): string {
+export function prometheusText(
+  m: MetricsSnapshot,
+  config: Pick<Config, 'reaperIntervalMs'> = { reaperIntervalMs: 5_000 },
+  /** Each schedule's skip counters (operators create schedules, so the label set stays small); absent: the series is left out. */
+  schedules?: readonly Pick<ScheduleRecord, 'name' | 'skipped_missed' | 'skipped_overlap'>[],
+): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter' | 'histogram', help: string, rows: [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of rows) lines.push(`${name}${labels} ${value}`);
   };
+  if (schedules) {
+    metric(
+      'leasehold_schedule_skipped_total',
+      'counter',
+      "Occurrences of a schedule not run, by why: missed (its catch-up policy left it behind) or overlap (an earlier occurrence's job was still pending or running).",
+      schedules.flatMap((s) => [[`{schedule=${label(s.name)},reason="missed"}`, s.skipped_missed] as [string, number], [`{schedule=${label(s.name)},reason="overlap"}`, s.skipped_overlap] as [string, number]]),
+    );
+  }
   const q = (name: string) => `queue=${label(name)}`;
   const perQueue = (name: string, type: 'gauge' | 'counter', help: string, pick: (r: (typeof m.queues)[number]) => number) =>
     metric(name, type, help, m.queues.map((r) => [`{${q(r.queue)}}`, pick(r)]));

@@ -12,7 +12,9 @@ import { parseQueue, QUEUE_PATTERN, queueName } from './http.ts';
 import { scheduleView } from './schedule-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { bool, int, json, nullable, obj, optional, str } from '../core/validate.ts';
+import { bool, int, json, nullable, obj, optional, str, word } from '../core/validate.ts';
+import { SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP } from '../core/wire.ts';
+import { CATCH_UP_MAX_WINDOW_MS } from '../maintenance/schedules.ts';
 import type { ScheduleJobOptions } from '../db/store/port.ts';
 
 const DAY = 24 * 3600 * 1000;
@@ -34,6 +36,9 @@ const fields = {
   payload: optional(json('the payload of every job it enqueues')),
   jobOptions: optional(jobOptions),
   paused: optional(bool('a paused schedule enqueues nothing; resuming sets its next run from now')),
+  catchUp: optional(word(SCHEDULE_CATCH_UP, "missed occurrences (no pass or timer ran at their time): 'latest' (default) runs the latest once, 'all' runs each within catchUpWindowMs (oldest first, at most 100 per schedule per pass), 'none' runs only an occurrence still on time")),
+  catchUpWindowMs: optional(nullable(int({ min: 1_000, max: CATCH_UP_MAX_WINDOW_MS, description: "catchUp 'all': how far back occurrences are run (default 1 hour, at most 7 days)" }))),
+  overlap: optional(word(SCHEDULE_OVERLAP, "'allow' (default) enqueues every occurrence; 'skip' skips one while an earlier occurrence's job is pending or running")),
 };
 
 const createBody = obj({ name: str({ min: 1, max: 128, pattern: QUEUE_PATTERN, patternHelp: 'must be 1-128 characters of letters, digits, _ . : -, starting with a letter or digit' }), ...fields });
@@ -93,9 +98,13 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
         jobOptions: body.jobOptions ?? {},
         paused: body.paused ?? false,
         nextRunAt,
+        catchUp: body.catchUp ?? 'latest',
+        catchUpWindowMs: body.catchUpWindowMs ?? null,
+        overlap: body.overlap ?? 'allow',
         now,
       });
       if (!created) throw new LeaseholdError('conflict', `a schedule is named ${body.name} already: change it with PATCH /schedules/${body.name}; nothing was created`, 'name');
+      deps.engine.schedulesChanged();
       return c.json({ schedule: scheduleView(created) }, 201);
     },
   );
@@ -144,9 +153,13 @@ export function scheduleRoutes(r: Routes, deps: AppDeps) {
         jobOptions: body.jobOptions ?? (JSON.parse(s.job_options) as ScheduleJobOptions),
         paused: body.paused ?? Boolean(s.paused),
         nextRunAt,
+        catchUp: body.catchUp ?? s.catch_up,
+        catchUpWindowMs: body.catchUpWindowMs !== undefined ? body.catchUpWindowMs : s.catch_up_window_ms,
+        overlap: body.overlap ?? s.overlap,
         now,
       });
       if (!updated) throw new LeaseholdError('not_found', `no schedule is named ${name}`, 'name');
+      deps.engine.schedulesChanged();
       return c.json({ schedule: scheduleView(updated) });
     },
   );

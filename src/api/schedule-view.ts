@@ -22,6 +22,10 @@ export function scheduleView(s: ScheduleRecord) {
     nextRuns: s.paused ? [] : upcoming.map((t) => iso(t)),
     lastRunAt: iso(s.last_run_at),
     lastJobId: s.last_job_id === null ? null : String(s.last_job_id),
+    catchUp: s.catch_up,
+    catchUpWindowMs: s.catch_up_window_ms,
+    overlap: s.overlap,
+    skipped: { missed: s.skipped_missed, overlap: s.skipped_overlap },
     createdAt: iso(s.created_at),
     updatedAt: iso(s.updated_at),
   };

@@ -18,7 +18,7 @@ import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
 import { CANARY_STATES, type CanaryOptions, type CanaryState } from '../core/canary.ts';
-import { JOB_STATUSES, RATE_LIMIT_MODES, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, RATE_LIMIT_MODES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, type JobStatus } from '../core/wire.ts';
 import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
@@ -369,10 +369,17 @@ const ScheduleSchema = fields<ScheduleView>(
     nextRuns: array(time),
     lastRunAt: nullable(time),
     lastJobId: nullable(string()),
+    catchUp: words(SCHEDULE_CATCH_UP),
+    catchUpWindowMs: nullable(ms()),
+    overlap: words(SCHEDULE_OVERLAP),
+    skipped: fields<ScheduleView['skipped']>(
+      { missed: integer('occurrences skipped as missed (catch-up policy)'), overlap: integer("occurrences skipped while an earlier one's job was pending or running") },
+      { description: 'occurrences skipped so far, by why' },
+    ),
     createdAt: time,
     updatedAt: time,
   },
-  { description: 'a schedule: what it enqueues, when, and its last run' },
+  { description: 'a schedule: what it enqueues, when, its policies, its last run and what it skipped' },
 );
 
 const reapedJob = fields<MaintenancePassReport['requeued'][number]>({ id: string(), reason: words(REAP_REASONS) });
@@ -393,8 +400,9 @@ const ReaperSchema = fields<ReaperWire>(
       alreadyEnqueued: integer(),
       missedSkipped: integer(),
       missedCountCapped: boolean,
+      overlapSkipped: integer("occurrences skipped because an earlier one's job was still pending or running (overlap 'skip'); absent when none"),
       errors: array(fields<SchedulesReport['errors'][number]>({ schedule: string(), error: string() })),
-    }),
+    }, { optional: ['overlapSkipped'] }),
     canary: fields<CanaryReport>({ steps: integer('canary steps taken'), stopped: integer('canary runs stopped by themselves'), done: integer('canary runs done') }),
     alerts: fields<AlertPassReport>({ evaluated: boolean, started: integer(), cleared: integer(), delivered: integer(), failed: integer(), error: string() }, { optional: ['error'] }),
   },

@@ -196,11 +196,48 @@ function latestCron(c: Compiled, now: number): number | null {
   return null;
 }
 
+/**
+ * What each field may hold, seconds first: numbers, `*`, lists, ranges and
+ * steps everywhere; `?` and `L`/`W` in day of month; names (JAN, MON) in
+ * month and day of week, where `?`, `L` and `#` also go. croner reads more
+ * (a seventh field for the year, words in any field, `@reboot`): refused,
+ * because it is not what the docs promise, and a year field in particular
+ * reads as a schedule that silently stops.
+ */
+const FIELD_SHAPES: { name: string; shape: RegExp }[] = [
+  { name: 'second', shape: /^[0-9*,/-]+$/ },
+  { name: 'minute', shape: /^[0-9*,/-]+$/ },
+  { name: 'hour', shape: /^[0-9*,/-]+$/ },
+  { name: 'day of month', shape: /^(?:[0-9*,/?-]|L|W)+$/i },
+  { name: 'month', shape: /^(?:[0-9*,/-]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)+$/i },
+  { name: 'day of week', shape: /^(?:[0-9*,/?#-]|L|SUN|MON|TUE|WED|THU|FRI|SAT)+$/i },
+];
+
+/** An expression of a shape the docs do not promise (not 5 or 6 fields, nor a nickname), or a field holding what it may not; null when fine. */
+export function cronShapeProblem(cron: string): string | null {
+  const text = cron.trim();
+  if (text.startsWith('@')) {
+    return NICKNAMES[text.toLowerCase()] ? null : `cron nickname ${JSON.stringify(text)} is not one of ${Object.keys(NICKNAMES).join(', ')}`;
+  }
+  const parts = text.split(/\s+/);
+  if (parts.length !== 5 && parts.length !== 6) {
+    return `cron must have 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), got ${parts.length}${parts.length === 7 ? ': a seventh (year) field is not supported' : ''}`;
+  }
+  const shapes = parts.length === 5 ? FIELD_SHAPES.slice(1) : FIELD_SHAPES;
+  for (const [i, part] of parts.entries()) {
+    const { name, shape } = shapes[i]!;
+    if (!shape.test(part)) return `cron's ${name} field ${JSON.stringify(part)} is not a number, *, list, range or step${name.startsWith('day') || name === 'month' ? ' (or a name or modifier that field takes)' : ''}`;
+  }
+  return null;
+}
+
 /** What is wrong with a spec (for a 400 naming the field), or null when it is usable. */
 export function scheduleSpecProblem(spec: ScheduleSpec): { field: string; message: string } | null {
   if ((spec.cron === null) === (spec.intervalMs === null)) return { field: 'cron', message: 'give cron (with an optional timeZone) or intervalMs, not both and not neither' };
   if (spec.intervalMs !== null && spec.timeZone !== null) return { field: 'timeZone', message: 'timeZone goes with cron, not with intervalMs' };
   if (spec.cron === null) return null;
+  const shape = cronShapeProblem(spec.cron);
+  if (shape) return { field: 'cron', message: shape };
   try {
     new Cron(spec.cron, { timezone: 'UTC' });
   } catch (err) {

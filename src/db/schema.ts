@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
+import { JOB_STATUSES, ON_LOST_POLICIES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, SCHEDULE_SKIP_REASONS, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -164,6 +164,8 @@ export const jobs = sqliteTable(
     index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     // One job per schedule occurrence, for as long as it is kept (drizzle/0021).
     uniqueIndex('jobs_schedule_occurrence_idx').on(t.scheduleName, t.occurrenceAt).where(sql`${t.scheduleName} IS NOT NULL`),
+    // A schedule's occurrences still pending or running: its overlap policy asks at every occurrence (drizzle/0034).
+    index('jobs_schedule_active_idx').on(t.scheduleName).where(sql`${t.scheduleName} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
   ],
 );
 
@@ -530,6 +532,18 @@ export const schedules = sqliteTable(
     nextRunAt: integer('next_run_at').notNull(),
     lastRunAt: integer('last_run_at'),
     lastJobId: integer('last_job_id'),
+    // Policies (drizzle/0034, src/maintenance/schedules.ts): what a pass does
+    // with occurrences it finds missed ('latest' runs the latest, 'all' each
+    // one within catch_up_window_ms, 'none' only one still on time), and with
+    // an occurrence due while the previous one's job is pending or running
+    // ('allow' runs it, 'skip' skips it). Checked by the API, not by a CHECK:
+    // one would rebuild the table.
+    catchUp: text('catch_up', { enum: SCHEDULE_CATCH_UP }).notNull().default('latest'),
+    catchUpWindowMs: integer('catch_up_window_ms'),
+    overlap: text('overlap', { enum: SCHEDULE_OVERLAP }).notNull().default('allow'),
+    // Occurrences skipped so far, by why (each skip is also a schedule_skips row).
+    skippedMissed: integer('skipped_missed').notNull().default(0),
+    skippedOverlap: integer('skipped_overlap').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -539,6 +553,31 @@ export const schedules = sqliteTable(
     index('schedules_due_idx').on(t.nextRunAt).where(sql`${t.paused} = 0`),
     // A schedule keeps its queue in use (the queue cap, a queue's delete): asked per queue (drizzle/0025).
     index('schedules_queue_idx').on(t.queueName),
+  ],
+);
+
+/**
+ * Each skip of a schedule's occurrences (drizzle/0034): one row per decision
+ * of a pass (a run of missed occurrences is one row with its count, first
+ * and last), so a per-second schedule left for an hour writes one row, not
+ * 3600. Written in the same batch as the schedule's move, guarded alike.
+ */
+export const scheduleSkips = sqliteTable(
+  'schedule_skips',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    scheduleName: text('schedule_name').notNull(),
+    at: integer('at').notNull(),
+    reason: text('reason', { enum: SCHEDULE_SKIP_REASONS }).notNull(),
+    count: integer('count').notNull(),
+    // True: count is a lower bound (counting stopped at the pass's bound).
+    countCapped: integer('count_capped', { mode: 'boolean' }).notNull().default(false),
+    firstOccurrenceAt: integer('first_occurrence_at').notNull(),
+    lastOccurrenceAt: integer('last_occurrence_at').notNull(),
+  },
+  (t) => [
+    check('schedule_skips_reason_known', sql`${t.reason} IN ('missed', 'overlap')`),
+    index('schedule_skips_schedule_idx').on(t.scheduleName, t.id),
   ],
 );
 

@@ -33,6 +33,7 @@ import type { BulkParams, Enqueued, JobStore, NewJob, OperatorOutcome } from '..
 import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { DueTimers } from './due-timers.ts';
+import { ScheduleTimer } from './schedule-timer.ts';
 import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
 import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.ts';
 import { JobWatchers } from './job-watchers.ts';
@@ -92,6 +93,8 @@ export function createEngine(deps: EngineDeps) {
   const jobWatchers = new JobWatchers();
   const jobsBecameClaimable = (queue: string, n: number) => claimWaiters.notify(queue, n);
   const due = new DueTimers(jobsBecameClaimable);
+  // Started only where a reaper runs in this process (src/runtime/reaper-timer.ts, deno.ts): schedules fire at their time.
+  let scheduleTimer: ScheduleTimer | undefined;
   const jobsChanged = (ids: readonly number[]) => jobWatchers.notify(ids);
   const protocol: WorkerProtocol = createWorkerProtocol({
     store,
@@ -217,6 +220,17 @@ export function createEngine(deps: EngineDeps) {
     maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> =>
       maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable }),
 
+    /** Fire schedules at their next run with a timer (long-running servers; idempotent). */
+    startScheduleTimer(): void {
+      if (scheduleTimer) return;
+      scheduleTimer = new ScheduleTimer({ store, config, clock, log: deps.log, jobsBecameClaimable });
+      scheduleTimer.start();
+    },
+    /** A schedule was created or changed here: the schedule timer looks again now. */
+    schedulesChanged(): void {
+      scheduleTimer?.poke();
+    },
+
     /**
      * Shutdown: waiting claims and waits answer now (a server's close waits
      * for open requests), due timers stop, and enqueues still gathering for
@@ -227,6 +241,7 @@ export function createEngine(deps: EngineDeps) {
       claimWaiters.close();
       jobWatchers.close();
       due.close();
+      scheduleTimer?.close();
     },
   };
 }

@@ -95,6 +95,8 @@ export async function startDenoServer(config: Config, clock: Clock = databaseClo
   });
   const url = serverUrl(addr.hostname, addr.port);
 
+  // Schedules fire at their time, not at the reaper's next tick.
+  engine.startScheduleTimer();
   const timer = setInterval(function reaperTick() {
     void reaperPass('interval');
   }, config.reaperIntervalMs);

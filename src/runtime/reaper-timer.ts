@@ -150,6 +150,7 @@ export function logReapSummary(log: Logger, report: MaintenancePassReport, sourc
 export async function startReaper(engine: Engine, log: Logger): Promise<StartedReaper> {
   const pass = makeReaperPass(engine, log);
   const hold = await pass.noteStart();
+  engine.startScheduleTimer();
   return { stop: everyInterval(pass, engine.config), ...(hold ? { heldUntil: hold.holdUntil } : {}) };
 }
 
@@ -163,6 +164,7 @@ export interface StartedReaper {
 export function startReaperTimer(engine: Engine, log: Logger): () => void {
   const pass = makeReaperPass(engine, log);
   void pass.noteStart();
+  engine.startScheduleTimer();
   return everyInterval(pass, engine.config);
 }
 

@@ -33,3 +33,20 @@ test('lists schedules with next runs, last run and a link to the job that run en
   // The nav leads there.
   expect(await (await t.app.request('/dashboard')).text()).toContain('href="/dashboard/schedules"');
 });
+
+test("each skip is a line on the page, and each schedule shows its policies and what it skipped", async () => {
+  await t.post('/api/v1/schedules', { name: 'busy', queue: 'reports', intervalMs: 60_000, overlap: 'skip' });
+  await t.post('/api/v1/schedules', { name: 'gappy', queue: 'reports', intervalMs: 60_000, catchUp: 'all', catchUpWindowMs: 120_000 });
+  expect(await page()).toContain('No occurrence has been skipped');
+  const pass = () => schedulesOnce(createStore(t.db), t.clock.now(), t.config);
+  t.clock.set(Date.parse('2030-01-01T10:00:01Z'));
+  await pass();
+  // Five minutes on: busy's job is still pending (overlap skip), gappy missed the ones before its two-minute window.
+  t.clock.set(Date.parse('2030-01-01T10:05:01Z'));
+  await pass();
+  const html = await page();
+  expect(html).toMatch(/<tr id="schedule-busy">.*catch-up latest, overlap skip.*<td class="skipped">4 missed, 1 overlapping<\/td>/s);
+  expect(html).toMatch(/<tr id="schedule-gappy">.*catch-up all \(120 s\), overlap allow.*<td class="skipped">3 missed, 0 overlapping<\/td>/s);
+  expect(html).toMatch(/<li class="skip skip-overlap">.*busy<\/a>: 1 occurrence skipped: the previous occurrence&#39;s job was still pending or running \(2030-01-01 10:05:00Z\)/);
+  expect(html).toMatch(/<li class="skip skip-missed">.*gappy<\/a>: 3 occurrences missed \(2030-01-01 10:01:00Z … 2030-01-01 10:03:00Z\)/);
+});

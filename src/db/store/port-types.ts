@@ -18,7 +18,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
-import type { OnLost, UniqueWhile } from '../../core/wire.ts';
+import type { OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
 import type { JobStatus } from '../schema.ts';
 import type { SQL } from 'drizzle-orm';
 
@@ -520,9 +520,45 @@ export interface ScheduleRecord {
   next_run_at: number;
   last_run_at: number | null;
   last_job_id: number | null;
+  catch_up: ScheduleCatchUp;
+  catch_up_window_ms: number | null;
+  overlap: ScheduleOverlap;
+  skipped_missed: number;
+  skipped_overlap: number;
   created_at: number;
   updated_at: number;
 }
+
+/** One skip decision of a pass (schedule_skips): a run of occurrences not run, and why. */
+export interface ScheduleSkipRecord {
+  id: number;
+  schedule_name: string;
+  at: number;
+  reason: ScheduleSkipReason;
+  count: number;
+  /** True: count is a lower bound. */
+  count_capped: boolean;
+  first_occurrence_at: number;
+  last_occurrence_at: number;
+}
+
+/** Occurrences a fire or a skip leaves behind: how many, the first and last, and whether the count is a lower bound. */
+export interface SkippedOccurrences {
+  reason: ScheduleSkipReason;
+  count: number;
+  capped: boolean;
+  first: number;
+  last: number;
+}
+
+/**
+ * What firing an occurrence did: 'enqueued' (its job, new or made by an
+ * earlier try of the same occurrence, and the schedule moved on), 'moved'
+ * (another pass moved the schedule first: nothing written), or 'overlap'
+ * (overlap 'skip' and an earlier occurrence's job is pending or running:
+ * nothing written; the caller skips it).
+ */
+export type ScheduleFired = { outcome: 'enqueued'; job: JobRecord; deduplicated: boolean } | { outcome: 'moved' } | { outcome: 'overlap' };
 
 /** Each job a schedule enqueues gets these. */
 export interface ScheduleJobOptions {
@@ -540,6 +576,12 @@ export interface ScheduleFields {
   jobOptions: ScheduleJobOptions;
   paused: boolean;
   nextRunAt: number;
+  /** Default 'latest'. */
+  catchUp?: ScheduleCatchUp;
+  /** catchUp 'all': how far back; null: the default window. */
+  catchUpWindowMs?: number | null;
+  /** Default 'allow'. */
+  overlap?: ScheduleOverlap;
 }
 
 // ---------------------------------------------------------------------------

@@ -90,7 +90,10 @@ import type {
   RequeueRules,
   RunningJobView,
   ScheduleFields,
+  ScheduleFired,
   ScheduleRecord,
+  ScheduleSkipRecord,
+  SkippedOccurrences,
   StalledJob,
   SuspectAware,
   WorkerBeat,
@@ -288,6 +291,14 @@ export interface ScheduleStore {
   scheduleEnqueueOccurrence(p: { schedule: ScheduleRecord; occurrence: number; now: Now; defaults: QueueDefaults; maxQueues?: number }): Promise<Enqueued>;
   /** Step 2: next_run_at moves on only if it is still what the pass read; false: another pass moved it. */
   scheduleAdvanceIfUnchanged(p: { name: string; readNextRunAt: number; occurrence: number; nextRunAt: number; jobId: number; now: Now }): Promise<boolean>;
+  /** An occurrence's job, the skip of the missed ones before it, and the move, in one batch guarded by next_run_at (and the overlap policy). */
+  scheduleFireIfUnchanged(p: { schedule: ScheduleRecord; occurrence: number; nextRunAt: number; skipped?: SkippedOccurrences; now: Now; defaults: QueueDefaults; maxQueues?: number }): Promise<ScheduleFired>;
+  /** Occurrences skipped (their row, the counter, the move), guarded by next_run_at; false: another pass moved it. */
+  scheduleSkipIfUnchanged(p: { name: string; readNextRunAt: number; nextRunAt: number; skipped: readonly SkippedOccurrences[]; now: Now }): Promise<boolean>;
+  /** Skips, newest first: one schedule's, or every schedule's. */
+  scheduleSkipsList(p: { name?: string; limit: number }): Promise<ScheduleSkipRecord[]>;
+  /** The earliest next run of an unpaused schedule (the schedule timer's wake-up); null: none. */
+  schedulesNextDueAt(): Promise<number | null>;
 }
 
 /** The maintenance pass's other services: activity sampling, retention, webhook outcomes (store/activity, retention, alert-states). */

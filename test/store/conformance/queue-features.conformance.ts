@@ -128,6 +128,26 @@ export function defineQueueFeatures(backend: StoreBackend) {
         expect(await t().count('jobs')).toBe(1);
       });
 
+      test("policies: overlap 'skip' skips while the previous occurrence's job is pending; catchUp 'all' fills its window; each skip is a row and a counter", async () => {
+        const { store, clock } = t();
+        await store.scheduleCreate({ name: 'busy', queue: 'ticks', cron: null, timeZone: null, intervalMs: 60_000, payload: null, jobOptions: {}, paused: false, nextRunAt: T0 + 60_000, overlap: 'skip', now: T0 });
+        await store.scheduleCreate({ name: 'fill', queue: 'ticks', cron: null, timeZone: null, intervalMs: 60_000, payload: null, jobOptions: {}, paused: false, nextRunAt: T0 + 60_000, catchUp: 'all', catchUpWindowMs: 120_000, now: T0 });
+        expect(await store.schedulesNextDueAt()).toBe(T0 + 60_000);
+        clock.set(T0 + 60_000);
+        expect(await schedulesOnce(store, clock.now(), CONFIG)).toMatchObject({ enqueued: 2, errors: [] });
+        clock.set(T0 + 5 * 60_000 + 1);
+        const report = await schedulesOnce(store, clock.now(), CONFIG);
+        // busy: 2..4 missed (latest policy), 5 skipped for overlap; fill: 2 and 3 before its window, 4 and 5 run.
+        expect(report).toMatchObject({ enqueued: 2, missedSkipped: 3 + 2, overlapSkipped: 1, errors: [] });
+        expect(await keys()).toEqual([`busy@${T0 + 60_000}`, `fill@${T0 + 60_000}`, ...[4, 5].map((i) => `fill@${T0 + i * 60_000}`)]);
+        expect(await store.scheduleGet({ name: 'busy' })).toMatchObject({ skipped_missed: 3, skipped_overlap: 1, next_run_at: T0 + 6 * 60_000 });
+        expect(await store.scheduleGet({ name: 'fill' })).toMatchObject({ skipped_missed: 2, skipped_overlap: 0, next_run_at: T0 + 6 * 60_000 });
+        const skips = await store.scheduleSkipsList({ limit: 10 });
+        expect(skips.map((k) => [k.schedule_name, k.reason, k.count]).sort()).toEqual([['busy', 'missed', 3], ['busy', 'overlap', 1], ['fill', 'missed', 2]]);
+        expect(await store.scheduleDelete({ name: 'busy' })).toBe(true);
+        expect((await store.scheduleSkipsList({ name: 'busy', limit: 10 })).length).toBe(0);
+      });
+
       test('after a long gap only the latest missed occurrence runs, once', async () => {
         const { store, clock } = t();
         await every('gap');
