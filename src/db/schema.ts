@@ -102,6 +102,15 @@ export const jobs = sqliteTable(
     // What was known of the lost attempt when it was held (JSON: worker,
     // last heartbeat, lease, attempt, why); kept for the job page.
     heldAttempt: text('held_attempt'),
+    // Dead letters (drizzle/0032): set when the job failed for good in a
+    // queue with a deadLetterQueue: the dead-letter queue that lists it and
+    // when it got there. The row stays in its own queue (its id, key, history,
+    // counts and retention unchanged), so a redrive is a retry. NULL: not dead.
+    deadLetterQueue: text('dead_letter_queue'),
+    deadLetteredAt: integer('dead_lettered_at'),
+    // Times the handler snoozed the job ("not now, try again in N"): each
+    // gave its attempt back; the queue's maxSnoozes bounds it.
+    snoozes: integer('snoozes').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -140,6 +149,8 @@ export const jobs = sqliteTable(
     index('jobs_status_id_idx').on(t.status, t.id),
     // Held jobs (waiting for a person): the held list, counts, the alert.
     index('jobs_held_idx').on(t.queueName, t.heldAt).where(sql`${t.heldAt} IS NOT NULL`),
+    // Dead letters of one queue, oldest first: the redrive and its dry run.
+    index('jobs_dead_letters_idx').on(t.deadLetterQueue, t.id).where(sql`${t.deadLetterQueue} IS NOT NULL`),
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
@@ -279,6 +290,11 @@ export const queues = sqliteTable(
     // What happens to a job whose attempt was lost (a job's own onLost
     // wins): 'retry' (NULL, the default) or 'hold' for a person.
     onLost: text('on_lost', { enum: ON_LOST_POLICIES }),
+    // Where a job that fails for good goes (drizzle/0032): it is listed in
+    // this dead-letter queue, still failed, its history kept; NULL: nowhere.
+    deadLetterQueue: text('dead_letter_queue'),
+    // How many times one job may snooze before a snooze is refused; NULL: DEFAULT_MAX_SNOOZES.
+    maxSnoozes: integer('max_snoozes'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
