@@ -5,7 +5,8 @@ import { invalid, LeaseholdError } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
 import { ON_LOST_POLICIES } from '../core/wire.ts';
 import { apiActor } from './audit-actor.ts';
-import { parseQueue } from './http.ts';
+import { parseQueue, queueName } from './http.ts';
+import { DEFAULT_MAX_SNOOZES } from '../core/snooze.ts';
 import { queueView } from './queue-view.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -89,6 +90,8 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
             word(ON_LOST_POLICIES, "what a lost attempt of this queue's jobs leads to: 'retry' runs it again (idempotent jobs); 'hold' keeps it for a person to release, complete or fail (side effects that cannot be fenced); null: back to 'retry'. A job's own onLost wins"),
           ),
         ),
+        deadLetterQueue: optional(nullable(queueName)),
+        maxSnoozes: optional(nullable(int({ min: 0, max: 1_000_000, description: `how many times one job may snooze before a snooze is refused; null: the default, ${DEFAULT_MAX_SNOOZES}` }))),
       }),
     },
     async (c, body) => {
@@ -98,8 +101,11 @@ export function adminRoutes(r: Routes, deps: AppDeps) {
       for (const [key, value] of Object.entries(body)) {
         if (key === 'paused' || key === 'onLost' || key === 'stallMs' || key === 'maxRunning' || key === 'rateLimit') continue;
         if (key === 'rateLimitMode' || key === 'groupMaxRunning' || key === 'groupRateLimit') continue;
+        if (key === 'deadLetterQueue' || key === 'maxSnoozes') continue;
         (merged as unknown as Record<string, number>)[key] = value === null ? (config as unknown as Record<string, number>)[key]! : (value as number);
       }
+      // A queue's dead letters are its own failed jobs: it cannot be its own dead-letter queue.
+      if (body.deadLetterQueue === name) throw invalid('deadLetterQueue', `a queue cannot be its own dead-letter queue: name another queue than ${name}, or null for none`);
       // The same lease rules as the server's own settings, named by field.
       const { errors } = checkQueueSettings(merged, (key) => key);
       if (errors.length) throw invalid(errors[0]!.setting, `${errors[0]!.setting} ${errors[0]!.rule}`);

@@ -2,6 +2,7 @@
 import { effectiveAlertThresholds } from '../core/alerts.ts';
 import { iso } from '../core/job-record.ts';
 import type { QueueHealth } from '../db/store/port.ts';
+import { DEFAULT_MAX_SNOOZES } from '../core/snooze.ts';
 
 /** A queue as the API answers it (its schema: src/api/view-schemas.ts). */
 export type QueueView = ReturnType<typeof queueView>;
@@ -19,8 +20,11 @@ export function queueView(q: QueueHealth) {
     settings: {
       ...q.settings, stallMs: q.stallMs, maxRunning: q.maxRunning, rateLimit: q.rateLimit, onLost: q.onLost ?? 'retry',
       rateLimitMode: q.rateLimitMode, groupMaxRunning: q.groupMaxRunning, groupRateLimit: q.groupRateLimit,
+      deadLetterQueue: q.deadLetterQueue, maxSnoozes: q.maxSnoozes ?? DEFAULT_MAX_SNOOZES,
     },
     overrides: {
+      ...(q.deadLetterQueue === null ? {} : { deadLetterQueue: q.deadLetterQueue }),
+      ...(q.maxSnoozes === null ? {} : { maxSnoozes: q.maxSnoozes }),
       ...(q.onLost === null ? {} : { onLost: q.onLost }),
       ...q.overrides,
       ...(q.stallMs === null ? {} : { stallMs: q.stallMs }),

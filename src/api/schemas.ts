@@ -93,6 +93,9 @@ export const JobSchema = fields<Job>(
         { description: "what is known of the lost attempt that held the job (null when not held); progress and checkpoint are the job's own fields, and its effects are in the effects ledger" },
       ),
     ),
+    snoozes: integer('times a handler snoozed the job (each gave its attempt back); its queue\'s maxSnoozes bounds it'),
+    deadLetterQueue: nullable(string('set while the job, failed for good, is listed in this dead-letter queue (its own queue sets it): a redrive sends it back')),
+    deadLetteredAt: nullable({ ...time, description: 'when it was dead-lettered' }),
   },
   { description: 'A job. The lock token is never part of it: only the claimer gets it.' },
 );

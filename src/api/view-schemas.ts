@@ -148,7 +148,10 @@ const queueDefaultsProps: { [K in keyof QueueDefaults]-?: JsonSchema } = {
 };
 const queueLimitsProps = {
   onLost: { type: 'string', enum: ['retry', 'hold'], description: "what a lost attempt leads to: 'retry' (run again) or 'hold' (wait for a person); a job's own onLost wins" } as JsonSchema,
-  stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema) };
+  stallMs: nullable(ms('stalled past this without progress; null: not watched')), maxRunning: nullable(integer('null: no limit')), rateLimit: nullable(rateLimitSchema),
+  deadLetterQueue: nullable(string("the dead-letter queue that lists this queue's jobs once they fail for good; null: none")),
+  maxSnoozes: integer('how many times one job may snooze before a snooze is refused'),
+};
 
 /** The queue's group and rate-mode settings, in its settings and overrides (not in /metrics' per-queue object). */
 const queueGroupProps = {
@@ -177,7 +180,7 @@ const QueueSchema = fields<QueueView>(
     overrides: fields<QueueView['overrides']>(
       { ...queueDefaultsProps, ...queueLimitsProps, ...queueGroupProps },
       {
-        optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'onLost', 'stallMs', 'maxRunning', 'rateLimit', 'rateLimitMode', 'groupMaxRunning', 'groupRateLimit'],
+        optional: [...(Object.keys(queueDefaultsProps) as (keyof QueueDefaults)[]), 'onLost', 'stallMs', 'maxRunning', 'rateLimit', 'rateLimitMode', 'groupMaxRunning', 'groupRateLimit', 'deadLetterQueue', 'maxSnoozes'],
         description: "the settings this queue sets itself; absent ones are the server's",
       },
     ),
@@ -230,7 +233,7 @@ const QueueMetricsSchema = fields<QueueMetrics>(
       suspect: fields<QueueMetrics['running']['suspect']>({ count: integer(), ids: array(string()), afterMs: nullable(ms()), basis: nullable(string()) }),
     }),
     jobsTotal: fields<QueueMetrics['jobsTotal']>(
-      sameFor(['enqueued', 'claimed', 'completed', 'failed', 'cancelled', 'retried', 'requeuedExpired', 'requeuedForced'] as const, integer()),
+      sameFor(['enqueued', 'claimed', 'completed', 'failed', 'cancelled', 'retried', 'requeuedExpired', 'requeuedForced', 'deadLettered', 'snoozed', 'redriven'] as const, integer()),
       { description: 'all-time counters' },
     ),
     servingWorkers: integer(),

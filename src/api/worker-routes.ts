@@ -9,6 +9,7 @@ import type { JobAnswer } from '../engine/worker-protocol.ts';
 import { CLAIM_ID_PATTERN, claimIdField, instanceIdField, jobIdField, lockTokenField, parseJobId, parseQueue, queueName, workerIdField } from './http.ts';
 import { batchEntry, leaseFields, refusalError } from './outcomes.ts';
 import { logField } from './request-log.ts';
+import { MAX_SNOOZE_MS } from '../core/snooze.ts';
 import { MAX_CLAIM_WAIT_MS } from '../engine/claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
@@ -276,6 +277,24 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
           retryAfterMs: body.retryAfterMs,
         }),
       );
+      return c.json({ job: toJob(job) });
+    },
+  );
+
+  r.add(
+    {
+      method: 'post',
+      path: '/jobs/:id/snooze',
+      role: 'worker',
+      operationId: 'snoozeJob',
+      tag: 'worker',
+      answers: { schema: 'job' },
+      errors: ['not_found', 'lease_lost', 'conflict'],
+      summary: "Not now, try again in delayMs: the job goes back to pending, due then, the attempt given back (no attempt spent, no error recorded) and its snoozes counted; 409 conflict (cause snooze_limit) once it snoozed its queue's maxSnoozes times (default 100), the job still yours",
+      body: obj({ workerId: workerIdField, lockToken: lockTokenField, delayMs: int({ min: 0, max: MAX_SNOOZE_MS, description: 'due again this long from now' }) }),
+    },
+    async (c, body) => {
+      const job = single(await protocol.snooze({ workerId: body.workerId, id: parseJobId(c.req.param('id')!), lockToken: body.lockToken, delayMs: body.delayMs }));
       return c.json({ job: toJob(job) });
     },
   );

@@ -71,6 +71,11 @@ export interface JobRecord {
   held_attempt: string | null;
   /** The job's group (null: none): its queue's claim is fair across groups and can limit each. */
   group_key: string | null;
+  /** Set while the job, failed for good, is listed in a dead-letter queue (drizzle/0032): which, and since when. */
+  dead_letter_queue: string | null;
+  dead_lettered_at: number | null;
+  /** Times a handler snoozed the job (each gave its attempt back). */
+  snoozes: number;
   created_at: number;
   updated_at: number;
 }
@@ -120,6 +125,10 @@ export function toJob(r: JobRecord): Job {
     // Held only while pending (a trigger clears the mark when it leaves; a RETURNING row may predate that).
     heldAt: r.status === 'pending' ? iso(r.held_at) : null,
     lostAttempt: r.status === 'pending' && r.held_at !== null ? lostAttemptWire(r.held_attempt) : null,
+    snoozes: r.snoozes,
+    // Dead only while failed (a trigger clears the mark when it leaves; a RETURNING row may predate that).
+    deadLetterQueue: r.status === 'failed' ? r.dead_letter_queue : null,
+    deadLetteredAt: r.status === 'failed' ? iso(r.dead_lettered_at) : null,
   };
 }
 

@@ -47,6 +47,10 @@ export interface QueueHealth {
   onLost: OnLost | null;
   /** Pending jobs held for a person after a lost attempt (onLost 'hold'): counted in pending, never in ready. */
   held: number;
+  /** Where the queue's jobs that fail for good are listed (a dead-letter queue); null: nowhere. */
+  deadLetterQueue: string | null;
+  /** How many times one job may snooze; null: DEFAULT_MAX_SNOOZES. */
+  maxSnoozes: number | null;
 }
 
 export interface RateLimit {
@@ -136,6 +140,12 @@ export interface QueueMetrics {
     /** Running jobs an operator requeued: after the lease expired, or forced. */
     requeuedExpired: number;
     requeuedForced: number;
+    /** Failed for good and listed in the queue's dead-letter queue (counted in failed too). */
+    deadLettered: number;
+    /** Snoozes by handlers: back to pending with the attempt given back. */
+    snoozed: number;
+    /** Dead letters redriven back into this queue by an operator. */
+    redriven: number;
   };
   /**
    * Live workers that serve this queue: they report it in their beats, or

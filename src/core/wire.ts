@@ -105,6 +105,11 @@ export interface Job {
     leaseExpiresAt: string | null;
     why: string;
   } | null;
+  /** Times a handler snoozed the job ("not now, try again in N"): each gave its attempt back. */
+  snoozes: number;
+  /** Set while the job, failed for good, is listed in a dead-letter queue: which one (a redrive sends it back to its own queue). */
+  deadLetterQueue: string | null;
+  deadLetteredAt: string | null;
 }
 
 /**
@@ -284,6 +289,10 @@ export interface QueueSettingsPatch {
   paused?: boolean;
   /** What a lost attempt leads to: 'retry' or 'hold' (null: back to 'retry'). */
   onLost?: OnLost | null;
+  /** Where this queue's jobs that fail for good are listed (a dead-letter queue's name; null: nowhere). */
+  deadLetterQueue?: string | null;
+  /** How many times one job may snooze (null: DEFAULT_MAX_SNOOZES). */
+  maxSnoozes?: number | null;
 }
 
 /** One step of a job as a claim finds it (the worker's ctx.steps). */

@@ -106,6 +106,15 @@ export const jobs = sqliteTable(
     // round-robin across groups and can cap each group's running jobs and
     // starts (drizzle/0030). NULL: no group.
     groupKey: text('group_key'),
+    // Dead letters (drizzle/0032): set when the job failed for good in a
+    // queue with a deadLetterQueue: the dead-letter queue that lists it and
+    // when it got there. The row stays in its own queue (its id, key, history,
+    // counts and retention unchanged), so a redrive is a retry. NULL: not dead.
+    deadLetterQueue: text('dead_letter_queue'),
+    deadLetteredAt: integer('dead_lettered_at'),
+    // Times the handler snoozed the job ("not now, try again in N"): each
+    // gave its attempt back; the queue's maxSnoozes bounds it.
+    snoozes: integer('snoozes').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -149,6 +158,8 @@ export const jobs = sqliteTable(
     index('jobs_status_id_idx').on(t.status, t.id),
     // Held jobs (waiting for a person): the held list, counts, the alert.
     index('jobs_held_idx').on(t.queueName, t.heldAt).where(sql`${t.heldAt} IS NOT NULL`),
+    // Dead letters of one queue, oldest first: the redrive and its dry run.
+    index('jobs_dead_letters_idx').on(t.deadLetterQueue, t.id).where(sql`${t.deadLetterQueue} IS NOT NULL`),
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
@@ -302,6 +313,11 @@ export const queues = sqliteTable(
     // group, and a sequence stepped once per grouped job claimed.
     groupedPending: integer('grouped_pending').notNull().default(0),
     groupServes: integer('group_serves').notNull().default(0),
+    // Where a job that fails for good goes (drizzle/0032): it is listed in
+    // this dead-letter queue, still failed, its history kept; NULL: nowhere.
+    deadLetterQueue: text('dead_letter_queue'),
+    // How many times one job may snooze before a snooze is refused; NULL: DEFAULT_MAX_SNOOZES.
+    maxSnoozes: integer('max_snoozes'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -11,7 +11,9 @@ import type { LeaseAnswer, LeaseRef, Transport } from '../worker/transport.ts';
 function leaseAnswer(a: JobAnswer<unknown>): LeaseAnswer {
   if (a.ok) return { id: String(a.id), ok: true };
   const { code, message, details } = a.refusal;
-  return details?.cause ? { id: String(a.id), ok: false, code, message, cause: details.cause } : { id: String(a.id), ok: false, code, message };
+  if (details?.cause === 'snooze_limit') return { id: String(a.id), ok: false, code: 'snooze_limit', message };
+  const wire = code === 'conflict' ? 'lease_lost' : code;
+  return details?.cause ? { id: String(a.id), ok: false, code: wire, message, cause: details.cause } : { id: String(a.id), ok: false, code: wire, message };
 }
 
 const lease = (l: LeaseRef) => ({ id: Number(l.id), lockToken: l.lockToken });
@@ -40,6 +42,9 @@ export function dbTransport(engine: Engine): Transport {
     },
     async fail(p) {
       return leaseAnswer(await protocol.fail({ ...lease(p.lease), workerId: p.workerId, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }));
+    },
+    async snooze(p) {
+      return leaseAnswer(await protocol.snooze({ ...lease(p.lease), workerId: p.workerId, delayMs: p.delayMs }));
     },
     async release(p) {
       return (await protocol.release({ workerId: p.workerId, leases: p.leases.map(lease), reason: p.reason })).map(leaseAnswer);

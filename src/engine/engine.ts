@@ -167,6 +167,7 @@ export function createEngine(deps: EngineDeps) {
     completeOne: protocol.completeOne,
     completeThenClaim: protocol.completeThenClaim,
     fail: protocol.fail,
+    snooze: protocol.snooze,
     release: protocol.release,
     releaseOne: protocol.releaseOne,
     beat: protocol.beat,

@@ -24,16 +24,17 @@ import type { EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedO
 import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
 import type { WorkerLiveness as StoredLiveness } from '../db/store/port.ts';
 import type { JobStatus } from '../db/schema.ts';
+import { DEFAULT_MAX_SNOOZES, snoozeLimitText } from '../core/snooze.ts';
 
 /**
  * Why a write was refused: the wire error's code, message, field and details
  * (`status`, `cause`), so the API and the in-process transport say the same.
  */
 export interface Refusal {
-  code: 'not_found' | 'lease_lost';
+  code: 'not_found' | 'lease_lost' | 'conflict';
   message: string;
-  field: 'id' | 'lockToken' | 'key';
-  details?: { status: JobStatus; cause?: 'deadline_exceeded' };
+  field: 'id' | 'lockToken' | 'key' | 'delayMs';
+  details?: { status: JobStatus; cause?: 'deadline_exceeded' | 'snooze_limit'; snoozes?: number; maxSnoozes?: number };
 }
 
 /** One job's answer: accepted with the row the write returned, or refused. */
@@ -224,6 +225,22 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       });
       const a = told([answer(o!)])[0]!;
       // To be retried: claimable again once its backoff is over.
+      if (a.ok && a.job.status === 'pending') deps.comesDue?.(a.job.queue_name, a.job.available_at);
+      return a;
+    },
+
+    /**
+     * running -> pending after delayMs, the attempt given back (no error, no
+     * attempt spent), snoozes + 1; refused with `conflict` (cause
+     * snooze_limit) at the queue's maxSnoozes, the job still the worker's.
+     */
+    async snooze(p: Lease & { workerId: string; delayMs: number }): Promise<JobAnswer<JobRecord>> {
+      const o = await store.jobSnoozeIfOwned({ ...p, defaultMaxSnoozes: DEFAULT_MAX_SNOOZES, now: clock.now() });
+      if (!o.ok && o.reason === 'snooze_limit') {
+        const refusal: Refusal = { code: 'conflict', message: snoozeLimitText(p.id, o.snoozes, o.maxSnoozes), field: 'delayMs', details: { status: 'running', cause: 'snooze_limit', snoozes: o.snoozes, maxSnoozes: o.maxSnoozes } };
+        return { id: p.id, ok: false, refusal };
+      }
+      const a = told([answer(o as OwnedOutcome<JobRecord>)])[0]!;
       if (a.ok && a.job.status === 'pending') deps.comesDue?.(a.job.queue_name, a.job.available_at);
       return a;
     },

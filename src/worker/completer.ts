@@ -15,7 +15,7 @@
  * - Each call gives up when the leases it carries run out by the worker's
  *   clock (call-budget.ts); its retries stop there too.
  */
-import { NonRetryableError, RetryAfter, type JobAbortedError } from './errors.ts';
+import { JobSnooze, NonRetryableError, RetryAfter, type JobAbortedError } from './errors.ts';
 import { LAST_TRY_MS, withinLeases } from './call-budget.ts';
 import { leaseGone, type Held, type Running } from './held.ts';
 import { persist } from './persist.ts';
@@ -34,6 +34,8 @@ export function classify(err: unknown): Extract<Outcome, { kind: 'fail' }> {
   // lone surrogate (a cut emoji) or NUL: an error message is anyone's text.
   const message = storableText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 16_000);
   if (err instanceof NonRetryableError) return { kind: 'fail', error: message, retryable: false, raw: err };
+  // A snooze past its limit is retried after the same delay (fail() tries the snooze first).
+  if (err instanceof JobSnooze) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
   if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
   return { kind: 'fail', error: message, retryable: true, raw: err };
 }
@@ -138,6 +140,7 @@ export function createCompleter(w: Held, riding: RidingClaim) {
   }
 
   async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
+    if (o.raw instanceof JobSnooze && transport.snooze && (await snooze(r, o.raw))) return;
     const answer = await persist(w, leaseGone(w, r), 'fail', () =>
       withinLeases(w, r.leaseValidUntil, 'fail', (c) =>
         transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }, c),
@@ -154,6 +157,30 @@ export function createCompleter(w: Held, riding: RidingClaim) {
       stats.abandoned++;
       emit('abandoned', { job: r.job, reason: answer ? `failure refused: ${answer.message}` : 'failure could not be delivered' });
     }
+  }
+
+  /**
+   * A snooze: true when the server took it, or the lease is gone (nothing
+   * more to send); false when it refused it at the queue's maxSnoozes, and
+   * the caller fails the attempt instead (retried after the same delay).
+   */
+  async function snooze(r: Running, s: JobSnooze): Promise<boolean> {
+    const delayMs = Math.max(0, Math.round(s.delayMs));
+    const answer = await persist(w, leaseGone(w, r), 'snooze', () =>
+      withinLeases(w, r.leaseValidUntil, 'snooze', (c) => transport.snooze!({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, delayMs }, c), LAST_TRY_MS),
+    ).catch((err) => {
+      emit('error', { error: err, during: 'snooze' });
+      return undefined;
+    });
+    if (answer?.ok) {
+      stats.snoozed++;
+      emit('snoozed', { job: r.job, delayMs });
+      return true;
+    }
+    if (answer && !answer.ok && answer.code === 'snooze_limit') return false;
+    stats.abandoned++;
+    emit('abandoned', { job: r.job, reason: answer ? `snooze refused: ${answer.message}` : 'snooze could not be delivered' });
+    return true;
   }
 
   /**

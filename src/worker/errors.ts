@@ -34,6 +34,23 @@ export class RetryAfter extends Error {
   }
 }
 
+/**
+ * Not now, try again in `delayMs`, without spending an attempt or counting a
+ * failure: the job goes back to pending, due then, and its snoozes are
+ * counted. Past its queue's maxSnoozes (default 100) the server refuses the
+ * snooze and the worker retries it after the same delay instead, spending an
+ * attempt (as RetryAfter), so a job that keeps snoozing still ends.
+ */
+export class JobSnooze extends Error {
+  override readonly name = 'JobSnooze';
+  constructor(
+    readonly delayMs: number,
+    message = `snoozed for ${delayMs} ms`,
+  ) {
+    super(message);
+  }
+}
+
 export type AbortCause = 'lease_lost' | 'lease_expired_locally' | 'deadline_exceeded' | 'shutdown';
 
 /** The value of `signal.reason` when leasehold stops a handler. */

@@ -37,6 +37,8 @@ export interface WorkerStats {
   claimed: number;
   completed: number;
   failed: number;
+  /** Snoozes the server took (JobSnooze): back to pending, the attempt given back. */
+  snoozed: number;
   abandoned: number;
   leaseLost: number;
   eventLoopBlocked: number;

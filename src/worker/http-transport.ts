@@ -134,6 +134,12 @@ export function httpTransport(options: HttpTransportOptions): Transport {
         await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }, [], c),
       );
     },
+    async snooze(p, c) {
+      const r = await post<{ job: unknown }>(`/jobs/${p.lease.id}/snooze`, { workerId: p.workerId, lockToken: p.lease.lockToken, delayMs: p.delayMs }, [], c);
+      const cause = (r.json.error as { cause?: string } | undefined)?.cause;
+      if (r.status === 409 && cause === 'snooze_limit') return { id: p.lease.id, ok: false, code: 'snooze_limit', message: r.json.error?.message ?? 'snooze limit' };
+      return verdict(p.lease.id, r);
+    },
     async release(p, c) {
       const r = await post<{ results: BatchResult[] }>('/releases', { workerId: p.workerId, leases: p.leases.map((l) => ({ id: l.id, lockToken: l.lockToken })), reason: p.reason }, [], c);
       if (r.status === 200) return batch(r.json.results);

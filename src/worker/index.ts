@@ -15,5 +15,5 @@
 export type { StepOptions, StepState } from './types.ts';
 export { createWorker, defaultWorkerId, type Handler, type JobContext, type LogFields, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
 export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
-export { JobAbortedError, NonRetryableError, RetryAfter, StepUncertainError, type AbortCause } from './errors.ts';
+export { JobAbortedError, JobSnooze, NonRetryableError, RetryAfter, StepUncertainError, type AbortCause } from './errors.ts';
 export { TokenRefusedError, TransportError, type ClaimAnswer, type ClaimedJob, type Transport } from './transport.ts';

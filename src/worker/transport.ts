@@ -14,7 +14,7 @@ export type ClaimedJob = ClaimedJobWire;
  */
 export type LeaseAnswer =
   | { id: string; ok: true }
-  | { id: string; ok: false; code: 'lease_lost' | 'not_found'; message: string; cause?: 'deadline_exceeded' | undefined };
+  | { id: string; ok: false; code: 'lease_lost' | 'not_found' | 'snooze_limit'; message: string; cause?: 'deadline_exceeded' | undefined };
 
 export type EffectStart = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'lease_lost'; message: string };
 
@@ -101,6 +101,12 @@ export interface Transport {
     claim?: { queue: string; limit: number; leaseMs?: number | undefined; claimId?: string | undefined } | undefined;
   }, call?: CallOptions): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
   fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
+  /**
+   * A snooze (JobSnooze): pending again after delayMs, the attempt given
+   * back. `snooze_limit`: refused at the queue's maxSnoozes, the job still
+   * held. Optional: without it a snooze is a retry that spends an attempt.
+   */
+  snooze?(p: { workerId: string; lease: LeaseRef; delayMs: number }, call?: CallOptions): Promise<LeaseAnswer>;
   /** Gives many leases back in one call (shutdown), each fenced by its own token. */
   release(p: { workerId: string; leases: LeaseRef[]; reason: string }, call?: CallOptions): Promise<LeaseAnswer[]>;
   /** once(): start an effect under the lease, or learn it already ran. */

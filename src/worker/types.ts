@@ -96,6 +96,8 @@ export interface WorkerEvents {
   claimed: { job: ClaimedJob };
   completed: { job: ClaimedJob; result: unknown };
   failed: { job: ClaimedJob; error: unknown; retryable: boolean };
+  /** The handler threw JobSnooze and the server took it: due again after delayMs, no attempt spent. */
+  snoozed: { job: ClaimedJob; delayMs: number };
   lease_lost: { job: ClaimedJob; reason: AbortCause; message: string };
   heartbeat_failed: { error: unknown; jobs: string[] };
   abandoned: { job: ClaimedJob; reason: string };

@@ -91,7 +91,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     logger.info(`heartbeat every ${defaultHeartbeatMs} ms: heartbeatMs not given, a third of leaseMs (${options.leaseMs} ms)`, { heartbeatMs: defaultHeartbeatMs, leaseMs: options.leaseMs });
   }
   const events = createEmitter(() => logger);
-  const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
+  const stats: WorkerStats = { claimed: 0, completed: 0, failed: 0, snoozed: 0, abandoned: 0, leaseLost: 0, eventLoopBlocked: 0, longestEventLoopBlockMs: 0, heartbeatFailures: 0 };
   let state: WorkerState = 'new';
   /** Claim requests sent so far: each gets its own id (the instance id and this count). */
   let claimsSent = 0;

@@ -16,7 +16,7 @@ import { databaseClock } from '../../src/core/clock.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
 import { startServer, type RunningServer } from '../../src/runtime/node.ts';
 import { dbTransport } from '../../src/embedded/db-transport.ts';
-import { createWorker, httpTransport, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../../src/worker/index.ts';
+import { createWorker, httpTransport, JobSnooze, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../../src/worker/index.ts';
 import { JobAbortedError } from '../../src/worker/errors.ts';
 import { TransportError } from '../../src/worker/transport.ts';
 import { realTimers, type WorkerTimers } from '../../src/worker/timers.ts';
@@ -131,6 +131,32 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     expect(row.status).toBe('pending');
     expect(Number(row.delay)).toBe(60_000);
     expect(w.stats.failed).toBe(3);
+  });
+
+  test('JobSnooze puts the job back without spending an attempt or recording an error, and counts it; past maxSnoozes it is retried, spending one', async () => {
+    const b = await bed(kind);
+    const snoozy = await enqueue(b, { payload: { kind: 'snoozy' } });
+    const runs = new Map<string, number>();
+    const w = worker(b, {
+      concurrency: 2,
+      async handler(ctx) {
+        const n = (runs.get(ctx.job.id) ?? 0) + 1;
+        runs.set(ctx.job.id, n);
+        if ((ctx.job.payload as { kind: string }).kind === 'snoozy' && n <= 3) throw new JobSnooze(20);
+        if ((ctx.job.payload as { kind: string }).kind === 'limited' && ctx.job.attempt < 2) throw new JobSnooze(20);
+        return 'ok';
+      },
+    });
+    await until('snoozy done', async () => (await jobState(b, snoozy)).status === 'completed');
+    const done = (await b.t.client.execute({ sql: 'SELECT attempt_count, errored_attempts, snoozes, last_error FROM jobs WHERE id = ?', args: [Number(snoozy)] })).rows[0]!;
+    expect(done).toMatchObject({ attempt_count: 1, errored_attempts: 0, snoozes: 3, last_error: null });
+    expect(w.stats).toMatchObject({ snoozed: 3, failed: 0 });
+    // A queue that allows one snooze: the second is refused, and the job is retried after the same delay instead.
+    await b.t.engine.store.queueUpsertSettings({ queue: 'q', patch: { maxSnoozes: 1 }, now: Date.now() });
+    const limited = await enqueue(b, { payload: { kind: 'limited' } });
+    await until('limited done', async () => (await jobState(b, limited)).status === 'completed');
+    const row = (await b.t.client.execute({ sql: 'SELECT attempt_count, errored_attempts, snoozes FROM jobs WHERE id = ?', args: [Number(limited)] })).rows[0]!;
+    expect(row).toMatchObject({ attempt_count: 2, errored_attempts: 1, snoozes: 1 });
   });
 
   test('attempt 2 starts from the checkpoint attempt 1 saved, and once() does not repeat its effect', async () => {

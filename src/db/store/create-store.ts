@@ -23,6 +23,8 @@ import { createDashboardStore } from './create-dashboard-store.ts';
 import { duplicateReportIfOwned } from './duplicates.ts';
 import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJob } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
+import { jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
+import { jobSnoozeIfOwned } from './snooze.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts';
@@ -94,6 +96,9 @@ export function createStore(db: Db): JobStore {
     jobsBulkMatching: (p) => jobsBulkMatching(db, p),
     jobsBulkPreview: (p) => jobsBulkPreview(db, p),
     jobsBulkAct: (p) => jobsBulkAct(db, p),
+    jobsDeadLetterList: (p) => jobsDeadLetterList(db, p),
+    jobsRedrive: (p) => jobsRedrive(db, p),
+    jobSnoozeIfOwned: (p) => jobSnoozeIfOwned(db, p),
 
     canaryRunSelect: (p) => canaryRunSelect(db, p),
     canaryRunStart: (p) => canaryRunStart(db, p),

@@ -250,6 +250,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         retried: counter('retried'),
         requeuedExpired: counter('requeued', 'expired'),
         requeuedForced: counter('requeued', 'forced'),
+        deadLettered: counter('dead_lettered'),
+        snoozed: counter('snoozed'),
+        redriven: counter('redriven'),
       },
       // Those that report the queue, and those that hold one of its jobs (a
       // worker that never beats still claims), each counted once.

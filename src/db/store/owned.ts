@@ -192,7 +192,7 @@ export const returning = (full: boolean) =>
  * from the same token (another result, a failure after a completion) is not
  * a repeat, and is refused and recorded like any stale write.
  */
-export const finishedWriteSql = (write: 'complete' | 'fail' | 'release', workerId: string, ...params: unknown[]) =>
+export const finishedWriteSql = (write: 'complete' | 'fail' | 'release' | 'snooze', workerId: string, ...params: unknown[]) =>
   sql`${JSON.stringify([write, workerId, ...params])}`;
 
 export { CLEAR_LEASE } from '../sql.ts';

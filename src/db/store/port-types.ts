@@ -832,3 +832,51 @@ export interface CanaryStepTaken {
 export type CanaryHealth = CanaryStepHealth;
 
 export type CanaryCancelOutcome = { ok: true; run: CanaryRunRecord } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'conflict'; state: CanaryState };
+
+/** A dead-letter queue's jobs (dead-letters.ts): all of them, or those from one queue, or these ids. */
+export interface DeadLetterFilter {
+  deadLetterQueue: string;
+  fromQueue?: string | undefined;
+  ids?: readonly number[] | undefined;
+}
+
+/** A dead letter as the redrive's dry run lists it. */
+export interface DeadLetterRow {
+  id: number;
+  queue_name: string;
+  dead_letter_queue: string;
+  attempt_count: number;
+  max_attempts: number;
+  errored_attempts: number;
+  lost_attempts: number;
+  /** The failure that made it dead, and its reason (attempts_exhausted, non_retryable, ...). */
+  last_event: string;
+  last_event_reason: string | null;
+  last_error: string | null;
+  failed_at: number;
+  dead_lettered_at: number;
+}
+
+export interface RedriveParams extends DeadLetterFilter {
+  actor: string;
+  reason: string | null;
+  now: Now;
+  /** The hard cap: at most this many jobs go back. */
+  limit: number;
+  /** A form token's claim and the audit entry of the run (its `after` gets the count changed), in the same batch. */
+  also?: Alongside;
+}
+
+export interface SnoozeParams {
+  workerId: string;
+  id: number;
+  lockToken: string;
+  /** Due again this long from now. */
+  delayMs: number;
+  /** The limit when the queue sets none (DEFAULT_MAX_SNOOZES). */
+  defaultMaxSnoozes: number;
+  now: Now;
+}
+
+/** A snooze's answer: an owned write's, or refused at the queue's limit (nothing changed, the job is still the worker's). */
+export type SnoozeOutcome = OwnedOutcome<JobRecord> | { id: number; ok: false; reason: 'snooze_limit'; snoozes: number; maxSnoozes: number };

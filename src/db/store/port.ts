@@ -33,6 +33,11 @@ import type {
   AlertStateRow,
   Alongside,
   AuditActor,
+  DeadLetterFilter,
+  DeadLetterRow,
+  RedriveParams,
+  SnoozeOutcome,
+  SnoozeParams,
   AuditEntry,
   AuditFilter,
   AuditRecord,
@@ -351,8 +356,19 @@ export interface MaintenanceStateStore {
 }
 
 /** The whole store: one backend (libSQL, D1, Turso) behind one contract, section by section. */
+/** Dead letters (store/dead-letters) and snooze (store/snooze). */
+export interface DeadLetterAndSnoozeStore {
+  /** A dead-letter queue's jobs, lowest id first (the redrive's dry run); `matching` counted up to `max`. */
+  jobsDeadLetterList(p: DeadLetterFilter & { limit: number; max: number }): Promise<{ matching: number; jobs: DeadLetterRow[] }>;
+  /** failed and dead-lettered -> pending in their own queue, fresh attempts; the ids moved, ascending. */
+  jobsRedrive(p: RedriveParams): Promise<number[]>;
+  /** running -> pending after delayMs, the attempt given back, snoozes + 1; refused at the queue's maxSnoozes. */
+  jobSnoozeIfOwned(p: SnoozeParams): Promise<SnoozeOutcome>;
+}
+
 export interface JobStore
   extends WorkerJobWrites,
+    DeadLetterAndSnoozeStore,
     EffectWrites,
     OperatorActions,
     CanaryStore,

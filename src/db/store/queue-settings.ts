@@ -24,6 +24,7 @@ const excluded = (column: SQLiteColumn) => sql.raw(`excluded.${column.name}`);
 /** Queue settings that have no server default (null: off), by their column. */
 const LIMIT_COLUMNS: Record<string, string> = { onLost: 'on_lost', paused: 'paused', stallMs: 'stall_ms', maxRunning: 'max_running', rateMax: 'rate_max', rateWindowMs: 'rate_window_ms' };
 Object.assign(LIMIT_COLUMNS, { rateMode: 'rate_mode', groupMaxRunning: 'group_max_running', groupRateMax: 'group_rate_max', groupRateWindowMs: 'group_rate_window_ms' });
+Object.assign(LIMIT_COLUMNS, { deadLetterQueue: 'dead_letter_queue', maxSnoozes: 'max_snoozes' });
 
 /** A queue's own alert thresholds, or undefined when no queue has that name. One row by primary key. */
 export async function queueAlertThresholds(db: Db, p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined> {

@@ -292,6 +292,8 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       rateLimitedUntil: typeof r.rate_limited_until === 'number' ? r.rate_limited_until : null,
       onLost: r.on_lost === 'hold' || r.on_lost === 'retry' ? r.on_lost : null,
       held: Number(r.held ?? 0),
+      deadLetterQueue: typeof r.dead_letter_queue === 'string' ? r.dead_letter_queue : null,
+      maxSnoozes: typeof r.max_snoozes === 'number' ? r.max_snoozes : null,
     };
   });
 }

@@ -9,6 +9,7 @@ import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineCanary } from './canary.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
+import { defineDeadLetters } from './dead-letters.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
@@ -45,5 +46,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineHistograms(backend);
     defineWatchReads(backend);
     defineCanary(backend);
+    defineDeadLetters(backend);
   });
 }
