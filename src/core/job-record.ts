@@ -5,7 +5,7 @@
  * importing the store. src/db/row-types.ts checks, at compile time, that
  * JobRecord is the job row the schema describes.
  */
-import type { ClaimedJobWire, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
+import type { ClaimedJobWire, DependencyPolicy, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
 import { HELD_AVAILABLE_AT, parseLostAttempt } from './held.ts';
 
 export type { ClaimedJobWire, Job, JobSummary };
@@ -69,6 +69,13 @@ export interface JobRecord {
   /** Set while the job is held for a person after a lost attempt (src/core/held.ts); what was known of that attempt. */
   held_at: number | null;
   held_attempt: string | null;
+  // Jobs that wait for other jobs (docs/flows.md).
+  depends_on: string | null;
+  dependency_policy: DependencyPolicy | null;
+  dependencies_unmet: number;
+  dependencies_run_at: number | null;
+  dependency_failed_by: number | null;
+  flow_ref: string | null;
   created_at: number;
   updated_at: number;
 }

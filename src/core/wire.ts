@@ -26,6 +26,22 @@ export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
 export const ON_LOST_POLICIES = ['retry', 'hold'] as const;
 export type OnLost = (typeof ON_LOST_POLICIES)[number];
 
+/**
+ * What a failed or cancelled dependency does to a job that waits for it
+ * (docs/flows.md): 'fail' (the default) fails the dependent, naming the
+ * dependency; 'run' counts it as met; 'hold' keeps the dependent for a
+ * person. Retrying the failed dependency puts a failed or held dependent
+ * back to waiting.
+ */
+export const DEPENDENCY_POLICIES = ['fail', 'run', 'hold'] as const;
+export type DependencyPolicy = (typeof DEPENDENCY_POLICIES)[number];
+/** Where one dependency of a job stands (job_dependencies.state). */
+export const DEPENDENCY_STATES = ['waiting', 'completed', 'failed', 'ignored'] as const;
+export type DependencyState = (typeof DEPENDENCY_STATES)[number];
+/** At most this many dependencies per job, and jobs per flow; at most MAX_DEPENDENTS jobs wait for one job. */
+export const MAX_DEPENDENCIES = 100;
+export const MAX_DEPENDENTS = 1000;
+
 /** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
 export interface Job {
   id: string;

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
+import { DEPENDENCY_POLICIES, DEPENDENCY_STATES, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -102,6 +102,25 @@ export const jobs = sqliteTable(
     // What was known of the lost attempt when it was held (JSON: worker,
     // last heartbeat, lease, attempt, why); kept for the job page.
     heldAttempt: text('held_attempt'),
+    // Jobs that wait for other jobs (drizzle/0031, docs/flows.md). What the
+    // enqueue named (JSON: job ids, and a flow's references to its own jobs),
+    // expanded by a trigger into job_dependencies.
+    dependsOn: text('depends_on'),
+    // What a failed or cancelled dependency does to this job: 'fail' (the
+    // default), 'run' (counts as met) or 'hold' (wait for a person).
+    dependencyPolicy: text('dependency_policy', { enum: DEPENDENCY_POLICIES }),
+    // How many dependencies have not completed (nor failed under 'run'):
+    // while above 0 the job stays pending with available_at at
+    // HELD_AVAILABLE_AT, so no claim finds it; the transition that completes
+    // the last one (a trigger on it) sets available_at to dependencies_run_at.
+    dependenciesUnmet: integer('dependencies_unmet').notNull().default(0),
+    dependenciesRunAt: integer('dependencies_run_at'),
+    // The failed job whose failure failed or held this one: retrying it (back
+    // to pending) puts this job back to waiting.
+    dependencyFailedBy: integer('dependency_failed_by'),
+    // A flow's own name for one of its jobs, for the references between them
+    // at enqueue (the flow's nonce and the job's index).
+    flowRef: text('flow_ref'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -140,6 +159,9 @@ export const jobs = sqliteTable(
     index('jobs_status_id_idx').on(t.status, t.id),
     // Held jobs (waiting for a person): the held list, counts, the alert.
     index('jobs_held_idx').on(t.queueName, t.heldAt).where(sql`${t.heldAt} IS NOT NULL`),
+    // Retrying a failed job finds the jobs its failure failed or held; a flow's references.
+    index('jobs_dependency_failed_by_idx').on(t.dependencyFailedBy).where(sql`${t.dependencyFailedBy} IS NOT NULL`),
+    index('jobs_flow_ref_idx').on(t.flowRef).where(sql`${t.flowRef} IS NOT NULL`),
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
@@ -155,6 +177,27 @@ export const jobs = sqliteTable(
     index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     // One job per schedule occurrence, for as long as it is kept (drizzle/0021).
     uniqueIndex('jobs_schedule_occurrence_idx').on(t.scheduleName, t.occurrenceAt).where(sql`${t.scheduleName} IS NOT NULL`),
+  ],
+);
+
+/**
+ * The edges of jobs that wait for other jobs (drizzle/0031): one row per
+ * (dependent, dependency), its state kept by the triggers on the
+ * dependency's transitions: 'waiting', 'completed', 'failed' (failed or
+ * cancelled, the dependent failed or held by its policy) or 'ignored'
+ * (failed or cancelled, and the dependent's policy 'run' counted it as met).
+ */
+export const jobDependencies = sqliteTable(
+  'job_dependencies',
+  {
+    dependentId: integer('dependent_id').notNull(),
+    dependencyId: integer('dependency_id').notNull(),
+    state: text('state', { enum: DEPENDENCY_STATES }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.dependentId, t.dependencyId] }),
+    // A dependency's transition finds its dependents.
+    index('job_dependencies_dependency_idx').on(t.dependencyId, t.state),
   ],
 );
 

@@ -23,6 +23,7 @@ import { createDashboardStore } from './create-dashboard-store.ts';
 import { duplicateReportIfOwned } from './duplicates.ts';
 import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJob } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
+import { jobDependencyGraph, jobsDependencyCandidates, jobsInsertFlow } from './dependencies.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts';
@@ -143,6 +144,9 @@ export function createStore(db: Db): JobStore {
     ...createDashboardStore(db),
     maintenancePassRecord: (p) => maintenancePassRecord(db, p),
     maintenanceWatch: (p) => maintenanceWatch(db, p),
+    jobsInsertFlow: (p) => jobsInsertFlow(db, p),
+    jobsDependencyCandidates: (p) => jobsDependencyCandidates(db, p),
+    jobDependencyGraph: (p) => jobDependencyGraph(db, p),
   };
 }
 

@@ -12,6 +12,7 @@ import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
+import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
@@ -34,6 +35,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReaper(backend);
     defineReaperHold(backend);
     defineHeld(backend);
+    defineDependencies(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);
