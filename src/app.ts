@@ -18,6 +18,7 @@ import { opsRoutes } from './api/ops-routes.ts';
 import { auditRoutes } from './api/audit-routes.ts';
 import { PROMETHEUS_ROLE, requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
+import { flowRoutes } from './api/flow-routes.ts';
 import { jobRoutes } from './api/job-routes.ts';
 import { prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
@@ -84,6 +85,7 @@ export function createApp(appDeps: AppInput) {
   const api = new Hono();
   const routes = new Routes(api, config, deps.authThrottle);
   jobRoutes(routes, deps);
+  flowRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
   scheduleRoutes(routes, deps);

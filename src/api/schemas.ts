@@ -205,7 +205,26 @@ const EffectSchema = fields<{ key: string; state: string; attempt: number; worke
   { description: "one entry of the job's effects ledger" },
 );
 
+/** One edge of a job's graph, seen from the job (GET /jobs/:id/dependencies). */
+const DependencyLinkSchema = fields<{ id: string; queue: string; status: string; state: string; result: unknown; lastError: string | null; updatedAt: string }>(
+  {
+    id: string(),
+    queue: string(),
+    status: jobStatus,
+    state: { type: 'string', enum: ['waiting', 'completed', 'failed', 'ignored'], description: "'ignored': it failed and the dependent's policy 'run' counted it as met" },
+    result: anyJson("a completed dependency's result (null otherwise, and for dependents)"),
+    lastError: nullable(string()),
+    updatedAt: time,
+  },
+  { description: 'the other job of one edge, and where the edge stands' },
+);
+
 export const RESPONSES = {
+  flow: fields<{ jobs: Job[] }>({ jobs: array(JobSchema) }, { description: "the flow's jobs, in the order sent, each waiting for its dependencies (dependenciesUnmet)" }),
+  jobDependencies: fields<{ dependencies: unknown[]; dependents: unknown[] }>(
+    { dependencies: array(DependencyLinkSchema), dependents: array(DependencyLinkSchema) },
+    { description: 'what the job waits for (with each completed one\'s result) and the jobs that wait for it, by id' },
+  ),
   heldJobs: fields<{ jobs: unknown[] }>(
     { jobs: array({ ...JobSchema, properties: { ...(JobSchema.properties as Record<string, JsonSchema>), effects: array(EffectSchema) }, required: [...((JobSchema.required as string[]) ?? []), 'effects'] }) },
     { description: 'held jobs, longest held first, each with its effects ledger' },

@@ -5,7 +5,7 @@
  * importing the store. src/db/row-types.ts checks, at compile time, that
  * JobRecord is the job row the schema describes.
  */
-import type { ClaimedJobWire, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
+import type { ClaimedJobWire, DependencyPolicy, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
 import { HELD_AVAILABLE_AT, parseLostAttempt } from './held.ts';
 
 export type { ClaimedJobWire, Job, JobSummary };
@@ -76,6 +76,13 @@ export interface JobRecord {
   dead_lettered_at: number | null;
   /** Times a handler snoozed the job (each gave its attempt back). */
   snoozes: number;
+  // Jobs that wait for other jobs (docs/flows.md).
+  depends_on: string | null;
+  dependency_policy: DependencyPolicy | null;
+  dependencies_unmet: number;
+  dependencies_run_at: number | null;
+  dependency_failed_by: number | null;
+  flow_ref: string | null;
   created_at: number;
   updated_at: number;
 }

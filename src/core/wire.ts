@@ -26,21 +26,6 @@ export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
 export const ON_LOST_POLICIES = ['retry', 'hold'] as const;
 export type OnLost = (typeof ON_LOST_POLICIES)[number];
 
-/**
- * What an idempotency key does when a job with it is pending: 'dedupe' (the
- * default) answers that job as it is; 'replace' gives it the new payload and
- * run time; 'debounce' gives it the new payload and pushes its run time to
- * now + debounceMs, so it runs once after a quiet period; 'throttle' makes at
- * most one job per key per throttleMs and answers that one inside the window.
- * A running job is never changed by any of them.
- */
-export const KEY_MODES = ['dedupe', 'replace', 'debounce', 'throttle'] as const;
-export type KeyMode = (typeof KEY_MODES)[number];
-
-/** What a keyed enqueue did to the job it answers (absent for a plain enqueue). */
-export const KEY_OUTCOMES = ['created', 'deduplicated', 'replaced', 'debounced', 'throttled', 'running_untouched'] as const;
-export type KeyOutcome = (typeof KEY_OUTCOMES)[number];
-
 /** A schedule's policy for occurrences it finds missed (src/maintenance/schedules.ts). */
 export const SCHEDULE_CATCH_UP = ['latest', 'all', 'none'] as const;
 export type ScheduleCatchUp = (typeof SCHEDULE_CATCH_UP)[number];
@@ -50,6 +35,22 @@ export type ScheduleOverlap = (typeof SCHEDULE_OVERLAP)[number];
 /** Why occurrences were skipped. */
 export const SCHEDULE_SKIP_REASONS = ['missed', 'overlap'] as const;
 export type ScheduleSkipReason = (typeof SCHEDULE_SKIP_REASONS)[number];
+
+/**
+ * What a failed or cancelled dependency does to a job that waits for it
+ * (docs/flows.md): 'fail' (the default) fails the dependent, naming the
+ * dependency; 'run' counts it as met; 'hold' keeps the dependent for a
+ * person. Retrying the failed dependency puts a failed or held dependent
+ * back to waiting.
+ */
+export const DEPENDENCY_POLICIES = ['fail', 'run', 'hold'] as const;
+export type DependencyPolicy = (typeof DEPENDENCY_POLICIES)[number];
+/** Where one dependency of a job stands (job_dependencies.state). */
+export const DEPENDENCY_STATES = ['waiting', 'completed', 'failed', 'ignored'] as const;
+export type DependencyState = (typeof DEPENDENCY_STATES)[number];
+/** At most this many dependencies per job, and jobs per flow; at most MAX_DEPENDENTS jobs wait for one job. */
+export const MAX_DEPENDENCIES = 100;
+export const MAX_DEPENDENTS = 1000;
 
 /** A job as clients see it. The lock token is never part of it: only the claimer gets it. */
 export interface Job {

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { JOB_STATUSES, ON_LOST_POLICIES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, SCHEDULE_SKIP_REASONS, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
+import { DEPENDENCY_POLICIES, DEPENDENCY_STATES, JOB_STATUSES, ON_LOST_POLICIES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, SCHEDULE_SKIP_REASONS, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -115,6 +115,25 @@ export const jobs = sqliteTable(
     // Times the handler snoozed the job ("not now, try again in N"): each
     // gave its attempt back; the queue's maxSnoozes bounds it.
     snoozes: integer('snoozes').notNull().default(0),
+    // Jobs that wait for other jobs (drizzle/0031, docs/flows.md). What the
+    // enqueue named (JSON: job ids, and a flow's references to its own jobs),
+    // expanded by a trigger into job_dependencies.
+    dependsOn: text('depends_on'),
+    // What a failed or cancelled dependency does to this job: 'fail' (the
+    // default), 'run' (counts as met) or 'hold' (wait for a person).
+    dependencyPolicy: text('dependency_policy', { enum: DEPENDENCY_POLICIES }),
+    // How many dependencies have not completed (nor failed under 'run'):
+    // while above 0 the job stays pending with available_at at
+    // HELD_AVAILABLE_AT, so no claim finds it; the transition that completes
+    // the last one (a trigger on it) sets available_at to dependencies_run_at.
+    dependenciesUnmet: integer('dependencies_unmet').notNull().default(0),
+    dependenciesRunAt: integer('dependencies_run_at'),
+    // The failed job whose failure failed or held this one: retrying it (back
+    // to pending) puts this job back to waiting.
+    dependencyFailedBy: integer('dependency_failed_by'),
+    // A flow's own name for one of its jobs, for the references between them
+    // at enqueue (the flow's nonce and the job's index).
+    flowRef: text('flow_ref'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -160,6 +179,9 @@ export const jobs = sqliteTable(
     index('jobs_held_idx').on(t.queueName, t.heldAt).where(sql`${t.heldAt} IS NOT NULL`),
     // Dead letters of one queue, oldest first: the redrive and its dry run.
     index('jobs_dead_letters_idx').on(t.deadLetterQueue, t.id).where(sql`${t.deadLetterQueue} IS NOT NULL`),
+    // Retrying a failed job finds the jobs its failure failed or held; a flow's references.
+    index('jobs_dependency_failed_by_idx').on(t.dependencyFailedBy).where(sql`${t.dependencyFailedBy} IS NOT NULL`),
+    index('jobs_flow_ref_idx').on(t.flowRef).where(sql`${t.flowRef} IS NOT NULL`),
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
@@ -177,6 +199,27 @@ export const jobs = sqliteTable(
     uniqueIndex('jobs_schedule_occurrence_idx').on(t.scheduleName, t.occurrenceAt).where(sql`${t.scheduleName} IS NOT NULL`),
     // A schedule's occurrences still pending or running: its overlap policy asks at every occurrence (drizzle/0034).
     index('jobs_schedule_active_idx').on(t.scheduleName).where(sql`${t.scheduleName} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
+  ],
+);
+
+/**
+ * The edges of jobs that wait for other jobs (drizzle/0031): one row per
+ * (dependent, dependency), its state kept by the triggers on the
+ * dependency's transitions: 'waiting', 'completed', 'failed' (failed or
+ * cancelled, the dependent failed or held by its policy) or 'ignored'
+ * (failed or cancelled, and the dependent's policy 'run' counted it as met).
+ */
+export const jobDependencies = sqliteTable(
+  'job_dependencies',
+  {
+    dependentId: integer('dependent_id').notNull(),
+    dependencyId: integer('dependency_id').notNull(),
+    state: text('state', { enum: DEPENDENCY_STATES }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.dependentId, t.dependencyId] }),
+    // A dependency's transition finds its dependents.
+    index('job_dependencies_dependency_idx').on(t.dependencyId, t.state),
   ],
 );
 

@@ -460,6 +460,7 @@ describe('bad-input sweep: open server (no tokens), every route', () => {
       '/schedules': { name: 'nightly', queue: 'q', cron: '0 * * * *' },
       // seen: '' counts at once, so no sweep request waits.
       '/jobs/wait': { jobs: [{ id: fixture.runningId, seen: '' }] },
+      '/flows': { jobs: [{ queue: 'q', payload: { a: 1 } }] },
     };
     if (byPath[spec.path]) return byPath[spec.path]!;
     return /lockToken/.test(JSON.stringify(spec.body?.schema ?? {})) ? w : {};

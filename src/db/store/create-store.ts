@@ -25,6 +25,7 @@ import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJo
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
 import { jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
 import { jobSnoozeIfOwned } from './snooze.ts';
+import { jobDependencyGraph, jobsDependencyCandidates, jobsInsertFlow } from './dependencies.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts';
@@ -152,6 +153,9 @@ export function createStore(db: Db): JobStore {
     ...createDashboardStore(db),
     maintenancePassRecord: (p) => maintenancePassRecord(db, p),
     maintenanceWatch: (p) => maintenanceWatch(db, p),
+    jobsInsertFlow: (p) => jobsInsertFlow(db, p),
+    jobsDependencyCandidates: (p) => jobsDependencyCandidates(db, p),
+    jobDependencyGraph: (p) => jobDependencyGraph(db, p),
   };
 }
 

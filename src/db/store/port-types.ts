@@ -18,7 +18,7 @@ import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
-import type { OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
+import type { DependencyPolicy, DependencyState, OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
 import type { JobStatus } from '../schema.ts';
 import type { SQL } from 'drizzle-orm';
 
@@ -880,3 +880,49 @@ export interface SnoozeParams {
 
 /** A snooze's answer: an owned write's, or refused at the queue's limit (nothing changed, the job is still the worker's). */
 export type SnoozeOutcome = OwnedOutcome<JobRecord> | { id: number; ok: false; reason: 'snooze_limit'; snoozes: number; maxSnoozes: number };
+// ---------------------------------------------------------------------------
+// Jobs that wait for other jobs (store/dependencies)
+// ---------------------------------------------------------------------------
+
+/** One job of a flow (or a lone job with dependencies): its queue, what it waits for, and what a failed dependency does to it. */
+export interface FlowJob extends NewJob {
+  queue: string;
+  /** Existing job ids, and `{ ref: i }` for the flow's own job i (which must come before this one). */
+  dependsOn: readonly (number | { ref: number })[];
+  dependencyPolicy?: DependencyPolicy | undefined;
+}
+
+export interface FlowInsertParams {
+  jobs: readonly FlowJob[];
+  actor: string | null;
+  now: Now;
+  defaults: QueueDefaults;
+  maxQueues?: number;
+  /** Unique per flow (random): names its jobs for the references between them (flow_ref). */
+  nonce: string;
+}
+
+/** An existing job as a dependency: whether it is there, its status, and how many jobs wait for it already. */
+export interface DependencyCandidate {
+  id: number;
+  status: JobStatus;
+  dependents: number;
+}
+
+/** One edge of a job's graph, seen from the job: the other job, and where the edge stands. */
+export interface DependencyLink {
+  id: number;
+  queue: string;
+  status: JobStatus;
+  state: DependencyState;
+  /** The dependency's result (JSON text) when it completed; only in `dependencies`. */
+  result: string | null;
+  lastError: string | null;
+  updatedAt: number;
+}
+
+/** A job's dependencies and the jobs waiting for it, each list by id, at most `limit` each. */
+export interface JobDependencyGraph {
+  dependencies: DependencyLink[];
+  dependents: DependencyLink[];
+}

@@ -58,6 +58,9 @@ import type {
   ClaimedNotification,
   CompleteParams,
   DashboardReadDefaults,
+  DependencyCandidate,
+  FlowInsertParams,
+  JobDependencyGraph,
   EffectFinishOutcome,
   EffectRow,
   EffectStartOutcome,
@@ -355,6 +358,16 @@ export interface MaintenanceStateStore {
   maintenanceWatch(p: { now: Now; defaults: Pick<QueueDefaults, 'graceMs'> }): Promise<MaintenanceWatchRow>;
 }
 
+/** Jobs that wait for other jobs (store/dependencies; the triggers of drizzle/0031 keep the rest). */
+export interface DependencyStore {
+  /** — -> pending, each waiting for its dependencies: a flow (or one job), all or none, in input order. */
+  jobsInsertFlow(p: FlowInsertParams): Promise<JobRecord[]>;
+  /** The ids among `ids` that exist, with their status and how many jobs wait for each. */
+  jobsDependencyCandidates(p: { ids: readonly number[] }): Promise<DependencyCandidate[]>;
+  /** A job's dependencies (a completed one's result) and the jobs waiting for it. */
+  jobDependencyGraph(p: { id: number; limit: number }): Promise<JobDependencyGraph>;
+}
+
 /** The whole store: one backend (libSQL, D1, Turso) behind one contract, section by section. */
 /** Dead letters (store/dead-letters) and snooze (store/snooze). */
 export interface DeadLetterAndSnoozeStore {
@@ -383,7 +396,8 @@ export interface JobStore
     SessionStore,
     AuditReads,
     AuditAndFormWrites,
-    DashboardReads {}
+    DashboardReads,
+    DependencyStore {}
 
 /**
  * Thrown by jobsInsert (and jobsInsertSummaries) when storage failed after

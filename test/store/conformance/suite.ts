@@ -13,6 +13,7 @@ import { defineDeadLetters } from './dead-letters.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
+import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
@@ -35,6 +36,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReaper(backend);
     defineReaperHold(backend);
     defineHeld(backend);
+    defineDependencies(backend);
     defineOperator(backend);
     defineReads(backend);
     defineLimits(backend);

@@ -1,0 +1,114 @@
+/**
+ * Jobs that wait for other jobs (src/db/store/dependencies.ts, the triggers
+ * of drizzle/0031) on every backend: a flow is stored all or none and its
+ * parent waits, out of every claim's reach, until the transition that
+ * completes its last child releases it; a failed child fails, holds or lets
+ * run its dependents by their policy; retrying the failed child lets the
+ * flow go on; unknown ids store nothing.
+ */
+import { sql } from 'drizzle-orm';
+import { describe, expect, test } from 'vitest';
+import { HELD_AVAILABLE_AT } from '../../../src/core/held.ts';
+import { DEFAULTS, T0, useBundle, type StoreBackend } from './support.ts';
+import type { DependencyPolicy } from '../../../src/core/wire.ts';
+
+export function defineDependencies(backend: StoreBackend) {
+  describe('jobs that wait for other jobs', () => {
+    const t = useBundle(backend);
+
+    /** A parent in 'q' waiting for `children` children in 'c'. */
+    async function flow(children: number, policy?: DependencyPolicy) {
+      const kids = Array.from({ length: children }, (_, i) => ({ queue: 'c', payload: { child: i }, dependsOn: [] }));
+      const parent = { queue: 'q', payload: { parent: true }, dependsOn: kids.map((_, i) => ({ ref: i })), dependencyPolicy: policy };
+      const rows = await t().store.jobsInsertFlow({ jobs: [...kids, parent], actor: null, now: T0, defaults: DEFAULTS, nonce: `n${Math.random()}` });
+      return { children: rows.slice(0, -1), parent: rows.at(-1)! };
+    }
+    const claim = (queue: string, now = T0) => t().store.jobsClaimPending({ queue, workerId: 'w', limit: 10, now, defaults: DEFAULTS });
+    const complete = (id: number, lockToken: string, result: unknown, now = T0) =>
+      t().store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id, lockToken, data: JSON.stringify(result) }], now });
+    const failForGood = (id: number, lockToken: string, now = T0) =>
+      t().store.jobFailIfOwned({ workerId: 'w', id, lockToken, error: 'boom', retryable: false, now, defaults: DEFAULTS });
+
+    test('a parent waits out of reach until its last child completes, then runs once and reads their results', async () => {
+      const { store, row, events } = t();
+      const { children, parent } = await flow(3);
+      expect(parent).toMatchObject({ status: 'pending', dependencies_unmet: 3, available_at: HELD_AVAILABLE_AT, dependencies_run_at: T0 });
+      expect(await claim('q')).toEqual([]);
+      const kids = await claim('c');
+      expect(kids.map((k) => k.id).sort()).toEqual(children.map((c) => c.id).sort());
+      for (const [i, k] of kids.entries()) {
+        expect(await claim('q')).toEqual([]);
+        await complete(k.id, k.lock_token!, { n: i }, T0 + 10 + i);
+      }
+      expect(await row(parent.id)).toMatchObject({ status: 'pending', dependencies_unmet: 0, available_at: T0 + 12, last_event: 'dependencies_met' });
+      const [taken] = await claim('q', T0 + 20);
+      expect(taken?.id).toBe(parent.id);
+      expect(await claim('q', T0 + 20)).toEqual([]);
+      const graph = await store.jobDependencyGraph({ id: parent.id, limit: 10 });
+      expect(graph.dependencies.map((d) => [d.state, d.status, JSON.parse(d.result!)])).toEqual(kids.map((_, i) => ['completed', 'completed', { n: i }]));
+      expect((await store.jobDependencyGraph({ id: children[0]!.id, limit: 10 })).dependents.map((d) => d.id)).toEqual([parent.id]);
+      expect((await events(parent.id)).map((e) => e.type)).toEqual(expect.arrayContaining(['waiting_for_dependencies', 'dependency_completed', 'dependencies_met']));
+    });
+
+    test("policy 'fail': a failed child fails the parent naming it; retrying the child puts the parent back to waiting, and the flow goes on", async () => {
+      const { store, row, events } = t();
+      const { parent } = await flow(2);
+      const [a, b] = await claim('c');
+      await complete(a!.id, a!.lock_token!, 'ok');
+      await failForGood(b!.id, b!.lock_token!);
+      const failed = await row(parent.id);
+      expect(failed).toMatchObject({ status: 'failed', dependency_failed_by: b!.id, last_event_reason: 'dependency_failed' });
+      expect(failed.last_error).toContain(`dependency ${b!.id}`);
+      expect((await events(parent.id)).at(-1)).toMatchObject({ type: 'failed', reason: 'dependency_failed' });
+      await store.jobRetryIfFinishedUnsuccessfully({ id: b!.id, actor: 'op', reason: 'fixed', now: T0 + 100 });
+      expect(await row(parent.id)).toMatchObject({ status: 'pending', dependencies_unmet: 1, available_at: HELD_AVAILABLE_AT, dependency_failed_by: null, last_event: 'dependency_retried' });
+      expect(await claim('q', T0 + 200)).toEqual([]);
+      const [again] = await claim('c', T0 + 200);
+      await complete(again!.id, again!.lock_token!, 'ok', T0 + 300);
+      expect((await claim('q', T0 + 400)).map((j) => j.id)).toEqual([parent.id]);
+    });
+
+    test("policy 'hold' holds the parent for a person; 'run' counts the failure as met", async () => {
+      const { row } = t();
+      const held = await flow(1, 'hold');
+      const [k] = await claim('c');
+      await failForGood(k!.id, k!.lock_token!);
+      expect(await row(held.parent.id)).toMatchObject({ status: 'pending', held_at: T0, available_at: HELD_AVAILABLE_AT, last_event: 'dependency_failed', last_event_reason: 'hold' });
+      const run = await flow(1, 'run');
+      const [k2] = await claim('c');
+      await failForGood(k2!.id, k2!.lock_token!);
+      expect(await row(run.parent.id)).toMatchObject({ status: 'pending', dependencies_unmet: 0, available_at: T0, last_event: 'dependencies_met' });
+      expect((await claim('q')).map((j) => j.id)).toEqual([run.parent.id]);
+    });
+
+    test("a chain of 'fail' dependents fails down the chain, and one retry brings it all back", async () => {
+      const { store, row } = t();
+      const [a] = await store.jobsInsertFlow({
+        jobs: [
+          { queue: 'c', payload: 1, dependsOn: [] },
+          { queue: 'q', payload: 2, dependsOn: [{ ref: 0 }] },
+          { queue: 'q', payload: 3, dependsOn: [{ ref: 1 }] },
+        ],
+        actor: null, now: T0, defaults: DEFAULTS, nonce: 'chain',
+      });
+      const [k] = await claim('c');
+      await failForGood(k!.id, k!.lock_token!);
+      expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['failed', 'failed']);
+      await store.jobRetryIfFinishedUnsuccessfully({ id: a!.id, actor: 'op', reason: null, now: T0 + 1 });
+      expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['pending', 'pending']);
+      expect((await row(a!.id + 2)).dependencies_unmet).toBe(1);
+    });
+
+    test('an unknown id, or an already failed dependency, stores nothing', async () => {
+      const { store, db } = t();
+      await expect(store.jobsInsertFlow({ jobs: [{ queue: 'q', payload: 1, dependsOn: [987654] }], actor: null, now: T0, defaults: DEFAULTS, nonce: 'x' })).rejects.toThrow(/unknown dependency/);
+      const { children } = await flow(1, 'run');
+      const [k] = await claim('c');
+      await failForGood(k!.id, k!.lock_token!);
+      await expect(store.jobsInsertFlow({ jobs: [{ queue: 'q', payload: 1, dependsOn: [children[0]!.id] }], actor: null, now: T0, defaults: DEFAULTS, nonce: 'y' })).rejects.toThrow(/failed dependency/);
+      const count = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM jobs`);
+      expect(count[0]!.n).toBe(2);
+      expect(await store.jobsDependencyCandidates({ ids: [children[0]!.id, 987654] })).toEqual([{ id: children[0]!.id, status: 'failed', dependents: 1 }]);
+    });
+  });
+}
