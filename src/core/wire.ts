@@ -26,21 +26,6 @@ export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
 export const ON_LOST_POLICIES = ['retry', 'hold'] as const;
 export type OnLost = (typeof ON_LOST_POLICIES)[number];
 
-/**
- * What an idempotency key does when a job with it is pending: 'dedupe' (the
- * default) answers that job as it is; 'replace' gives it the new payload and
- * run time; 'debounce' gives it the new payload and pushes its run time to
- * now + debounceMs, so it runs once after a quiet period; 'throttle' makes at
- * most one job per key per throttleMs and answers that one inside the window.
- * A running job is never changed by any of them.
- */
-export const KEY_MODES = ['dedupe', 'replace', 'debounce', 'throttle'] as const;
-export type KeyMode = (typeof KEY_MODES)[number];
-
-/** What a keyed enqueue did to the job it answers (absent for a plain enqueue). */
-export const KEY_OUTCOMES = ['created', 'deduplicated', 'replaced', 'debounced', 'throttled', 'running_untouched'] as const;
-export type KeyOutcome = (typeof KEY_OUTCOMES)[number];
-
 /** A schedule's policy for occurrences it finds missed (src/maintenance/schedules.ts). */
 export const SCHEDULE_CATCH_UP = ['latest', 'all', 'none'] as const;
 export type ScheduleCatchUp = (typeof SCHEDULE_CATCH_UP)[number];
