@@ -5,6 +5,7 @@
  *
  *   leasehold schedules [list] | show N | pause N | resume N | delete N
  *   leasehold schedules add N --queue Q (--cron EXPR [--tz ZONE] | --every MS) [--payload JSON] [--paused]
+ *     [--catch-up latest|all|none] [--catch-up-window-ms MS] [--overlap allow|skip]
  */
 import type { Config } from '../core/config.ts';
 import { UsageError, type CommandFlag } from '../core/args.ts';
@@ -22,12 +23,16 @@ export const SCHEDULES_FLAGS: CommandFlag[] = [
   { flag: '--every', help: 'add: run every this many ms instead of a cron expression' },
   { flag: '--payload', help: 'add: the JSON payload of each job (default null)' },
   { flag: '--paused', help: 'add: create it paused', boolean: true },
+  { flag: '--catch-up', help: "add: missed runs: latest (default), all (within --catch-up-window-ms), none" },
+  { flag: '--catch-up-window-ms', help: "add: with --catch-up all, how far back (default 1 hour, at most 7 days)" },
+  { flag: '--overlap', help: "add: allow (default), or skip a run while the previous run's job is pending or running" },
 ];
 
 export const SCHEDULES_DETAILS = `subcommands:
   list (default)             every schedule: queue, timing, next run, last run
   show N                     one schedule and its next runs
   add N --queue Q (--cron EXPR [--tz ZONE] | --every MS) [--payload JSON] [--paused]
+      [--catch-up latest|all|none] [--catch-up-window-ms MS] [--overlap allow|skip]
   pause N | resume N         stop / restart it (resuming runs from now, skipping what was missed)
   delete N                   delete it (the jobs it enqueued stay)
 The reaper pass enqueues each due occurrence once; after a gap, only the latest missed one.`;
@@ -81,6 +86,10 @@ export async function schedulesCommand(config: Config, flags: Flags, args: strin
       ...(every !== undefined ? { intervalMs: Number(every) } : {}),
       payload,
       ...(flags.has('--paused') ? { paused: true } : {}),
+      // The server checks the values and names a bad one.
+      ...(str(flags, '--catch-up') !== undefined ? { catchUp: str(flags, '--catch-up') } : {}),
+      ...(str(flags, '--catch-up-window-ms') !== undefined ? { catchUpWindowMs: Number(str(flags, '--catch-up-window-ms')) } : {}),
+      ...(str(flags, '--overlap') !== undefined ? { overlap: str(flags, '--overlap') } : {}),
     };
     schedule = (await api.post<{ schedule: any }>('/schedules', body)).schedule;
   }
@@ -93,6 +102,8 @@ export async function schedulesCommand(config: Config, flags: Flags, args: strin
         ['queue', schedule.queue],
         ['timing', timing(schedule)],
         ['paused', schedule.paused ? 'yes' : 'no'],
+        ['policies', `catch-up ${schedule.catchUp}, overlap ${schedule.overlap}`],
+        ['skipped', `${schedule.skipped.missed} missed, ${schedule.skipped.overlap} overlapping`],
         ['next runs', schedule.nextRuns.slice(0, 3).join(', ') || '—'],
         ['last run', schedule.lastRunAt ?? '—'],
         ['last job', schedule.lastJobId ?? '—'],
