@@ -15,6 +15,7 @@ import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
 import { canaryRoutes } from './api/canary-routes.ts';
 import { opsRoutes } from './api/ops-routes.ts';
+import { deadLetterRoutes } from './api/dead-letter-routes.ts';
 import { auditRoutes } from './api/audit-routes.ts';
 import { PROMETHEUS_ROLE, requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
@@ -91,6 +92,7 @@ export function createApp(appDeps: AppInput) {
   scheduleRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);
+  deadLetterRoutes(routes, deps);
   canaryRoutes(routes, deps);
   auditRoutes(routes, deps);
   waitRoutes(routes, deps);

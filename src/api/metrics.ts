@@ -79,6 +79,9 @@ export function prometheusText(
   perQueue('leasehold_jobs_failed_total', 'counter', 'Jobs failed for good (by their worker, the reaper or a deadline).', (r) => r.jobsTotal.failed);
   perQueue('leasehold_jobs_cancelled_total', 'counter', 'Jobs cancelled by an operator.', (r) => r.jobsTotal.cancelled);
   perQueue('leasehold_jobs_retried_total', 'counter', 'Jobs put back to run again after an errored attempt, or by an operator retry.', (r) => r.jobsTotal.retried);
+  perQueue('leasehold_jobs_dead_lettered_total', 'counter', "Jobs of the queue that failed for good and were listed in its dead-letter queue (counted in failed too).", (r) => r.jobsTotal.deadLettered);
+  perQueue('leasehold_jobs_snoozed_total', 'counter', 'Snoozes by handlers (JobSnooze): back to pending after the delay, the attempt given back.', (r) => r.jobsTotal.snoozed);
+  perQueue('leasehold_jobs_redriven_total', 'counter', 'Dead letters sent back into the queue by a redrive.', (r) => r.jobsTotal.redriven);
   metric(
     'leasehold_jobs_requeued_total',
     'counter',

@@ -519,6 +519,18 @@ export const VIEW_RESPONSES = {
   tuning: TuningSchema,
   reaperReport: ReaperSchema,
   bulk: BulkSchema,
+  redrive: fields<{ deadLetterQueue: string; dryRun: boolean; matching: number; limit: number; changed?: number; ids: string[]; jobs?: unknown[] }>(
+    {
+      deadLetterQueue: string(),
+      dryRun: boolean,
+      matching: integer('dead letters that match, counted up to 100,000'),
+      limit: integer(),
+      changed: integer('jobs sent back (not on a dry run)'),
+      ids: array(string('the jobs it would send back (dry run) or sent back, lowest id first')),
+      jobs: array(fields<Record<string, unknown>>({ id: string(), queue: string(), attempt: integer(), maxAttempts: integer(), died: string('the failure and its reason'), lastError: nullable(string()), deadLetteredAt: time }, { description: 'a dead letter the redrive would send back' })),
+    },
+    { optional: ['changed', 'jobs'], description: 'a redrive of a dead-letter queue, or its dry run' },
+  ),
   canaryRun: fields<{ run: CanaryRunWire }>({ run: CanaryRunSchema }, { description: 'the run: its options, progress, steps and decisions' }),
   canaryRuns: fields<{ runs: CanaryRunWire[] }>({ runs: array(CanaryRunSchema) }, { description: 'the latest runs, newest first (without steps and events)' }),
   canaryPlan: fields<CanaryPlanWire>(

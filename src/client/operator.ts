@@ -75,6 +75,26 @@ export interface BulkAction extends ActionOptions {
 }
 
 /** What a bulk action matched and changed (ids), or on a dry run would touch (jobs). */
+/** A redrive of a dead-letter queue (reason required unless dryRun). */
+export interface RedriveOptions {
+  dryRun?: boolean;
+  limit?: number;
+  fromQueue?: string;
+  ids?: string[];
+  reason?: string;
+  actor?: string;
+}
+
+export interface RedriveResult {
+  deadLetterQueue: string;
+  dryRun: boolean;
+  matching: number;
+  limit: number;
+  changed?: number;
+  ids: string[];
+  jobs?: { id: string; queue: string; attempt: number; maxAttempts: number; died: string; lastError: string | null; deadLetteredAt: string }[];
+}
+
 export interface BulkResult {
   queue: string;
   action: BulkAction['action'];
@@ -205,6 +225,8 @@ export function operatorCalls(request: Request) {
       request<{ deleted: string; purgedFinishedJobs: number }>('DELETE', q(name), undefined, { query: opts.purge ? { purge: true } : {} }),
     /** Retry, cancel or requeue a queue's jobs of one status, at most the server's cap per call. */
     bulk: (name: string, action: BulkAction) => request<BulkResult>('POST', `${q(name)}/bulk`, action),
+    /** Send a dead-letter queue's jobs back to their own queues (pending now, fresh attempts); dryRun lists them and changes nothing. */
+    redrive: (deadLetterQueue: string, options: RedriveOptions) => request<RedriveResult>('POST', `${q(deadLetterQueue)}/redrive`, options),
     /** A canary requeue: its first step taken now, the rest by the server's maintenance pass while each stays healthy. */
     startCanaryRequeue: async (name: string, options: CanaryStart) => (await request<{ run: CanaryRun }>('POST', `${q(name)}/canary`, options)).run,
     planCanaryRequeue: (name: string, options: CanaryStart) => request<CanaryPlan>('POST', `${q(name)}/canary`, { ...options, dryRun: true }),

@@ -42,6 +42,7 @@ const WORKER_ROUTES: Record<string, string[]> = {
 /** Bulk actions need a reason unless they are a dry run (src/api/ops-routes.ts). */
 const CONDITIONALLY_REQUIRED: Record<string, Record<string, unknown>> = {
   '/api/v1/queues/{queue}/bulk': { reason: 'x' },
+  '/api/v1/queues/{queue}/redrive': { reason: 'x' },
   '/api/v1/queues/{queue}/canary': { reason: 'x' },
   // At least one lease, unless the call carries the worker's beat.
   '/api/v1/heartbeats': { leases: [{ id: '1', lockToken: 'x' }] },

@@ -48,6 +48,7 @@ const CALLS: Record<string, (keyof Client)[]> = {
   resumeQueue: ['resumeQueue'],
   deleteQueue: ['deleteQueue'],
   bulkQueueAction: ['bulk'],
+  redriveDeadLetters: ['redrive'],
   runReaper: ['runReaper'],
   listSchedules: ['listSchedules'],
   createSchedule: ['createSchedule'],
