@@ -11,6 +11,7 @@ import { defineCanary } from './canary.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineGroups } from './groups.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
@@ -45,5 +46,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineHistograms(backend);
     defineWatchReads(backend);
     defineCanary(backend);
+    defineGroups(backend);
   });
 }
