@@ -12,6 +12,7 @@ import { defineClaimBudget } from './claim-budget.conformance.ts';
 import { defineDeadLetters } from './dead-letters.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
+import { defineGroups } from './groups.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
 import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
@@ -49,5 +50,6 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineWatchReads(backend);
     defineCanary(backend);
     defineDeadLetters(backend);
+    defineGroups(backend);
   });
 }
