@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/core/log.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
 import { migrateLibsql, openLibsql } from '../../src/runtime/libsql.ts';
 import { MIGRATIONS, setup, type TestBed, appOn } from '../support/helpers.ts';
+import { lendTodaysShape } from '../support/todays-shape.ts';
 
 const api = '/api/v1';
 /** Lease 30 s + grace 10 s + worker-alive 15 s: the reaper takes the job without deferring. */
@@ -383,6 +384,11 @@ describe('the migration that adds the durable counters', () => {
         await o.client.execute('CREATE TRIGGER later_claim_tallies INSTEAD OF INSERT ON claim_tallies BEGIN SELECT 1; END');
         await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs WHERE 0`);
         await o.client.execute('CREATE TRIGGER later_completion_tallies INSTEAD OF INSERT ON completion_tallies BEGIN SELECT 1; END');
+        // And whatever later migrations added besides (groups, dependencies, dead letters, schedule policies...).
+        const giveBack = await lendTodaysShape(o.client);
+        // Today's claim looks for jobs without a group while the kept pending count
+        // (0014's, kept by triggers this schema lacks) exceeds the grouped ones: stand in for it.
+        await o.client.execute("INSERT INTO live_counts (queue_name, status, jobs) VALUES ('q', 'pending', 1000)");
         // An old server's life, through the app: 2 completed, one reaped and claimed again,
         // one reaped and not yet claimed, one stale write, one enqueue dedup.
         const clock = manualClock();
@@ -401,6 +407,7 @@ describe('the migration that adds the durable counters', () => {
         clock.advance(60_000);
         await post(`${api}/queues/q/claim`, { workerId: 'C', limit: 1 });
 
+        await giveBack();
         for (const index of ['later_retained_key', 'later_active_key']) await o.client.execute(`DROP INDEX ${index}`);
         await o.client.execute('DROP TABLE reaper_hold');
         await o.client.execute('DROP TABLE schedules');
