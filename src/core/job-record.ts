@@ -69,6 +69,8 @@ export interface JobRecord {
   /** Set while the job is held for a person after a lost attempt (src/core/held.ts); what was known of that attempt. */
   held_at: number | null;
   held_attempt: string | null;
+  /** The current claim's longest time without a renewal (what-if tuning's evidence, src/db/store/lease.ts). */
+  longest_silence_ms: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -788,3 +788,14 @@ export interface CanaryStepTaken {
 export type CanaryHealth = CanaryStepHealth;
 
 export type CanaryCancelOutcome = { ok: true; run: CanaryRunRecord } | { ok: false; reason: 'not_found' } | { ok: false; reason: 'conflict'; state: CanaryState };
+
+// What-if tuning's evidence (store/tuning-evidence; replayed by src/core/what-if.ts).
+
+export type { TuningEvidence, SilenceCount, TakenAttempt, WorkerBlock } from '../../core/what-if.ts';
+
+/** One window of evidence, [sinceMs, untilMs): one queue's, or every queue's. */
+export interface TuningEvidenceParams {
+  queue?: string | undefined;
+  sinceMs: number;
+  untilMs: number;
+}
