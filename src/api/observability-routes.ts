@@ -7,10 +7,22 @@
  */
 import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
 import { snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
-import { recommendTuning } from '../core/tuning.ts';
+import { obj, optional, queryInt } from '../core/validate.ts';
+import { WHAT_IF_MAX_WINDOW_MS } from '../core/what-if.ts';
+import { tuningWithEvidence, whatIfForQueue } from '../engine/what-if.ts';
+import { parseQueue } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import type { AlertsWire, MetricsWire, TuningWire } from './view-schemas.ts';
+import type { AlertsWire, MetricsWire, TuningWire, WhatIfWire } from './view-schemas.ts';
+
+/** A candidate for what-if tuning: each field left out keeps the queue's value today. */
+export const whatIfQuery = (maxLeaseMs: number) =>
+  obj({
+    leaseMs: optional(queryInt({ min: 1, max: maxLeaseMs, description: "the candidate lease, ms (default: the queue's)" })),
+    graceMs: optional(queryInt({ min: 0, max: maxLeaseMs, description: "the candidate grace, ms (default: the queue's)" })),
+    heartbeatMs: optional(queryInt({ min: 1, max: maxLeaseMs, description: "the candidate heartbeat interval, ms, under the lease (default: the queue's)" })),
+    windowMs: optional(queryInt({ min: 60_000, max: WHAT_IF_MAX_WINDOW_MS, description: 'how far back to replay, ms (default 1 h; the evidence is kept a day)' })),
+  });
 
 export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
@@ -32,6 +44,25 @@ export function observabilityRoutes(r: Routes, deps: AppDeps) {
 
   r.add({ method: 'get', path: '/tuning', role: 'reader', operationId: 'getTuning', tag: 'observability', answers: { schema: 'tuning' }, summary: 'Recommended lease, heartbeat and grace per queue beside the current values, with rule violations' }, async (c) => {
     const m = await snapshot();
-    return c.json({ at: new Date(m.now).toISOString(), queues: recommendTuning(m) } satisfies TuningWire);
+    return c.json({ at: new Date(m.now).toISOString(), queues: await tuningWithEvidence(store, m) } satisfies TuningWire);
   });
+
+  r.add(
+    {
+      method: 'get',
+      path: '/queues/:queue/tuning/what-if',
+      role: 'reader',
+      operationId: 'getTuningWhatIf',
+      tag: 'observability',
+      answers: { schema: 'whatIf' },
+      errors: ['not_found'],
+      query: whatIfQuery(config.maxLeaseMs),
+      summary: "The window's heartbeat silences, reaps and workers' blocks replayed against today's lease and grace and a candidate: false reaps (healthy jobs taken back) and how much later real zombies are recovered",
+    },
+    async (c, _body, q) => {
+      const queue = parseQueue(c.req.param('queue'));
+      const report = await whatIfForQueue(deps, { queue, candidate: { leaseMs: q.leaseMs, graceMs: q.graceMs, heartbeatMs: q.heartbeatMs }, windowMs: q.windowMs, now: clock.now() });
+      return c.json({ at: new Date(report.window.untilMs - 1).toISOString(), ...report } satisfies WhatIfWire);
+    },
+  );
 }

@@ -16,6 +16,7 @@ import type { MetricsSnapshot, QueueMetrics, RateLimit, WindowCount } from '../c
 import { HISTOGRAM_NAMES, type Histogram } from '../core/histograms.ts';
 import { REAP_REASONS } from '../core/reaper.ts';
 import type { QueueTuning, TuningFlag } from '../core/tuning.ts';
+import type { LeaseSettings, Spread, WhatIfOutcome, WhatIfReport } from '../core/what-if.ts';
 import { BULK_KINDS, type BulkKind } from '../core/bulk-kind.ts';
 import { CANARY_STATES, type CanaryOptions, type CanaryState } from '../core/canary.ts';
 import { JOB_STATUSES, RATE_LIMIT_MODES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, type JobStatus } from '../core/wire.ts';
@@ -52,6 +53,9 @@ export interface TuningWire {
   at: string;
   queues: QueueTuning[];
 }
+
+/** GET /queues/:queue/tuning/what-if: one queue's evidence replayed against today's settings and a candidate. */
+export type WhatIfWire = WhatIfReport & { at: string };
 
 export interface WorkersWire {
   at: string;
@@ -322,11 +326,44 @@ const TuningSchema = fields<TuningWire>({
         heartbeatJitterMs: ms(),
         reapDeferredLastHour: integer(),
         reapedLastHour: integer(),
+        longestBlockMs: nullable(ms('the longest event-loop block a worker serving the queue reported in the last hour')),
+        longestFalseReapPauseMs: nullable(ms('the longest known pause of an attempt taken in the last hour while its owner was alive')),
+        falseReapsLastHour: integer('attempts taken in the last hour whose owners turned out to be alive'),
       }),
       flags: array(fields<TuningFlag>({ setting: string(), severity: words(['error', 'warning']), rule: string() })),
       notes: array(string()),
     }),
   ),
+});
+
+const spread = nullable(fields<Spread>({ medianMs: number('ms'), maxMs: number('ms') }));
+const whatIfOutcome = fields<WhatIfOutcome>({
+  settings: fields<LeaseSettings>({ leaseMs: ms(), graceMs: ms(), heartbeatMs: ms() }),
+  falseReaps: integer('healthy attempts these settings take back: their owners were alive (each one a duplicate run)'),
+  falseReapsAvoided: integer('of the false reaps that happened, those these settings would have left with their owner'),
+  zombies: integer('attempts whose owners were really gone'),
+  recovery: described(spread, 'how long after its last renewal a zombie is taken, median and most (null: no zombie)'),
+  extraRecovery: described(spread, "per zombie, this setting's recovery minus what happened (negative: sooner)"),
+});
+const WhatIfSchema = fields<WhatIfWire>({
+  at: time,
+  queue: string(),
+  window: fields<WhatIfReport['window']>({ sinceMs: number('epoch ms'), untilMs: number('epoch ms') }),
+  evidence: fields<WhatIfReport['evidence']>({
+    healthyAttempts: integer('attempts their owners ended'),
+    longestHealthySilenceMs: nullable(ms('their longest time without a renewal (rounded up to 250 ms)')),
+    reaped: integer('attempts the reaper took for an expired lease'),
+    falseReapsSeen: integer('of those, owners alive after all'),
+    falseReapsUnknownPause: integer('of those, owners that beat again without saying when they resumed'),
+    longestFalseReapPauseMs: nullable(ms()),
+    zombiesSeen: integer(),
+    deadlineTakes: integer('taken at their deadline: left out'),
+    blocks: integer('event-loop blocks reported'),
+    longestBlockMs: nullable(ms()),
+  }),
+  current: whatIfOutcome,
+  candidate: whatIfOutcome,
+  notes: array(string()),
 });
 
 const WorkersSchema = fields<WorkersWire>({
@@ -517,6 +554,7 @@ export const VIEW_RESPONSES = {
   metrics: MetricsSchema,
   alerts: AlertsSchema,
   tuning: TuningSchema,
+  whatIf: WhatIfSchema,
   reaperReport: ReaperSchema,
   bulk: BulkSchema,
   redrive: fields<{ deadLetterQueue: string; dryRun: boolean; matching: number; limit: number; changed?: number; ids: string[]; jobs?: unknown[] }>(

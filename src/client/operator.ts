@@ -247,6 +247,9 @@ export function operatorCalls(request: Request) {
     getMetrics: () => request<View>('GET', '/metrics'),
     listAlerts: () => request<View>('GET', '/alerts'),
     getTuning: () => request<View>('GET', '/tuning'),
+    /** A queue's evidence (heartbeat silences, reaps, blocks) replayed against today's lease and grace and a candidate (each field left out: today's). */
+    getTuningWhatIf: (name: string, candidate: { leaseMs?: number; graceMs?: number; heartbeatMs?: number; windowMs?: number } = {}) =>
+      request<View>('GET', `${q(name)}/tuning/what-if`, undefined, { query: { ...candidate } }),
     /** Who changed what, newest first; pass `next` as `before` for the next page. */
     listAudit: (filter: AuditFilter = {}) => request<{ entries: AuditEntry[]; next: string | null }>('GET', '/audit', undefined, { query: { ...filter } }),
   };

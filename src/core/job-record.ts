@@ -83,6 +83,8 @@ export interface JobRecord {
   dependencies_run_at: number | null;
   dependency_failed_by: number | null;
   flow_ref: string | null;
+  /** The current claim's longest time without a renewal (what-if tuning's evidence, src/db/store/lease.ts). */
+  longest_silence_ms: number | null;
   created_at: number;
   updated_at: number;
 }

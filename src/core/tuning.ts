@@ -13,11 +13,20 @@
  * expired while the owner was alive) mean pauses longer than lease + grace
  * happened.
  *
+ * With what-if tuning's evidence (src/core/what-if.ts, the last hour's) it
+ * also learns from the pauses workers lived through: the longest event-loop
+ * block a worker serving the queue reported, and the longest pause of an
+ * attempt taken while its owner was alive (a false reap). Such a pause is
+ * treated like the pauses deferrals reveal: the lease must outlast it by
+ * the same factor, so a queue where a 4.5 s block lost a 2 s lease is told
+ * a lease well above 4.5 s, not the 2 s its heartbeats alone suggest.
+ *
  * @example
- *   const rows = recommendTuning(await metricsSnapshot(db, { now, config }));
+ *   const rows = recommendTuning(await metricsSnapshot(db, { now, config }), {}, evidence);
  */
 import type { MetricsSnapshot, QueueMetrics } from './metrics-snapshot.ts';
 import { checkQueueSettings, type QueueDefaults } from './config.ts';
+import { observedPauses, type TuningEvidence } from './what-if.ts';
 
 export interface TuningOptions {
   /** Clock skew allowed between servers, added to the grace. */
@@ -56,6 +65,11 @@ export interface QueueTuning {
     heartbeatJitterMs: number;
     reapDeferredLastHour: number;
     reapedLastHour: number;
+    /** From the evidence (null: none, or no evidence given): the longest block a worker serving the queue reported. */
+    longestBlockMs: number | null;
+    /** The longest known pause of an attempt taken while its owner was alive, and how many such takes there were. */
+    longestFalseReapPauseMs: number | null;
+    falseReapsLastHour: number;
   };
   flags: TuningFlag[];
   notes: string[];
@@ -63,19 +77,23 @@ export interface QueueTuning {
 
 const ceilTo = (ms: number, step: number) => Math.ceil(ms / step) * step;
 
-export function recommendTuning(m: MetricsSnapshot, options: Partial<TuningOptions> = {}): QueueTuning[] {
+/** `evidence`: what-if tuning's, for the same hour (store.tuningEvidenceRead); without it the blocks and false reaps are not learned from. */
+export function recommendTuning(m: MetricsSnapshot, options: Partial<TuningOptions> = {}, evidence?: TuningEvidence): QueueTuning[] {
   const o = { ...DEFAULT_TUNING_OPTIONS, ...options };
-  return m.queues.map((q) => queueTuning(q, o));
+  return m.queues.map((q) => queueTuning(q, o, evidence));
 }
 
-function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
+function queueTuning(q: QueueMetrics, o: TuningOptions, evidence: TuningEvidence | undefined): QueueTuning {
   const s = q.settings;
   const current: LeaseSettings = { leaseMs: s.leaseMs, heartbeatMs: s.heartbeatMs, graceMs: s.graceMs };
   const lag = q.running.maxOwnerAliveLagMs;
   const delay = Math.max(s.heartbeatMs, lag ?? 0);
   const jitter = Math.max(0, delay - s.heartbeatMs);
   const deferred = q.reapDeferred.lastHour;
-  const samples = q.running.ownerAliveJobs + (q.runtime?.count ?? 0) + deferred + q.reapedTotal.lastHour;
+  const lived = evidence ? observedPauses(evidence, q.queue) : { longestBlockMs: null, longestFalseReapPauseMs: null, falseReaps: 0 };
+  // The longest pause a live owner is known to have gone through (0: none known).
+  const livedPause = Math.max(lived.longestBlockMs ?? 0, lived.longestFalseReapPauseMs ?? 0);
+  const samples = q.running.ownerAliveJobs + (q.runtime?.count ?? 0) + deferred + q.reapedTotal.lastHour + lived.falseReaps + (livedPause > 0 ? 1 : 0);
   const confidence: QueueTuning['confidence'] = samples === 0 ? 'none' : samples < 10 ? 'low' : 'ok';
 
   const flags: TuningFlag[] = [];
@@ -92,6 +110,10 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
   if (deferred > 0) {
     flags.push({ setting: 'leaseMs', severity: 'warning', rule: `leases expired while their owners were alive ${deferred} times in the last hour: pauses exceed lease + grace` });
   }
+  if (livedPause > 0 && livedPause * 2 > s.leaseMs) {
+    const what = (lived.longestBlockMs ?? 0) >= livedPause ? `a worker serving it reported an event-loop block of ${livedPause} ms` : `an attempt was taken while its owner was alive, after a pause of ${livedPause} ms`;
+    flags.push({ setting: 'leaseMs', severity: 'warning', rule: `is under twice the longest pause seen in the last hour (${what}): such a pause loses the lease` });
+  }
   // Grace must cover a late heartbeat plus clock skew.
   if (s.graceMs < s.heartbeatMs + jitter + o.clockSkewMs) {
     flags.push({ setting: 'graceMs', severity: 'warning', rule: `is under the heartbeat delay plus clock skew (${s.heartbeatMs + jitter} + ${o.clockSkewMs} ms)` });
@@ -100,7 +122,8 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
   let recommended = current;
   if (confidence !== 'none') {
     // Pauses seen by the reaper: at least lease + grace long.
-    const pause = deferred > 0 ? Math.max(delay, s.leaseMs + s.graceMs) : delay;
+    // Pauses a live owner went through (blocks, false reaps): as long as they were.
+    const pause = Math.max(deferred > 0 ? Math.max(delay, s.leaseMs + s.graceMs) : delay, livedPause);
     const leaseMs = ceilTo(Math.max(1_000, pause * o.leaseDelayFactor), 1_000);
     const heartbeatMs = Math.max(100, Math.floor(Math.min(s.heartbeatMs, leaseMs / 3) / 100) * 100);
     const graceMs = ceilTo(heartbeatMs + jitter + o.clockSkewMs, 1_000);
@@ -132,6 +155,9 @@ function queueTuning(q: QueueMetrics, o: TuningOptions): QueueTuning {
       heartbeatJitterMs: jitter,
       reapDeferredLastHour: deferred,
       reapedLastHour: q.reapedTotal.lastHour,
+      longestBlockMs: lived.longestBlockMs,
+      longestFalseReapPauseMs: lived.longestFalseReapPauseMs,
+      falseReapsLastHour: lived.falseReaps,
     },
     flags,
     notes,

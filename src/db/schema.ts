@@ -134,6 +134,11 @@ export const jobs = sqliteTable(
     // A flow's own name for one of its jobs, for the references between them
     // at enqueue (the flow's nonce and the job's index).
     flowRef: text('flow_ref'),
+    // The longest time this claim went without a lease renewal, kept by the
+    // renewal itself (drizzle/0029): what-if tuning's evidence. It belongs to
+    // the claim only while last_heartbeat_at > started_at (a claim sets both
+    // to the same instant, so a new claim's first renewal starts it again).
+    longestSilenceMs: integer('longest_silence_ms'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -819,4 +824,69 @@ export const rateStarts = sqliteTable(
     jobs: integer('jobs').notNull(),
   },
   (t) => [primaryKey({ columns: [t.queueName, t.groupKey, t.at] })],
+);
+
+/**
+ * What-if tuning's evidence (drizzle/0029; replayed by src/core/what-if.ts),
+ * kept a day (retention). Attempts their owners ended (completed, failed,
+ * released) are counted per queue and minute by their longest silence: the
+ * longest time the claim went without a lease renewal, the final stretch to
+ * the owner's last write included, rounded up (250 ms steps to 60 s, 5 s
+ * steps to 10 min, then one bucket). Counted by a trigger inside the
+ * statement that ended the attempt.
+ */
+export const attemptSilences = sqliteTable(
+  'attempt_silences',
+  {
+    queueName: text('queue_name').notNull(),
+    minuteAt: integer('minute_at').notNull(),
+    /** The bucket's upper bound, ms (9007199254740991: past 10 min). */
+    silenceMs: integer('silence_ms').notNull(),
+    attempts: integer('attempts').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queueName, t.minuteAt, t.silenceMs] }), index('attempt_silences_minute_idx').on(t.minuteAt)],
+);
+
+/**
+ * Every attempt the reaper took from its owner (drizzle/0029), one row each,
+ * written by a trigger inside the reap's statement: when its owner last
+ * renewed, under which lease, and why it was taken. Whether the owner was
+ * alive after all (a false reap) is read later, from its refused writes and
+ * its liveness row. Kept a day (retention).
+ */
+export const takenAttempts = sqliteTable(
+  'taken_attempts',
+  {
+    jobId: integer('job_id').notNull(),
+    /** The claim's fencing token (lease_epoch): one per attempt. */
+    attempt: integer('attempt').notNull(),
+    queueName: text('queue_name').notNull(),
+    workerId: text('worker_id'),
+    instanceId: text('instance_id'),
+    startedAt: integer('started_at'),
+    lastHeartbeatAt: integer('last_heartbeat_at'),
+    leaseMs: integer('lease_ms'),
+    longestSilenceMs: integer('longest_silence_ms'),
+    takenAt: integer('taken_at').notNull(),
+    reason: text('reason'),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.attempt] }), index('taken_attempts_queue_idx').on(t.queueName, t.takenAt), index('taken_attempts_at_idx').on(t.takenAt)],
+);
+
+/**
+ * Event-loop blocks workers reported (drizzle/0029): a row each time a
+ * process's longest block grows (the beat carries only the longest since
+ * the process started), with the queues the worker serves. Kept a day.
+ */
+export const workerBlocks = sqliteTable(
+  'worker_blocks',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    workerId: text('worker_id').notNull(),
+    instanceId: text('instance_id'),
+    queues: text('queues'),
+    reportedAt: integer('reported_at').notNull(),
+    blockMs: integer('block_ms').notNull(),
+  },
+  (t) => [index('worker_blocks_at_idx').on(t.reportedAt)],
 );

@@ -59,6 +59,7 @@ const CALLS: Record<string, (keyof Client)[]> = {
   getMetrics: ['getMetrics'],
   listAlerts: ['listAlerts'],
   getTuning: ['getTuning'],
+  getTuningWhatIf: ['getTuningWhatIf'],
   listAudit: ['listAudit'],
   startCanaryRequeue: ['startCanaryRequeue', 'planCanaryRequeue'],
   listHeldJobs: ['listHeldJobs'],

@@ -40,6 +40,7 @@ import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } fr
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
+import { tuningEvidenceRead } from './tuning-evidence.ts';
 import { canaryRunCancel, canaryRunFinish, canaryRunRead, canaryRunSelect, canaryRunsActive, canaryRunsList, canaryRunStart, canaryStepHealth, canaryStepTake } from './canary.ts';
 import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
 import { jobCompleteIfHeld, jobFailIfHeld, jobReleaseIfHeld, jobsHeldCounts, jobsHeldList } from './held.ts';
@@ -137,6 +138,7 @@ export function createStore(db: Db): JobStore {
     metricsSnapshot: (p) => metricsSnapshot(db, p),
     jobsWatchStates: (p) => jobsWatchStates(db, p),
     jobsGetWithinBytes: (p) => jobsGetWithinBytes(db, p),
+    tuningEvidenceRead: (p) => tuningEvidenceRead(db, p),
 
     alertEvaluationClaimIfDue: (p) => alertEvaluationClaimIfDue(db, p),
     alertStatesRecord: (p) => alertStatesRecord(db, p),

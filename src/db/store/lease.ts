@@ -14,12 +14,22 @@
  * Heartbeats may carry the worker's liveness beat (workers.ts), recorded in
  * the same batch whether or not the leases are accepted.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { ownedWrite, returning } from './owned.ts';
 import { workerBeat } from './lost-claims.ts';
 import type { CheckpointParams, HeartbeatParams, OwnedOutcome } from './port-types.ts';
+
+/**
+ * The claim's longest silence (time without a renewal) after a renewal at
+ * `now`, for the SET of a renewal: what-if tuning's evidence (drizzle/0029),
+ * kept in the statement that renews, so the hot path runs no trigger for it.
+ * A value left by an earlier claim does not count: a claim sets
+ * last_heartbeat_at = started_at, so its first renewal starts afresh.
+ */
+export const longestSilenceSet = (now: SQL) =>
+  sql`longest_silence_ms = max(${now} - jobs.last_heartbeat_at, CASE WHEN jobs.last_heartbeat_at > jobs.started_at THEN coalesce(jobs.longest_silence_ms, 0) ELSE 0 END)`;
 
 export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
   if (p.leases.length === 0) {
@@ -29,7 +39,7 @@ export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true, beat: p.beat }, (v, guard) =>
-    sql`UPDATE jobs SET last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
+    sql`UPDATE jobs SET ${longestSilenceSet(now)}, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
         progress = coalesce(v.data, jobs.progress),
         progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
@@ -41,7 +51,7 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   return ownedWrite(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now, beforeDeadline: true },
-    (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms),
+    (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, ${longestSilenceSet(now)}, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms),
         progressed_at = CASE WHEN v.data IS NOT jobs.checkpoint THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
   );

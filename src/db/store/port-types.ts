@@ -926,3 +926,14 @@ export interface JobDependencyGraph {
   dependencies: DependencyLink[];
   dependents: DependencyLink[];
 }
+
+// What-if tuning's evidence (store/tuning-evidence; replayed by src/core/what-if.ts).
+
+export type { TuningEvidence, SilenceCount, TakenAttempt, WorkerBlock } from '../../core/what-if.ts';
+
+/** One window of evidence, [sinceMs, untilMs): one queue's, or every queue's. */
+export interface TuningEvidenceParams {
+  queue?: string | undefined;
+  sinceMs: number;
+  untilMs: number;
+}

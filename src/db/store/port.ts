@@ -104,6 +104,8 @@ import type {
   SkippedOccurrences,
   StalledJob,
   SuspectAware,
+  TuningEvidence,
+  TuningEvidenceParams,
   WorkerBeat,
   WorkerRecord,
 } from './port-types.ts';
@@ -248,6 +250,8 @@ export interface StoreReads {
   jobsWatchStates(p: { ids: readonly number[]; versionsOf?: readonly number[] }): Promise<JobWatchState[]>;
   /** The named jobs, whole and in order, as many as fit in maxBytes (always the first). */
   jobsGetWithinBytes(p: { ids: readonly number[]; maxBytes: number }): Promise<(JobRecord & { version: string })[]>;
+  /** What-if tuning's evidence for a window: silences of attempts owners ended, reaped attempts with what their owners did since, workers' blocks. */
+  tuningEvidenceRead(p: TuningEvidenceParams): Promise<TuningEvidence>;
 }
 
 /** Alert states and their webhook notifications (store/alert-states). */

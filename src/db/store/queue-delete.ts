@@ -54,7 +54,7 @@ export async function queueFinishedJobsPurge(db: Db, p: { queue: string; limit: 
 }
 
 /** The tables that keep something per queue besides the row itself. */
-const BOOKKEEPING = ['live_counts', 'finished_counts', 'due_later_counts', 'queue_minutes', 'counters', 'histogram_buckets', 'alert_states'] as const;
+const BOOKKEEPING = ['live_counts', 'finished_counts', 'due_later_counts', 'queue_minutes', 'counters', 'histogram_buckets', 'alert_states', 'attempt_silences', 'taken_attempts'] as const;
 
 /** One batch (see the top of the file); true when the queue was deleted. */
 export async function queueDeleteIfUnused(db: Db, p: { queue: string; also?: Alongside }): Promise<boolean> {

@@ -3,7 +3,8 @@
  * past their queue's retention (with their events and effects, oldest first,
  * at most `limit`), workers not seen for `forgetWorkersAfterMs`, activity
  * minutes past their window, and operator audit entries past
- * `auditRetentionMs` (at most `limit`) with used form tokens past expiry.
+ * `auditRetentionMs` (at most `limit`) with used form tokens past expiry,
+ * and what-if tuning's evidence past its day (tuning-evidence.ts).
  * Each statement is its own file's (reaper.ts, activity.ts, audit.ts).
  * Returns the ids of the jobs deleted.
  */
@@ -12,6 +13,7 @@ import { batchList, type Db } from '../db.ts';
 import { queueMinutesPrune } from './activity.ts';
 import { auditPruneStatements } from './audit.ts';
 import { jobsPruneFinishedStatements, workersPruneStale } from './reaper.ts';
+import { tuningEvidencePruneStatements } from './tuning-evidence.ts';
 
 export async function retentionPrune(
   db: Db,
@@ -22,6 +24,7 @@ export async function retentionPrune(
     workersPruneStale(db, { now: p.now, olderThanMs: p.forgetWorkersAfterMs }),
     queueMinutesPrune(db, { now: p.now }),
     ...auditPruneStatements(db, { now: p.now, retentionMs: p.auditRetentionMs, limit: p.limit }),
+    ...tuningEvidencePruneStatements(db, { now: p.now }),
   ]);
   // The third statement is the jobs' DELETE ... RETURNING id.
   return (results[2] as { id: number }[]).map((r) => Number(r.id));
