@@ -78,6 +78,6 @@ test('every settable queue column keeps a queue in use (a new column must join Q
   t = await setup();
   const { QUEUE_SETTING_COLUMNS } = await import('../../src/db/store/queue-use.ts');
   const columns = (await t.client.execute('PRAGMA table_info(queues)')).rows.map((r) => String(r.name));
-  const bookkeeping = ['name', 'created_at', 'updated_at', 'paused', 'rate_window_start', 'rate_claims'];
+  const bookkeeping = ['name', 'created_at', 'updated_at', 'paused', 'rate_window_start', 'rate_claims', 'grouped_pending', 'group_serves'];
   expect(columns.filter((c) => !bookkeeping.includes(c)).sort()).toEqual([...QUEUE_SETTING_COLUMNS].sort());
 });

@@ -13,8 +13,8 @@
  *
  * An empty row with the server's defaults is the same as no row: it does not
  * count, and an enqueue to it is a new queue again (it must fit under the
- * cap). The rate window's bookkeeping (rate_window_start, rate_claims) is
- * state, not a setting.
+ * cap). The rate window's bookkeeping (rate_window_start, rate_claims) and
+ * the groups' (grouped_pending, group_serves) are state, not settings.
  *
  * Both probes are index lookups: jobs_queue_status_id_idx, schedules_queue_idx.
  */
@@ -37,6 +37,12 @@ export const QUEUE_SETTING_COLUMNS = [
   'rate_window_ms',
   'alert_thresholds',
   'on_lost',
+  'rate_mode',
+  'group_max_running',
+  'group_rate_max',
+  'group_rate_window_ms',
+  'dead_letter_queue',
+  'max_snoozes',
 ] as const;
 
 /** True for the queues row aliased `q` when it is in use (see above). */
