@@ -15,7 +15,7 @@
  * checks every enqueue's payload and types the jobs waited on
  * (src/client/typed.ts).
  */
-import type { Enqueued, Job } from '../core/wire.ts';
+import type { DependencyPolicy, Enqueued, Job, JobStatus } from '../core/wire.ts';
 import { sdkFetch } from '../http/node-fetch.ts';
 import { checkSenderOptions } from '../http/options.ts';
 import { LeaseholdApiError } from './errors.ts';
@@ -77,6 +77,31 @@ export interface EnqueueItem<P = unknown> extends EnqueueOptions {
   payload: P;
 }
 
+/**
+ * One job of a flow (POST /flows): a job with its queue and what it waits
+ * for. A flow is stored all or none, so it takes no idempotency key.
+ */
+export interface FlowItem<P = unknown> extends Omit<EnqueueItem<P>, 'idempotencyKey' | 'uniqueWhile'> {
+  queue: string;
+  /** Ids of existing jobs, or `#i` for this flow's job i (listed before this one). */
+  dependsOn?: string[];
+  /** What a failed or cancelled dependency does: 'fail' (default) fails this job, 'run' counts it as met, 'hold' holds it for a person. */
+  dependencyPolicy?: DependencyPolicy;
+}
+
+/** The other job of one dependency edge, and where the edge stands. */
+export interface DependencyLink {
+  id: string;
+  queue: string;
+  status: JobStatus;
+  /** 'ignored': it failed and the dependent's policy 'run' counted it as met. */
+  state: 'waiting' | 'completed' | 'failed' | 'ignored';
+  /** A completed dependency's result (null otherwise, and for dependents). */
+  result: unknown;
+  lastError: string | null;
+  updatedAt: string;
+}
+
 /** What an enqueue answers: the new job (or the existing one, for a duplicate idempotency key). */
 export type { Enqueued };
 export type { WaitOptions, EventsOptions, JobEvent };
@@ -91,6 +116,19 @@ export interface Client<Jobs extends JobTypes = AnyJobs> extends OperatorCalls {
   /** One bulk request (several, beyond 10,000 items); one answer per item, in order. */
   enqueueMany<Q extends keyof Jobs & string>(queue: Q, items: readonly EnqueueItem<Jobs[Q]['payload']>[]): Promise<TypedEnqueued<Jobs[Q]['payload'], Jobs[Q]['result']>[]>;
   getJob(id: string): Promise<Job>;
+  /**
+   * Enqueues jobs that wait for other jobs, all or none (docs/flows.md): each
+   * becomes claimable once everything it waits for completed. Answers the
+   * jobs in the order sent.
+   * @example
+   *   const [parent] = await leasehold.enqueueFlow([
+   *     { queue: 'report', payload: { month: '2026-11' } },
+   *     { queue: 'mail', payload: { to: 'ops' }, dependsOn: ['#0'] },
+   *   ]);
+   */
+  enqueueFlow(jobs: readonly FlowItem[]): Promise<Job[]>;
+  /** What a job waits for (each completed one with its result) and the jobs that wait for it. */
+  getJobDependencies(id: string): Promise<{ dependencies: DependencyLink[]; dependents: DependencyLink[] }>;
   /**
    * Waits until the job is completed, failed or cancelled, and answers it
    * (typed, given what enqueue answered). Calls made in the same tick share
@@ -218,6 +256,14 @@ export function createClient<Jobs extends JobTypes = AnyJobs>(options: ClientOpt
       return (await request<{ job: Job }>('GET', jobPath(id))).job;
     },
 
+    async enqueueFlow(jobs) {
+      return (await request<{ jobs: Job[] }>('POST', '/flows', { jobs: jobs.map(wireJob) })).jobs;
+    },
+
+    getJobDependencies(id) {
+      return request<{ dependencies: DependencyLink[]; dependents: DependencyLink[] }>('GET', `${jobPath(id)}/dependencies`);
+    },
+
     waitForJob: waits.waitForJob as Client['waitForJob'],
     waitForJobs: waits.waitForJobs as unknown as Client['waitForJobs'],
     events: waits.events as Client['events'],
@@ -235,7 +281,7 @@ export function createClient<Jobs extends JobTypes = AnyJobs>(options: ClientOpt
 }
 
 /** The enqueue body of one job: runAt as ISO text, absent options left out. */
-function wireJob(item: EnqueueItem): Record<string, unknown> {
+function wireJob(item: EnqueueItem | FlowItem): Record<string, unknown> {
   const { runAt, ...rest } = item;
   const job: Record<string, unknown> = { ...rest, payload: item.payload ?? null };
   if (runAt !== undefined) job.runAt = runAt instanceof Date ? runAt.toISOString() : runAt;

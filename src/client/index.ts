@@ -17,8 +17,10 @@ export {
   type ClientOptions,
   type Enqueued,
   type EnqueueItem,
+  type DependencyLink,
   type EnqueueOptions,
   type EventsOptions,
+  type FlowItem,
   type JobEvent,
   type WaitOptions,
 } from './client.ts';

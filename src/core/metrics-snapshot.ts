@@ -82,6 +82,9 @@ export interface QueueMetrics {
   /** What a lost attempt leads to ('retry' or 'hold', a job's own wins), and the pending jobs held for a person now. */
   onLost: OnLost;
   held: number;
+  /** Where the queue's jobs that fail for good are listed, and how many times one job may snooze (the default filled in). */
+  deadLetterQueue: string | null;
+  maxSnoozes: number;
   counts: Record<JobStatus, number>;
   /** Pending jobs due now, and the oldest of them. */
   ready: number;

@@ -82,7 +82,7 @@ test('producer answers: enqueue (one, duplicate, bulk), get, list, cancel, retry
   expect(big.status).toBe(413);
 });
 
-test('worker answers: claim, heartbeat, extend, checkpoint, effects, steps, duplicates, complete, completions, fail, release (one and many), beat; lease_lost', async () => {
+test('worker answers: claim, heartbeat, extend, checkpoint, effects, steps, duplicates, complete, completions, fail, release (one and many), snooze, beat; lease_lost', async () => {
   const q = '/api/v1/queues/work/jobs';
   for (let i = 0; i < 4; i++) await call('post', '/api/v1/queues/{queue}/jobs', q, { payload: i });
   const claim = await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1', limit: 3 });
@@ -111,6 +111,10 @@ test('worker answers: claim, heartbeat, extend, checkpoint, effects, steps, dupl
   const both = await call('post', '/api/v1/completions', '/api/v1/completions', { workerId: 'w1', results: [{ id: d.id, lockToken: d.lockToken }, { id: a!.id, lockToken: 'stale' }], claim: { queue: 'work', limit: 2 } });
   expect(both.json.results.map((r: { ok: boolean }) => r.ok)).toEqual([true, false]);
   await call('post', '/api/v1/completions', '/api/v1/completions', { workerId: 'w1', results: [{ id: a!.id, lockToken: 'stale' }] });
+  await call('post', '/api/v1/queues/{queue}/jobs', q, { payload: 'later' });
+  const [e] = (await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/work/claim', { workerId: 'w1' })).json.jobs;
+  await call('post', '/api/v1/jobs/{id}/snooze', `/api/v1/jobs/${e.id}/snooze`, { ...own(e), delayMs: 60_000 });
+  expect((await call('post', '/api/v1/jobs/{id}/snooze', `/api/v1/jobs/${e.id}/snooze`, { ...own(e), lockToken: 'stale', delayMs: 60_000 })).status).toBe(409);
   await call('post', '/api/v1/workers/beat', '/api/v1/workers/beat', { workerId: 'w1', queues: ['work'], runningCount: 0 });
   // An empty claim is still a claim answer.
   expect((await call('post', '/api/v1/queues/{queue}/claim', '/api/v1/queues/empty/claim', { workerId: 'w1' })).json.jobs).toEqual([]);

@@ -34,6 +34,8 @@ function client(token = ADMIN): Client {
 /** The client call(s) of each route a producer or an operator uses. A new route needs its call here, and in the client. */
 const CALLS: Record<string, (keyof Client)[]> = {
   enqueueJobs: ['enqueue', 'enqueueMany'],
+  enqueueFlow: ['enqueueFlow'],
+  getJobDependencies: ['getJobDependencies'],
   getJob: ['getJob', 'getJobWithEvents'],
   listJobs: ['listJobs'],
   cancelJob: ['cancel'],
@@ -168,4 +170,23 @@ test('held jobs: the list, and an action on a job that is not held is a 409 sayi
   expect(await c.listHeldJobs()).toEqual([]);
   await expect(c.releaseHeldJob(job!.id, { reason: 'checked' })).rejects.toMatchObject({ status: 409, code: 'conflict' });
   await expect(c.failHeldJob(job!.id, { reason: '' })).rejects.toMatchObject({ status: 400, field: 'reason' });
+});
+
+test('flows: a parent waits for its child, reads its result once it completed; an unknown id names its field (worker token)', async () => {
+  const c = client(WORKER);
+  const [child, parent] = await c.enqueueFlow([
+    { queue: 'thumbs', payload: { image: 1 } },
+    { queue: 'albums', payload: { album: 7 }, dependsOn: ['#0'], priority: 3 },
+  ]);
+  expect(parent).toMatchObject({ queue: 'albums', status: 'pending', priority: 3 });
+  expect((await t.post('/api/v1/queues/albums/claim', { workerId: 'w1' }, auth)).json.jobs).toEqual([]);
+  const [claimed] = (await t.post('/api/v1/queues/thumbs/claim', { workerId: 'w1' }, auth)).json.jobs;
+  expect(claimed.id).toBe(child!.id);
+  await t.post(`/api/v1/jobs/${child!.id}/complete`, { workerId: 'w1', lockToken: claimed.lockToken, result: { url: 't1' } }, auth);
+  const graph = await c.getJobDependencies(parent!.id);
+  expect(graph.dependencies).toEqual([expect.objectContaining({ id: child!.id, state: 'completed', result: { url: 't1' } })]);
+  expect((await c.getJobDependencies(child!.id)).dependents.map((d) => d.id)).toEqual([parent!.id]);
+  expect((await t.post('/api/v1/queues/albums/claim', { workerId: 'w1' }, auth)).json.jobs.map((j: { id: string }) => j.id)).toEqual([parent!.id]);
+  await expect(c.enqueueFlow([{ queue: 'albums', payload: 1, dependsOn: ['987654'] }])).rejects.toMatchObject({ status: 400, field: 'jobs[0].dependsOn[0]' });
+  await expect(c.getJobDependencies('987654')).rejects.toMatchObject({ status: 404 });
 });

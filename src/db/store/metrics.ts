@@ -32,6 +32,7 @@ import { HISTOGRAMS, HISTOGRAM_NAMES, toHistogram, type HistogramBucketRow, type
 import { ALERT_THRESHOLD_LIMITS, DEFAULT_ALERT_THRESHOLDS, effectiveAlertThresholds, type AlertThresholds } from '../../core/alerts.ts';
 import { suspectThreshold } from '../../core/suspect.ts';
 import { REAP_REASONS } from '../../core/reaper.ts';
+import { DEFAULT_MAX_SNOOZES } from '../../core/snooze.ts';
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
@@ -216,6 +217,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       rateLimitedUntil: h.rateLimitedUntil,
       onLost: h.onLost ?? 'retry',
       held: h.held,
+      deadLetterQueue: h.deadLetterQueue,
+      maxSnoozes: h.maxSnoozes ?? DEFAULT_MAX_SNOOZES,
       counts,
       ready: h.ready,
       oldestReadyAvailableAt: oldestReady,
