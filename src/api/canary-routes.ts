@@ -80,6 +80,7 @@ export function canaryRoutes(r: Routes, deps: AppDeps) {
         description: 'Started, its first step taken',
         also: { status: 200, schema: 'canaryPlan', description: 'dryRun: the jobs it would freeze and the size of each step; nothing started' },
       },
+      errors: ['conflict'],
     },
     async (c, body) => {
       const queue = parseQueue(c.req.param('queue'));

@@ -54,6 +54,18 @@ export const CANARY_LIMITS: Record<keyof CanaryOptions, { min: number; max: numb
 export const CANARY_MAX_JOBS = 10_000;
 
 /**
+ * Why a start took nothing: no running job of the queue is one it may take
+ * (the reaper's rule, or any running job with force). A run over no jobs
+ * would end at once having done nothing, which reads as a success; the start
+ * is refused instead, and the dry run says what it would take.
+ */
+export function canaryNothingToTakeText(queue: string, force: boolean): string {
+  return force
+    ? `queue ${queue} has no running job: nothing to requeue, no canary run started`
+    : `no running job of queue ${queue} is one the reaper would take now (lease, grace and liveness passed): nothing to requeue, no canary run started; force takes live ones too`;
+}
+
+/**
  * Defaults: double each step, watch a minute, stop at the first bad sign;
  * a heartbeat counts as late past one interval plus the grace (what the
  * reaper itself tolerates before it calls a lease lost).

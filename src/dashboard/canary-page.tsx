@@ -11,6 +11,7 @@
 import type { Context, Hono } from 'hono';
 import type { AppDeps } from '../api/deps.ts';
 import { CANARY_LIMITS } from '../core/canary.ts';
+import { LeaseholdError } from '../core/errors.ts';
 import { storableText } from '../core/text.ts';
 import { hasToken } from '../core/tokens.ts';
 import { canaryOptions, startCanary } from '../engine/canary-start.ts';
@@ -68,12 +69,18 @@ export function registerCanaryPage(app: Hono<DashboardEnv>, deps: AppDeps) {
     const given = Object.fromEntries(Object.entries(numbers).filter(([, v]) => v !== undefined)) as { first: number };
     const now = clock.now();
     const by = sessionActor(c, c.get('session'), config);
-    const ran = await once(store, () =>
-      startCanary(
-        { store, config, jobsBecameClaimable: deps.engine.jobsBecameClaimable },
-        { queue, force: form.force === 'on', options: canaryOptions(config, given), by, reason, now, also: { formNonce: c.get('formNonce') } },
-      ),
-    );
+    let ran: { value: Awaited<ReturnType<typeof startCanary>> } | undefined;
+    try {
+      ran = await once(store, () =>
+        startCanary(
+          { store, config, jobsBecameClaimable: deps.engine.jobsBecameClaimable },
+          { queue, force: form.force === 'on', options: canaryOptions(config, given), by, reason, now, also: { formNonce: c.get('formNonce') } },
+        ),
+      );
+    } catch (err) {
+      if (err instanceof LeaseholdError && err.code === 'conflict') return htmlDocument(c, <ErrorPage title="Canary requeue: nothing started" message={err.message} />, 409);
+      throw err;
+    }
     if (!ran) return alreadySubmitted(c);
     return c.redirect(`/dashboard/canary/${ran.value.run.id}`, 303);
   });

@@ -244,3 +244,24 @@ test('bad input is refused naming the field, and starts nothing', async () => {
   const rows = await t.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM canary_runs`);
   expect(Number(rows[0]!.n)).toBe(0);
 });
+
+test('a start with nothing to take is a 409 that says so and starts no run (the jobs a dry run saw may be gone by then)', async () => {
+  t = await setup();
+  await t.enqueue('q', { payload: 1 });
+  const [job] = await t.claim('q', 'slow', { limit: 1 });
+  // Live lease: without force the reaper's rule takes nothing.
+  const live = await t.post(`${api}/queues/q/canary`, { first: 1, reason: 'zombies?' });
+  expect(live.status).toBe(409);
+  expect(live.json.error).toMatchObject({ code: 'conflict', field: 'queue' });
+  expect(live.json.error.message).toContain('nothing to requeue, no canary run started');
+  // Past lease, grace and liveness the dry run lists it; then its slow owner completes it before the start.
+  t.clock.advance(t.config.leaseMs + t.config.graceMs + t.config.workerAliveMs + 1_000);
+  expect((await t.post(`${api}/queues/q/canary`, { first: 1, dryRun: true })).json.selected).toBe(1);
+  expect((await t.post(`${api}/jobs/${job!.id}/complete`, { workerId: 'slow', lockToken: job!.lockToken })).status).toBe(200);
+  const late = await start({ first: 1 });
+  expect(late.status).toBe(409);
+  expect(late.json.error.message).toBe('queue q has no running job: nothing to requeue, no canary run started');
+  expect((await t.get(`${api}/canary`)).json.runs).toEqual([]);
+  const runs = await t.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM canary_runs`);
+  expect(Number(runs[0]!.n)).toBe(0);
+});

@@ -87,3 +87,13 @@ test('cancel from the run page; bad input names the field and starts nothing', a
   expect(await (await req(where, { cookie })).text()).toContain('Cancelled after step 1: found the cause.');
   expect(await (await req('/dashboard/canary', { cookie })).text()).toMatch(/#\d+<\/a><\/td><td>q<\/td><td>cancelled/);
 });
+
+test('a start with nothing to take shows why on a 409 page and starts no run', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const cookie = await login();
+  const form = { _csrf: await csrfOf(cookie, '/dashboard/canary'), queue: 'q', first: '1', force: 'on', reason: 'hung workers' };
+  const res = await req('/dashboard/canary', { cookie, form });
+  expect(res.status).toBe(409);
+  expect(await res.text()).toContain('queue q has no running job: nothing to requeue, no canary run started');
+  expect((await t.get('/api/v1/canary', admin)).json.runs).toEqual([]);
+});

@@ -101,6 +101,11 @@ export function startOperator(o: OperatorOptions) {
     }
     const why = `${plan.json.selected} lost job(s) the reaper would take`;
     const started = await call('POST', `/queues/${o.queue}/canary`, { first: 1, growth: 2, windowMs: 1_000, reason: `chaos operator: ${why}`, actor: ACTOR });
+    if (started?.status === 409 && started.json?.error?.code === 'conflict') {
+      // The jobs the dry run saw were taken meanwhile (the reaper, or their owner came back): nothing started.
+      report.canary.nothingToTake++;
+      return;
+    }
     if (started?.status !== 201) {
       if (started) report.canary.errors.push(`start answered ${started.status}: ${JSON.stringify(started.json).slice(0, 200)}`);
       return;
