@@ -113,7 +113,7 @@ export function flowRoutes(r: Routes, deps: AppDeps) {
           }
         }
       }
-      const rows = await store.jobsInsertFlow({ jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues, nonce: crypto.randomUUID() });
+      const rows = await deps.engine.enqueueFlow({ jobs, actor: 'api', now: clock.now(), defaults: config, maxQueues: config.maxQueues, nonce: crypto.randomUUID() });
       return c.json({ jobs: rows.map(toJob) }, 201);
     },
   );

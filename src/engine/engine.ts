@@ -29,7 +29,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
 import type { ClaimedJobWire } from '../core/wire.ts';
-import type { BulkParams, Enqueued, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
+import type { BulkParams, Enqueued, FlowInsertParams, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
+import type { JobRecord } from '../core/job-record.ts';
 import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { DueTimers } from './due-timers.ts';
@@ -104,22 +105,18 @@ export function createEngine(deps: EngineDeps) {
     becameClaimable: jobsBecameClaimable,
     comesDue: (queue, at) => due.add(queue, at),
   });
-  const enqueuing = createEnqueuing({
-    store,
-    config,
-    clock,
-    batchEnqueues: deps.batchEnqueues !== false,
-    added(queue, jobs) {
-      // Due at once: a job enqueued without a delay (or with a runAt already
-      // past) has available_at <= created_at, both from the database's clock
-      // in the same statement. Waking claims for delayed ones would only make
-      // each of them claim nothing and wait again.
-      const dueNow = jobs.filter(({ job }) => job.available_at <= job.created_at).length;
-      // The delayed ones wake their claims when they come due (the timers compare with this process's clock).
-      for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
-      return dueNow > 0 ? claimWaiters.notify(queue, dueNow) : 0;
-    },
-  });
+  /** New pending jobs of `queue` were committed: wake claims for the ones due now, arm timers for the delayed; answers how many claims woke. */
+  function jobsAdded(queue: string, jobs: readonly Pick<Enqueued, 'job'>[]): number {
+    // Due at once: a job enqueued without a delay (or with a runAt already
+    // past) has available_at <= created_at, both from the database's clock
+    // in the same statement. Waking claims for delayed ones would only make
+    // each of them claim nothing and wait again.
+    const dueNow = jobs.filter(({ job }) => job.available_at <= job.created_at).length;
+    // The delayed ones wake their claims when they come due (the timers compare with this process's clock).
+    for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
+    return dueNow > 0 ? claimWaiters.notify(queue, dueNow) : 0;
+  }
+  const enqueuing = createEnqueuing({ store, config, clock, batchEnqueues: deps.batchEnqueues !== false, added: jobsAdded });
   const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };
 
   return {
@@ -136,6 +133,24 @@ export function createEngine(deps: EngineDeps) {
     enqueue: (queue: string, job: NewJob, source: EnqueueSource): Promise<Enqueued> => enqueuing.one(queue, job, source),
     /** Many jobs, up to one chunk per transaction; `summaries`: rows without payloads. */
     enqueueMany: (queue: string, jobs: NewJob[], source: EnqueueSource, options?: { summaries?: boolean }): Promise<Enqueued[]> => enqueuing.many(queue, jobs, source, options),
+    /**
+     * Jobs that wait for other jobs, all or none (src/db/store/dependencies.ts).
+     * The ones that wait for nothing unfinished wake their queues' waiting
+     * claims as an enqueue does; the rest become claimable in the statement
+     * that completes their last dependency.
+     */
+    async enqueueFlow(p: FlowInsertParams): Promise<JobRecord[]> {
+      const rows = await store.jobsInsertFlow(p);
+      const ready = new Map<string, { job: JobRecord }[]>();
+      for (const job of rows) {
+        if (job.status !== 'pending' || job.dependencies_unmet > 0 || job.held_at !== null) continue;
+        const list = ready.get(job.queue_name);
+        if (list) list.push({ job });
+        else ready.set(job.queue_name, [{ job }]);
+      }
+      for (const [queue, jobs] of ready) jobsAdded(queue, jobs);
+      return rows;
+    },
 
     /**
      * pending -> running: up to `limit` jobs; with `waitMs`, a claim that

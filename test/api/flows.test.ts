@@ -80,4 +80,18 @@ describe('flows over HTTP', () => {
     expect((await t.get(`${api}/jobs?limit=10`)).json.jobs).toEqual([]);
     expect((await t.get(`${api}/jobs/99999/dependencies`)).status).toBe(404);
   });
+
+  test("a flow's jobs that wait for nothing wake a claim waiting on their queue; a job still waiting wakes none", async () => {
+    t = await setup();
+    const parked = (queue: string) => t.post(`${api}/queues/${queue}/claim`, { workerId: `w-${queue}`, limit: 5, waitMs: 30_000 });
+    const parts = parked('parts');
+    const assemble = parked('assemble');
+    while (t.engine.claimWaiters.waiting < 2) await new Promise((r) => setImmediate(r));
+    expect((await t.post(`${api}/flows`, flow())).status).toBe(201);
+    // Woken by the flow's commit, not by the shared look a quarter of a second later.
+    expect(t.engine.claimWaiters.waiting).toBe(1);
+    expect((await parts).json.jobs.map((j: { payload: unknown }) => j.payload)).toEqual([{ part: 0 }, { part: 1 }, { part: 2 }]);
+    t.engine.claimWaiters.close();
+    expect((await assemble).json.jobs).toEqual([]);
+  });
 });
