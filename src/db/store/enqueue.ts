@@ -171,7 +171,7 @@ async function chunkInsertKeyed(db: Db, p: EnqueueParams, jobs: readonly NewJob[
     for (const statement of jobThrottleStatements(db, p, jobs[i]!, now, guard, columns)) steps.push({ at: [i], answer: deduplicatedIfCounted, statement });
   }
   const results = await batchList(db, [queueInsertWithinCap(db, p.queue, now, p.maxQueues), ...steps.map((s) => s.statement)]);
-  const out: (Enqueued | undefined)[] = new Array(jobs.length);
+  const out: (Enqueued | undefined)[] = jobs.map(() => undefined);
   steps.forEach((step, n) => (results[n + 1] as JobRecord[]).forEach((job, k) => (out[step.at[k]!] = step.answer(job))));
   // Every statement answers each of its jobs unless the queue guard refused them all.
   if (out.some((e) => e === undefined)) throw queueCapReached(p.queue, p.maxQueues);
