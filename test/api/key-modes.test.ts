@@ -45,6 +45,9 @@ test("'replace' rewrites the pending job's payload, run time and options, answer
     ['replace', `run time ${at(T0 + 5000)} -> ${at(T0 + 1000)}`],
   ]);
   expect(await replacedCount('replace')).toBe(2);
+  const metrics = (await t.get('/metrics')).text;
+  expect(metrics).toContain('leasehold_enqueue_replaced_total{queue="q",mode="replace"} 2');
+  expect(metrics).toContain('leasehold_enqueue_replaced_total{queue="q",mode="debounce"} 0');
   // The rewritten job is what a worker gets.
   const [claimed] = await t.claim('q', 'w');
   expect(claimed).toMatchObject({ id: first.json.job.id, payload: { v: 3 } });
