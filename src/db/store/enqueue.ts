@@ -6,13 +6,16 @@
  *
  * Precondition: none, except that an idempotency key is unique per queue:
  * among the kept jobs enqueued with uniqueWhile 'retained' (the default), and
- * among the pending and running jobs whatever their mode (drizzle/0012).
+ * among the pending and running jobs of both windows (drizzle/0012, 0036).
  * Postcondition: one new pending job per input, or, for a key already taken
  * in the queue, the existing job untouched but for its dedup counter (which
  * writes a `deduplicated` event). With uniqueWhile 'active', a key whose jobs
  * have all finished makes a new job. Up to ENQUEUE_CHUNK jobs go in one batch:
  * all or none. A larger bulk goes in chunks of ENQUEUE_CHUNK, each all or none,
  * in input order, with the event loop free between them (see jobsInsert).
+ * A chunk with key modes (replace, debounce, throttle) goes through
+ * chunkInsertKeyed and src/db/store/enqueue-keyed.ts; a chunk without them
+ * runs the one statement below, as it always did.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
