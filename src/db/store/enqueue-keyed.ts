@@ -87,7 +87,10 @@ export function jobsUpsertUnclaimedKey(db: Db, p: EnqueueParams, jobs: readonly 
  * just before it on the same connection), so exactly one of them returns a
  * row, and both read "now" once each without the window closing between
  * them mattering. A later job of the same bulk sees the row an earlier one
- * made, inside its window.
+ * made, inside its window. Measured on a libSQL file: 500 throttle jobs in
+ * one bulk (1,000 statements in one batch) take about 0.1 s, against about
+ * 0.02 s for 500 plain or replace jobs (one statement each chunk); a plain
+ * enqueue's time did not change.
  */
 export function jobThrottleStatements(db: Db, p: EnqueueParams, job: NewJob, now: SQL, guard: SQL, columns: SQL) {
   const key = job.idempotencyKey!;
