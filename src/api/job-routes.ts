@@ -74,8 +74,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       answers: {
         status: 201,
         schema: 'enqueued',
-        description: 'Enqueued: the job, or (a bulk) one summary per job; a bulk entry whose idempotency key matched says deduplicated: true',
-        also: { status: 200, schema: 'deduplicated', description: 'The idempotency key matched an existing job, which is returned; nothing was added' },
+        description: 'Enqueued: the job, or (a bulk) one summary per job; a bulk entry whose idempotency key matched says deduplicated: true, one that rewrote the key\'s unclaimed job replaced: true',
+        also: { status: 200, schema: 'existingJob', description: "The idempotency key matched an existing job, which is returned: unchanged (deduplicated), or rewritten by this enqueue (replaced: replace, debounce); nothing was added" },
       },
       // A new queue past LEASEHOLD_MAX_QUEUES.
       errors: ['conflict'],
@@ -93,7 +93,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       if (body.bulk) {
         return c.json(
           {
-            jobs: enqueued.map(({ job, deduplicated }) => ({
+            jobs: enqueued.map(({ job, deduplicated, replaced }) => ({
               id: String(job.id),
               queue: job.queue_name,
               status: job.status,
@@ -101,13 +101,15 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
               availableAt: iso(job.available_at),
               idempotencyKey: job.idempotency_key,
               deduplicated,
+              replaced,
             })),
           },
           201,
         );
       }
       const [only] = enqueued;
-      return only!.deduplicated ? c.json({ job: toJob(only!.job), deduplicated: true }, 200) : c.json({ job: toJob(only!.job) }, 201);
+      if (only!.deduplicated) return c.json({ job: toJob(only!.job), deduplicated: true }, 200);
+      return only!.replaced ? c.json({ job: toJob(only!.job), replaced: true }, 200) : c.json({ job: toJob(only!.job) }, 201);
     },
   );
 

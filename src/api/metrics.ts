@@ -83,6 +83,15 @@ export function prometheusText(
   perQueue('leasehold_jobs_snoozed_total', 'counter', 'Snoozes by handlers (JobSnooze): back to pending after the delay, the attempt given back.', (r) => r.jobsTotal.snoozed);
   perQueue('leasehold_jobs_redriven_total', 'counter', 'Dead letters sent back into the queue by a redrive.', (r) => r.jobsTotal.redriven);
   metric(
+    'leasehold_enqueue_replaced_total',
+    'counter',
+    "Unclaimed jobs rewritten by a later enqueue with their key, by the enqueue's uniqueWhile ('replace' or 'debounce').",
+    m.queues.flatMap((r) => [
+      [`{${q(r.queue)},mode="replace"}`, r.jobsTotal.replaced],
+      [`{${q(r.queue)},mode="debounce"}`, r.jobsTotal.debounced],
+    ]),
+  );
+  metric(
     'leasehold_jobs_requeued_total',
     'counter',
     'Running jobs an operator requeued, after their lease expired (forced="false") or by force (forced="true").',

@@ -55,7 +55,12 @@ export const JobSchema = fields<Job>(
     lostAttempts: integer('attempts whose worker vanished (taken back by the reaper)'),
     fencingToken: integer('grows by one per claim'),
     idempotencyKey: nullable(string()),
-    uniqueWhile: { type: 'string', enum: [...UNIQUE_WHILE], description: "how long the key deduplicates: while a job enqueued with it is kept ('retained'), or while one is pending or running ('active')" },
+    uniqueWhile: {
+      type: 'string',
+      enum: [...UNIQUE_WHILE],
+      description: "what the key does: deduplicate while a job enqueued with it is kept ('retained') or pending or running ('active'); rewrite its unclaimed job ('replace', 'debounce'); answer its job of the last throttleMs ('throttle')",
+    },
+    replacedCount: integer('times a later enqueue with the key rewrote this job before any worker claimed it (replace, debounce)'),
     schedule: nullable(string('the schedule that enqueued this job; null: a client enqueued it')),
     occurrenceAt: nullable({ ...time, description: "the schedule's occurrence this job runs (one job per occurrence)" }),
     traceparent: nullable(string('the W3C traceparent the job was enqueued with: the trace its attempts join')),
@@ -147,6 +152,7 @@ export const EnqueuedSchema = fields<Enqueued>({
   availableAt: time,
   idempotencyKey: nullable(string()),
   deduplicated: boolean,
+  replaced: { ...boolean, description: "true: the key's unclaimed job was rewritten by this entry (replace, debounce), and is the one named" },
 });
 
 const JobEventSchema = fields<JobEvent>({
@@ -230,7 +236,10 @@ export const RESPONSES = {
     { description: 'held jobs, longest held first, each with its effects ledger' },
   ),
   enqueued: oneOf(fields<{ job: Job }>({ job: JobSchema }, { description: 'one job' }), fields<{ jobs: Enqueued[] }>({ jobs: array(EnqueuedSchema) }, { description: 'a bulk: one summary per job, in order' })),
-  deduplicated: fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job' }),
+  existingJob: oneOf(
+    fields<{ job: Job; deduplicated: true }>({ job: JobSchema, deduplicated: constant(true) }, { description: 'the idempotency key matched: the existing job, unchanged' }),
+    fields<{ job: Job; replaced: true }>({ job: JobSchema, replaced: constant(true) }, { description: "replace or debounce: the key's unclaimed job, rewritten by this enqueue" }),
+  ),
   job: jobAnswer,
   requeued: oneOf(
     fields<{ job: Job; requeue: RequeueWire }>({ job: JobSchema, requeue: RequeueDoneSchema }, { description: 'what the requeue did, and the job now' }),

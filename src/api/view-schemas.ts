@@ -237,7 +237,7 @@ const QueueMetricsSchema = fields<QueueMetrics>(
       suspect: fields<QueueMetrics['running']['suspect']>({ count: integer(), ids: array(string()), afterMs: nullable(ms()), basis: nullable(string()) }),
     }),
     jobsTotal: fields<QueueMetrics['jobsTotal']>(
-      sameFor(['enqueued', 'claimed', 'completed', 'failed', 'cancelled', 'retried', 'requeuedExpired', 'requeuedForced', 'deadLettered', 'snoozed', 'redriven'] as const, integer()),
+      sameFor(['enqueued', 'claimed', 'completed', 'failed', 'cancelled', 'retried', 'requeuedExpired', 'requeuedForced', 'deadLettered', 'snoozed', 'redriven', 'replaced', 'debounced'] as const, integer()),
       { description: 'all-time counters' },
     ),
     servingWorkers: integer(),

@@ -15,7 +15,7 @@
  * checks every enqueue's payload and types the jobs waited on
  * (src/client/typed.ts).
  */
-import type { DependencyPolicy, Enqueued, Job, JobStatus } from '../core/wire.ts';
+import type { DependencyPolicy, Enqueued, Job, JobStatus, UniqueWhile } from '../core/wire.ts';
 import { sdkFetch } from '../http/node-fetch.ts';
 import { checkSenderOptions } from '../http/options.ts';
 import { LeaseholdApiError } from './errors.ts';
@@ -44,11 +44,19 @@ export interface EnqueueOptions {
   /** Unique per queue: a duplicate returns the existing job (`deduplicated: true`). */
   idempotencyKey?: string;
   /**
-   * How long the key deduplicates. 'retained' (default): while a job enqueued
-   * with it that way is kept, finished or not. 'active': only while a job
-   * with it is pending or running; once it finished, the key makes a new job.
+   * What the key does (docs/guarantees.md, "Key modes"). 'retained' (default):
+   * a duplicate returns the job while one enqueued with it that way is kept,
+   * finished or not. 'active': only while one is pending or running.
+   * 'replace': rewrites the key's job no worker has claimed yet (payload, run
+   * time, options; `replaced: true`), else makes one. 'debounce': the same,
+   * with the run time pushed to debounceMs from now. 'throttle': returns the
+   * key's job made less than throttleMs ago, else makes one.
    */
-  uniqueWhile?: 'retained' | 'active';
+  uniqueWhile?: UniqueWhile;
+  /** debounce's quiet period: the job runs this long after the key's last enqueue (1 ms to 7 days). */
+  debounceMs?: number;
+  /** throttle's window: at most one job per key per this many ms (1 ms to 7 days). */
+  throttleMs?: number;
   /** Higher runs first (-1000 to 1000, default 0). */
   priority?: number;
   /** Run no earlier than this many ms from now (or give runAt). */
@@ -81,7 +89,7 @@ export interface EnqueueItem<P = unknown> extends EnqueueOptions {
  * One job of a flow (POST /flows): a job with its queue and what it waits
  * for. A flow is stored all or none, so it takes no idempotency key.
  */
-export interface FlowItem<P = unknown> extends Omit<EnqueueItem<P>, 'idempotencyKey' | 'uniqueWhile'> {
+export interface FlowItem<P = unknown> extends Omit<EnqueueItem<P>, 'idempotencyKey' | 'uniqueWhile' | 'debounceMs' | 'throttleMs'> {
   queue: string;
   /** Ids of existing jobs, or `#i` for this flow's job i (listed before this one). */
   dependsOn?: string[];
@@ -159,7 +167,7 @@ interface Caller {
 }
 
 type BulkAnswer = { jobs: Enqueued[] };
-type SingleAnswer = { job: Job; deduplicated?: boolean };
+type SingleAnswer = { job: Job; deduplicated?: boolean; replaced?: boolean };
 
 /**
  * @example
@@ -185,8 +193,8 @@ export function createClient<Jobs extends JobTypes = AnyJobs>(options: ClientOpt
 
   async function sendOne(queue: string, caller: Caller): Promise<void> {
     try {
-      const { job, deduplicated } = await request<SingleAnswer>('POST', queuePath(queue), caller.job);
-      caller.resolve({ id: job.id, queue: job.queue, status: job.status, priority: job.priority, availableAt: job.availableAt, idempotencyKey: job.idempotencyKey, deduplicated: deduplicated === true });
+      const { job, deduplicated, replaced } = await request<SingleAnswer>('POST', queuePath(queue), caller.job);
+      caller.resolve({ id: job.id, queue: job.queue, status: job.status, priority: job.priority, availableAt: job.availableAt, idempotencyKey: job.idempotencyKey, deduplicated: deduplicated === true, replaced: replaced === true });
     } catch (err) {
       caller.reject(err);
     }

@@ -5,7 +5,7 @@
  * importing the store. src/db/row-types.ts checks, at compile time, that
  * JobRecord is the job row the schema describes.
  */
-import type { ClaimedJobWire, DependencyPolicy, Job, JobStatus, JobSummary, OnLost, UniqueWhile } from './wire.ts';
+import type { ClaimedJobWire, DependencyPolicy, Job, JobStatus, JobSummary, KeyMode, OnLost, StoredUniqueWhile } from './wire.ts';
 import { HELD_AVAILABLE_AT, parseLostAttempt } from './held.ts';
 
 export type { ClaimedJobWire, Job, JobSummary };
@@ -39,7 +39,11 @@ export interface JobRecord {
   finished_token: string | null;
   finished_write: string | null;
   idempotency_key: string | null;
-  unique_while: UniqueWhile;
+  unique_while: StoredUniqueWhile;
+  /** The key's mode when it rewrites or rations (replace, debounce, throttle); null: it deduplicates as unique_while says. */
+  key_mode: KeyMode | null;
+  /** Times a later enqueue with the key rewrote the job before any worker claimed it. */
+  replaced_count: number;
   /** A schedule's occurrence job: its schedule and occurrence time (both null otherwise). */
   schedule_name: string | null;
   occurrence_at: number | null;
@@ -106,7 +110,8 @@ export function toJob(r: JobRecord): Job {
     lostAttempts: r.lost_attempts,
     fencingToken: r.lease_epoch,
     idempotencyKey: r.idempotency_key,
-    uniqueWhile: r.unique_while,
+    uniqueWhile: r.key_mode ?? r.unique_while,
+    replacedCount: r.replaced_count,
     schedule: r.schedule_name,
     occurrenceAt: iso(r.occurrence_at),
     traceparent: r.trace_parent,

@@ -149,6 +149,9 @@ export interface QueueMetrics {
     snoozed: number;
     /** Dead letters redriven back into this queue by an operator. */
     redriven: number;
+    /** Unclaimed jobs rewritten by a later enqueue with their key: uniqueWhile 'replace', and 'debounce'. */
+    replaced: number;
+    debounced: number;
   };
   /**
    * Live workers that serve this queue: they report it in their beats, or

@@ -9,12 +9,22 @@ export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'cance
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**
- * How long an idempotency key deduplicates: 'retained' (the default) while a
- * job enqueued with it that way is kept (until retention prunes it);
- * 'active' only while a job with it is pending or running.
+ * What an idempotency key does with the jobs it finds (docs/guarantees.md):
+ * 'retained' (the default) deduplicates while a job enqueued with it that
+ * way is kept (until retention prunes it); 'active' only while a job with it
+ * is pending or running. The key modes rewrite or ration instead: 'replace'
+ * rewrites the key's job that no worker has claimed yet (payload, run time,
+ * options), 'debounce' does the same and pushes its run time to debounceMs
+ * from now, 'throttle' answers the key's job made less than throttleMs ago.
  */
-export const UNIQUE_WHILE = ['retained', 'active'] as const;
+export const UNIQUE_WHILE = ['retained', 'active', 'replace', 'debounce', 'throttle'] as const;
 export type UniqueWhile = (typeof UNIQUE_WHILE)[number];
+/** The two dedup windows the jobs.unique_while column holds (its CHECK cannot grow without rebuilding the table). */
+export const STORED_UNIQUE_WHILE = ['retained', 'active'] as const;
+export type StoredUniqueWhile = (typeof STORED_UNIQUE_WHILE)[number];
+/** The key modes, held in jobs.key_mode (drizzle/0036); their jobs keep unique_while 'active'. */
+export const KEY_MODES = ['replace', 'debounce', 'throttle'] as const;
+export type KeyMode = (typeof KEY_MODES)[number];
 
 /**
  * What happens to a job whose attempt was lost (its worker vanished, its
@@ -65,8 +75,10 @@ export interface Job {
   lostAttempts: number;
   fencingToken: number;
   idempotencyKey: string | null;
-  /** How long the key deduplicates: 'retained' or 'active'. */
+  /** What the key does: 'retained' or 'active' (how long it deduplicates), or 'replace', 'debounce', 'throttle'. */
   uniqueWhile: UniqueWhile;
+  /** Times a later enqueue with the key (replace, debounce) rewrote this job before any worker claimed it. */
+  replacedCount: number;
   /** The schedule that enqueued the job (null: a client did), and the occurrence it runs. */
   schedule: string | null;
   occurrenceAt: string | null;
@@ -170,6 +182,8 @@ export interface Enqueued {
   idempotencyKey: string | null;
   /** True when the idempotency key matched an existing job, which is the one returned. */
   deduplicated: boolean;
+  /** True when the key's unclaimed job was rewritten by this enqueue (replace, debounce), which is the one returned. */
+  replaced: boolean;
 }
 
 /**

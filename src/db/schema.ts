@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { DEPENDENCY_POLICIES, DEPENDENCY_STATES, JOB_STATUSES, ON_LOST_POLICIES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, SCHEDULE_SKIP_REASONS, UNIQUE_WHILE, type JobStatus } from '../core/wire.ts';
+import { DEPENDENCY_POLICIES, DEPENDENCY_STATES, JOB_STATUSES, ON_LOST_POLICIES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, SCHEDULE_SKIP_REASONS, STORED_UNIQUE_WHILE, KEY_MODES, type JobStatus } from '../core/wire.ts';
 
 export { JOB_STATUSES, type JobStatus };
 
@@ -58,8 +58,16 @@ export const jobs = sqliteTable(
     idempotencyKey: text('idempotency_key'),
     // How long the key deduplicates: 'retained' (while any job enqueued that
     // way is kept) or 'active' (while a job with the key is pending or running).
-    uniqueWhile: text('unique_while', { enum: UNIQUE_WHILE }).notNull().default('retained'),
+    uniqueWhile: text('unique_while', { enum: STORED_UNIQUE_WHILE }).notNull().default('retained'),
+    // The key modes (drizzle/0036): 'replace' and 'debounce' rewrite the key's
+    // job no worker has claimed yet, 'throttle' answers the key's job made
+    // within its window. Their jobs keep unique_while 'active' (the finished
+    // ones hold nothing); NULL: the key deduplicates as unique_while says.
+    keyMode: text('key_mode', { enum: KEY_MODES }),
     dedupCount: integer('dedup_count').notNull().default(0),
+    // Times a later enqueue with the key rewrote the job (replace, debounce):
+    // a fresh row has 0, so RETURNING tells a rewrite from an insert.
+    replacedCount: integer('replaced_count').notNull().default(0),
     lastError: text('last_error'),
     progress: text('progress'),
     checkpoint: text('checkpoint'),
@@ -160,6 +168,7 @@ export const jobs = sqliteTable(
     check('jobs_counts_not_negative', sql`${t.erroredAttempts} >= 0 AND ${t.lostAttempts} >= 0`),
     check('jobs_payload_is_json', sql`json_valid(${t.payload})`),
     check('jobs_unique_while_known', sql`${t.uniqueWhile} IN ('retained', 'active')`),
+    check('jobs_key_mode_known', sql`${t.keyMode} IS NULL OR (${t.keyMode} IN ('replace', 'debounce', 'throttle') AND ${t.uniqueWhile} = 'active')`),
     check('jobs_group_key_length', sql`${t.groupKey} IS NULL OR length(${t.groupKey}) BETWEEN 1 AND 128`),
     check('jobs_occurrence_iff_schedule', sql`(${t.scheduleName} IS NULL) = (${t.occurrenceAt} IS NULL)`),
     // The claim: pending jobs of one queue in claim order.
@@ -190,14 +199,21 @@ export const jobs = sqliteTable(
     // Pending jobs made pending for later (delayed, retried, released): "ready" is the kept pending count minus their future part.
     index('jobs_due_later_idx').on(t.queueName, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.availableAt} > ${t.createdAt}`),
     // Uniqueness windows (drizzle/0012): a key enqueued as 'retained' is unique
-    // among the queue's kept jobs enqueued that way; any pending or running
-    // job's key is unique in its queue, whatever its mode.
+    // among the queue's kept jobs enqueued that way; a pending or running
+    // job's key is unique in its queue among the jobs of both windows.
     uniqueIndex('jobs_idempotency_key_idx')
       .on(t.queueName, t.idempotencyKey)
       .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.uniqueWhile} = 'retained'`),
     uniqueIndex('jobs_active_key_idx')
       .on(t.queueName, t.idempotencyKey)
-      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.status} IN ('pending', 'running')`),
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.status} IN ('pending', 'running') AND ${t.keyMode} IS NULL`),
+    // Replace and debounce (drizzle/0036): one job per key that no worker has
+    // claimed yet (lease_epoch 0; a claim raises it for good), so a running
+    // job, or one back to pending for a retry with its checkpoint, is never
+    // rewritten and never collides with the new job made beside it.
+    uniqueIndex('jobs_unclaimed_key_idx')
+      .on(t.queueName, t.idempotencyKey)
+      .where(sql`${t.idempotencyKey} IS NOT NULL AND ${t.keyMode} IN ('replace', 'debounce') AND ${t.status} = 'pending' AND ${t.leaseEpoch} = 0`),
     // Finding jobs by key, whatever their mode and status.
     index('jobs_key_lookup_idx').on(t.queueName, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     // One job per schedule occurrence, for as long as it is kept (drizzle/0021).

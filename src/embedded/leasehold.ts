@@ -43,15 +43,23 @@ export interface OpenOptions {
   clock?: Clock;
 }
 
-/** An enqueue's options; `uniqueWhile` 'retained' (default): the key deduplicates while a job enqueued with it is kept; 'active': while one is pending or running. */
+/**
+ * An enqueue's options. `uniqueWhile` 'retained' (default): the key
+ * deduplicates while a job enqueued with it is kept; 'active': while one is
+ * pending or running; 'replace' and 'debounce' (with `debounceMs`) rewrite the
+ * key's job no worker has claimed yet; 'throttle' (with `throttleMs`) answers
+ * the key's job made within the window (docs/guarantees.md, "Key modes").
+ */
 export type EmbeddedEnqueueOptions = Omit<EnqueueItem, 'payload'>;
 
 export type EmbeddedEnqueueItem = EnqueueItem;
 
-/** What an enqueue answers: the new job, or the existing one for a duplicate idempotency key. */
+/** What an enqueue answers: the new job, or the existing one for a duplicate idempotency key (unchanged, or rewritten: `replaced`). */
 export interface EmbeddedEnqueued {
   job: Job;
   deduplicated: boolean;
+  /** The key's unclaimed job, rewritten by this enqueue (replace, debounce). */
+  replaced: boolean;
 }
 
 export interface Leasehold {
@@ -163,6 +171,6 @@ export async function openLeasehold(options: OpenOptions = {}): Promise<Leasehol
   };
 }
 
-function answer({ job, deduplicated }: Enqueued): EmbeddedEnqueued {
-  return { job: toJob(job), deduplicated };
+function answer({ job, deduplicated, replaced }: Enqueued): EmbeddedEnqueued {
+  return { job: toJob(job), deduplicated, replaced };
 }

@@ -3,7 +3,8 @@
  * HTTP route (a JSON body) and the embedded API (values): the job's fields
  * (each a validator that is also its JSON Schema in the OpenAPI document),
  * the rules between fields (delayMs or runAt, uniqueWhile needs a key, a
- * trace context that parses), and the queue's name. A bad field throws
+ * key mode's window with its mode alone, a trace context that parses), and
+ * the queue's name. A bad field throws
  * `invalid_request` naming it (`jobs[3].runAt`) before anything is written.
  *
  * @example
@@ -14,10 +15,12 @@ import { MAX_JOB_TIMEOUT_MS } from '../core/config.ts';
 import { invalid } from '../core/errors.ts';
 import { TRACEPARENT, TRACEPARENT_HELP, TRACESTATE_MAX, tracestateProblem, type JobTrace } from '../core/trace-context.ts';
 import { int, json, obj, optional, str, word, type Infer } from '../core/validate.ts';
-import { ON_LOST_POLICIES, UNIQUE_WHILE } from '../core/wire.ts';
+import { ON_LOST_POLICIES, UNIQUE_WHILE, type UniqueWhile } from '../core/wire.ts';
 import type { NewJob } from '../db/store/port.ts';
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
+/** The longest debounce or throttle window: a throttle window is read from the key's last job, which retention must still keep. */
+export const MAX_KEY_WINDOW_MS = 7 * 24 * 3600 * 1000;
 
 export const QUEUE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 export const queueName = str({
@@ -38,9 +41,11 @@ export const newJob = obj({
   uniqueWhile: optional(
     word(
       UNIQUE_WHILE,
-      "how long idempotencyKey deduplicates: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running, so a finished one lets the key make a new job",
+      "what idempotencyKey does. Deduplicate: 'retained' (default) while a job enqueued with it that way is kept; 'active' only while one is pending or running. Key modes: 'replace' rewrites the key's job no worker has claimed yet (payload, run time, priority, maxAttempts, timeoutMs, onLost, trace context) and answers replaced: true, else makes one; 'debounce' does the same with the run time pushed to debounceMs from now; 'throttle' answers the key's job made less than throttleMs ago (deduplicated), else makes one",
     ),
   ),
+  debounceMs: optional(int({ min: 1, max: MAX_KEY_WINDOW_MS, description: "with uniqueWhile 'debounce' (and needed by it): the quiet period; the job runs this long after the key's last enqueue" })),
+  throttleMs: optional(int({ min: 1, max: MAX_KEY_WINDOW_MS, description: "with uniqueWhile 'throttle' (and needed by it): the window; at most one job per key is made per window, counted from the last one made" })),
   priority: optional(int({ min: -1000, max: 1000, description: 'higher runs first; default 0' })),
   delayMs: optional(int({ min: 0, max: 10 * YEAR_MS })),
   runAt: optional(str({ min: 1, max: 40, description: 'ISO 8601 time to run at, instead of delayMs' })),
@@ -76,7 +81,10 @@ export const newJob = obj({
 export interface EnqueueItem {
   payload: unknown;
   idempotencyKey?: string;
-  uniqueWhile?: 'retained' | 'active';
+  /** What the key does: 'retained' (default), 'active', or a key mode: 'replace', 'debounce' (with debounceMs), 'throttle' (with throttleMs). */
+  uniqueWhile?: UniqueWhile;
+  debounceMs?: number;
+  throttleMs?: number;
   priority?: number;
   delayMs?: number;
   runAt?: Date | string;
@@ -108,6 +116,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
   const field = (name: string) => (path ? `${path}.${name}` : name);
   if (j.delayMs !== undefined && j.runAt !== undefined) throw invalid(field('runAt'), 'give delayMs or runAt, not both');
   if (j.uniqueWhile !== undefined && j.idempotencyKey === undefined) throw invalid(field('uniqueWhile'), `${field('uniqueWhile')} needs an idempotencyKey`);
+  checkKeyWindow(j, field);
   checkTrace(j, field);
   let runAt: number | undefined;
   if (typeof j.runAt === 'string') {
@@ -120,6 +129,7 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     payload: j.payload,
     idempotencyKey: j.idempotencyKey,
     uniqueWhile: j.uniqueWhile,
+    keyWindowMs: j.debounceMs ?? j.throttleMs,
     priority: j.priority,
     delayMs: j.delayMs,
     runAt,
@@ -130,6 +140,26 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
     tracestate: j.tracestate,
     group: j.group,
   };
+}
+
+/**
+ * Each window goes with its mode alone: debounceMs with 'debounce', which
+ * needs it, throttleMs with 'throttle', likewise. Debounce sets the run time
+ * itself (its quiet period from now), so it takes no delayMs or runAt.
+ */
+function checkKeyWindow(j: Infer<typeof newJob>, field: (name: string) => string): void {
+  const windows = [
+    ['debounceMs', 'debounce', j.debounceMs],
+    ['throttleMs', 'throttle', j.throttleMs],
+  ] as const;
+  for (const [name, mode, value] of windows) {
+    if (value !== undefined && j.uniqueWhile !== mode) throw invalid(field(name), `${field(name)} goes with uniqueWhile '${mode}' only`);
+    if (value === undefined && j.uniqueWhile === mode) throw invalid(field(name), `uniqueWhile '${mode}' needs ${field(name)}`);
+  }
+  if (j.uniqueWhile !== 'debounce') return;
+  for (const name of ['delayMs', 'runAt'] as const) {
+    if (j[name] !== undefined) throw invalid(field(name), `${field(name)} cannot go with uniqueWhile 'debounce': its run time is debounceMs from the last enqueue`);
+  }
 }
 
 /**

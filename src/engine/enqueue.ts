@@ -44,14 +44,16 @@ export function createEnqueuing(deps: {
   config: Config;
   clock: Clock;
   batchEnqueues: boolean;
-  /** After a commit: the jobs it added (not deduplicated), to wake claims and arm due timers; answers how many waiting claims it woke. */
+  /** After a commit: the jobs it added or rewrote (not deduplicated), each once, to wake claims and arm due timers; answers how many waiting claims it woke. */
   added(queue: string, jobs: readonly Enqueued[]): number;
 }): Enqueuing {
   const { store, config, clock } = deps;
   // One `now` per write, read when it starts: a batch's calls were all made in that turn.
   const params = (queue: string, jobs: NewJob[], source: EnqueueSource) => ({ queue, jobs, actor: source, now: clock.now(), defaults: config, maxQueues: config.maxQueues });
   const committed = async (queue: string, enqueued: Enqueued[], source: EnqueueSource): Promise<Enqueued[]> => {
-    const added = enqueued.filter((e) => !e.deduplicated);
+    // A rewritten job (replace, debounce) may be due at a new time; a bulk that
+    // names one key twice answers its job twice, counted once here.
+    const added = [...new Map(enqueued.filter((e) => !e.deduplicated).map((e) => [e.job.id, e] as const)).values()];
     const woke = added.length > 0 ? deps.added(queue, added) : 0;
     // An HTTP enqueue that woke waiting claims answers on the next turn: the
     // woken claims run (their statements are synchronous on an embedded

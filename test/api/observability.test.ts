@@ -84,7 +84,7 @@ describe('GET /api/v1/metrics', () => {
     expect(q.staleWritesRejected).toEqual({ total: 2, lastHour: 2, last5m: 2 });
     expect(q.enqueueDeduplicated).toEqual({ total: 1, lastHour: 1, last5m: 1 });
     // Every transition so far, all time: 4 runs + the keyed job + the ready one; 4 + 1 claims.
-    expect(q.jobsTotal).toEqual({ enqueued: 6, claimed: 5, completed: 4, failed: 0, cancelled: 0, retried: 0, requeuedExpired: 0, requeuedForced: 0, deadLettered: 0, redriven: 0, snoozed: 0 });
+    expect(q.jobsTotal).toEqual({ enqueued: 6, claimed: 5, completed: 4, failed: 0, cancelled: 0, retried: 0, requeuedExpired: 0, requeuedForced: 0, deadLettered: 0, redriven: 0, snoozed: 0, replaced: 0, debounced: 0 });
     expect(q.duplicateExecutions).toEqual({ total: 0, lastHour: 0, last5m: 0 });
     expect(q.attempts).toEqual({ finished: 4, histogram: [{ attempts: 1, count: 4 }], erroredAttempts: 0, lostAttempts: 0, jobsWithErrors: 0, jobsWithLost: 0 });
     // 4 finished + 1 running claims in the hour.

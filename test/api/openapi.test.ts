@@ -197,11 +197,11 @@ test('every operation has a unique operationId, a tag, a summary and a schema fo
   expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
 });
 
-test('enqueue answers 201 (200 for a deduplicated one); reads never answer 409; writes document 403 and 413, and those that read a body 415', () => {
+test('enqueue answers 201 (200 for a deduplicated or replaced one); reads never answer 409; writes document 403 and 413, and those that read a body 415', () => {
   const enqueue = doc.paths['/api/v1/queues/{queue}/jobs'].post;
   expect(Object.keys(enqueue.responses)).toContain('201');
   expect(enqueue.responses['201'].content['application/json'].schema.oneOf).toHaveLength(2);
-  expect(enqueue.responses['200'].content['application/json'].schema.required).toEqual(['job', 'deduplicated']);
+  expect(enqueue.responses['200'].content['application/json'].schema.oneOf.map((s: { required: string[] }) => s.required)).toEqual([['job', 'deduplicated'], ['job', 'replaced']]);
   for (const { path, method, op } of operations()) {
     const statuses = Object.keys(op.responses);
     if (method === 'get') expect(statuses, `${method} ${path}`).not.toContain('409');

@@ -203,3 +203,21 @@ test('enqueueMany checks every item first: an error names jobs[i].field and noth
   expect(transactions()).toBe(0);
   expect(await storedJobs(lh, 'many')).toBe(0);
 });
+
+test('key modes through the embedded API: calls of one tick with one debounce key are one job with the last payload; a bad window is refused alone', async () => {
+  const lh = await open();
+  const { values, errors } = await settle([
+    lh.enqueue('index', { edit: 1 }, { idempotencyKey: 'doc-7', uniqueWhile: 'debounce', debounceMs: 2000 }),
+    lh.enqueue('index', { edit: 2 }, { idempotencyKey: 'doc-7', uniqueWhile: 'debounce', debounceMs: 2000 }),
+    lh.enqueue('index', { edit: 3 }, { idempotencyKey: 'doc-7', uniqueWhile: 'debounce' }),
+  ]);
+  expect(errors[2]).toMatchObject({ code: 'invalid_request', field: 'debounceMs' });
+  expect(values.slice(0, 2).map((a) => [a!.job.id, a!.replaced])).toEqual([[values[0]!.job.id, false], [values[0]!.job.id, true]]);
+  expect(await lh.getJob(values[0]!.job.id)).toMatchObject({ payload: { edit: 2 }, uniqueWhile: 'debounce', replacedCount: 1 });
+  expect(await storedJobs(lh, 'index')).toBe(1);
+  const many = await lh.enqueueMany('index', [
+    { payload: 'a', idempotencyKey: 'tick', uniqueWhile: 'throttle', throttleMs: 60_000 },
+    { payload: 'b', idempotencyKey: 'tick', uniqueWhile: 'throttle', throttleMs: 60_000 },
+  ]);
+  expect(many.map((a) => [a.job.id, a.deduplicated, a.job.payload])).toEqual([[many[0]!.job.id, false, 'a'], [many[0]!.job.id, true, 'a']]);
+});

@@ -4,7 +4,8 @@
  * later migrations add. `lendTodaysShape` adds whatever tables and columns
  * today's schema has and the old one lacks (empty, with their defaults, no
  * constraints beyond NOT NULL with a default) and the indexes today's
- * statements name (INDEXED BY), and the function it answers takes them away
+ * statements name (INDEXED BY, ON CONFLICT targets; one a later migration
+ * redefined is swapped for today's), and the function it answers takes them away
  * again, so the migration under test then runs on the schema the old server
  * really had. Views and triggers are left to each test: a real tally view
  * changes what the replay writes.
@@ -33,7 +34,7 @@ const columnsOf = async (client: Client, table: string) => (await client.execute
 export async function lendTodaysShape(old: Client): Promise<() => Promise<void>> {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-todays-shape-'));
   const today = await openLibsql(`file:${join(dir, 'today.db')}`);
-  const added: { table: string; column?: string; index?: string }[] = [];
+  const added: { table: string; column?: string; index?: string; restore?: string }[] = [];
   try {
     await migrateLibsql(today, MIGRATIONS);
     const oldTables = await tablesOf(old);
@@ -52,12 +53,17 @@ export async function lendTodaysShape(old: Client): Promise<() => Promise<void>>
         added.push({ table, column: c.name });
       }
     }
-    const oldIndexes = new Set((await old.execute("SELECT name FROM sqlite_master WHERE type = 'index'")).rows.map((r) => String(r.name)));
+    const oldIndexes = new Map((await old.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'")).rows.map((r) => [String(r.name), r.sql === null ? null : String(r.sql)]));
     const indexes = (await today.client.execute("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")).rows;
     for (const i of indexes) {
-      if (oldIndexes.has(String(i.name))) continue;
+      const oldSql = oldIndexes.get(String(i.name));
+      if (oldSql === String(i.sql)) continue;
+      // An index a later migration redefined (its conflict target changed,
+      // as 0036 did to jobs_active_key_idx) is lent in today's form and given
+      // back in the old one.
+      if (oldSql) await old.execute(`DROP INDEX ${JSON.stringify(String(i.name))}`);
       await old.execute(String(i.sql));
-      added.push({ table: String(i.tbl_name), index: String(i.name) });
+      added.push({ table: String(i.tbl_name), index: String(i.name), ...(oldSql ? { restore: oldSql } : {}) });
     }
   } finally {
     today.close();
@@ -65,7 +71,10 @@ export async function lendTodaysShape(old: Client): Promise<() => Promise<void>>
   }
   return async () => {
     for (const a of added.reverse()) {
-      if (a.index) await old.execute(`DROP INDEX IF EXISTS ${JSON.stringify(a.index)}`);
+      if (a.index) {
+        await old.execute(`DROP INDEX IF EXISTS ${JSON.stringify(a.index)}`);
+        if (a.restore) await old.execute(a.restore);
+      }
       else if (a.column) await old.execute(`ALTER TABLE ${JSON.stringify(a.table)} DROP COLUMN ${JSON.stringify(a.column)}`);
       else await old.execute(`DROP TABLE ${JSON.stringify(a.table)}`);
     }

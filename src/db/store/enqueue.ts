@@ -6,25 +6,30 @@
  *
  * Precondition: none, except that an idempotency key is unique per queue:
  * among the kept jobs enqueued with uniqueWhile 'retained' (the default), and
- * among the pending and running jobs whatever their mode (drizzle/0012).
+ * among the pending and running jobs of both windows (drizzle/0012, 0036).
  * Postcondition: one new pending job per input, or, for a key already taken
  * in the queue, the existing job untouched but for its dedup counter (which
  * writes a `deduplicated` event). With uniqueWhile 'active', a key whose jobs
  * have all finished makes a new job. Up to ENQUEUE_CHUNK jobs go in one batch:
  * all or none. A larger bulk goes in chunks of ENQUEUE_CHUNK, each all or none,
  * in input order, with the event loop free between them (see jobsInsert).
+ * A chunk with key modes (replace, debounce, throttle) goes through
+ * chunkInsertKeyed and src/db/store/enqueue-keyed.ts; a chunk without them
+ * runs the one statement below, as it always did.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { LeaseholdError, requireStorableText } from '../../core/errors.ts';
-import { ENQUEUE_CHUNK, type Db } from '../db.ts';
+import type { BatchItem } from 'drizzle-orm/batch';
+import { batchList, ENQUEUE_CHUNK, type Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { queueAdmitsSql, queuesInUseCountSql } from './queue-use.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { EnqueueParams, Enqueued, NewJob } from './port-types.ts';
 import { EnqueuePartlyStored } from './port.ts';
+import { jobsUpsertUnclaimedKey, jobThrottleStatements } from './enqueue-keyed.ts';
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
-export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, created_at, idempotency_key, dedup_count`;
+export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, created_at, idempotency_key, dedup_count, replaced_count`;
 
 /** A duplicate key: the existing job keeps everything but counts the hit (one per conflict target, drizzle/0012; a schedule's occurrence, drizzle/0021). */
 export const dedupHit = sql`dedup_count = dedup_count + 1, last_event = 'deduplicated', last_event_reason = NULL,
@@ -108,16 +113,23 @@ export function queueCapReached(queue: string, maxQueues: number | undefined) {
 
 /** One batch: the queue (within the cap), then the jobs, all or none. */
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
+  if (jobs.some(hasKeyMode)) return chunkInsertKeyed(db, p, jobs);
   const now = nowSql(p.now);
+  const [, inserted] = await db.batch([queueInsertWithinCap(db, p.queue, now, p.maxQueues), plainStatement(db, p, jobs, now)]);
+  if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) throw queueCapReached(p.queue, p.maxQueues);
+  // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
+  return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0, replaced: false }));
+}
+
+/** The jobs without a key mode: inserted, or their key's job answered with its dedup counter bumped. */
+function plainStatement(db: Db, p: EnqueueParams, jobs: readonly NewJob[], now: SQL) {
   const rows = JSON.stringify(
     jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null, ol: j.onLost ?? null, g: j.group ?? null })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
-  const [, inserted] = await db.batch([
-    queueInsertWithinCap(db, p.queue, now, p.maxQueues),
-    // RETURNING yields rows in the order they were inserted or deduplicated
-    // (ORDER BY the array index), each with the values it had at that moment.
-    db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
+  // RETURNING yields rows in the order they were inserted or deduplicated
+  // (ORDER BY the array index), each with the values it had at that moment.
+  return db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
       INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, on_lost, group_key, last_event_actor, enqueued_by, created_at, updated_at)
       SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
@@ -126,11 +138,45 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
       FROM json_each(${rows}) AS j WHERE ${queueJobsGuard(p.queue, p.maxQueues)} ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}
-      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND status IN ('pending', 'running')
+      ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND status IN ('pending', 'running') AND key_mode IS NULL
       DO UPDATE SET ${dedupHit}
-      RETURNING ${p.columns ?? sql`*`}`),
-  ]);
-  if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) throw queueCapReached(p.queue, p.maxQueues);
-  // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
-  return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0 }));
+      RETURNING ${p.columns ?? sql`*`}`);
+}
+
+const hasKeyMode = (j: NewJob) => j.uniqueWhile === 'replace' || j.uniqueWhile === 'debounce' || j.uniqueWhile === 'throttle';
+
+/**
+ * A chunk with key modes (src/db/store/enqueue-keyed.ts): one batch of the
+ * queue row, the plain jobs' statement, one upsert for the replace and
+ * debounce jobs, and two statements per throttle job. Each family finds only
+ * its own jobs by key (the plain ones through jobs_idempotency_key_idx and
+ * jobs_active_key_idx, replace and debounce through jobs_unclaimed_key_idx,
+ * throttle by key_mode), so running the families one after another keeps
+ * every job's input order where it matters: among the jobs of its key.
+ */
+async function chunkInsertKeyed(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
+  const now = nowSql(p.now);
+  const columns = p.columns ?? sql`*`;
+  const guard = queueJobsGuard(p.queue, p.maxQueues);
+  const plain: number[] = [];
+  const unclaimed: number[] = [];
+  const throttled: number[] = [];
+  jobs.forEach((j, i) => (j.uniqueWhile === 'throttle' ? throttled : j.uniqueWhile === 'replace' || j.uniqueWhile === 'debounce' ? unclaimed : plain).push(i));
+  // Each entry: the input positions a statement answers, in its RETURNING
+  // order, and what a returned row says: a fresh row has both counters at 0.
+  type Answer = (job: JobRecord) => Enqueued;
+  const deduplicatedIfCounted: Answer = (job) => ({ job, deduplicated: job.dedup_count > 0, replaced: false });
+  const replacedIfCounted: Answer = (job) => ({ job, deduplicated: false, replaced: job.replaced_count > 0 });
+  const steps: { at: number[]; answer: Answer; statement: BatchItem<'sqlite'> }[] = [];
+  if (plain.length > 0) steps.push({ at: plain, answer: deduplicatedIfCounted, statement: plainStatement(db, { ...p, columns }, plain.map((i) => jobs[i]!), now) });
+  if (unclaimed.length > 0) steps.push({ at: unclaimed, answer: replacedIfCounted, statement: jobsUpsertUnclaimedKey(db, p, unclaimed.map((i) => jobs[i]!), now, guard, columns) });
+  for (const i of throttled) {
+    for (const statement of jobThrottleStatements(db, p, jobs[i]!, now, guard, columns)) steps.push({ at: [i], answer: deduplicatedIfCounted, statement });
+  }
+  const results = await batchList(db, [queueInsertWithinCap(db, p.queue, now, p.maxQueues), ...steps.map((s) => s.statement)]);
+  const out: (Enqueued | undefined)[] = jobs.map(() => undefined);
+  steps.forEach((step, n) => (results[n + 1] as JobRecord[]).forEach((job, k) => (out[step.at[k]!] = step.answer(job))));
+  // Every statement answers each of its jobs unless the queue guard refused them all.
+  if (out.some((e) => e === undefined)) throw queueCapReached(p.queue, p.maxQueues);
+  return out as Enqueued[];
 }

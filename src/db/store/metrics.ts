@@ -256,6 +256,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
         deadLettered: counter('dead_lettered'),
         snoozed: counter('snoozed'),
         redriven: counter('redriven'),
+        replaced: counter('enqueue_replaced', 'replace'),
+        debounced: counter('enqueue_replaced', 'debounce'),
       },
       // Those that report the queue, and those that hold one of its jobs (a
       // worker that never beats still claims), each counted once.

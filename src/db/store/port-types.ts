@@ -33,8 +33,10 @@ export type { QueueSettingsPatch } from '../../core/wire.ts';
 export interface NewJob {
   payload: unknown;
   idempotencyKey?: string | undefined;
-  /** How long the key deduplicates: 'retained' (default) or 'active'. */
+  /** What the key does: 'retained' (default) or 'active' deduplicate; 'replace', 'debounce', 'throttle' are the key modes (store/enqueue-keyed). */
   uniqueWhile?: UniqueWhile | undefined;
+  /** The key mode's window: debounce's quiet period, throttle's window (ms). */
+  keyWindowMs?: number | undefined;
   /** What a lost attempt leads to (default: the queue's onLost, else 'retry'). */
   onLost?: OnLost | undefined;
   priority?: number | undefined;
@@ -57,7 +59,7 @@ export interface EnqueueParams {
   actor: string | null;
   now: Now;
   defaults: QueueDefaults;
-  /** Columns to return (must include dedup_count); every column by default. */
+  /** Columns to return (must include dedup_count and replaced_count); every column by default. */
   columns?: SQL;
   /** Most queues in use there may be (src/db/store/queue-use.ts): a new queue past it is refused (409), nothing stored. */
   maxQueues?: number;
@@ -66,6 +68,8 @@ export interface EnqueueParams {
 export interface Enqueued {
   job: JobRecord;
   deduplicated: boolean;
+  /** The key's unclaimed job, rewritten by this enqueue (replace, debounce). */
+  replaced: boolean;
 }
 
 // ---------------------------------------------------------------------------

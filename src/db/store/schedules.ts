@@ -128,7 +128,7 @@ export async function scheduleEnqueueOccurrence(
   ]);
   const [job] = inserted as JobRecord[];
   if (!job) throw queueCapReached(s.queue_name, p.maxQueues);
-  return { job, deduplicated: job.dedup_count > 0 };
+  return { job, deduplicated: job.dedup_count > 0, replaced: false };
 }
 
 /** Step 2: next_run_at moves on, only if it is still what the pass read. False: another pass moved it. */

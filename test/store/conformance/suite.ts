@@ -16,6 +16,7 @@ import { defineGroups } from './groups.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
 import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
+import { defineKeyModes } from './key-modes.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
 import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
@@ -42,6 +43,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineReads(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
+    defineKeyModes(backend);
     defineClaimBudget(backend);
     defineAuditAndForms(backend);
     defineDashboardReads(backend);
