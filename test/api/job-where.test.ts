@@ -1,0 +1,172 @@
+/**
+ * GET /jobs?where=...: filters on what a job carries (payload and result),
+ * against a real database through the app: each operator, their AND, pages
+ * under a filter, and bad or hostile input refused with a 400 naming where.
+ */
+import { afterEach, expect, test } from 'vitest';
+import { setup, type TestBed } from '../support/helpers.ts';
+
+let t: TestBed;
+afterEach(() => t?.close());
+
+const list = async (query: string) => {
+  const res = await t.get(`/api/v1/jobs?${query}`);
+  return res;
+};
+/** Ids (as the enqueue answered them) of the jobs a list finds, oldest first. */
+const found = async (...where: string[]) => {
+  const res = await list(`order=asc&limit=500&${where.map((w) => `where=${encodeURIComponent(w)}`).join('&')}`);
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.next).toBeNull();
+  return res.json.jobs.map((j: { id: string }) => j.id) as string[];
+};
+
+async function fill() {
+  const payloads = [
+    { customerId: 42, name: 'Acme Corp', amount: 10, vip: true, tags: ['a', 'b'] },
+    { customerId: 42, name: 'Acme Ltd', amount: 250.5, vip: false },
+    { customerId: '42', name: 'acme', amount: 99 },
+    { customerId: 7, name: 'Bolt', amount: null, nested: { deep: { x: 1 } } },
+    { customerId: 1, name: { first: 'Acme' }, vip: 1 },
+  ];
+  const ids: string[] = [];
+  for (const payload of payloads) ids.push((await t.enqueue('orders', { payload })).id);
+  return ids;
+}
+
+test('=, !=, ranges, ^= and exists on the payload: same type and value, never SQLite cross-type order', async () => {
+  t = await setup();
+  const [a, b, c, d, e] = await fill();
+  expect(await found('payload.customerId = 42')).toEqual([a, b]);
+  expect(await found('payload.customerId = "42"')).toEqual([c]);
+  expect(await found('payload.customerId != 42')).toEqual([c, d, e]);
+  expect(await found('payload.amount > 10')).toEqual([b, c]);
+  expect(await found('payload.amount >= 10')).toEqual([a, b, c]);
+  expect(await found('payload.amount < 100')).toEqual([a, c]);
+  expect(await found('payload.amount <= 99.0')).toEqual([a, c]);
+  // Text against text, by code point: "B" < "a".
+  expect(await found('payload.name < "B"')).toEqual([a, b]);
+  expect(await found('payload.name ^= "Acme"')).toEqual([a, b]);
+  expect(await found('payload.name ^= "Acme L"')).toEqual([b]);
+  expect(await found('payload.name ^= ""')).toEqual([a, b, c, d]);
+  // true is not 1, null is a value, exists counts a null.
+  expect(await found('payload.vip = true')).toEqual([a]);
+  expect(await found('payload.vip = false')).toEqual([b]);
+  expect(await found('payload.vip = 1')).toEqual([e]);
+  expect(await found('payload.amount = null')).toEqual([d]);
+  expect(await found('payload.amount exists')).toEqual([a, b, c, d]);
+  expect(await found('payload.amount !exists')).toEqual([e]);
+  expect(await found('payload.tags[1] = "b"')).toEqual([a]);
+  expect(await found('payload.nested.deep.x = 1')).toEqual([d]);
+  expect(await found('payload.name.first = "Acme"')).toEqual([e]);
+  // Several clauses are ANDed.
+  expect(await found('payload.customerId = 42', 'payload.amount > 100')).toEqual([b]);
+  expect(await found('payload.customerId = 42', 'payload.amount > 100', 'payload.vip = true')).toEqual([]);
+  // With the other filters too.
+  expect((await list(`queue=orders&status=pending&where=${encodeURIComponent('payload.customerId = 7')}`)).json.jobs.map((j: { id: string }) => j.id)).toEqual([d]);
+  expect((await list(`queue=other&where=${encodeURIComponent('payload.customerId = 7')}`)).json.jobs).toEqual([]);
+});
+
+test('filters on the result of completed jobs; a job without a result has no field', async () => {
+  t = await setup();
+  const ids: string[] = [];
+  for (const total of [5, 50, 500]) {
+    const { id } = await t.enqueue('billing', { payload: { total } });
+    ids.push(id);
+    const [claimed] = await t.claim('billing', 'w1');
+    const done = await t.post(`/api/v1/jobs/${claimed!.id}/complete`, { workerId: 'w1', lockToken: claimed!.lockToken, result: { charged: total, receipt: `r-${total}` } });
+    expect(done.status).toBe(200);
+  }
+  const pending = await t.enqueue('billing', { payload: { total: 1 } });
+  expect(await found('result.charged >= 50')).toEqual([ids[1], ids[2]]);
+  expect(await found('result.receipt ^= "r-5"')).toEqual([ids[0], ids[1], ids[2]]);
+  expect(await found('result.receipt = "r-50"', 'payload.total = 50')).toEqual([ids[1]]);
+  expect(await found('result exists')).toEqual(ids);
+  expect(await found('result !exists')).toEqual([pending.id]);
+});
+
+test('pages under a filter: keyset, newest first, next until null', async () => {
+  t = await setup();
+  const ids: string[] = [];
+  for (let i = 0; i < 7; i++) ids.push((await t.enqueue('q', { payload: { even: i % 2 === 0, i } })).id);
+  const where = `where=${encodeURIComponent('payload.even = true')}`;
+  const seen: string[] = [];
+  let after = '';
+  for (let page = 0; page < 5; page++) {
+    const res = await list(`limit=2&${where}${after}`);
+    expect(res.status).toBe(200);
+    seen.push(...res.json.jobs.map((j: { id: string }) => j.id));
+    if (res.json.next === null) break;
+    after = `&after=${res.json.next}`;
+  }
+  expect(seen).toEqual([ids[6], ids[4], ids[2], ids[0]]);
+});
+
+test('bad where: each a 400 naming where, and nothing changes', async () => {
+  t = await setup();
+  await fill();
+  const before = (await t.client.execute('SELECT count(*) AS n, (SELECT count(*) FROM sqlite_master) AS objects, total(length(payload)) AS bytes FROM jobs')).rows[0];
+  const bad = [
+    '',
+    'customerId = 42',
+    'payloads.x = 1',
+    'payload.1x = 1',
+    'payload.x',
+    'payload.x = ',
+    'payload.x == 1',
+    'payload.x = 42abc',
+    "payload.x = 'single quoted'",
+    'payload.x = {"a":1}',
+    'payload.x = [1]',
+    'payload.x ^= 4',
+    'payload.x > true',
+    'payload.x exists 1',
+    'payload.x = 1e999',
+    'payload.x[abc] = 1',
+    'payload..x = 1',
+    'payload.x = "unterminated',
+    `payload.${'a.'.repeat(20)}b = 1`,
+    `payload.x = "${'y'.repeat(600)}"`,
+  ];
+  for (const w of bad) {
+    const res = await list(`where=${encodeURIComponent(w)}`);
+    expect(res.status, w).toBe(400);
+    expect(res.json.error, w).toMatchObject({ code: 'invalid_request', field: 'where' });
+  }
+  const six = Array.from({ length: 6 }, (_, i) => `where=${encodeURIComponent(`payload.x${i} exists`)}`).join('&');
+  const tooMany = await list(six);
+  expect(tooMany.status).toBe(400);
+  expect(tooMany.json.error).toMatchObject({ field: 'where' });
+  expect(tooMany.json.error.message).toMatch(/at most 5/);
+  // The second clause is named when it is the bad one.
+  const second = await list(`where=${encodeURIComponent('payload.x = 1')}&where=${encodeURIComponent('payload.y ~ 2')}`);
+  expect(second.json.error.message).toMatch(/clause 2/);
+  const after = (await t.client.execute('SELECT count(*) AS n, (SELECT count(*) FROM sqlite_master) AS objects, total(length(payload)) AS bytes FROM jobs')).rows[0];
+  expect(after).toEqual(before);
+});
+
+test('injection attempts are refused, or are values that match nothing', async () => {
+  t = await setup();
+  const ids = await fill();
+  const refused = [
+    "payload.x' = 1",
+    'payload.x) OR (1=1 = 1',
+    'payload.x -- = 1',
+    'payload.x = 1 OR 1=1',
+    'payload.x = 1; DROP TABLE jobs',
+    "payload.name = 'x' OR '1'='1'",
+    'payload["x"] = 1',
+    "payload.x = 1 --",
+    'result.x = 1)/*',
+  ];
+  for (const w of refused) {
+    const res = await list(`where=${encodeURIComponent(w)}`);
+    expect(res.status, w).toBe(400);
+    expect(res.json.error.field).toBe('where');
+  }
+  // Quotes and comment marks inside a JSON string are a value, bound as one.
+  for (const w of [`payload.name = "x' OR '1'='1"`, 'payload.name = "Acme Corp\\") OR 1=1 --"', 'payload.name ^= "\'"', 'payload.name = "%"', 'payload.name ^= "_"']) {
+    expect(await found(w), w).toEqual([]);
+  }
+  expect((await t.client.execute('SELECT count(*) AS n FROM jobs')).rows[0]!.n).toBe(ids.length);
+});
