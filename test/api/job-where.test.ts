@@ -170,3 +170,56 @@ test('injection attempts are refused, or are values that match nothing', async (
   }
   expect((await t.client.execute('SELECT count(*) AS n FROM jobs')).rows[0]!.n).toBe(ids.length);
 });
+
+test('indexed fields: set, audited, each an index of the queue; removed or the queue deleted, the index goes; bad fields a 400 changing nothing', async () => {
+  t = await setup();
+  const ids = await fill();
+  const indexes = async () => (await t.client.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name LIKE 'jobs_field_%' ORDER BY name")).rows.map((r) => String(r.sql));
+  const set = (fields: unknown) => t.call('PUT', '/api/v1/queues/orders/indexed-fields', { fields });
+
+  const res = await set(['payload.customerId', 'result.total', 'payload.customerId']);
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.queue.indexedFields).toEqual(['payload.customerId', 'result.total']);
+  expect(await indexes()).toEqual(
+    expect.arrayContaining([
+      expect.stringMatching(/json_extract\(payload, '\$\.customerId'\), id\) WHERE queue_name = 'orders'$/),
+      expect.stringMatching(/json_extract\(result, '\$\.total'\), id\) WHERE queue_name = 'orders'$/),
+    ]),
+  );
+  expect(await indexes()).toHaveLength(2);
+  expect((await t.get('/api/v1/queues/orders')).json.queue.indexedFields).toEqual(['payload.customerId', 'result.total']);
+  // The same answers with the index as without.
+  expect(await found('payload.customerId = 42')).toEqual([ids[0], ids[1]]);
+  const pages = await list(`queue=orders&limit=1&where=${encodeURIComponent('payload.customerId = 42')}`);
+  expect(pages.json.jobs.map((j: { id: string }) => j.id)).toEqual([ids[1]]);
+  expect((await list(`queue=orders&limit=1&after=${pages.json.next}&where=${encodeURIComponent('payload.customerId = 42')}`)).json.jobs.map((j: { id: string }) => j.id)).toEqual([ids[0]]);
+  expect((await list(`queue=orders&where=${encodeURIComponent('payload.customerId = 42')}&where=${encodeURIComponent('payload.vip = false')}`)).json.jobs.map((j: { id: string }) => j.id)).toEqual([ids[1]]);
+
+  // Bad fields: 400 naming the field, nothing changed.
+  for (const [fields, field] of [
+    [["payload.x'"], 'fields[0]'],
+    [['payload.a', 'meta.x'], 'fields[1]'],
+    [['payload.a', 'payload.b', 'payload.c', 'payload.d', 'payload.e', 'payload.f'], 'fields'],
+    ['payload.a', 'fields'],
+  ] as const) {
+    const bad = await set(fields);
+    expect(bad.status, JSON.stringify(fields)).toBe(400);
+    expect(bad.json.error.field).toBe(field);
+  }
+  expect(await indexes()).toHaveLength(2);
+
+  // One removed: its index dropped, the other kept.
+  expect((await set(['result.total'])).json.queue.indexedFields).toEqual(['result.total']);
+  expect(await indexes()).toEqual([expect.stringMatching(/json_extract\(result, '\$\.total'\)/)]);
+  const audit = (await t.get('/api/v1/audit?action=queue.indexed_fields')).json.entries as { before: unknown; after: unknown; queue: string }[];
+  expect(audit.map((e) => [e.before, e.after])).toEqual([
+    [['payload.customerId', 'result.total'], ['result.total']],
+    [[], ['payload.customerId', 'result.total']],
+  ]);
+
+  // The queue deleted (its jobs purged): its indexes go with it.
+  await t.post('/api/v1/queues/orders/bulk', { action: 'cancel', reason: 'test', status: 'pending' });
+  const deleted = await t.call('DELETE', '/api/v1/queues/orders?purge=true');
+  expect(deleted.status, deleted.text).toBe(200);
+  expect(await indexes()).toEqual([]);
+});
