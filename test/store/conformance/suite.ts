@@ -16,6 +16,7 @@ import { defineGroups } from './groups.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
 import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
+import { defineJobSearch } from './job-search.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
 import { defineMaintenanceWatch } from './maintenance-watch.conformance.ts';
@@ -40,6 +41,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineDependencies(backend);
     defineOperator(backend);
     defineReads(backend);
+    defineJobSearch(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
     defineClaimBudget(backend);
