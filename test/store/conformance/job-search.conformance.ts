@@ -8,6 +8,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import type { AuditActor } from '../../../src/db/store/port.ts';
 import { parseWhereClauses } from '../../../src/core/job-filter.ts';
+import type { JobRecord } from '../../../src/core/job-record.ts';
 import { T0, useBundle, type StoreBackend } from './support.ts';
 
 const BY: AuditActor = { actor: 'Ada', role: 'admin', credential: 'default', source: 'api', client: '10.0.0.1' };
@@ -39,7 +40,7 @@ export function defineJobSearch(backend: StoreBackend) {
 
     test('a page examines at most `scan` jobs: short pages with next at the window\'s end, until every match is reached', async () => {
       const { store, pendingJob } = t();
-      const jobs = [];
+      const jobs: JobRecord[] = [];
       for (let i = 0; i < 12; i++) jobs.push(await pendingJob({ queue: 'q', payload: { hit: i === 1 || i === 9 || i === 10 } }));
       const where = parseWhereClauses(['payload.hit = true']);
       // More matches than the limit in the window: next is the page's last job.
