@@ -275,10 +275,11 @@ test("a where-filtered page reads its window through an index, never the whole t
     { queue: 'mail', where: [eq], limit: 10, order: 'desc' as const },
     { queue: 'orders', status: 'pending' as const, where: [prefix], limit: 10, order: 'asc' as const, after: 5 },
     { status: 'pending' as const, where: [prefix], limit: 10, order: 'desc' as const },
+    { idempotencyKey: 'k-1', where: [prefix], limit: 10, order: 'desc' as const },
   ]) {
     for (const plan of await plans(params)) {
       expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step)), JSON.stringify(params)).toEqual([]);
-      expect(plan.join('\n'), JSON.stringify(params)).toMatch(/SEARCH jobs USING (COVERING )?INDEX jobs_(queue_)?status_id_idx/);
+      expect(plan.join('\n'), JSON.stringify(params)).toMatch(/SEARCH jobs USING (COVERING )?INDEX jobs_((queue_)?status_id|idempotency_key|key_lookup)_idx/);
     }
   }
   // No filter but where: the primary key, from the cursor, LIMIT the window.

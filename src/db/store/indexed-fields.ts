@@ -17,7 +17,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
-import { JSON_PATH_PATTERN, parseWherePath, type WhereClause } from '../../core/job-filter.ts';
+import { JSON_PATH_PATTERN, parseWherePath, WHERE_ROOTS, type WhereClause } from '../../core/job-filter.ts';
 import { batchList, type Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { alongsideFirst, auditInsert } from './audit.ts';
@@ -30,7 +30,10 @@ export function jsonPathLiteral(jsonPath: string): SQL {
 }
 
 /** The expression an indexed field's index holds, and an `=` on it must repeat to use it. */
-export const fieldExpression = (root: WhereClause['root'], jsonPath: string): SQL => sql`json_extract(${sql.raw(root)}, ${jsonPathLiteral(jsonPath)})`;
+export function fieldExpression(root: WhereClause['root'], jsonPath: string): SQL {
+  if (!(WHERE_ROOTS as readonly string[]).includes(root)) throw new Error(`not a where root: ${JSON.stringify(root)}`);
+  return sql`json_extract(${sql.raw(root)}, ${jsonPathLiteral(jsonPath)})`;
+}
 
 /** The index of one queue's field: a name made of a hash, so neither text reaches the name. */
 export function fieldIndexName(queue: string, field: string): string {

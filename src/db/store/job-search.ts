@@ -31,6 +31,7 @@ import { fieldExpression, queueIndexedFields } from './indexed-fields.ts';
 const column = (c: WhereClause): SQLiteColumn => (c.root === 'payload' ? jobs.payload : jobs.result);
 
 const NUMBER_TYPES = sql`('integer', 'real')`;
+const COMPARISONS: Partial<Record<string, SQL>> = { '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>=') };
 
 /**
  * One clause as SQL, its path bound. The type checks keep SQLite's
@@ -63,7 +64,10 @@ export function clauseSql(c: WhereClause): SQL {
     }
     default: {
       const v = c.value as string | number;
-      return sql`(${value} ${sql.raw(c.op)} ${v} AND ${typed(v)})`;
+      // From a fixed table: a clause made outside the parser cannot put text of its own here.
+      const op = COMPARISONS[c.op];
+      if (!op) throw new Error(`not a where operator: ${JSON.stringify(c.op)}`);
+      return sql`(${value} ${op} ${v} AND ${typed(v)})`;
     }
   }
 }
@@ -99,7 +103,7 @@ function indexedEquality(p: ListParams, indexedFields: readonly string[]): Where
  * `scan` of them, each found through an index (never a walk of rows the
  * window does not count). Returns it and the filters it leaves to the page.
  */
-function windowSql(p: ListParams, indexedFields: readonly string[], scan: number): { window: SQL; rest: SQL[] } {
+function windowSql(p: ListParams, base: SQL | undefined, indexedFields: readonly string[], scan: number): { window: SQL; rest: SQL[] } {
   const order = p.order === 'desc' ? sql`DESC` : sql`ASC`;
   const keyset = p.after === undefined ? sql`1` : p.order === 'desc' ? sql`id < ${p.after}` : sql`id > ${p.after}`;
   const limit = sql`ORDER BY id ${order} LIMIT ${scan}`;
@@ -123,13 +127,8 @@ function windowSql(p: ListParams, indexedFields: readonly string[], scan: number
     const parts = JOB_STATUSES.map((s) => sql`SELECT id FROM (SELECT id FROM jobs WHERE queue_name = ${p.queue} AND status = ${s} AND ${keyset} ${limit})`);
     return { window: sql`SELECT id FROM (${sql.join(parts, sql` UNION ALL `)}) ${limit}`, rest: [] };
   }
-  const base = [
-    p.queue === undefined ? undefined : sql`queue_name = ${p.queue}`,
-    p.status === undefined ? undefined : sql`status = ${p.status}`,
-    p.id === undefined ? undefined : sql`id = ${p.id}`,
-    p.idempotencyKey === undefined ? undefined : sql`idempotency_key = ${p.idempotencyKey}`,
-  ].filter((s): s is SQL => s !== undefined);
-  return { window: sql`SELECT id FROM jobs WHERE ${sql.join([...base, keyset], sql` AND `)} ${limit}`, rest: [] };
+  // The list's own filters and cursor, as an unfiltered page reads them: each combination has an index in id order.
+  return { window: sql`SELECT id FROM jobs WHERE ${base ?? sql`1`} ${limit}`, rest: [] };
 }
 
 /**
@@ -139,10 +138,12 @@ function windowSql(p: ListParams, indexedFields: readonly string[], scan: number
 export async function filteredPage<Row extends { id: number }>(
   db: Db,
   p: ListParams,
+  /** The list's filters and cursor as the unfiltered page reads them (read.ts's pageWhere). */
+  base: SQL | undefined,
   select: (where: SQL, limit: number) => BatchItem<'sqlite'>,
 ): Promise<{ jobs: Row[]; next: number | null }> {
   const scan = p.scan ?? WHERE_SCAN_WINDOW;
-  const { window, rest } = windowSql(p, p.queue === undefined ? [] : await queueIndexedFields(db, { queue: p.queue }), scan);
+  const { window, rest } = windowSql(p, base, p.queue === undefined ? [] : await queueIndexedFields(db, { queue: p.queue }), scan);
   const where = sql.join([sql`${jobs.id} IN (${window})`, ...rest, ...(p.where ?? []).map(clauseSql)], sql` AND `);
   const [rows, edge] = (await db.batch([
     select(where, p.limit + 1),

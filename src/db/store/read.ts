@@ -125,7 +125,7 @@ const REFUSALS_SHOWN = 50;
 
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
-  if (p.where?.length) return filteredPage<JobRecord>(db, p, (where, limit) => db.select(rowColumns(jobs)).from(jobs).where(where).orderBy(pageOrder(p)).limit(limit));
+  if (p.where?.length) return filteredPage<JobRecord>(db, p, pageWhere(db, p), (where, limit) => db.select(rowColumns(jobs)).from(jobs).where(where).orderBy(pageOrder(p)).limit(limit));
   return toPage(await db.select(rowColumns(jobs)).from(jobs).where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
 }
 
@@ -152,7 +152,7 @@ export async function jobSummariesList(db: Db, p: ListParams): Promise<{ jobs: J
       checkpoint_bytes: bytes(jobs.checkpoint),
     })
     .from(jobs);
-  if (p.where?.length) return filteredPage<JobSummaryRecord>(db, p, (where, limit) => select().where(where).orderBy(pageOrder(p)).limit(limit));
+  if (p.where?.length) return filteredPage<JobSummaryRecord>(db, p, pageWhere(db, p), (where, limit) => select().where(where).orderBy(pageOrder(p)).limit(limit));
   return toPage(await select().where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
 }
 
