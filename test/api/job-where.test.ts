@@ -223,3 +223,15 @@ test('indexed fields: set, audited, each an index of the queue; removed or the q
   expect(deleted.status, deleted.text).toBe(200);
   expect(await indexes()).toEqual([]);
 });
+
+test('a prefix is a range over code points: the edges of Unicode (U+D7FF before the surrogates, U+10FFFF last) keep exact answers', async () => {
+  t = await setup();
+  const names = ['a\u{10FFFF}z', 'a\u{10FFFF}', 'a\uD7FFx', 'a\uE000', 'b', 'a', '\u{10FFFF}\u{10FFFF}'];
+  const ids: string[] = [];
+  for (const name of names) ids.push((await t.enqueue('u', { payload: { name } })).id);
+  expect(await found(`payload.name ^= ${JSON.stringify('a\u{10FFFF}')}`)).toEqual([ids[0], ids[1]]);
+  expect(await found(`payload.name ^= ${JSON.stringify('a\uD7FF')}`)).toEqual([ids[2]]);
+  expect(await found('payload.name ^= "a"')).toEqual([ids[0], ids[1], ids[2], ids[3], ids[5]]);
+  // A prefix of only the last code point has no end: every string from it on.
+  expect(await found(`payload.name ^= ${JSON.stringify('\u{10FFFF}')}`)).toEqual([ids[6]]);
+});
