@@ -2,8 +2,9 @@
  * A page of the jobs list filtered by `where` clauses on payload or result
  * (src/core/job-filter.ts): read-only, two statements in one batch.
  *
- * The promise: a page never examines more than `scan` jobs (WHERE_SCAN_WINDOW,
- * src/core/job-filter.ts, by default), however many jobs the table holds and however rare the match.
+ * The promise: a page never examines more than `scan` jobs (WHERE_SCAN_WINDOW
+ * in src/core/job-filter.ts by default), however many jobs the table holds
+ * and however rare the match.
  * The window is the next `scan` ids after the cursor that the list's other
  * filters select, walked in id order from an index; the clauses are checked
  * on those rows only. When the window is spent before the page is full, the
@@ -27,7 +28,6 @@ import { jobs } from '../schema.ts';
 import type { ListParams } from './port-types.ts';
 import { fieldExpression, queueIndexedFields } from './indexed-fields.ts';
 
-
 const column = (c: WhereClause): SQLiteColumn => (c.root === 'payload' ? jobs.payload : jobs.result);
 
 const NUMBER_TYPES = sql`('integer', 'real')`;
@@ -38,7 +38,7 @@ const COMPARISONS: Partial<Record<string, SQL>> = { '<': sql.raw('<'), '<=': sql
  * cross-type order out of the answer: json_extract gives true as 1 and an
  * object as its JSON text, and any text sorts after every number.
  */
-export function clauseSql(c: WhereClause): SQL {
+function clauseSql(c: WhereClause): SQL {
   const col = column(c);
   const value = sql`json_extract(${col}, ${c.jsonPath})`;
   const type = sql`json_type(${col}, ${c.jsonPath})`;
@@ -76,9 +76,10 @@ export function clauseSql(c: WhereClause): SQL {
  * The least string above every string that starts with `prefix` (null: none,
  * the prefix is all U+10FFFF): its last code point plus one. SQLite compares
  * text as UTF-8 bytes, which is code point order, so [prefix, end) is
- * exactly the strings with that prefix, and an index can seek the range.
+ * exactly the strings with that prefix; unlike LIKE, % and _ are plain
+ * characters and case counts.
  */
-export function prefixEnd(prefix: string): string | null {
+function prefixEnd(prefix: string): string | null {
   const points = [...prefix].map((ch) => ch.codePointAt(0)!);
   while (points.length > 0) {
     const last = points.pop()!;
