@@ -10,6 +10,7 @@
  */
 import { Hono } from 'hono';
 import { adminRoutes } from './api/admin-routes.ts';
+import { indexedFieldRoutes } from './api/indexed-field-routes.ts';
 import { requestBodyLimit } from './api/body-limit.ts';
 import { scheduleRoutes } from './api/schedule-routes.ts';
 import { observabilityRoutes } from './api/observability-routes.ts';
@@ -89,6 +90,7 @@ export function createApp(appDeps: AppInput) {
   flowRoutes(routes, deps);
   workerRoutes(routes, deps);
   adminRoutes(routes, deps);
+  indexedFieldRoutes(routes, deps);
   scheduleRoutes(routes, deps);
   observabilityRoutes(routes, deps);
   opsRoutes(routes, deps);

@@ -18,6 +18,7 @@ import type { Routes } from './router.ts';
 import { arr, bool, json, obj, optional, queryInt, str, word, type Infer } from '../core/validate.ts';
 import type { EffectRow } from '../db/store/port.ts';
 import { activeJobTrace } from '../core/trace-context.ts';
+import { WHERE_SCAN_WINDOW, WHERE_SYNTAX, whereQuery } from '../core/job-filter.ts';
 
 const MAX_BULK = 10_000;
 
@@ -49,6 +50,7 @@ const listQuery = obj({
   after: optional(str({ min: 1, max: 15, pattern: /^[0-9]{1,15}$/, patternHelp: 'must be a job id (the next value of the previous page)' })),
   limit: optional(queryInt({ min: 1, max: 500, description: 'jobs per page; default 50' })),
   order: optional(word(['asc', 'desc'], 'by id; default desc (newest first)')),
+  where: whereQuery,
 });
 
 const heldQuery = obj({
@@ -149,7 +151,8 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
       operationId: 'listJobs',
       tag: 'jobs',
       answers: { schema: 'jobPage' },
-      summary: 'Job summaries by id (newest first), filtered by queue, status or idempotency key, keyset-paginated: pass next as after. Each job comes without its payload, result, progress and checkpoint (their sizes and a short preview instead): GET /jobs/{id} has them whole',
+      summary: `Job summaries by id (newest first), filtered by queue, status, idempotency key or what the payload and result hold (where, ANDed: ${WHERE_SYNTAX}), keyset-paginated: pass next as after. With where, a page examines at most ${WHERE_SCAN_WINDOW.toLocaleString('en-US')} jobs (an = on one of the queue's indexed fields reads only matches), so it may come back short, even empty, with next set: follow next until it is null. ` +
+        'Each job comes without its payload, result, progress and checkpoint (their sizes and a short preview instead): GET /jobs/{id} has them whole',
       query: listQuery,
     },
     async (c, _body, q) => {
@@ -160,6 +163,7 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
         after: q.after === undefined ? undefined : Number(q.after),
         limit: q.limit ?? 50,
         order: q.order ?? 'desc',
+        where: q.where,
       });
       return c.json({ jobs: page.jobs.map(toJobSummary), next: page.next === null ? null : String(page.next) });
     },

@@ -39,5 +39,6 @@ export function queueView(q: QueueHealth) {
     rateLimitedUntil: iso(q.rateLimitedUntil),
     alertThresholds: effectiveAlertThresholds(q.alertOverrides),
     alertOverrides: q.alertOverrides,
+    indexedFields: q.indexedFields,
   };
 }

@@ -78,6 +78,20 @@ export function routeRefusals(spec: Pick<RouteSpec, 'method' | 'role' | 'errors'
   return [...codes];
 }
 
+/**
+ * The query string as the route's validator reads it: each field's first
+ * value, and every value of a field whose schema is an array (`?where=a&where=b`,
+ * as OpenAPI's default form style sends one).
+ */
+function queryFields(c: Context, query: Validator<unknown>): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = c.req.query();
+  const properties = (query.schema.properties ?? {}) as Record<string, { type?: unknown }>;
+  for (const [name, schema] of Object.entries(properties)) {
+    if (schema.type === 'array' && name in fields) fields[name] = c.req.queries(name) ?? [];
+  }
+  return fields;
+}
+
 export class Routes {
   readonly specs: RouteSpec[] = [];
   constructor(
@@ -95,7 +109,7 @@ export class Routes {
     const bodyValidator = requestBody(spec);
     this.app.on([spec.method.toUpperCase()], [spec.path], ...guards, async function handle(c: Context) {
       if (spec.method !== 'get') refuseSimpleCrossSite(c, { routeIsOpen: isOpen, readsBody: bodyValidator !== undefined });
-      const query = spec.query ? spec.query.parse(c.req.query(), '') : (undefined as Q);
+      const query = spec.query ? spec.query.parse(queryFields(c, spec.query), '') : (undefined as Q);
       // A route without fields of its own reads `{}`, and an empty body counts as that.
       const body = bodyValidator ? ((await readBody(c, bodyValidator, { emptyIs: spec.body ? undefined : {} })) as B) : (undefined as B);
       return handler(c, body, query);

@@ -30,7 +30,7 @@ const AuditEntrySchema = fields<AuditEntryWire>({
   role: string('admin, readonly, worker, or none (a failed login)'),
   credential: nullable(string('the name of the token the request or session used')),
   source: { type: 'string', enum: ['dashboard', 'api'] },
-  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, jobs.canary, job.retry, job.cancel, job.requeue, job.force_requeue, job.release_held, job.complete_held, job.fail_held'),
+  action: string('login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, queue.indexed_fields, jobs.bulk, jobs.canary, job.retry, job.cancel, job.requeue, job.force_requeue, job.release_held, job.complete_held, job.fail_held'),
   queue: nullable(string()),
   jobId: nullable(string()),
   target: string('what was acted on, for people'),

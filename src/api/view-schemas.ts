@@ -192,6 +192,7 @@ const QueueSchema = fields<QueueView>(
     rateLimitedUntil: nullable(described(time, "while the window's claims are spent: when the next one opens")),
     alertThresholds: alertThresholdsSchema,
     alertOverrides: alertOverridesSchema,
+    indexedFields: { type: 'array', items: string(), description: "payload or result paths with an index of their own: an = on one of them in GET /jobs's where reads only the matches (PUT /queues/{queue}/indexed-fields)" },
   },
   { description: 'a queue: counts, health, settings and alert thresholds' },
 );

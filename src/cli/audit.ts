@@ -13,7 +13,7 @@ export const AUDIT_FLAGS: CommandFlag[] = [
   URL_FLAG,
   { flag: '--json', help: "print the API's answer as JSON", boolean: true },
   { flag: '--actor', help: 'only entries by this operator or token name' },
-  { flag: '--action', help: 'only this action: login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue' },
+  { flag: '--action', help: 'only this action: login, login_failed, logout, queue.settings, queue.pause, queue.resume, queue.alert_thresholds, queue.indexed_fields, jobs.bulk, job.retry, job.cancel, job.requeue, job.force_requeue' },
   { flag: '--queue', help: 'only entries about this queue' },
   { flag: '--limit', help: 'entries per page (1-500, default 50)' },
   { flag: '--before', help: 'the next (older) page: entries before this id' },

@@ -1,7 +1,7 @@
 /**
  * The operator's commands, against a running server (src/cli/server-api.ts):
  *
- *   leasehold jobs list [--queue Q] [--status S] [--limit N] [--after ID] [--order asc]
+ *   leasehold jobs list [--queue Q] [--status S] [--limit N] [--after ID] [--order asc] [--where 'PATH OP VALUE' ...]
  *   leasehold jobs show ID
  *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
@@ -17,7 +17,8 @@
  */
 import { userInfo } from 'node:os';
 import type { Config } from '../core/config.ts';
-import { UsageError, type CommandFlag } from '../core/args.ts';
+import { lines, UsageError, type CommandFlag } from '../core/args.ts';
+import { MAX_WHERE_CLAUSES, WHERE_SCAN_WINDOW } from '../core/job-filter.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
 import { CANARY_FLAGS, canaryCommand, canaryStart } from './canary.ts';
@@ -36,6 +37,11 @@ export const JOBS_FLAGS: CommandFlag[] = [
   { flag: '--limit', help: 'list: jobs per page (1-500, default 50); bulk: act on at most N jobs (never more than the server cap)' },
   { flag: '--after', help: 'list: the next page, after this job id' },
   { flag: '--order', help: 'list: asc for oldest first (default newest first)' },
+  {
+    flag: '--where',
+    help: `list: only jobs whose payload or result match, e.g. 'payload.customerId = 42', 'payload.name ^= "Ac"', 'result.total >= 10', 'payload.email exists'; give it up to ${MAX_WHERE_CLAUSES} times, all must hold (docs/http-api.md)`,
+    repeatable: true,
+  },
   { flag: '--reason', help: 'why, kept in the audit trail (a bulk action and a forced requeue need one)' },
   { flag: '--dry-run', help: 'bulk: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
   { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
@@ -44,7 +50,9 @@ export const JOBS_FLAGS: CommandFlag[] = [
 ];
 
 export const JOBS_DETAILS = `subcommands:
-  list                       jobs newest first, filtered by --queue and --status
+  list                       jobs newest first, filtered by --queue, --status and --where
+                             (a page with --where reads at most ${WHERE_SCAN_WINDOW.toLocaleString('en-US')} jobs: it may
+                             come back short, even empty; go on with --after)
   show ID                    one job: status, lease, owner, attempts, and its latest events
   retry ID | cancel ID | requeue ID [--force] [--dry-run]
                              one job; requeue does what the reaper would do now
@@ -141,12 +149,15 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     const q = new URLSearchParams();
     for (const f of ['queue', 'status', 'after', 'order'] as const) if (str(flags, `--${f}`) !== undefined) q.set(f, str(flags, `--${f}`)!);
     if (str(flags, '--limit') !== undefined) q.set('limit', str(flags, '--limit')!);
+    for (const clause of lines(flags.get('--where'))) q.append('where', clause);
     const page = await api.get<{ jobs: any[]; next: string | null }>(`/jobs${q.size ? `?${q}` : ''}`);
     if (json) return print(page), 0;
     const now = Date.now();
     print(
       page.jobs.length === 0
-        ? '(no jobs match)'
+        ? page.next
+          ? '(no jobs match on this page: a page with --where reads a bounded number of jobs; later ones may match)'
+          : '(no jobs match)'
         : table(
             ['id', 'queue', 'status', 'attempt', 'owner', 'lease', 'heartbeat', 'updated', 'last error'],
             page.jobs.map((j) => [j.id, j.queue, j.status, `${j.attempt}/${j.maxAttempts}`, j.lockedBy, leaseText(j, now), relative(j.lastHeartbeatAt, now), relative(j.updatedAt, now), j.lastError]),

@@ -47,6 +47,13 @@ export interface ListJobsFilter {
   /** 1-500, default 50. */
   limit?: number;
   order?: 'asc' | 'desc';
+  /**
+   * Filters on the payload or result, ANDed: `<path> <op> <value>`, e.g.
+   * 'payload.customerId = 42', 'result.total >= 10', 'payload.name ^= "Ac"',
+   * 'payload.email exists' (docs/http-api.md). With where, a page may come
+   * back short, even empty, with next set: follow next until it is null.
+   */
+  where?: string | readonly string[];
 }
 
 /** A queue's counts, health and settings (GET /queues/:queue; more fields than these). */
@@ -58,6 +65,8 @@ export interface QueueInfo {
   expiredLeases: number;
   settings: Record<string, unknown>;
   overrides: Record<string, unknown>;
+  /** Payload or result paths with an index of their own (setQueueIndexedFields). */
+  indexedFields: string[];
   [more: string]: unknown;
 }
 
@@ -215,6 +224,8 @@ export function operatorCalls(request: Request) {
     updateQueueSettings: async (name: string, patch: QueueSettingsPatch) => (await request<{ queue: QueueInfo }>('PATCH', `${q(name)}/settings`, patch)).queue,
     /** Replace the queue's alert thresholds ({} clears them: the server's apply). */
     setQueueAlertThresholds: async (name: string, thresholds: Record<string, number>) => (await request<{ queue: QueueInfo }>('PUT', `${q(name)}/alerts`, thresholds)).queue,
+    /** Replaces the queue's indexed fields (at most 5, [] for none): an = on one of them in listJobs' where reads only the matches. */
+    setQueueIndexedFields: async (name: string, fields: readonly string[]) => (await request<{ queue: QueueInfo }>('PUT', `${q(name)}/indexed-fields`, { fields })).queue,
     pauseQueue: (name: string) => request<{ queue: string; paused: boolean }>('POST', `${q(name)}/pause`),
     resumeQueue: (name: string) => request<{ queue: string; paused: boolean }>('POST', `${q(name)}/resume`),
     /**

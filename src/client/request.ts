@@ -13,16 +13,16 @@ export interface CallOptions {
   waitMs?: number;
   /** Ends the call sooner (the caller gave up). */
   signal?: AbortSignal | undefined;
-  /** Query string fields; undefined ones are left out. */
-  query?: Record<string, string | number | boolean | undefined>;
+  /** Query string fields; undefined ones are left out, an array is the field once per item. */
+  query?: Record<string, string | number | boolean | readonly string[] | undefined>;
 }
 
 export type Request = <T>(method: Method, path: string, body?: unknown, o?: CallOptions) => Promise<T>;
 
 export function requester(p: { base: string; url: string; token: string | undefined; timeoutMs: number; fetch: typeof fetch }): Request {
   return async function request<T>(method: Method, path: string, body?: unknown, o: CallOptions = {}): Promise<T> {
-    const query = Object.entries(o.query ?? {}).filter((e): e is [string, string | number | boolean] => e[1] !== undefined);
-    const url = `${p.base}/api/v1${path}${query.length ? `?${new URLSearchParams(query.map(([k, v]) => [k, String(v)]))}` : ''}`;
+    const query = Object.entries(o.query ?? {}).flatMap(([k, v]): [string, string][] => (v === undefined ? [] : Array.isArray(v) ? v.map((item) => [k, item]) : [[k, String(v)]]));
+    const url = `${p.base}/api/v1${path}${query.length ? `?${new URLSearchParams(query)}` : ''}`;
     // Every call but a GET sends JSON, also those without a body (the server refuses others with 415).
     const sendsBody = method !== 'GET';
     let res: Response;

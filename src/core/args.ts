@@ -4,7 +4,16 @@ export interface CommandFlag {
   help: string;
   /** Takes no value. */
   boolean?: boolean;
+  /**
+   * May be given more than once: the values are kept in order, joined by a
+   * line break (`lines` splits them again), so a later one does not replace
+   * an earlier one. For values that never hold a line break of their own.
+   */
+  repeatable?: boolean;
 }
+
+/** A repeatable flag's values, in the order given (none: []). */
+export const lines = (value: string | true | undefined): string[] => (typeof value === 'string' ? value.split('\n') : []);
 
 /**
  * `positionals`: the command takes words (`jobs show 12`): an argument that
@@ -32,10 +41,16 @@ export function splitFlags(args: readonly string[], own: readonly CommandFlag[],
       rest.push(arg);
       continue;
     }
-    if (spec.boolean) values.set(name, true);
-    else if (arg.includes('=')) values.set(name, arg.slice(arg.indexOf('=') + 1));
-    else if (args[i + 1] !== undefined) values.set(name, args[++i]!);
+    if (spec.boolean) {
+      values.set(name, true);
+      continue;
+    }
+    let value: string;
+    if (arg.includes('=')) value = arg.slice(arg.indexOf('=') + 1);
+    else if (args[i + 1] !== undefined) value = args[++i]!;
     else throw new UsageError(`${name} needs a value`);
+    const earlier = values.get(name);
+    values.set(name, spec.repeatable && typeof earlier === 'string' ? `${earlier}\n${value}` : value);
   }
   return { values, rest, positionals };
 }

@@ -11,6 +11,7 @@ export type AuditAction =
   | 'queue.pause'
   | 'queue.resume'
   | 'queue.alert_thresholds'
+  | 'queue.indexed_fields'
   | 'queue.delete'
   | 'jobs.bulk'
   | 'jobs.canary'
@@ -30,6 +31,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'queue.pause',
   'queue.resume',
   'queue.alert_thresholds',
+  'queue.indexed_fields',
   'queue.delete',
   'jobs.bulk',
   'jobs.canary',

@@ -51,6 +51,8 @@ export interface QueueHealth {
   deadLetterQueue: string | null;
   /** How many times one job may snooze; null: DEFAULT_MAX_SNOOZES. */
   maxSnoozes: number | null;
+  /** Payload or result paths with an index of their own for the jobs list's `where` (src/core/job-filter.ts). */
+  indexedFields: string[];
 }
 
 export interface RateLimit {

@@ -1,10 +1,13 @@
 /**
- * The jobs list's filter (queue, status, id, idempotency key, order, page):
+ * The jobs list's filter (queue, status, id, idempotency key, where clauses
+ * on payload and result, order, page):
  * read from a query, and written back as one for links (the pager, the bulk
  * actions' dry run and its way back).
  */
 import type { Context } from 'hono';
 import { JOB_STATUSES, type JobStatus } from '../core/wire.ts';
+import { LeaseholdError } from '../core/errors.ts';
+import { parseWhereClauses, type WhereClause } from '../core/job-filter.ts';
 
 /** The job statuses a filter may name (the schema's list). */
 export const STATUSES = JOB_STATUSES;
@@ -17,6 +20,9 @@ export interface JobsFilter {
   status?: string | undefined;
   id?: number | undefined;
   key?: string | undefined;
+  /** `where` clauses as typed (one per line in the form, one `where` each in a link), and as parsed. */
+  where?: string[] | undefined;
+  clauses?: WhereClause[] | undefined;
   /** 'asc': oldest first; newest first otherwise. */
   order?: 'asc' | undefined;
   after?: number | undefined;
@@ -28,6 +34,7 @@ export function jobsQuery(f: JobsFilter): string {
   if (f.status) p.set('status', f.status);
   if (f.id !== undefined) p.set('id', String(f.id));
   if (f.key) p.set('key', f.key);
+  for (const clause of f.where ?? []) p.append('where', clause);
   if (f.order) p.set('order', f.order);
   if (f.after !== undefined) p.set('after', String(f.after));
   const s = p.toString();
@@ -48,5 +55,22 @@ export function parseJobsFilter(c: Context): JobsFilter | string {
   if (key !== undefined && key.length > 255) return 'key: at most 255 characters';
   if (order !== undefined && order !== 'asc') return 'order: asc (oldest first), or leave it out for newest first';
   if (afterText !== undefined && !/^[0-9]{1,15}$/.test(afterText)) return 'after: a job id';
-  return { queue, status, id: idText === undefined ? undefined : Number(idText), key, order, after: afterText === undefined ? undefined : Number(afterText) };
+  // A JSON string holds no raw line break, so a line break always ends a clause.
+  const where = (c.req.queries('where') ?? []).flatMap((text) => text.split(/\r?\n/)).map((line) => line.trim()).filter((line) => line !== '');
+  let clauses: WhereClause[] | undefined;
+  try {
+    clauses = where.length > 0 ? parseWhereClauses(where) : undefined;
+  } catch (err) {
+    if (err instanceof LeaseholdError) return err.message;
+    throw err;
+  }
+  return {
+    queue,
+    status,
+    id: idText === undefined ? undefined : Number(idText),
+    key,
+    ...(clauses ? { where, clauses } : {}),
+    order,
+    after: afterText === undefined ? undefined : Number(afterText),
+  };
 }

@@ -13,6 +13,7 @@ import { ErrorPage } from './error-page.tsx';
 import { fmtRelative } from './format.ts';
 import { jobFlag, type JobFlag } from './job-health.ts';
 import { jobsQuery, parseJobsFilter, STATUSES, type JobsFilter } from './jobs-filter.ts';
+import { MAX_WHERE_CHARS, MAX_WHERE_CLAUSES, WHERE_SCAN_WINDOW } from '../core/job-filter.ts';
 import { Live } from './live-region.tsx';
 import { htmlDocument, layoutPage, type DashboardEnv } from './page.tsx';
 import type { PageReads } from './page-reads.ts';
@@ -29,6 +30,7 @@ export function registerJobsPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: 
       status: f.status as JobStatus | undefined,
       id: f.id,
       idempotencyKey: f.key,
+      where: f.clauses,
       after: f.after,
       limit: PAGE_SIZE,
       order: f.order ?? 'desc',
@@ -86,6 +88,12 @@ function JobsFilterForm(props: { filter: JobsFilter; canAct: boolean }) {
         <label>
           Idempotency key <input type="text" name="key" value={props.filter.key ?? ''} maxlength={255} />
         </label>
+        <label class="where">
+          Payload or result{' '}
+          <textarea name="where" rows={Math.min(MAX_WHERE_CLAUSES, Math.max(1, props.filter.where?.length ?? 1))} cols={36} maxlength={MAX_WHERE_CLAUSES * (MAX_WHERE_CHARS + 1)} placeholder={'payload.customerId = 42'} title={WHERE_HELP}>
+            {(props.filter.where ?? []).join('\n')}
+          </textarea>
+        </label>
         <label>
           Sort{' '}
           <select name="order">
@@ -97,11 +105,14 @@ function JobsFilterForm(props: { filter: JobsFilter; canAct: boolean }) {
         </label>
         <button type="submit">Filter</button>
       </form>
-      {/* Bulk actions act on a queue and status; with an id or key filter the list would not be what they act on. */}
-      {props.canAct && props.filter.id === undefined && !props.filter.key ? <BulkEntry filter={props.filter} /> : null}
+      <p class="hint">{WHERE_HELP}</p>
+      {/* Bulk actions act on a queue and status; with an id, key or where filter the list would not be what they act on. */}
+      {props.canAct && props.filter.id === undefined && !props.filter.key && !props.filter.where ? <BulkEntry filter={props.filter} /> : null}
     </>
   );
 }
+
+const WHERE_HELP = `Payload or result, one clause per line, all must hold (at most ${MAX_WHERE_CLAUSES}): path op value, e.g. payload.customerId = 42, payload.name ^= "Acme", result.total >= 10, payload.email exists. Ops = != < <= > >= ^= (prefix) exists !exists; values are JSON (42, "text", true, null). A page reads at most ${WHERE_SCAN_WINDOW.toLocaleString('en-US')} jobs, so it may be short: follow Next page.`;
 
 const BULK_ENTRY: Record<string, string> = {
   failed: 'Retry failed jobs',
@@ -130,7 +141,7 @@ function JobsFragment(props: { jobs: JobRecord[]; next: number | null; filter: J
   return (
     <>
       {props.jobs.length === 0 ? (
-        <p class="empty">No jobs match.</p>
+        <p class="empty">{props.next === null ? 'No jobs match.' : `No jobs match among the ${WHERE_SCAN_WINDOW.toLocaleString('en-US')} this page read: later ones may, on the next page.`}</p>
       ) : (
         <div class="table-scroll">
         <table class="jobs">

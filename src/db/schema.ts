@@ -382,6 +382,9 @@ export const queues = sqliteTable(
     deadLetterQueue: text('dead_letter_queue'),
     // How many times one job may snooze before a snooze is refused; NULL: DEFAULT_MAX_SNOOZES.
     maxSnoozes: integer('max_snoozes'),
+    // The payload or result paths the jobs list's `where` finds through an
+    // index of their own (drizzle/0035), as a JSON array of path texts; NULL: none.
+    indexedFields: text('indexed_fields'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -136,13 +136,15 @@ test('it is generated from the validators: a body without any required field is 
 
 test("GET /jobs lists its query parameters, from the validator that checks them", async () => {
   const params = doc.paths['/api/v1/jobs'].get.parameters as { name: string; in: string; required: boolean; schema: Schema }[];
-  expect(params.filter((p) => p.in === 'query').map((p) => p.name).sort()).toEqual(['after', 'idempotencyKey', 'limit', 'order', 'queue', 'status']);
+  expect(params.filter((p) => p.in === 'query').map((p) => p.name).sort()).toEqual(['after', 'idempotencyKey', 'limit', 'order', 'queue', 'status', 'where']);
   expect(params.every((p) => p.required === false)).toBe(true);
   // Typed as what they mean, and the documented bounds are the ones enforced: 500 passes, 501 does not.
   const byName = Object.fromEntries(params.map((p) => [p.name, p.schema]));
   expect(byName.limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 500 });
   expect(byName.status).toMatchObject({ type: 'string', enum: ['pending', 'running', 'completed', 'failed', 'cancelled'] });
   expect(byName.order).toMatchObject({ type: 'string', enum: ['asc', 'desc'] });
+  // Repeated, as OpenAPI's default form style sends an array: ?where=a&where=b.
+  expect(byName.where).toMatchObject({ type: 'array', items: { type: 'string' }, maxItems: 5 });
   for (const [query, status] of [['limit=501', 400], ['limit=0', 400], ['limit=5x', 400], ['limit=1.5', 400], ['limit=500', 200], ['status=zombie', 400], ['order=up', 400], ['order=asc&status=pending', 200]] as const) {
     const res = await t.get(`/api/v1/jobs?${query}`);
     expect(res.status, query).toBe(status);

@@ -54,6 +54,21 @@ test('jobs list and show: a table by default, the API answer with --json, and th
   expect(shown.job).toMatchObject({ id: ids[0], queue: 'listq', status: 'pending' });
 }, 180_000);
 
+test('jobs list --where: one clause or several (all must hold), the server\'s 400 for a bad one in one line', async () => {
+  const res = await postJson(api('/queues/whereq/jobs'), { jobs: [{ payload: { customerId: 42, name: 'Acme' } }, { payload: { customerId: 7, name: 'Acme' } }, { payload: { customerId: 42, name: 'Bolt' } }] }, admin);
+  const [a, , c] = res.json.jobs.map((j: { id: string }) => j.id);
+  const ids = async (...args: string[]) => {
+    const out = await cli(['jobs', 'list', '--queue', 'whereq', '--json', ...args]);
+    expect(out.status, out.stderr).toBe(0);
+    return JSON.parse(out.stdout).jobs.map((j: { id: string }) => j.id);
+  };
+  expect(await ids('--where', 'payload.customerId = 42')).toEqual([c, a]);
+  expect(await ids('--where', 'payload.customerId = 42', '--where=payload.name ^= "Ac"')).toEqual([a]);
+  const bad = await cli(['jobs', 'list', '--where', 'payload.customerId ~ 42']);
+  expect(bad.status).toBe(1);
+  expect(bad.stderr).toMatch(/leasehold jobs: 400 invalid_request: where: after the path, expected one of/);
+}, 180_000);
+
 test('jobs cancel, retry and requeue one job; requeue of a live lease is the server\'s 409 in one line until --force', async () => {
   const [a, b] = await enqueue('oneq', 2);
   const cancel = await cli(['jobs', 'cancel', a!, '--reason', 'not needed']);

@@ -46,6 +46,7 @@ const CALLS: Record<string, (keyof Client)[]> = {
   getQueue: ['getQueue'],
   updateQueueSettings: ['updateQueueSettings'],
   setQueueAlertThresholds: ['setQueueAlertThresholds'],
+  setQueueIndexedFields: ['setQueueIndexedFields'],
   pauseQueue: ['pauseQueue'],
   resumeQueue: ['resumeQueue'],
   deleteQueue: ['deleteQueue'],
@@ -88,6 +89,9 @@ test('queues: settings, alert thresholds, pause and resume, bulk actions (dry ru
   expect((await c.updateQueueSettings('mail', { maxAttempts: 7, rateLimit: { max: 10, windowMs: 60_000 } })).settings).toMatchObject({ maxAttempts: 7 });
   await expect(c.updateQueueSettings('mail', { leaseMs: 10 })).rejects.toMatchObject({ status: 400, field: 'leaseMs' });
   expect((await c.setQueueAlertThresholds('mail', {})).name).toBe('mail');
+  expect((await c.setQueueIndexedFields('mail', ['payload.customerId'])).indexedFields).toEqual(['payload.customerId']);
+  await expect(c.setQueueIndexedFields('mail', ["payload.x'"])).rejects.toMatchObject({ status: 400, field: 'fields[0]' });
+  expect((await c.setQueueIndexedFields('mail', [])).indexedFields).toEqual([]);
   expect(await c.pauseQueue('mail')).toEqual({ queue: 'mail', paused: true });
   expect((await c.getQueue('mail')).paused).toBe(true);
   expect(await c.resumeQueue('mail')).toEqual({ queue: 'mail', paused: false });
@@ -111,6 +115,11 @@ test('jobs: list pages, one job with its events, requeue (dry run, refused while
   expect(first.jobs.map((j) => j.id)).toEqual([b!.id]);
   expect((await c.listJobs({ queue: 'q', after: first.next! })).jobs.map((j) => j.id)).toEqual([a!.id]);
   expect((await c.listJobs({ status: 'running' })).jobs).toEqual([]);
+  // where: one clause as a string, several as an array (each its own where=).
+  expect((await c.listJobs({ where: 'payload = "a"' })).jobs.map((j) => j.id)).toEqual([a!.id]);
+  expect((await c.listJobs({ where: ['payload ^= "b"', 'payload exists'] })).jobs.map((j) => j.id)).toEqual([b!.id]);
+  expect(paths).toContain(`GET /api/v1/jobs?where=${encodeURIComponent('payload ^= "b"').replaceAll('%20', '+')}&where=payload+exists`);
+  await expect(c.listJobs({ where: 'payload.x ~ 1' })).rejects.toMatchObject({ status: 400, field: 'where' });
   expect(paths).toContain('GET /api/v1/jobs?queue=q&limit=1');
   const claimedRes = await t.post('/api/v1/queues/q/claim', { workerId: 'w1' }, auth);
   const claimed = claimedRes.json.jobs[0] as { id: string };

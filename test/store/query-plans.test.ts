@@ -239,3 +239,51 @@ test('a claim on a queue with nothing due reads a seek per priority of its pendi
   expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\? AND priority<\?\)/));
   expect(plan).toContainEqual(expect.stringMatching(/^SEARCH jobs USING (COVERING )?INDEX jobs_claim_idx \(queue_name=\? AND priority=\? AND available_at<\?\)/));
 });
+
+test("a where-filtered page reads its window through an index, never the whole table; an = on a queue's indexed field walks that field's index (no ANALYZE)", async () => {
+  // The promise of GET /jobs?where=: a page examines at most its window of
+  // ids, each found through an index, and the clauses run on those rows only.
+  t = await setup({});
+  for (const q of ['orders', 'mail']) {
+    await t.post(`/api/v1/queues/${q}/jobs`, { jobs: Array.from({ length: 300 }, (_, i) => ({ payload: { customerId: i % 30, name: `c-${i}` } })) });
+  }
+  const indexed = await t.call('PUT', '/api/v1/queues/orders/indexed-fields', { fields: ['payload.customerId'] });
+  expect(indexed.status).toBe(200);
+  const [index] = (await t.client.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name LIKE 'jobs_field_%'")).rows;
+  expect(String(index!.sql)).toMatch(/ON jobs \(queue_name, json_extract\(payload, '\$\.customerId'\), id\) WHERE queue_name = 'orders'$/);
+  const eq = { op: '=' as const, root: 'payload' as const, jsonPath: '$.customerId', value: 7 };
+  const prefix = { op: '^=' as const, root: 'payload' as const, jsonPath: '$.name', value: 'c-1' };
+
+  const plans = async (params: Parameters<ReturnType<typeof createStore>['jobSummariesList']>[0]) => {
+    const seen: Query[] = [];
+    await createStore(recording(t.db, seen)).jobSummariesList(params);
+    const page = seen.filter((q) => /json_extract/.test(q.sql) && /IN \(SELECT id FROM/.test(q.sql));
+    expect(page.length).toBe(1);
+    const out: string[][] = [];
+    for (const { sql, params: args } of seen.filter((q) => /SELECT id FROM/.test(q.sql))) {
+      out.push((await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: args as never[] })).rows.map((r) => String(r.detail)));
+    }
+    return out;
+  };
+  // The indexed field, with a status and a second clause left to the page: the window walks the field's index.
+  for (const plan of await plans({ queue: 'orders', status: 'pending', where: [eq, prefix], limit: 10, order: 'desc' })) {
+    expect(plan).toContainEqual(expect.stringMatching(new RegExp(`^SEARCH jobs USING (COVERING )?INDEX ${String(index!.name)} \\(queue_name=\\? AND <expr>=\\?\\)`)));
+    expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step))).toEqual([]);
+  }
+  // Not indexed in this queue, or not an =: the window comes from the list's own indexes.
+  for (const params of [
+    { queue: 'mail', where: [eq], limit: 10, order: 'desc' as const },
+    { queue: 'orders', status: 'pending' as const, where: [prefix], limit: 10, order: 'asc' as const, after: 5 },
+    { status: 'pending' as const, where: [prefix], limit: 10, order: 'desc' as const },
+    { idempotencyKey: 'k-1', where: [prefix], limit: 10, order: 'desc' as const },
+  ]) {
+    for (const plan of await plans(params)) {
+      expect(plan.filter((step) => /^SCAN (jobs|j)\b/.test(step)), JSON.stringify(params)).toEqual([]);
+      expect(plan.join('\n'), JSON.stringify(params)).toMatch(/SEARCH jobs USING (COVERING )?INDEX jobs_((queue_)?status_id|idempotency_key|key_lookup)_idx/);
+    }
+  }
+  // No filter but where: the primary key, from the cursor, LIMIT the window.
+  for (const plan of await plans({ where: [prefix], limit: 10, order: 'desc', after: 400 })) {
+    expect(plan.join('\n')).toMatch(/SEARCH jobs USING INTEGER PRIMARY KEY \(rowid<\?\)/);
+  }
+});

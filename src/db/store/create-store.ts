@@ -37,6 +37,7 @@ import { formNonceUsed, isFormNonceReplay } from './form-nonces.ts';
 import { queueBlockers, queueDeleteIfUnused, queueFinishedJobsPurge } from './queue-delete.ts';
 import { eventsForJob, jobGet, jobsList, jobSummariesList, queuesHealth, readNow } from './read.ts';
 import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } from './queue-settings.ts';
+import { queueIndexedFields, queueSetIndexedFields } from './indexed-fields.ts';
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
@@ -122,6 +123,8 @@ export function createStore(db: Db): JobStore {
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),
     queueAlertThresholds: (p) => queueAlertThresholds(db, p),
     queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),
+    queueIndexedFields: (p) => queueIndexedFields(db, p),
+    queueSetIndexedFields: (p) => queueSetIndexedFields(db, p),
     queueBlockers: (p) => queueBlockers(db, p),
     queueFinishedJobsPurge: (p) => queueFinishedJobsPurge(db, p),
     queueDeleteIfUnused: (p) => queueDeleteIfUnused(db, p),

@@ -17,6 +17,7 @@ import type { CanaryOptions, CanaryState, CanaryStepHealth } from '../../core/ca
 import type { Now } from '../../core/clock.ts';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
+import type { WhereClause } from '../../core/job-filter.ts';
 import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
 import type { DependencyPolicy, DependencyState, OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
 import type { JobStatus } from '../schema.ts';
@@ -469,6 +470,10 @@ export interface ListParams {
   after?: number | undefined;
   limit: number;
   order: 'asc' | 'desc';
+  /** Clauses on payload or result, ANDed (src/core/job-filter.ts); a page then examines at most `scan` jobs and may come back short with `next` set. */
+  where?: readonly WhereClause[] | undefined;
+  /** With `where`: the most jobs one page examines (default WHERE_SCAN_WINDOW, src/core/job-filter.ts). */
+  scan?: number | undefined;
 }
 
 /** What keeps a queue from being deleted (all zero and empty: nothing). */

@@ -222,6 +222,10 @@ export interface QueueAndWorkerStore {
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;
   queueSetAlertThresholds(p: { queue: string; thresholds: Partial<AlertThresholds>; now: Now; also?: Alongside }): Promise<void>;
+  /** The payload or result paths the queue keeps an index for (store/indexed-fields), oldest first. */
+  queueIndexedFields(p: { queue: string }): Promise<string[]>;
+  /** Replaces them, making the queue if needed: indexes for new fields made, for fields `was` listed and `fields` does not dropped, audited, one batch. */
+  queueSetIndexedFields(p: { queue: string; fields: readonly string[]; was: readonly string[]; now: Now; also?: Alongside }): Promise<void>;
   /** What keeps a queue from being deleted: its jobs by status, the schedules that enqueue to it. */
   queueBlockers(p: { queue: string }): Promise<QueueBlockers>;
   /** Deletes up to `limit` of the queue's finished jobs (with their events and effects); how many went. */

@@ -20,6 +20,7 @@ import { batchList, type Db } from '../db.ts';
 import { effects, events, jobs, schedules } from '../schema.ts';
 import { alongsideFirst, auditInsertWhere } from './audit.ts';
 import { QUEUE_SETTING_COLUMNS } from './queue-use.ts';
+import { queueFieldIndexesDrop, queueIndexedFields } from './indexed-fields.ts';
 import type { Alongside, QueueBlockers } from './port-types.ts';
 
 const FINISHED = sql`('completed', 'failed', 'cancelled')`;
@@ -64,6 +65,7 @@ export async function queueDeleteIfUnused(db: Db, p: { queue: string; also?: Alo
   const settings = sql.raw(['paused', ...QUEUE_SETTING_COLUMNS].map((c) => `'${c}', ${c}`).join(', '));
   const audit = p.also?.audit;
   const first = alongsideFirst(db, p.also);
+  const indexed = await queueIndexedFields(db, { queue: p.queue });
   const answers = await batchList(db, [
     ...first,
     ...(audit ? [auditInsertWhere(db, { ...audit, before: sql`(SELECT json_object(${settings}) FROM queues WHERE name = ${p.queue})` }, deletable)] : []),
@@ -72,5 +74,9 @@ export async function queueDeleteIfUnused(db: Db, p: { queue: string; also?: Alo
     ...BOOKKEEPING.map((table) => db.run(sql`DELETE FROM ${sql.raw(table)} WHERE queue_name = ${p.queue} AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${p.queue}) AND ${empty}`)),
   ]);
   const deleted = answers[first.length + (audit ? 1 : 0)] as { name: string }[];
+  // Its indexed fields' indexes (empty now) go once the row is gone: DDL
+  // cannot wait on the delete's condition inside the batch, and a refused
+  // delete must keep them.
+  if (deleted.length > 0 && indexed.length > 0) await batchList(db, queueFieldIndexesDrop(db, { queue: p.queue, fields: indexed }));
   return deleted.length > 0;
 }

@@ -9,6 +9,7 @@ import { jobs, queues } from '../schema.ts';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { nowSql } from '../sql.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
+import { filteredPage } from './job-search.ts';
 import type { QueueHealth } from '../../core/metrics-snapshot.ts';
 import { JOB_PREVIEW_CHARS } from '../../core/wire.ts';
 import type { JobRecord, JobSummaryRecord } from '../../core/job-record.ts';
@@ -124,6 +125,7 @@ const REFUSALS_SHOWN = 50;
 
 /** A page of jobs by id (newest first by default), and the cursor for the next page. */
 export async function jobsList(db: Db, p: ListParams): Promise<{ jobs: JobRecord[]; next: number | null }> {
+  if (p.where?.length) return filteredPage<JobRecord>(db, p, pageWhere(db, p), (where, limit) => db.select(rowColumns(jobs)).from(jobs).where(where).orderBy(pageOrder(p)).limit(limit));
   return toPage(await db.select(rowColumns(jobs)).from(jobs).where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
 }
 
@@ -139,7 +141,7 @@ export async function jobSummariesList(db: Db, p: ListParams): Promise<{ jobs: J
   // NULL for a NULL column; payload is never NULL.
   const bytes = (column: SQLiteColumn) => sql<number | null>`length(CAST(${column} AS BLOB))`;
   const preview = (column: SQLiteColumn) => sql<string | null>`substr(${column}, 1, ${sql.raw(String(JOB_PREVIEW_CHARS))})`;
-  const rows = await db
+  const select = () => db
     .select({
       ...summaryColumns,
       payload_bytes: bytes(jobs.payload) as SQL<number>,
@@ -149,11 +151,9 @@ export async function jobSummariesList(db: Db, p: ListParams): Promise<{ jobs: J
       progress_bytes: bytes(jobs.progress),
       checkpoint_bytes: bytes(jobs.checkpoint),
     })
-    .from(jobs)
-    .where(pageWhere(db, p))
-    .orderBy(pageOrder(p))
-    .limit(p.limit + 1);
-  return toPage(rows, p.limit);
+    .from(jobs);
+  if (p.where?.length) return filteredPage<JobSummaryRecord>(db, p, pageWhere(db, p), (where, limit) => select().where(where).orderBy(pageOrder(p)).limit(limit));
+  return toPage(await select().where(pageWhere(db, p)).orderBy(pageOrder(p)).limit(p.limit + 1), p.limit);
 }
 
 /** A list's filters; each is an equality on an indexed column, walked by id. */
@@ -294,6 +294,7 @@ export function toQueueHealth(rows: readonly QueueHealthRow[], defaults: QueueDe
       held: Number(r.held ?? 0),
       deadLetterQueue: typeof r.dead_letter_queue === 'string' ? r.dead_letter_queue : null,
       maxSnoozes: typeof r.max_snoozes === 'number' ? r.max_snoozes : null,
+      indexedFields: typeof r.indexed_fields === 'string' ? (JSON.parse(r.indexed_fields) as string[]) : [],
     };
   });
 }

@@ -16,6 +16,7 @@ import { defineGroups } from './groups.conformance.ts';
 import { defineHeld } from './held.conformance.ts';
 import { defineDependencies } from './dependencies.conformance.ts';
 import { defineHistograms } from './histograms.conformance.ts';
+import { defineJobSearch } from './job-search.conformance.ts';
 import { defineKeyModes } from './key-modes.conformance.ts';
 import { defineLimits } from './limits.conformance.ts';
 import { defineLostAnswers } from './lost-answers.conformance.ts';
@@ -41,6 +42,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineDependencies(backend);
     defineOperator(backend);
     defineReads(backend);
+    defineJobSearch(backend);
     defineLimits(backend);
     defineQueueFeatures(backend);
     defineKeyModes(backend);
