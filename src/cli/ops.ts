@@ -8,7 +8,7 @@
  *   leasehold jobs held [--queue Q] | release|complete|fail ID --reason R [--result JSON: complete only]
  *   leasehold jobs requeue --queue Q --canary K [--growth N] [--window-ms MS] ... --reason R [--force] [--detach]
  *   leasehold jobs canary [ID] [--cancel --reason R] [--detach]   (src/cli/canary.ts)
- *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | delete Q [--purge]
+ *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | indexed-fields Q [PATH ...|none] | delete Q [--purge]
  *   leasehold workers [--queue Q] [--alive | --dead]
  *
  * Readable tables by default, the API's answer with --json. The server
@@ -95,7 +95,16 @@ export const QUEUES_DETAILS = `subcommands:
                              rateLimit=MAX/WINDOW_MS: at most MAX claims per window
                              (rateLimit=100/60000; rateLimit=null: no limit);
                              onLost=hold|retry: a lost attempt waits for a person, or
-                             runs again (onLost=null: retry)
+                             runs again (onLost=null: retry);
+                             deadLetterQueue=QUEUE: jobs that fail for good are listed
+                             there for jobs redrive (deadLetterQueue=null: none);
+                             maxSnoozes=N: how often one job may snooze (null: 100)
+  indexed-fields Q [PATH ...|none]
+                             show, or replace, the payload or result paths with an index
+                             of their own (at most 5, e.g. payload.customerId): an = on
+                             one of them in jobs list --where reads only the matches;
+                             none drops them all. Building one on a big queue holds the
+                             database's write lock while it runs
   delete Q [--purge]         delete a queue that holds nothing (its settings go, audited):
                              refused while it holds pending or running jobs or a schedule
                              enqueues to it; its finished jobs go with it only with --purge`;
@@ -341,7 +350,7 @@ function leaseText(j: { status: string; leaseExpiresAt: string | null }, now: nu
   return at >= now ? `${relative(j.leaseExpiresAt, now).replace(/^in /, '')} left` : `expired ${relative(j.leaseExpiresAt, now)}`;
 }
 
-const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs', 'maxRunning'] as const;
+const SETTING_KEYS = ['leaseMs', 'heartbeatMs', 'graceMs', 'maxAttempts', 'maxLostAttempts', 'backoffBaseMs', 'backoffMaxMs', 'retentionMs', 'maxRunning', 'maxSnoozes'] as const;
 /** Settings without a server default: null means off, shown as "none". */
 const LIMIT_KEYS: readonly string[] = ['maxRunning'];
 
@@ -356,7 +365,7 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     print(queues.length === 0 ? '(no queues yet)' : queueTable(queues));
     return 0;
   }
-  if (!['show', 'pause', 'resume', 'settings', 'delete'].includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, pause, resume, settings or delete`);
+  if (!['show', 'pause', 'resume', 'settings', 'indexed-fields', 'delete'].includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, pause, resume, settings, indexed-fields or delete`);
   if (!name) throw new UsageError(`queues ${sub} needs a queue name`);
   const path = `/queues/${encodeURIComponent(name)}`;
   if (sub === 'delete') {
@@ -373,12 +382,25 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
     print(`queue ${answer.queue} ${answer.paused ? 'paused: no new claims (running jobs go on)' : 'resumed: claims take its jobs again'}`);
     return 0;
   }
+  if (sub === 'indexed-fields' && rest.length > 0) {
+    if (rest.includes('none') && rest.length > 1) throw new UsageError('indexed-fields Q none drops them all: give none alone, or the paths to keep');
+    const fields = rest[0] === 'none' ? [] : rest;
+    const { queue } = await api.put<{ queue: any }>(`${path}/indexed-fields`, { fields });
+    if (json) return print({ queue }), 0;
+    print(indexedFieldsText(queue));
+    return 0;
+  }
   if (sub === 'settings' && rest.length > 0) {
     const patch: Record<string, number | string | null | { max: number; windowMs: number }> = {};
     for (const assignment of rest) {
       const onLost = /^onLost=(hold|retry|null)$/.exec(assignment);
       if (onLost) {
         patch.onLost = onLost[1] === 'null' ? null : onLost[1]!;
+        continue;
+      }
+      const dead = /^deadLetterQueue=(.+)$/.exec(assignment);
+      if (dead) {
+        patch.deadLetterQueue = dead[1] === 'null' ? null : dead[1]!;
         continue;
       }
       const rate = /^rateLimit=(?:(null)|([0-9]{1,15})\/([0-9]{1,15}))$/.exec(assignment);
@@ -389,7 +411,7 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
       const m = /^([A-Za-z]+)=(null|[0-9]{1,15})$/.exec(assignment);
       if (!m || !(SETTING_KEYS as readonly string[]).includes(m[1]!)) {
         throw new UsageError(
-          `${JSON.stringify(assignment)}: give key=milliseconds or key=null (maxRunning: a count), key one of ${SETTING_KEYS.join(', ')}; or rateLimit=MAX/WINDOW_MS or rateLimit=null`,
+          `${JSON.stringify(assignment)}: give key=milliseconds or key=null (maxRunning, maxSnoozes: a count), key one of ${SETTING_KEYS.join(', ')}; or rateLimit=MAX/WINDOW_MS, onLost=hold|retry, deadLetterQueue=QUEUE, each =null for none`,
         );
       }
       patch[m[1]!] = m[2] === 'null' ? null : Number(m[2]);
@@ -403,6 +425,7 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
   const { queue } = await api.get<{ queue: any }>(path);
   if (json) return print({ queue }), 0;
   if (sub === 'settings') return print(settingsText(queue)), 0;
+  if (sub === 'indexed-fields') return print(indexedFieldsText(queue)), 0;
   print(queueTable([queue]));
   print(
     '\n' +
@@ -412,7 +435,13 @@ export async function queuesCommand(config: Config, flags: Flags, args: string[]
       ]),
   );
   print('\n' + settingsText(queue));
+  print('\n' + indexedFieldsText(queue));
   return 0;
+}
+
+function indexedFieldsText(queue: any): string {
+  const fields: string[] = queue.indexedFields ?? [];
+  return fields.length === 0 ? `queue ${queue.name}: no indexed fields` : `queue ${queue.name}: indexed fields ${fields.join(', ')}`;
 }
 
 export function queueTable(queues: any[]): string {
@@ -435,7 +464,11 @@ function settingsText(queue: any): string {
       const own = queue.overrides?.[k] !== undefined && queue.overrides?.[k] !== null;
       if (LIMIT_KEYS.includes(k)) return [k, queue.settings[k] ?? 'none', own ? 'this queue' : 'off'];
       return [k, queue.settings[k], own ? 'this queue' : 'server default'];
-    }).concat([rateRow, ['onLost', queue.settings.onLost ?? 'retry', queue.overrides?.onLost ? 'this queue' : 'server default']]),
+    }).concat([
+      rateRow,
+      ['onLost', queue.settings.onLost ?? 'retry', queue.overrides?.onLost ? 'this queue' : 'server default'],
+      ['deadLetterQueue', queue.settings.deadLetterQueue ?? 'none', queue.settings.deadLetterQueue ? 'this queue' : 'off'],
+    ]),
   );
 }
 

@@ -40,6 +40,7 @@ export interface ServerApi {
   get<T = any>(path: string): Promise<T>;
   post<T = any>(path: string, body?: unknown): Promise<T>;
   patch<T = any>(path: string, body: unknown): Promise<T>;
+  put<T = any>(path: string, body: unknown): Promise<T>;
   delete<T = any>(path: string): Promise<T>;
 }
 
@@ -79,6 +80,7 @@ export function serverApi(url: string, token: string | undefined, timeoutMs = 30
     get: (path) => request('GET', path),
     post: (path, body) => request('POST', path, body),
     patch: (path, body) => request('PATCH', path, body),
+    put: (path, body) => request('PUT', path, body),
     delete: (path) => request('DELETE', path),
   };
 }

@@ -182,6 +182,12 @@ function QueueLimits(props: { q: QueueHealth; now: number }) {
           : `${q.rateUsed} of ${q.rateLimit.max} claims used in this ${fmtDuration(q.rateLimit.windowMs)} window` +
             (q.rateLimitedUntil !== null ? `: claims wait ${fmtDuration(Math.max(0, q.rateLimitedUntil - props.now))}, until ${fmtTime(q.rateLimitedUntil)}` : '')}
       </dd>
+      <dt>Dead letters</dt>
+      <dd id="queue-dead-letters">{q.deadLetterQueue === null ? 'jobs that fail for good stay failed here (no dead-letter queue)' : `jobs that fail for good are listed in ${q.deadLetterQueue}`}</dd>
+      <dt>Indexed fields</dt>
+      <dd id="queue-indexed-fields">
+        {q.indexedFields.length === 0 ? 'none (set them with leasehold queues indexed-fields or PUT /api/v1/queues/:queue/indexed-fields)' : q.indexedFields.join(', ')}
+      </dd>
     </dl>
   );
 }

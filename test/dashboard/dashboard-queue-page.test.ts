@@ -154,3 +154,17 @@ test("an admin sets what a lost attempt leads to (onLost retry / hold) from the 
   expect((await req('/dashboard/queues/mail', { cookie, form: { _csrf: await freshCsrf(cookie), onLost: 'retry' } })).status).toBe(303);
   expect((await settings('mail')).onLost).toBe('retry');
 });
+
+test('the queue page says where its dead letters go and which fields have an index of their own', async () => {
+  t = await setup({ adminToken: ADMIN });
+  await t.post('/api/v1/queues/mail/jobs', { payload: { to: 'ada' } }, admin);
+  const cookie = await login(ADMIN);
+  const before = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(before).toContain('<dd id="queue-dead-letters">jobs that fail for good stay failed here (no dead-letter queue)</dd>');
+  expect(before).toMatch(/<dd id="queue-indexed-fields">none \(set them with/);
+  expect((await t.call('PATCH', '/api/v1/queues/mail/settings', { deadLetterQueue: 'mail-dead' }, admin)).status).toBe(200);
+  expect((await t.call('PUT', '/api/v1/queues/mail/indexed-fields', { fields: ['payload.to'] }, admin)).status).toBe(200);
+  const after = await (await req('/dashboard/queues/mail', { cookie })).text();
+  expect(after).toContain('<dd id="queue-dead-letters">jobs that fail for good are listed in mail-dead</dd>');
+  expect(after).toContain('<dd id="queue-indexed-fields">payload.to</dd>');
+});

@@ -164,6 +164,20 @@ test('queues: list, show, pause, resume and settings', async () => {
   const bad = await cli(['queues', 'settings', 'qq', 'lease=5']);
   expect(bad.status).toBe(2);
   expect(bad.stderr).toContain('give key=milliseconds or key=null');
+
+  // Dead letters and snoozes are settings too; indexed fields have their own subcommand.
+  const dead = await cli(['queues', 'settings', 'qq', 'deadLetterQueue=qq-dead', 'maxSnoozes=7']);
+  expect(dead.stdout).toMatch(/^deadLetterQueue\s+qq-dead\s+this queue$/m);
+  expect(dead.stdout).toMatch(/^maxSnoozes\s+7\s+this queue$/m);
+  expect((await cli(['queues', 'settings', 'qq', 'deadLetterQueue=null'])).stdout).toMatch(/^deadLetterQueue\s+none\s+off$/m);
+  expect((await cli(['queues', 'indexed-fields', 'qq'])).stdout.trim()).toBe('queue qq: no indexed fields');
+  expect((await cli(['queues', 'indexed-fields', 'qq', 'payload.customerId', 'result.status'])).stdout.trim()).toBe('queue qq: indexed fields payload.customerId, result.status');
+  expect(JSON.parse((await cli(['queues', 'show', 'qq', '--json'])).stdout).queue.indexedFields).toEqual(['payload.customerId', 'result.status']);
+  const badPath = await cli(['queues', 'indexed-fields', 'qq', "payload.x'--"]);
+  expect(badPath.status).toBe(1);
+  expect(badPath.stderr).toMatch(/400 invalid_request: fields/);
+  expect((await cli(['queues', 'indexed-fields', 'qq', 'none'])).stdout.trim()).toBe('queue qq: no indexed fields');
+  expect((await cli(['queues', 'indexed-fields', 'qq', 'none', 'payload.a'])).status).toBe(2);
 }, 180_000);
 
 test('workers: the registry as a table and as JSON', async () => {
