@@ -7,17 +7,18 @@
  * LEASEHOLD_BULK_ACTION_CAP; `fromQueue` or `ids` narrow it. `dryRun` lists
  * what it would send back and changes nothing. As a bulk requeue: a reason is
  * required unless dryRun, and the run is in the audit trail with who and why.
+ * The plan and the redrive are the engine's (src/engine/redrive.ts), as for
+ * the dashboard's dead-letter page; the answer says how many went back to
+ * each queue (`movedTo`).
  */
 import { invalid } from '../core/errors.ts';
 import { iso } from '../core/job-record.ts';
+import { diedText, planRedrive, REDRIVE_NEEDS_REASON } from '../engine/redrive.ts';
 import { apiActor } from './audit-actor.ts';
 import { parseQueue, queueName } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import { arr, bool, int, obj, optional, str, type Infer } from '../core/validate.ts';
-
-/** Matching dead letters are counted up to this many, as for bulk actions. */
-const COUNT_LIMIT = 100_000;
 
 export function deadLetterRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;
@@ -44,11 +45,11 @@ export function deadLetterRoutes(r: Routes, deps: AppDeps) {
     },
     async (c, b) => {
       const deadLetterQueue = parseQueue(c.req.param('queue'));
-      if (!b.dryRun && !b.reason) throw invalid('reason', 'a redrive needs a reason (kept in the audit trail); or send dryRun: true to see what it would send back');
+      if (!b.dryRun && !b.reason) throw invalid('reason', `${REDRIVE_NEEDS_REASON}; or send dryRun: true to see what it would send back`);
       const limit = b.limit ?? cap();
       const filter = { deadLetterQueue, fromQueue: b.fromQueue, ids: b.ids?.map(Number) };
       const now = clock.now();
-      const listed = await store.jobsDeadLetterList({ ...filter, limit, max: COUNT_LIMIT });
+      const listed = await planRedrive(store, { ...filter, limit });
       const answer = { deadLetterQueue, matching: listed.matching, limit };
       if (b.dryRun) {
         return c.json({
@@ -60,24 +61,14 @@ export function deadLetterRoutes(r: Routes, deps: AppDeps) {
             queue: j.queue_name,
             attempt: j.attempt_count,
             maxAttempts: j.max_attempts,
-            died: `${j.last_event}${j.last_event_reason ? ` (${j.last_event_reason})` : ''}`,
+            died: diedText(j),
             lastError: j.last_error,
             deadLetteredAt: iso(j.dead_lettered_at),
           })),
         });
       }
-      const by = apiActor(c, config, b.actor);
-      const audit = {
-        by,
-        action: 'jobs.bulk' as const,
-        queue: deadLetterQueue,
-        target: `redrive dead letters of ${deadLetterQueue}`,
-        after: JSON.stringify({ redrive: deadLetterQueue, fromQueue: b.fromQueue ?? null, ids: b.ids ?? null, limit }),
-        reason: b.reason!,
-        now,
-      };
-      const ids = await store.jobsRedrive({ ...filter, actor: by.actor, reason: b.reason!, now, limit, also: { audit } });
-      return c.json({ ...answer, dryRun: false, changed: ids.length, ids: ids.map(String) });
+      const done = await deps.engine.redrive({ ...filter, limit, by: apiActor(c, config, b.actor), reason: b.reason!, now });
+      return c.json({ ...answer, dryRun: false, changed: done.moved.length, ids: done.moved.map((j) => String(j.id)), movedTo: done.movedTo });
     },
   );
 }

@@ -558,7 +558,7 @@ export const VIEW_RESPONSES = {
   whatIf: WhatIfSchema,
   reaperReport: ReaperSchema,
   bulk: BulkSchema,
-  redrive: fields<{ deadLetterQueue: string; dryRun: boolean; matching: number; limit: number; changed?: number; ids: string[]; jobs?: unknown[] }>(
+  redrive: fields<{ deadLetterQueue: string; dryRun: boolean; matching: number; limit: number; changed?: number; ids: string[]; movedTo?: unknown[]; jobs?: unknown[] }>(
     {
       deadLetterQueue: string(),
       dryRun: boolean,
@@ -566,9 +566,10 @@ export const VIEW_RESPONSES = {
       limit: integer(),
       changed: integer('jobs sent back (not on a dry run)'),
       ids: array(string('the jobs it would send back (dry run) or sent back, lowest id first')),
+      movedTo: array(fields<Record<string, unknown>>({ queue: string(), jobs: integer('jobs sent back to it') }, { description: 'a queue jobs went back to (their own), by name' })),
       jobs: array(fields<Record<string, unknown>>({ id: string(), queue: string(), attempt: integer(), maxAttempts: integer(), died: string('the failure and its reason'), lastError: nullable(string()), deadLetteredAt: time }, { description: 'a dead letter the redrive would send back' })),
     },
-    { optional: ['changed', 'jobs'], description: 'a redrive of a dead-letter queue, or its dry run' },
+    { optional: ['changed', 'movedTo', 'jobs'], description: 'a redrive of a dead-letter queue, or its dry run' },
   ),
   canaryRun: fields<{ run: CanaryRunWire }>({ run: CanaryRunSchema }, { description: 'the run: its options, progress, steps and decisions' }),
   canaryRuns: fields<{ runs: CanaryRunWire[] }>({ runs: array(CanaryRunSchema) }, { description: 'the latest runs, newest first (without steps and events)' }),

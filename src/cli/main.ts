@@ -206,9 +206,9 @@ const COMMANDS: Record<string, Command> = {
     run: (config, flags) => doctorCommand(config, flags),
   },
   jobs: {
-    summary: 'List, show, retry, cancel or requeue jobs, one or in bulk, on a running server',
+    summary: 'List, show, retry, cancel or requeue jobs, one or in bulk, or redrive dead letters, on a running server',
     flags: JOBS_FLAGS,
-    words: 'list | show ID | retry|cancel|requeue [ID]',
+    words: 'list | show ID | retry|cancel|requeue [ID] | redrive',
     details: JOBS_DETAILS,
     run: (config, flags, _trailing, words) => jobsCommand(config, flags, words),
   },

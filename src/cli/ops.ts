@@ -8,6 +8,7 @@
  *   leasehold jobs held [--queue Q] | release|complete|fail ID --reason R [--result JSON: complete only]
  *   leasehold jobs requeue --queue Q --canary K [--growth N] [--window-ms MS] ... --reason R [--force] [--detach]
  *   leasehold jobs canary [ID] [--cancel --reason R] [--detach]   (src/cli/canary.ts)
+ *   leasehold jobs redrive --queue DEAD [--from Q] [--ids 1,2,3] [--limit N] [--dry-run] --reason R   (src/cli/redrive.ts)
  *   leasehold queues [list] | show Q | pause Q | resume Q | settings Q [key=value|key=null ...] | indexed-fields Q [PATH ...|none] | delete Q [--purge]
  *   leasehold workers [--queue Q] [--alive | --dead]
  *
@@ -22,6 +23,7 @@ import { MAX_WHERE_CLAUSES, WHERE_SCAN_WINDOW } from '../core/job-filter.ts';
 import { operatorServer, URL_FLAG, type ServerApi } from './server-api.ts';
 import { facts, plural, relative, table } from './table.ts';
 import { CANARY_FLAGS, canaryCommand, canaryStart } from './canary.ts';
+import { REDRIVE_FLAGS, redriveCommand } from './redrive.ts';
 import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
 import { HELD_ACTIONS, HELD_NEEDS_REASON, type HeldAction } from '../core/held.ts';
 
@@ -32,9 +34,9 @@ const JSON_FLAG: CommandFlag = { flag: '--json', help: "print the API's answer a
 export const JOBS_FLAGS: CommandFlag[] = [
   URL_FLAG,
   JSON_FLAG,
-  { flag: '--queue', help: 'list: only this queue; retry/cancel/requeue without an id: the queue to act on in bulk' },
+  { flag: '--queue', help: 'list: only this queue; retry/cancel/requeue without an id: the queue to act on in bulk; redrive: the dead-letter queue' },
   { flag: '--status', help: 'list: only this status; bulk: failed or cancelled (retry, default failed), pending (cancel), running (requeue)' },
-  { flag: '--limit', help: 'list: jobs per page (1-500, default 50); bulk: act on at most N jobs (never more than the server cap)' },
+  { flag: '--limit', help: 'list: jobs per page (1-500, default 50); bulk and redrive: act on at most N jobs (never more than the server cap)' },
   { flag: '--after', help: 'list: the next page, after this job id' },
   { flag: '--order', help: 'list: asc for oldest first (default newest first)' },
   {
@@ -42,11 +44,12 @@ export const JOBS_FLAGS: CommandFlag[] = [
     help: `list: only jobs whose payload or result match, e.g. 'payload.customerId = 42', 'payload.name ^= "Ac"', 'result.total >= 10', 'payload.email exists'; give it up to ${MAX_WHERE_CLAUSES} times, all must hold (docs/http-api.md)`,
     repeatable: true,
   },
-  { flag: '--reason', help: 'why, kept in the audit trail (a bulk action and a forced requeue need one)' },
-  { flag: '--dry-run', help: 'bulk: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
+  { flag: '--reason', help: 'why, kept in the audit trail (a bulk action, a redrive and a forced requeue need one)' },
+  { flag: '--dry-run', help: 'bulk and redrive: list the jobs it would touch and what it would do; requeue ID: say what it would do (requeue, fail for good, or nothing and why); change nothing', boolean: true },
   { flag: '--force', help: 'requeue: also take a live lease (the job may run twice; its worker\'s writes are refused)', boolean: true },
   { flag: '--result', help: 'complete (a held job): the result to record, as JSON' },
   ...CANARY_FLAGS,
+  ...REDRIVE_FLAGS,
 ];
 
 export const JOBS_DETAILS = `subcommands:
@@ -76,7 +79,13 @@ export const JOBS_DETAILS = `subcommands:
                              Follows the run to its end (exit 0 done, 1 stopped) unless --detach
   canary [ID] [--cancel --reason R]
                              the latest canary runs; one run (its decisions, followed
-                             while it runs); --cancel: nothing more is requeued`;
+                             while it runs); --cancel: nothing more is requeued
+  redrive --queue DEAD [--from Q] [--ids 1,2,3] [--limit N] [--dry-run] --reason R
+                             send a dead-letter queue's jobs back to their own queues,
+                             pending now with fresh attempts, lowest id first, at most
+                             --limit and never more than the server's cap; --from or
+                             --ids narrow it; --dry-run lists them and changes nothing;
+                             audited with the reason (docs/operations.md)`;
 
 export const QUEUES_FLAGS: CommandFlag[] = [
   URL_FLAG,
@@ -255,11 +264,15 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     print(`job ${answer.job.id} ${HELD_DONE[sub as HeldAction]}: now ${answer.job.status}`);
     return 0;
   }
+  if (sub === 'redrive') {
+    onlyPositionals(args, 1, 'jobs redrive takes flags only: --queue DEAD [--from Q] [--ids 1,2,3] [--limit N] [--dry-run] --reason R');
+    return redriveCommand(api, flags, { actor: actor(), json });
+  }
   if (sub === 'canary') {
     onlyPositionals(args, 2, 'jobs canary [ID]');
     return canaryCommand(api, flags, id, { reason: str(flags, '--reason'), actor: actor(), json });
   }
-  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, canary, held, release, complete or fail`);
+  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, canary, redrive, held, release, complete or fail`);
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');

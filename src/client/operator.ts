@@ -101,6 +101,8 @@ export interface RedriveResult {
   limit: number;
   changed?: number;
   ids: string[];
+  /** Not on a dry run: how many went back to each queue (their own), by queue name. */
+  movedTo?: { queue: string; jobs: number }[];
   jobs?: { id: string; queue: string; attempt: number; maxAttempts: number; died: string; lastError: string | null; deadLetteredAt: string }[];
 }
 

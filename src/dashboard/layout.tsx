@@ -5,7 +5,7 @@
  */
 import type { Child } from 'hono/jsx';
 
-export type NavKey = 'overview' | 'jobs' | 'zombies' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
+export type NavKey = 'overview' | 'jobs' | 'zombies' | 'dead-letters' | 'workers' | 'schedules' | 'metrics' | 'alerts' | 'tuning' | 'audit' | 'none';
 
 /** `banner`: shown above the page's title on every page (the reaper-late banner). */
 export function Layout(props: { title: string; nav: NavKey; csrf?: string | undefined; loggedIn?: boolean; operator?: string | undefined; banner?: Child; children?: Child }) {
@@ -32,6 +32,7 @@ export function Layout(props: { title: string; nav: NavKey; csrf?: string | unde
             {link('overview', '/dashboard', 'Overview')}
             {link('jobs', '/dashboard/jobs', 'Jobs')}
             {link('zombies', '/dashboard/zombies', 'Zombies')}
+            {link('dead-letters', '/dashboard/dead-letters', 'Dead letters')}
             {link('workers', '/dashboard/workers', 'Workers')}
             {link('schedules', '/dashboard/schedules', 'Schedules')}
             {link('metrics', '/dashboard/metrics', 'Metrics')}{link('alerts', '/dashboard/alerts', 'Alerts')}{link('tuning', '/dashboard/tuning', 'Tuning')}

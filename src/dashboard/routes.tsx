@@ -14,6 +14,7 @@ import { registerAlertsPage } from './alerts-page.tsx';
 import { registerAuditPage } from './audit-page.tsx';
 import { registerBulkRoutes } from './bulk.tsx';
 import { registerCanaryPage } from './canary-page.tsx';
+import { registerDeadLettersPage } from './dead-letters-page.tsx';
 import { registerJobActions } from './job-actions.tsx';
 import { registerJobPage } from './job-page.tsx';
 import { registerJobRawRoutes } from './job-raw.ts';
@@ -64,6 +65,7 @@ export function dashboardRoutes(deps: AppDeps) {
   registerWorkersPage(app, deps, reads);
   registerBulkRoutes(app, deps);
   registerCanaryPage(app, deps);
+  registerDeadLettersPage(app, deps);
   registerAlertThresholdRoutes(app, deps);
   registerAuditPage(app, deps);
   registerQueuePageRoutes(app, deps);

@@ -8,14 +8,15 @@
  * - claim, with the wait for work (src/engine/claim-waiters.ts) and the
  *   rate limit's advice (`rateWait`);
  * - the owned writes of a worker (src/engine/worker-protocol.ts);
- * - an operator's actions, single and bulk (src/engine/operator-actions.ts);
+ * - an operator's actions, single and bulk (src/engine/operator-actions.ts),
+ *   and a dead-letter queue's redrive (src/engine/redrive.ts);
  * - waits on jobs (src/engine/job-wait.ts, src/engine/job-watchers.ts);
  * - the maintenance pass, run with the engine's wake-up;
  * - close().
  *
  * Every transition that makes a job claimable wakes the claims waiting on
  * its queue, right after its commit: an enqueue, a release, an operator's
- * retry or requeue (one or bulk), a reaper requeue or a schedule's
+ * retry or requeue (one or bulk), a redrive, a reaper requeue or a schedule's
  * occurrence of a pass run through `maintenancePass`, and a delayed job or
  * a retry's backoff coming due (src/engine/due-timers.ts). What another
  * process writes is found by the waiters' shared look (CLAIM_REPOLL_MS).
@@ -39,6 +40,7 @@ import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
 import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.ts';
 import { JobWatchers } from './job-watchers.ts';
 import { runHeldAction, runOperatorAction } from './operator-actions.ts';
+import { redriveDeadLetters, type RedriveDone } from './redrive.ts';
 import { createWorkerProtocol, type ClaimRequest, type WorkerProtocol } from './worker-protocol.ts';
 
 export interface EngineDeps {
@@ -222,6 +224,14 @@ export function createEngine(deps: EngineDeps) {
         else claimWaiters.lookNow();
       }
       return ids;
+    },
+
+    /** A dead-letter queue's jobs back to their own queues (src/engine/redrive.ts); each queue's waiting claims wake for the jobs it got back. */
+    async redrive(p: Parameters<typeof redriveDeadLetters>[1]): Promise<RedriveDone> {
+      const done = await redriveDeadLetters(store, p);
+      jobsChanged(done.moved.map((j) => j.id));
+      for (const { queue, jobs } of done.movedTo) jobsBecameClaimable(queue, jobs);
+      return done;
     },
 
     /** Waits on many jobs until one (or every one) counts (src/engine/job-wait.ts). */

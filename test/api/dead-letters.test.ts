@@ -26,8 +26,15 @@ describe('dead letters and redrive', () => {
     expect(dry.json).toMatchObject({ dryRun: true, matching: 1, ids: [job.id], jobs: [{ id: job.id, queue: 'emails', died: 'failed (attempts_exhausted)', lastError: 'smtp refused' }] });
     expect((await t.get(`/api/v1/jobs/${job.id}`)).json.job).toMatchObject({ status: 'failed', deadLetterQueue: 'emails-dead' });
 
+    // The claims waiting on the queue the job goes back to are woken by the redrive, not left to their next look.
+    const woken: [string, number][] = [];
+    const notify = t.engine.claimWaiters.notify.bind(t.engine.claimWaiters);
+    t.engine.claimWaiters.notify = (queue: string, n: number) => (woken.push([queue, n]), notify(queue, n));
     const done = await t.post('/api/v1/queues/emails-dead/redrive', { reason: 'smtp fixed' });
-    expect(done.json).toMatchObject({ dryRun: false, changed: 1, ids: [job.id] });
+    expect(done.json).toMatchObject({ dryRun: false, changed: 1, ids: [job.id], movedTo: [{ queue: 'emails', jobs: 1 }] });
+    expect(woken).toEqual([['emails', 1]]);
+    const [entry] = (await t.get('/api/v1/audit?action=jobs.bulk')).json.entries;
+    expect(entry).toMatchObject({ action: 'jobs.bulk', queue: 'emails-dead', reason: 'smtp fixed', after: { redrive: 'emails-dead', changed: 1 } });
     expect((await t.get(`/api/v1/jobs/${job.id}`)).json.job).toMatchObject({ status: 'pending', queue: 'emails', attempt: 0, deadLetterQueue: null });
     const [again] = await t.claim('emails', 'w2');
     expect(again).toMatchObject({ id: job.id });

@@ -30,6 +30,8 @@ const pages = (jobId: string) => [
   '/dashboard/jobs',
   `/dashboard/jobs/${jobId}`,
   '/dashboard/zombies',
+  '/dashboard/dead-letters',
+  '/dashboard/dead-letters/redrive?queue=mail-dead',
   '/dashboard/workers',
   '/dashboard/schedules',
   '/dashboard/queues/mail',

@@ -23,7 +23,7 @@ import { createDashboardStore } from './create-dashboard-store.ts';
 import { duplicateReportIfOwned } from './duplicates.ts';
 import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJob } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
-import { jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
+import { deadLetterQueuesList, jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
 import { jobSnoozeIfOwned } from './snooze.ts';
 import { jobDependencyGraph, jobsDependencyCandidates, jobsInsertFlow } from './dependencies.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
@@ -100,6 +100,7 @@ export function createStore(db: Db): JobStore {
     jobsBulkPreview: (p) => jobsBulkPreview(db, p),
     jobsBulkAct: (p) => jobsBulkAct(db, p),
     jobsDeadLetterList: (p) => jobsDeadLetterList(db, p),
+    deadLetterQueuesList: (p) => deadLetterQueuesList(db, p),
     jobsRedrive: (p) => jobsRedrive(db, p),
     jobSnoozeIfOwned: (p) => jobSnoozeIfOwned(db, p),
 

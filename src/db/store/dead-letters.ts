@@ -4,6 +4,9 @@
  * in their own queue. A trigger marks them in the statement that fails them.
  *
  * - list: a dead-letter queue's jobs, lowest id first (the redrive's dry run).
+ * - queues: every dead-letter queue, named by a queue's setting or still
+ *   listing jobs, with its dead letters counted per queue they came from
+ *   (the dashboard's dead-letter page).
  * - redrive: failed and listed -> pending now in their own queue, with a
  *   fresh attempt budget, as an operator's retry (the counts of earlier
  *   attempts stay in the events). One guarded statement, its audit entry in
@@ -18,7 +21,7 @@ import type { Now } from '../../core/clock.ts';
 import { batchList, type Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { alongsideFirst, auditInsert } from './audit.ts';
-import type { DeadLetterFilter, DeadLetterRow, RedriveParams } from './port-types.ts';
+import type { DeadLetterFilter, DeadLetterQueueRow, DeadLetterRow, RedrivenJob, RedriveParams } from './port-types.ts';
 
 function deadWhere(f: DeadLetterFilter): SQL {
   const from = f.fromQueue === undefined ? sql`` : sql` AND queue_name = ${f.fromQueue}`;
@@ -37,8 +40,27 @@ export async function jobsDeadLetterList(db: Db, f: DeadLetterFilter & { limit: 
   return { matching: Number((count as { n: number }[])[0]?.n ?? 0), jobs: rows as DeadLetterRow[] };
 }
 
-/** Sends dead letters back to their own queues; the ids it moved, ascending. */
-export async function jobsRedrive(db: Db, p: RedriveParams): Promise<number[]> {
+/**
+ * Each dead-letter queue with the queues that feed it: a pair per queue a
+ * setting names it for (`named`, possibly with no dead letters yet) or whose
+ * dead letters it still lists (a setting changed or removed since: `named`
+ * false), with how many it lists. Reads every dead letter's row once (they
+ * are failed jobs, pruned by their queue's retention); at most `limit` pairs,
+ * by dead-letter queue, then queue.
+ */
+export async function deadLetterQueuesList(db: Db, p: { limit: number }): Promise<DeadLetterQueueRow[]> {
+  const rows = await db.all<{ dead_letter_queue: string; queue_name: string; jobs: number; named: number }>(sql`
+    SELECT dead_letter_queue, queue_name, sum(n) AS jobs, max(named) AS named FROM (
+      SELECT dead_letter_queue, queue_name, count(*) AS n, 0 AS named FROM jobs INDEXED BY jobs_dead_letters_idx
+        WHERE dead_letter_queue IS NOT NULL AND status = 'failed' GROUP BY dead_letter_queue, queue_name
+      UNION ALL
+      SELECT dead_letter_queue, name, 0, 1 FROM queues WHERE dead_letter_queue IS NOT NULL)
+    GROUP BY dead_letter_queue, queue_name ORDER BY dead_letter_queue, queue_name LIMIT ${Math.max(0, p.limit)}`);
+  return rows.map((r) => ({ deadLetterQueue: r.dead_letter_queue, fromQueue: r.queue_name, jobs: Number(r.jobs), named: Number(r.named) === 1 }));
+}
+
+/** Sends dead letters back to their own queues; the jobs it moved (id and the queue each went back to), ascending by id. */
+export async function jobsRedrive(db: Db, p: RedriveParams): Promise<RedrivenJob[]> {
   if (!Number.isSafeInteger(p.limit) || p.limit <= 0) return [];
   const now = nowSql(p.now);
   const where = deadWhere(p);
@@ -51,16 +73,16 @@ export async function jobsRedrive(db: Db, p: RedriveParams): Promise<number[]> {
       failed_at = NULL, finished_at = NULL, dead_letter_queue = NULL, dead_lettered_at = NULL, updated_at = ${now},
       last_event = 'redriven', last_event_reason = ${p.reason}, last_event_actor = ${p.actor}
     WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_dead_letters_idx WHERE ${where} ORDER BY id LIMIT ${p.limit}) AND ${where} AND ${keyFree} AND ${newestOfKey}
-    RETURNING id`;
+    RETURNING id, queue_name`;
   const first = alongsideFirst(db, p.also);
   const entry = p.also?.audit;
   const results = await batchList(db, [
     ...first,
-    db.all<{ id: number }>(update),
+    db.all<{ id: number; queue_name: string }>(update),
     // changes(): the rows the UPDATE just before it changed.
     ...(entry ? [auditInsert(db, { ...entry, after: sql`json_set(${entry.after ?? '{}'}, '$.changed', changes())` })] : []),
   ]);
-  return (results[first.length] as { id: number }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
+  return (results[first.length] as { id: number; queue_name: string }[]).map((r) => ({ id: Number(r.id), queue: r.queue_name })).sort((a, b) => a.id - b.id);
 }
 
 export type { Now };

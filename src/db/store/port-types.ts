@@ -866,6 +866,22 @@ export interface DeadLetterRow {
   dead_lettered_at: number;
 }
 
+/** A job a redrive sent back, and the queue it went back to (its own). */
+export interface RedrivenJob {
+  id: number;
+  queue: string;
+}
+
+/** A dead-letter queue and one queue that feeds it (dead-letters.ts, deadLetterQueuesList). */
+export interface DeadLetterQueueRow {
+  deadLetterQueue: string;
+  fromQueue: string;
+  /** How many of that queue's jobs it lists now. */
+  jobs: number;
+  /** Whether that queue's setting names it today (false: it still lists jobs from before a change). */
+  named: boolean;
+}
+
 export interface RedriveParams extends DeadLetterFilter {
   actor: string;
   reason: string | null;

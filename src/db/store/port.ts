@@ -34,7 +34,9 @@ import type {
   Alongside,
   AuditActor,
   DeadLetterFilter,
+  DeadLetterQueueRow,
   DeadLetterRow,
+  RedrivenJob,
   RedriveParams,
   SnoozeOutcome,
   SnoozeParams,
@@ -381,8 +383,10 @@ export interface DependencyStore {
 export interface DeadLetterAndSnoozeStore {
   /** A dead-letter queue's jobs, lowest id first (the redrive's dry run); `matching` counted up to `max`. */
   jobsDeadLetterList(p: DeadLetterFilter & { limit: number; max: number }): Promise<{ matching: number; jobs: DeadLetterRow[] }>;
-  /** failed and dead-lettered -> pending in their own queue, fresh attempts; the ids moved, ascending. */
-  jobsRedrive(p: RedriveParams): Promise<number[]>;
+  /** Each dead-letter queue and the queues that feed it (named by their setting, or still listed), with how many it lists; at most `limit` pairs. */
+  deadLetterQueuesList(p: { limit: number }): Promise<DeadLetterQueueRow[]>;
+  /** failed and dead-lettered -> pending in their own queue, fresh attempts; the jobs moved (id, queue), ascending. */
+  jobsRedrive(p: RedriveParams): Promise<RedrivenJob[]>;
   /** running -> pending after delayMs, the attempt given back, snoozes + 1; refused at the queue's maxSnoozes. */
   jobSnoozeIfOwned(p: SnoozeParams): Promise<SnoozeOutcome>;
 }

@@ -52,7 +52,7 @@ export function defineDeadLetters(backend: StoreBackend) {
       await store.jobsDeadLetterList({ deadLetterQueue: 'dead', limit: 10, max: 100 });
       expect(await row(job.id)).toEqual(before);
       const moved = await store.jobsRedrive({ deadLetterQueue: 'dead', actor: 'ops', reason: 'fixed the bug', now: T0 + 10, limit: 10 });
-      expect(moved).toEqual([job.id]);
+      expect(moved).toEqual([{ id: job.id, queue: 'q' }]);
       expect(await row(job.id)).toMatchObject({ status: 'pending', queue_name: 'q', attempt_count: 0, available_at: T0 + 10, dead_letter_queue: null, failed_at: null });
       expect((await events(job.id)).at(-1)).toMatchObject({ type: 'redriven', from_status: 'failed', to_status: 'pending', actor: 'ops', reason: 'fixed the bug' });
       expect(await store.jobsDeadLetterList({ deadLetterQueue: 'dead', limit: 10, max: 100 })).toMatchObject({ matching: 0, jobs: [] });
@@ -62,6 +62,28 @@ export function defineDeadLetters(backend: StoreBackend) {
       const [claimed] = await store.jobsClaimPending({ queue: 'q', workerId: 'w2', limit: 1, now: T0 + 20, defaults: DEFAULTS });
       await store.jobFailIfOwned({ workerId: 'w2', id: job.id, lockToken: claimed!.lock_token!, error: 'again', retryable: false, now: T0 + 30, defaults: DEFAULTS });
       expect(await row(job.id)).toMatchObject({ status: 'failed', dead_letter_queue: 'dead', dead_lettered_at: T0 + 30 });
+    });
+
+    test('the dead-letter queues are listed with each queue that feeds them: named by a setting (with no dead letters yet too) or still listing jobs after the setting changed', async () => {
+      const { store, runningJob } = t();
+      expect(await store.deadLetterQueuesList({ limit: 10 })).toEqual([]);
+      await dlq('q', 'dead');
+      await dlq('other', 'dead');
+      const a = await runningJob({ attempt: 1, maxAttempts: 1 });
+      const b = await runningJob({ attempt: 1, maxAttempts: 1 });
+      for (const j of [a, b]) await store.jobFailIfOwned({ workerId: 'w1', id: j.id, lockToken: j.lock_token, error: 'boom', retryable: true, now: T0 + 5, defaults: DEFAULTS });
+      // q's dead letters stay listed in 'dead' after q names another dead-letter queue.
+      await dlq('q', 'dead-2');
+      expect(await store.deadLetterQueuesList({ limit: 10 })).toEqual([
+        { deadLetterQueue: 'dead', fromQueue: 'other', jobs: 0, named: true },
+        { deadLetterQueue: 'dead', fromQueue: 'q', jobs: 2, named: false },
+        { deadLetterQueue: 'dead-2', fromQueue: 'q', jobs: 0, named: true },
+      ]);
+      expect(await store.deadLetterQueuesList({ limit: 1 })).toHaveLength(1);
+      // Redriven, they are no longer listed; the settings still are.
+      const moved = await store.jobsRedrive({ deadLetterQueue: 'dead', actor: 'ops', reason: 'fixed', now: T0 + 10, limit: 10 });
+      expect(moved).toEqual([{ id: a.id, queue: 'q' }, { id: b.id, queue: 'q' }]);
+      expect((await store.deadLetterQueuesList({ limit: 10 })).map((r) => [r.deadLetterQueue, r.fromQueue, r.jobs])).toEqual([['dead', 'other', 0], ['dead-2', 'q', 0]]);
     });
 
     test('a snooze gives the attempt back, records no error, counts, and is due after its delay', async () => {
