@@ -98,16 +98,19 @@ export function summarize(input: {
     ratios.push(r);
     lines.push(`- ${goal}: leasehold / peer = ${fmt(r.ratio, 2)} (goal ≥ ${atLeast.toFixed(1)}) ${r.met ? 'met' : 'MISSED'}; ${fmt(r.leasehold)} vs ${fmt(r.peer)} jobs/s; per round ${fmt(r.roundsMin, 2)}–${fmt(r.roundsMax, 2)}`);
   };
-  ratio('SDK processing vs BullMQ Worker', 'leasehold-sdk', 'bullmq', 'processPerSec', 1.0);
+  // The goals of docs/benchmarks.md ("Goals"), as ratios in the same run.
+  ratio('SDK processing vs BullMQ Worker', 'leasehold-sdk', 'bullmq', 'processPerSec', 1.5);
   ratio('client single enqueue vs Queue.add', 'leasehold-sdk', 'bullmq', 'enqueuePerSec', 0.5);
   ratio('bulk enqueue (enqueueMany) vs addBulk', 'leasehold-sdk bulk enqueue', 'bullmq bulk enqueue', 'enqueuePerSec', 2);
-  ratio('in-process processing vs plainjob', 'leasehold in-process', 'plainjob', 'processPerSec', 1.5);
+  ratio('in-process processing vs plainjob', 'leasehold in-process', 'plainjob', 'processPerSec', 3);
   const lat = stats['leasehold-sdk latency']?.p50Ms;
   const peerLat = stats['bullmq latency']?.p50Ms;
   if (lat) {
     const peer = peerLat ? `; BullMQ p50 ${fmt(peerLat.median, 1)} ms, leasehold / peer = ${fmt(lat.median / peerLat.median, 2)}` : `; BullMQ: ${skipped['bullmq latency'] ?? 'n/a'}`;
-    lines.push(`- enqueue-to-handler-start latency p50: leasehold ${fmt(lat.median, 1)} ms (goal ≤ 5 ms) ${lat.median <= 5 ? 'met' : 'MISSED'}${peer}`);
-    ratios.push({ goal: 'latency p50 (ms, goal is absolute)', leasehold: lat.median, peer: peerLat?.median ?? NaN, ratio: peerLat ? lat.median / peerLat.median : NaN, roundsMin: lat.min, roundsMax: lat.max, target: '<= 5 ms', met: lat.median <= 5 });
+    // The goal is BullMQ's own p50 in the same run; without BullMQ, nothing to judge by.
+    const met = peerLat !== undefined && lat.median <= peerLat.median;
+    lines.push(`- enqueue-to-handler-start latency p50: leasehold ${fmt(lat.median, 1)} ms (goal ≤ BullMQ's p50) ${peerLat ? (met ? 'met' : 'MISSED') : 'n/a'}${peer}`);
+    ratios.push({ goal: "latency p50 (ms; goal: BullMQ's p50 or less)", leasehold: lat.median, peer: peerLat?.median ?? NaN, ratio: peerLat ? lat.median / peerLat.median : NaN, roundsMin: lat.min, roundsMax: lat.max, target: '<= 1.0 x BullMQ', met });
   }
   const rss = stats['leasehold-sdk']?.serverPeakRssMb;
   if (rss) lines.push(`- leasehold server peak RSS (VmHWM, max over rounds): ${fmt(rss.max)} MB (goal < 200 MB) ${rss.max < 200 ? 'met' : 'MISSED'}`);
