@@ -12,7 +12,8 @@ let t: TestBed;
 afterEach(() => t?.close());
 const api = '/api/v1';
 
-async function blockLosesTheLease() {
+/** The lost job's id. */
+async function blockLosesTheLease(): Promise<string> {
   t = await setup();
   expect((await t.call('PATCH', `${api}/queues/q/settings`, { leaseMs: 2_000, heartbeatMs: 500, graceMs: 1_000 })).status).toBe(200);
   await t.enqueue('q');
@@ -28,6 +29,7 @@ async function blockLosesTheLease() {
   await t.post(`${api}/workers/beat`, { workerId: 'w', instanceId: 'p1', queues: ['q'], eventLoopBlocks: 1, longestEventLoopBlockMs: 4_500 });
   const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
   expect(report.requeued.map((r) => String(r.id))).toEqual([String(job!.id)]);
+  return String(job!.id);
 }
 
 test('a queue where a 4.5 s block lost a 2 s lease is told a lease above 4.5 s', async () => {
@@ -38,12 +40,12 @@ test('a queue where a 4.5 s block lost a 2 s lease is told a lease above 4.5 s',
 });
 
 test('the what-if replay: a false reap today, avoided by a longer lease; bad input names its field', async () => {
-  await blockLosesTheLease();
+  const lost = await blockLosesTheLease();
   const res = await t.get(`${api}/queues/q/tuning/what-if?leaseMs=8000&graceMs=2000`);
   expect(res.status, res.text).toBe(200);
   expect(res.json.evidence).toMatchObject({ reaped: 1, falseReapsSeen: 1, longestBlockMs: 4_500 });
-  expect(res.json.current).toMatchObject({ falseReaps: 1, falseReapsAvoided: 0 });
-  expect(res.json.candidate).toMatchObject({ falseReaps: 0, falseReapsAvoided: 1, settings: { leaseMs: 8_000, graceMs: 2_000, heartbeatMs: 500 } });
+  expect(res.json.current).toMatchObject({ falseReaps: 1, falseReapsAvoided: 0, falseReapJobs: [{ id: lost, attempt: 1 }] });
+  expect(res.json.candidate).toMatchObject({ falseReaps: 0, falseReapsAvoided: 1, falseReapJobs: [], settings: { leaseMs: 8_000, graceMs: 2_000, heartbeatMs: 500 } });
   for (const [query, field] of [['leaseMs=-1', 'leaseMs'], ['graceMs=-5', 'graceMs'], ['windowMs=999999999', 'windowMs'], ['leaseMs=1000&heartbeatMs=1000', 'heartbeatMs']] as const) {
     const bad = await t.get(`${api}/queues/q/tuning/what-if?${query}`);
     expect(bad.status, query).toBe(400);
