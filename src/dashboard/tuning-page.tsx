@@ -136,18 +136,20 @@ const spreadText = (s: Spread | null, signed = false) => {
   return `${one(s.medianMs)} median, ${one(s.maxMs)} most`;
 };
 
+/** The jobs behind the false reaps, linked; those replayed from silences (or past the first 100) are counted, not named. */
 function TakenJobs(props: { o: WhatIfOutcome }) {
-  if (props.o.falseReapJobs.length === 0) return <>—</>;
-  const more = props.o.falseReaps - props.o.falseReapJobs.length;
+  const { o } = props;
+  const more = o.falseReaps - o.falseReapJobs.length;
+  if (o.falseReaps === 0) return <>—</>;
   return (
     <>
-      {props.o.falseReapJobs.map((j, i) => (
+      {o.falseReapJobs.map((j, i) => (
         <>
           {i > 0 ? ', ' : ''}
           <a href={`/dashboard/jobs/${encodeURIComponent(j.id)}`}>{`${j.id} (attempt ${j.attempt})`}</a>
         </>
       ))}
-      {more > 0 ? ` and ${fmtCount(more)} more (replayed from silences, or past the first ${props.o.falseReapJobs.length})` : ''}
+      {more > 0 ? `${o.falseReapJobs.length > 0 ? ' and ' : ''}${fmtCount(more)} not named (replayed from silences, which keep no job${o.falseReapJobs.length > 0 ? `, or past the first ${o.falseReapJobs.length}` : ''})` : ''}
     </>
   );
 }
