@@ -7,22 +7,11 @@
  */
 import { DEFAULT_ALERT_THRESHOLDS, evaluateAlerts } from '../core/alerts.ts';
 import { snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
-import { obj, optional, queryInt } from '../core/validate.ts';
-import { WHAT_IF_MAX_WINDOW_MS } from '../core/what-if.ts';
-import { tuningWithEvidence, whatIfForQueue } from '../engine/what-if.ts';
+import { tuningWithEvidence, whatIfForQueue, whatIfQuery } from '../engine/what-if.ts';
 import { parseQueue } from './http.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
 import type { AlertsWire, MetricsWire, TuningWire, WhatIfWire } from './view-schemas.ts';
-
-/** A candidate for what-if tuning: each field left out keeps the queue's value today. */
-export const whatIfQuery = (maxLeaseMs: number) =>
-  obj({
-    leaseMs: optional(queryInt({ min: 1, max: maxLeaseMs, description: "the candidate lease, ms (default: the queue's)" })),
-    graceMs: optional(queryInt({ min: 0, max: maxLeaseMs, description: "the candidate grace, ms (default: the queue's)" })),
-    heartbeatMs: optional(queryInt({ min: 1, max: maxLeaseMs, description: "the candidate heartbeat interval, ms, under the lease (default: the queue's)" })),
-    windowMs: optional(queryInt({ min: 60_000, max: WHAT_IF_MAX_WINDOW_MS, description: 'how far back to replay, ms (default 1 h; the evidence is kept a day)' })),
-  });
 
 export function observabilityRoutes(r: Routes, deps: AppDeps) {
   const { store, config, clock } = deps;

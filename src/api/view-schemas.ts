@@ -342,6 +342,10 @@ const whatIfOutcome = fields<WhatIfOutcome>({
   settings: fields<LeaseSettings>({ leaseMs: ms(), graceMs: ms(), heartbeatMs: ms() }),
   falseReaps: integer('healthy attempts these settings take back: their owners were alive (each one a duplicate run)'),
   falseReapsAvoided: integer('of the false reaps that happened, those these settings would have left with their owner'),
+  falseReapJobs: described(
+    array(fields<WhatIfOutcome['falseReapJobs'][number]>({ id: string(), attempt: integer('the attempt that was taken') })),
+    'the reaped attempts behind falseReaps, newest take first, at most 100 (those replayed from silences are counts only)',
+  ),
   zombies: integer('attempts whose owners were really gone'),
   recovery: described(spread, 'how long after its last renewal a zombie is taken, median and most (null: no zombie)'),
   extraRecovery: described(spread, "per zombie, this setting's recovery minus what happened (negative: sooner)"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `leasehold` command: serve, migrate, reap, enqueue, stats, backup, doctor, work,
- * and the operator's jobs, queues and workers (against a running server).
+ * and the operator's jobs, queues, workers and tuning (against a running server).
  * Every server setting is also a flag (see `leasehold serve --help`).
  *
  * The server, the database client and Drizzle are imported by the commands
@@ -25,6 +25,7 @@ import { redactUrl } from '../core/redact.ts';
 import { AUDIT_FLAGS, auditCommand } from './audit.ts';
 import { SCHEDULES_DETAILS, SCHEDULES_FLAGS, schedulesCommand } from './schedules.ts';
 import { JOBS_DETAILS, JOBS_FLAGS, jobsCommand, queueTable, QUEUES_DETAILS, QUEUES_FLAGS, queuesCommand, WORKERS_FLAGS, workersCommand } from './ops.ts';
+import { TUNING_DETAILS, TUNING_FLAGS, tuningCommand } from './tuning.ts';
 import { errorLine, LeaseholdApiError, LeaseholdNetworkError, serverApi, URL_FLAG, urlGiven } from './server-api.ts';
 
 interface Command {
@@ -231,6 +232,13 @@ const COMMANDS: Record<string, Command> = {
     flags: WORKERS_FLAGS,
     words: '',
     run: (config, flags, _trailing, words) => workersCommand(config, flags, words),
+  },
+  tuning: {
+    summary: "What-if tuning on a running server: a queue's evidence replayed against its lease and grace today and a candidate",
+    flags: TUNING_FLAGS,
+    words: 'what-if',
+    details: TUNING_DETAILS,
+    run: (config, flags, _trailing, words) => tuningCommand(config, flags, words),
   },
   audit: {
     summary: 'Who changed what on a running server, newest first: settings, pauses, thresholds, bulk and job actions, logins',

@@ -31,7 +31,9 @@ export function splitFlags(args: readonly string[], own: readonly CommandFlag[],
       positionals.push(arg);
       continue;
     }
-    if (opts.positionals && opts.valueFlags?.has(arg) && args[i + 1] !== undefined) {
+    // A setting's flag takes its value along, so the value is not a positional;
+    // a command's own flag of the same name (tuning what-if --lease-ms) is the command's.
+    if (opts.positionals && opts.valueFlags?.has(arg) && !own.some((f) => f.flag === arg) && args[i + 1] !== undefined) {
       rest.push(arg, args[++i]!);
       continue;
     }

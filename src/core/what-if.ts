@@ -80,6 +80,12 @@ export interface WhatIfOutcome {
   falseReaps: number;
   /** Of the false reaps that happened, those these settings would have left with their owner. */
   falseReapsAvoided: number;
+  /**
+   * The reaped attempts behind `falseReaps`, newest take first, at most
+   * WHAT_IF_LISTED_JOBS: the false reaps replayed from silences are counts
+   * only (the evidence keeps no job for them). Ids as the API writes them.
+   */
+  falseReapJobs: { id: string; attempt: number }[];
   /** Real zombies (owner gone) and how long after their last renewal they would have been taken. */
   zombies: number;
   recovery: Spread | null;
@@ -115,7 +121,7 @@ export interface WhatIfReport {
 const DEADLINE_REASONS = new Set(['deadline_exceeded', 'deadline_held']);
 
 type Classified =
-  | { kind: 'false_reap'; pauseMs: number | null; takenAfterMs: number }
+  | { kind: 'false_reap'; pauseMs: number | null; takenAfterMs: number; jobId: number; attempt: number }
   | { kind: 'zombie'; delayMs: number; leaseMs: number | null; ownerGone: boolean };
 
 /**
@@ -133,8 +139,9 @@ function classify(t: TakenAttempt & { lastHeartbeatAt: number }, blocks: WorkerB
   // The pause is the silence the owner went through, not how long the reaper
   // waited: a worker back from a block may have stopped the job itself (its
   // lease ran out by its own clock) and never renewed again.
-  if (ends.length > 0) return { kind: 'false_reap', pauseMs: Math.min(...ends) - t.lastHeartbeatAt, takenAfterMs };
-  if (t.ownerSeenAfter) return { kind: 'false_reap', pauseMs: null, takenAfterMs };
+  const job = { jobId: t.jobId, attempt: t.attempt };
+  if (ends.length > 0) return { kind: 'false_reap', pauseMs: Math.min(...ends) - t.lastHeartbeatAt, takenAfterMs, ...job };
+  if (t.ownerSeenAfter) return { kind: 'false_reap', pauseMs: null, takenAfterMs, ...job };
   return { kind: 'zombie', delayMs: takenAfterMs, leaseMs: t.leaseMs, ownerGone: t.reason === 'owner_gone' };
 }
 
@@ -149,14 +156,17 @@ function outcome(s: LeaseSettings, today: LeaseSettings, silences: SilenceCount[
   const shift = s.heartbeatMs - today.heartbeatMs;
   let falseReaps = 0;
   let falseReapsAvoided = 0;
+  const falseReapJobs: WhatIfOutcome['falseReapJobs'] = [];
   for (const c of silences) if (c.silenceMs + shift > limit) falseReaps += c.attempts;
   const delays: number[] = [];
   const extra: number[] = [];
   for (const t of taken) {
     if (t.kind === 'false_reap') {
       // A pause of unknown length is taken under any settings (the replay cannot say otherwise).
-      if (t.pauseMs === null || t.pauseMs + shift > limit) falseReaps++;
-      else falseReapsAvoided++;
+      if (t.pauseMs === null || t.pauseMs + shift > limit) {
+        falseReaps++;
+        if (falseReapJobs.length < WHAT_IF_LISTED_JOBS) falseReapJobs.push({ id: String(t.jobId), attempt: t.attempt });
+      } else falseReapsAvoided++;
       continue;
     }
     const leaseThen = t.leaseMs ?? today.leaseMs;
@@ -165,7 +175,7 @@ function outcome(s: LeaseSettings, today: LeaseSettings, silences: SilenceCount[
     delays.push(delay);
     extra.push(delay - t.delayMs);
   }
-  return { settings: s, falseReaps, falseReapsAvoided, zombies: delays.length, recovery: spread(delays), extraRecovery: spread(extra) };
+  return { settings: s, falseReaps, falseReapsAvoided, falseReapJobs, zombies: delays.length, recovery: spread(delays), extraRecovery: spread(extra) };
 }
 
 const maxOf = (values: number[]) => (values.length === 0 ? null : Math.max(...values));
@@ -231,6 +241,9 @@ export function observedPauses(evidence: TuningEvidence, queue: string): { longe
     falseReaps: taken.length,
   };
 }
+
+/** A what-if names at most this many of the jobs behind its false reaps (the count has them all). */
+export const WHAT_IF_LISTED_JOBS = 100;
 
 /** The longest window a what-if replays: the evidence is kept a day. */
 export const WHAT_IF_MAX_WINDOW_MS = 24 * 3_600_000;

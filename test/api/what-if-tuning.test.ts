@@ -5,45 +5,29 @@
  * under a longer lease. Bad candidates are refused naming the field.
  */
 import { afterEach, expect, test } from 'vitest';
-import { runMaintenancePass } from '../../src/maintenance/pass.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { blockLosesTheLease } from '../support/tuning-evidence.ts';
 
 let t: TestBed;
 afterEach(() => t?.close());
 const api = '/api/v1';
 
-async function blockLosesTheLease() {
-  t = await setup();
-  expect((await t.call('PATCH', `${api}/queues/q/settings`, { leaseMs: 2_000, heartbeatMs: 500, graceMs: 1_000 })).status).toBe(200);
-  await t.enqueue('q');
-  await t.post(`${api}/workers/beat`, { workerId: 'w', instanceId: 'p1', queues: ['q'] });
-  const [job] = await t.claim('q', 'w', { instanceId: 'p1' });
-  t.clock.advance(500);
-  expect((await t.post(`${api}/heartbeats`, { workerId: 'w', leases: [{ id: job!.id, lockToken: job!.lockToken }] })).status).toBe(200);
-  // The process blocks 4.5 s; afterwards it says so and (its lease gone by its own clock) stops the job.
-  t.clock.advance(4_500);
-  await t.post(`${api}/workers/beat`, { workerId: 'w', instanceId: 'p1', queues: ['q'], eventLoopBlocks: 1, longestEventLoopBlockMs: 4_500 });
-  // One pass past the wait for a live owner takes it.
-  t.clock.advance(35_000);
-  await t.post(`${api}/workers/beat`, { workerId: 'w', instanceId: 'p1', queues: ['q'], eventLoopBlocks: 1, longestEventLoopBlockMs: 4_500 });
-  const report = await runMaintenancePass(t.db, t.clock.now(), t.config);
-  expect(report.requeued.map((r) => String(r.id))).toEqual([String(job!.id)]);
-}
-
 test('a queue where a 4.5 s block lost a 2 s lease is told a lease above 4.5 s', async () => {
-  await blockLosesTheLease();
+  t = await setup();
+  await blockLosesTheLease(t);
   const q = ((await t.get(`${api}/tuning`)).json.queues as any[]).find((x) => x.queue === 'q');
   expect(q.recommended.leaseMs).toBeGreaterThan(4_500);
   expect(q.observed.longestBlockMs).toBe(4_500);
 });
 
 test('the what-if replay: a false reap today, avoided by a longer lease; bad input names its field', async () => {
-  await blockLosesTheLease();
+  t = await setup();
+  const lost = await blockLosesTheLease(t);
   const res = await t.get(`${api}/queues/q/tuning/what-if?leaseMs=8000&graceMs=2000`);
   expect(res.status, res.text).toBe(200);
   expect(res.json.evidence).toMatchObject({ reaped: 1, falseReapsSeen: 1, longestBlockMs: 4_500 });
-  expect(res.json.current).toMatchObject({ falseReaps: 1, falseReapsAvoided: 0 });
-  expect(res.json.candidate).toMatchObject({ falseReaps: 0, falseReapsAvoided: 1, settings: { leaseMs: 8_000, graceMs: 2_000, heartbeatMs: 500 } });
+  expect(res.json.current).toMatchObject({ falseReaps: 1, falseReapsAvoided: 0, falseReapJobs: [{ id: lost, attempt: 1 }] });
+  expect(res.json.candidate).toMatchObject({ falseReaps: 0, falseReapsAvoided: 1, falseReapJobs: [], settings: { leaseMs: 8_000, graceMs: 2_000, heartbeatMs: 500 } });
   for (const [query, field] of [['leaseMs=-1', 'leaseMs'], ['graceMs=-5', 'graceMs'], ['windowMs=999999999', 'windowMs'], ['leaseMs=1000&heartbeatMs=1000', 'heartbeatMs']] as const) {
     const bad = await t.get(`${api}/queues/q/tuning/what-if?${query}`);
     expect(bad.status, query).toBe(400);

@@ -39,6 +39,7 @@ const pages = (jobId: string) => [
   '/dashboard/alerts',
   '/dashboard/alerts/thresholds/mail',
   '/dashboard/tuning',
+  '/dashboard/tuning/what-if?queue=mail',
   '/dashboard/audit',
   '/dashboard/bulk?queue=mail&status=pending',
 ];
