@@ -43,6 +43,7 @@ export const QUEUE_SETTING_COLUMNS = [
   'group_rate_window_ms',
   'dead_letter_queue',
   'max_snoozes',
+  'indexed_fields',
 ] as const;
 
 /** True for the queues row aliased `q` when it is in use (see above). */
