@@ -15,7 +15,8 @@
  * - close().
  *
  * Every transition that makes a job claimable wakes the claims waiting on
- * its queue, right after its commit: an enqueue, a release, an operator's
+ * its queue, right after its commit: an enqueue (and a flow's jobs that wait
+ * for nothing), a release, an operator's
  * retry or requeue (one or bulk), a redrive, a reaper requeue or a schedule's
  * occurrence of a pass run through `maintenancePass`, and a delayed job or
  * a retry's backoff coming due (src/engine/due-timers.ts). What another
