@@ -9,6 +9,16 @@
  * database (`noticed()`, src/runtime/reaper-timer.ts), so every reaper and
  * every operator's requeue sees it, not only this process's timer.
  *
+ * A server back from a gap is still catching up for a while: it reads the
+ * requests queued meanwhile (every worker's heartbeats) one after the other,
+ * slowly on a starved host. While it does, its own ticks come late; each
+ * tick later than half a heartbeat (or half an interval, the smaller) while
+ * the hold is in force moves the hold's end to one heartbeat plus grace past
+ * that tick, so owners get that window from a server that is answering, not
+ * from one still working through the backlog. It never runs on for more than
+ * one lease past the gap, so a host that stays starved still recovers its
+ * zombies.
+ *
  * Time is monotonic (performance.now keeps counting while a process is
  * stopped), so a wall-clock jump is not a gap and a pause always is.
  */
@@ -30,12 +40,15 @@ export interface GapWatch {
   noticed(): { gapMs: number | null; holdMs: number } | undefined;
 }
 
-export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs' | 'graceMs'>, monotonic: () => number = () => performance.now()): GapWatch {
+export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs' | 'graceMs' | 'leaseMs'>, monotonic: () => number = () => performance.now()): GapWatch {
   let lastTick: number | undefined;
-  let hold: { gapMs: number | null; until: number } | undefined;
+  let hold: { gapMs: number | null; until: number; latest: number } | undefined;
   let fresh: { gapMs: number | null; holdMs: number } | undefined;
   // A late tick within one heartbeat is ordinary jitter: no beat was missed.
   const allowedMs = config.reaperIntervalMs + config.heartbeatMs;
+  const holdMs = config.heartbeatMs + config.graceMs;
+  // Late enough, during a hold, to say the server is still catching up.
+  const catchingUpMs = Math.min(config.reaperIntervalMs, config.heartbeatMs) / 2;
   const current = () => {
     const t = monotonic();
     if (!hold || t >= hold.until) return undefined;
@@ -47,8 +60,14 @@ export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs'
       const gapMs = lastTick === undefined ? null : t - lastTick;
       lastTick = t;
       if (gapMs === null || gapMs > allowedMs) {
-        hold = { gapMs, until: t + config.heartbeatMs + config.graceMs };
-        fresh = { gapMs, holdMs: config.heartbeatMs + config.graceMs };
+        hold = { gapMs, until: t + holdMs, latest: t + holdMs + config.leaseMs };
+        fresh = { gapMs, holdMs };
+      } else if (hold && t < hold.until && gapMs - config.reaperIntervalMs > catchingUpMs) {
+        const until = Math.min(hold.latest, t + holdMs);
+        if (until > hold.until) {
+          hold.until = until;
+          fresh = { gapMs: hold.gapMs, holdMs: until - t };
+        }
       }
       return current();
     },

@@ -2,7 +2,7 @@
 import { expect, test } from 'vitest';
 import { gapWatch } from '../../src/runtime/gap-watch.ts';
 
-const config = { reaperIntervalMs: 1_000, heartbeatMs: 2_000, graceMs: 3_000 };
+const config = { reaperIntervalMs: 1_000, heartbeatMs: 2_000, graceMs: 3_000, leaseMs: 20_000 };
 
 test('a start holds for heartbeat + grace, then regular ticks hold nothing', () => {
   let t = 0;
@@ -45,4 +45,35 @@ test('current() reports a hold without counting as a tick', () => {
   t = 60_000;
   // Only ticks see gaps: a cron pass after a minute does not start a hold.
   expect(watch.current()).toBeUndefined();
+});
+
+test('while a hold is in force, late ticks (the server still catching up) move its end, at most one lease past the gap', () => {
+  let t = 0;
+  const watch = gapWatch(config, () => t);
+  watch.tick();
+  t = 1_000;
+  watch.tick();
+  t += 10_000; // a pause: the hold runs 5 s from here
+  expect(watch.tick()).toEqual({ gapMs: 10_000, remainingMs: 5_000 });
+  expect(watch.noticed()).toEqual({ gapMs: 10_000, holdMs: 5_000 });
+  // A tick 1.4 s after the last (late by 400 ms, under half a heartbeat or interval): jitter, the end stays.
+  t += 1_400;
+  expect(watch.tick()?.remainingMs).toBe(3_600);
+  expect(watch.noticed()).toBeUndefined();
+  // 1.6 s after the last (late by 600 ms): still catching up, the hold runs 5 s from this tick, and the database is told.
+  t += 1_600;
+  expect(watch.tick()?.remainingMs).toBe(5_000);
+  expect(watch.noticed()).toEqual({ gapMs: 10_000, holdMs: 5_000 });
+  // A host that stays starved: the hold ends at the latest one lease after the gap's own end.
+  const latest = 11_000 + 5_000 + 20_000;
+  while (t < latest - 2_000) {
+    t += 1_900;
+    watch.tick();
+  }
+  expect(watch.current()!.remainingMs).toBeLessThanOrEqual(latest - t);
+  t = latest;
+  expect(watch.current()).toBeUndefined();
+  // On-time ticks after the hold ended start nothing.
+  t += 1_000;
+  expect(watch.tick()).toBeUndefined();
 });
