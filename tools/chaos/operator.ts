@@ -4,12 +4,15 @@
  *   looks every second, and once a job has been held a while it releases it
  *   (most) or fails it by hand (every fourth), each with a reason, as the
  *   playbook says. Nothing else may run a held job again.
- * - Canary requeues: every second it asks for a dry run and, when the
+ * - Canary requeues: every 100 ms it asks for a dry run and, when the
  *   reaper's rule would take some of the queue's running jobs now (a worker
  *   killed, stopped or cut off), starts a canary run (first 1, doubling, a
  *   one-second window) and follows it to its end, up to `maxCanaries` runs.
- *   The reaper races it for the same jobs; the guards decide, and the
- *   verdict checks that nothing ran twice or was written stale for it.
+ *   The reaper races it for the same jobs, and takes each on its first pass
+ *   after the job's lease and grace ran out (every 200-400 ms here): the dry
+ *   run has to look inside that window, so it looks often (a read). A start
+ *   that lost the race is a 409 that started nothing; the guards decide, and
+ *   the verdict checks that nothing ran twice or was written stale for it.
  * Every call is bounded; a server that is down is simply asked again later.
  */
 
@@ -131,7 +134,7 @@ export function startOperator(o: OperatorOptions) {
   const canaryLoop = (async () => {
     while (!stopped && report.canary.started < o.maxCanaries) {
       await canary();
-      await sleep(1_000);
+      await sleep(100);
     }
   })();
 
