@@ -9,17 +9,11 @@
  * `npx tsx bench/groups.ts [rounds] [jobs]` (default 5 rounds of 20,000).
  */
 import type { Client } from '@libsql/client';
-import { DB_CLOCK } from '../src/core/clock.ts';
-import { defaultConfig } from '../src/core/config.ts';
-import { jobsClaimPending } from '../src/db/store/claim.ts';
-import { jobsCompleteThenClaim } from '../src/db/store/finish.ts';
-import { check, median, openTempDb } from './lib.ts';
+import { check, drainHotTransaction, median, openTempDb } from './lib.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const JOBS = Number(process.argv[3] ?? 20_000);
-const BATCH = 100;
 const QUEUE = 'bench';
-const config = defaultConfig();
 const VARIANTS = { 'no groups': 0, '100 groups': 100, '10,000 groups': 10_000 } as const;
 type Variant = keyof typeof VARIANTS;
 
@@ -41,23 +35,9 @@ async function drain(v: Variant): Promise<number> {
   const db = await openTempDb(`groups-${v}`);
   try {
     await seed(db.client, JOBS, VARIANTS[v]);
-    const cpu0 = process.cpuUsage();
-    let held = (await jobsClaimPending(db.db, { queue: QUEUE, workerId: 'w', limit: BATCH, now: DB_CLOCK, defaults: config })).map((j) => ({ id: j.id, lockToken: j.lock_token! }));
-    let done = 0;
-    while (held.length > 0) {
-      const r = await jobsCompleteThenClaim(db.db, {
-        workerId: 'w',
-        results: held.map((l) => ({ id: l.id, lockToken: l.lockToken, data: null })),
-        now: DB_CLOCK,
-        claim: { queue: QUEUE, limit: BATCH },
-        defaults: config,
-      });
-      done += r.outcomes.filter((o) => o.ok).length;
-      held = r.claimed.map((j) => ({ id: j.id, lockToken: j.lock_token! }));
-    }
-    const cpu = process.cpuUsage(cpu0);
-    check(done === JOBS, `${v}: completed ${done} of ${JOBS}`);
-    return (cpu.user + cpu.system) / JOBS;
+    const { cpuUsPerJob, completed } = await drainHotTransaction(db, QUEUE);
+    check(completed === JOBS, `${v}: completed ${completed} of ${JOBS}`);
+    return cpuUsPerJob;
   } finally {
     db.done();
   }

@@ -17,19 +17,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DB_CLOCK } from '../src/core/clock.ts';
-import { defaultConfig } from '../src/core/config.ts';
-import { jobsClaimPending } from '../src/db/store/claim.ts';
-import { jobsCompleteThenClaim } from '../src/db/store/finish.ts';
 import { MIGRATIONS_DIR } from '../src/runtime/node.ts';
-import { check, median, openTempDb, seedPending } from './lib.ts';
+import { check, drainHotTransaction, median, openTempDb, seedPending } from './lib.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const JOBS = Number(process.argv[3] ?? 20_000);
 const BATCH = 100;
 const QUEUE = 'bench';
-const WORKER = 'w';
-const config = defaultConfig();
 
 function triggerSql(file: string, name: string): string {
   const text = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
@@ -67,27 +61,13 @@ async function drain(v: Variant, rate: boolean): Promise<number> {
     for (const statement of VARIANTS[v]) await db.client.execute(statement);
     await seedPending(db.client, QUEUE, JOBS);
     if (rate) await db.client.execute({ sql: 'UPDATE queues SET rate_max = 1000000000, rate_window_ms = 60000 WHERE name = ?', args: [QUEUE] });
-    const cpu0 = process.cpuUsage();
-    let held = (await jobsClaimPending(db.db, { queue: QUEUE, workerId: WORKER, limit: BATCH, now: DB_CLOCK, defaults: config })).map((j) => ({ id: j.id, lockToken: j.lock_token! }));
-    let done = 0;
-    while (held.length > 0) {
-      const r = await jobsCompleteThenClaim(db.db, {
-        workerId: WORKER,
-        results: held.map((l) => ({ id: l.id, lockToken: l.lockToken, data: null })),
-        now: DB_CLOCK,
-        claim: { queue: QUEUE, limit: BATCH },
-        defaults: config,
-      });
-      done += r.outcomes.filter((o) => o.ok).length;
-      held = r.claimed.map((j) => ({ id: j.id, lockToken: j.lock_token! }));
-    }
-    const cpu = process.cpuUsage(cpu0);
-    check(done === JOBS, `${v}: completed ${done} of ${JOBS}`);
+    const { cpuUsPerJob, completed } = await drainHotTransaction(db, QUEUE, BATCH);
+    check(completed === JOBS, `${v}: completed ${completed} of ${JOBS}`);
     const counted = await db.client.execute(`SELECT value FROM counters WHERE queue_name = '${QUEUE}' AND name = 'claimed'`);
     check(Number(counted.rows[0]?.value) === JOBS, `${v}: claimed counter ${counted.rows[0]?.value}, expected ${JOBS}`);
     const finished = await db.client.execute(`SELECT jobs FROM finished_counts WHERE queue_name = '${QUEUE}' AND status = 'completed'`);
     check(Number(finished.rows[0]?.jobs) === JOBS, `${v}: finished count ${finished.rows[0]?.jobs}, expected ${JOBS}`);
-    return (cpu.user + cpu.system) / JOBS;
+    return cpuUsPerJob;
   } finally {
     db.done();
   }
