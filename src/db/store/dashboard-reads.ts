@@ -13,7 +13,8 @@ import { stalledSql } from './stalls.ts';
 import { suspectSql, suspectThresholds, suspectThresholdsSql } from './suspects.ts';
 import { ownerLastSeenSql, ownerReplacedSql } from './workers.ts';
 import { reaperHoldColumns } from './reaper-hold.ts';
-import type { DashboardReadDefaults, FlaggableJobView, QueueSuspectThreshold, RunningJobView, SuspectAware } from './port-types.ts';
+import { DEFAULT_MAX_SNOOZES } from '../../core/snooze.ts';
+import type { DashboardReadDefaults, FlaggableJobView, JobPageView, QueueSuspectThreshold, RunningJobView, SuspectAware } from './port-types.ts';
 
 const queueHeartbeat = (d: DashboardReadDefaults) => sql`coalesce(q.heartbeat_ms, ${d.heartbeatMs})`;
 /** The job's own interval where it has a lease, else the queue's. */
@@ -65,12 +66,16 @@ export async function jobsRunningFlagged(db: Db, p: SuspectAware & { ids: readon
 }
 
 /**
- * One job, in any status, with its queue's settings and its owner's liveness
- * (the job page); given `now`, also its queue's suspect threshold when it may
- * apply.
+ * One job, in any status, with its queue's settings (its snooze limit too)
+ * and its owner's liveness (the job page), and whether any job waits for it
+ * (one probe of job_dependencies_dependency_idx: the page reads the graph
+ * only for a job in one); given `now`, also its queue's suspect threshold
+ * when it may apply.
  */
-export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined> {
+export async function jobGetWithSettings(db: Db, p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<JobPageView | undefined> {
   const suspects = p.suspects ?? (p.now === undefined ? [] : await suspectThresholds(db, { now: p.now, defaults: p.defaults }));
-  const [row] = await db.all<RunningJobView>(sql`SELECT ${withSettings(p.defaults, suspects)} WHERE j.id = ${p.id}`);
+  const extra = sql` coalesce(q.max_snoozes, ${DEFAULT_MAX_SNOOZES}) AS q_max_snoozes,
+  EXISTS (SELECT 1 FROM job_dependencies e WHERE e.dependency_id = j.id) AS has_dependents,`;
+  const [row] = await db.all<JobPageView>(sql`SELECT ${withSettings(p.defaults, suspects, extra)} WHERE j.id = ${p.id}`);
   return row;
 }

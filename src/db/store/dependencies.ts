@@ -80,14 +80,18 @@ export function jobsDependencyCandidates(db: Db, p: { ids: readonly number[] }):
     FROM json_each(${JSON.stringify(p.ids)}) AS c JOIN jobs ON jobs.id = c.value`);
 }
 
+/** The other job's own wait: its policy (null when it waits for nothing), its unmet count, whether a person holds it. */
+const linkedJobColumns = sql`CASE WHEN j.depends_on IS NULL THEN NULL ELSE coalesce(j.dependency_policy, 'fail') END AS dependencyPolicy,
+        j.dependencies_unmet AS dependenciesUnmet, j.held_at AS heldAt`;
+
 /** A job's dependencies (with each completed one's result) and the jobs waiting for it, by id, at most `limit` of each. */
 export async function jobDependencyGraph(db: Db, p: { id: number; limit: number }): Promise<JobDependencyGraph> {
   const [dependencies, dependents] = await db.batch([
     db.all<DependencyLink>(sql`SELECT j.id AS id, j.queue_name AS queue, j.status AS status, e.state AS state,
-        CASE WHEN j.status = 'completed' THEN j.result END AS result, j.last_error AS lastError, j.updated_at AS updatedAt
+        CASE WHEN j.status = 'completed' THEN j.result END AS result, j.last_error AS lastError, j.updated_at AS updatedAt, ${linkedJobColumns}
       FROM job_dependencies e JOIN jobs j ON j.id = e.dependency_id WHERE e.dependent_id = ${p.id} ORDER BY j.id LIMIT ${p.limit}`),
     db.all<DependencyLink>(sql`SELECT j.id AS id, j.queue_name AS queue, j.status AS status, e.state AS state,
-        NULL AS result, j.last_error AS lastError, j.updated_at AS updatedAt
+        NULL AS result, j.last_error AS lastError, j.updated_at AS updatedAt, ${linkedJobColumns}
       FROM job_dependencies e JOIN jobs j ON j.id = e.dependent_id WHERE e.dependency_id = ${p.id} ORDER BY j.id LIMIT ${p.limit}`),
   ]);
   return { dependencies: dependencies as DependencyLink[], dependents: dependents as DependencyLink[] };

@@ -735,6 +735,14 @@ export interface RunningJobView extends JobRecord {
   hold_cause: string | null;
 }
 
+/** One job as its dashboard page reads it: with its queue's snooze limit, and whether any job waits for it. */
+export interface JobPageView extends RunningJobView {
+  /** The queue's maxSnoozes, or the default (DEFAULT_MAX_SNOOZES, src/core/snooze.ts). */
+  q_max_snoozes: number;
+  /** 1: some job waits for this one (an edge in job_dependencies names it); so its page reads the graph. */
+  has_dependents: number;
+}
+
 /** A running job as the zombies page sees it, with whether it is on that page. */
 export interface FlaggableJobView extends RunningJobView {
   /** 1: the zombies page lists it (expired lease, heartbeat over two intervals late, stalled, or suspect). */
@@ -944,6 +952,12 @@ export interface DependencyLink {
   result: string | null;
   lastError: string | null;
   updatedAt: number;
+  /** The other job's own policy for its dependencies ('fail' when it named none); null when it waits for nothing. */
+  dependencyPolicy: DependencyPolicy | null;
+  /** How many of the other job's own dependencies are still unmet: above 0, it waits (out of every claim's reach). */
+  dependenciesUnmet: number;
+  /** Set while the other job is held for a person (a dependency failed under 'hold', or a lost attempt under onLost 'hold'). */
+  heldAt: number | null;
 }
 
 /** A job's dependencies and the jobs waiting for it, each list by id, at most `limit` each. */

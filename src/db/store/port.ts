@@ -63,6 +63,7 @@ import type {
   DependencyCandidate,
   FlowInsertParams,
   JobDependencyGraph,
+  JobPageView,
   EffectFinishOutcome,
   EffectRow,
   EffectStartOutcome,
@@ -350,8 +351,8 @@ export interface DashboardReads {
   jobsListZombieCandidates(p: SuspectAware & { limit: number }): Promise<RunningJobView[]>;
   /** The running jobs among `ids` (a page of the jobs list), each with whether the zombies page lists it. */
   jobsRunningFlagged(p: SuspectAware & { ids: readonly number[] }): Promise<FlaggableJobView[]>;
-  /** One job, in any status, with its queue's settings and its owner's liveness (the job page); with `now`, its suspect threshold. */
-  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<RunningJobView | undefined>;
+  /** One job, in any status, with its queue's settings (its snooze limit too), its owner's liveness and whether a job waits for it (the job page); with `now`, its suspect threshold. */
+  jobGetWithSettings(p: { id: number; defaults: DashboardReadDefaults; now?: number; suspects?: readonly QueueSuspectThreshold[] }): Promise<JobPageView | undefined>;
   /**
    * The suspect thresholds of the queues that may have suspect jobs now (a
    * live job past its lease): what the three reads above take as `suspects`

@@ -40,7 +40,7 @@ export function defineDashboardReads(backend: StoreBackend) {
     test("the job page: any status, with its queue's overrides and its owner's last beat", async () => {
       const { store, runningJob, completedJob } = t();
       const running = await runningJob({ queue: 'slow' });
-      await store.queueUpsertSettings({ queue: 'slow', patch: { graceMs: 9_000, heartbeatMs: 4_000, stallMs: 60_000 }, now: T0 });
+      await store.queueUpsertSettings({ queue: 'slow', patch: { graceMs: 9_000, heartbeatMs: 4_000, stallMs: 60_000, maxSnoozes: 7 }, now: T0 });
       await store.workerBeat({ id: 'w1', now: T0 - 1_000 });
       expect(await store.jobGetWithSettings({ id: running.id, defaults: DEFAULTS })).toMatchObject({
         id: running.id,
@@ -50,9 +50,11 @@ export function defineDashboardReads(backend: StoreBackend) {
         job_heartbeat_ms: 4_000,
         q_stall_ms: 60_000,
         owner_last_seen_at: T0 - 1_000,
+        q_max_snoozes: 7,
+        has_dependents: 0,
       });
       const done = await completedJob();
-      expect(await store.jobGetWithSettings({ id: done.id, defaults: DEFAULTS })).toMatchObject({ status: 'completed', job_heartbeat_ms: null, q_grace_ms: 5_000 });
+      expect(await store.jobGetWithSettings({ id: done.id, defaults: DEFAULTS })).toMatchObject({ status: 'completed', job_heartbeat_ms: null, q_grace_ms: 5_000, q_max_snoozes: 100 });
       expect(await store.jobGetWithSettings({ id: 999_999, defaults: DEFAULTS })).toBeUndefined();
     });
   });

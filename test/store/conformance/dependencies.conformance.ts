@@ -69,11 +69,17 @@ export function defineDependencies(backend: StoreBackend) {
     });
 
     test("policy 'hold' holds the parent for a person; 'run' counts the failure as met", async () => {
-      const { row } = t();
+      const { row, store } = t();
       const held = await flow(1, 'hold');
       const [k] = await claim('c');
       await failForGood(k!.id, k!.lock_token!);
       expect(await row(held.parent.id)).toMatchObject({ status: 'pending', held_at: T0, available_at: HELD_AVAILABLE_AT, last_event: 'dependency_failed', last_event_reason: 'hold' });
+      // Each side of an edge sees the other's own wait: its policy, unmet count and hold (the job page's graph).
+      const fromChild = await store.jobDependencyGraph({ id: k!.id, limit: 10 });
+      expect(fromChild.dependents).toMatchObject([{ id: held.parent.id, state: 'failed', dependencyPolicy: 'hold', dependenciesUnmet: 1, heldAt: T0 }]);
+      expect((await store.jobDependencyGraph({ id: held.parent.id, limit: 10 })).dependencies).toMatchObject([{ id: k!.id, status: 'failed', dependencyPolicy: null, dependenciesUnmet: 0, heldAt: null }]);
+      expect(await store.jobGetWithSettings({ id: k!.id, defaults: DEFAULTS })).toMatchObject({ has_dependents: 1 });
+      expect(await store.jobGetWithSettings({ id: held.parent.id, defaults: DEFAULTS })).toMatchObject({ has_dependents: 0 });
       const run = await flow(1, 'run');
       const [k2] = await claim('c');
       await failForGood(k2!.id, k2!.lock_token!);
