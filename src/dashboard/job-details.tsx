@@ -4,12 +4,13 @@
  * page's field budget (json-field.tsx), and its events, whose messages share
  * one budget.
  */
-import { fmtCount, fmtTime } from './format.ts';
+import { fmtCount, fmtDuration, fmtTime } from './format.ts';
 import { clipToBudget, CutNotice, EVENT_MESSAGE_BYTES, StoredValue } from './json-field.tsx';
-import type { EventRecord, RunningJobView } from '../db/store/port.ts';
+import { HELD_AVAILABLE_AT } from '../core/held.ts';
+import type { EventRecord, JobPageView } from '../db/store/port.ts';
 
 /** Below the actions: the rest of the job's facts, its data and its trail. Polled. */
-export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; olderEventsNotShown: number; fieldBytes: number }) {
+export function JobDetails(props: { job: JobPageView; events: EventRecord[]; olderEventsNotShown: number; fieldBytes: number }) {
   const { job: j, fieldBytes } = props;
   const messages = eventMessages(props.events, fieldBytes);
   return (
@@ -19,6 +20,10 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         <dt>Attempts</dt>
         <dd>
           {j.attempt_count} of {j.max_attempts} · errored {j.errored_attempts} · lost {j.lost_attempts}
+        </dd>
+        <dt>Snoozes</dt>
+        <dd id="job-snoozes" title="times a handler said 'not now, try again in N': each gave its attempt back; past the queue's maxSnoozes a snooze is refused">
+          {j.snoozes} of {j.q_max_snoozes}
         </dd>
         <dt>Priority</dt>
         <dd>{j.priority}</dd>
@@ -35,7 +40,7 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
           </>
         )}
         <dt>Available</dt>
-        <dd>{fmtTime(j.available_at)}</dd>
+        <dd id="job-available">{availableText(j)}</dd>
         <dt>Created</dt>
         <dd>{fmtTime(j.created_at)}</dd>
         <dt>Started</dt>
@@ -62,7 +67,7 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
         </p>
       ) : null}
       <div class="table-scroll">
-      <table class="events">
+      <table class="events" id="job-events">
         <thead>
           <tr>
             <th>#</th>
@@ -84,6 +89,7 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
               <td>{fmtTime(e.at)}</td>
               <td>
                 {e.type}
+                {eventNote(e) !== null ? <span class="hint"> ({eventNote(e)})</span> : null}
                 {e.derived ? <span class="hint" title="read from the job row: this transition has no event row of its own"> (from the job row)</span> : null}
               </td>
               <td>
@@ -102,6 +108,27 @@ export function JobDetails(props: { job: RunningJobView; events: EventRecord[]; 
       {messages.cut ? <CutNotice jobId={j.id} field="events" what="Some messages are cut to fit the page: the events with their whole messages," /> : null}
     </>
   );
+}
+
+/**
+ * A few words after an event's type where the type alone reads ambiguously:
+ * a snooze is neither a failure nor a retry (its reason is stored as
+ * "for N ms").
+ */
+function eventNote(e: EventRecord): string | null {
+  if (e.type !== 'snoozed') return null;
+  const ms = /^for (\d+) ms$/.exec(e.reason ?? '');
+  return `not now: due again ${ms ? `after ${fmtDuration(Number(ms[1]))}` : 'later'}; the attempt was given back`;
+}
+
+/** When a pending job is due; a waiting or held one is out of every claim's reach (HELD_AVAILABLE_AT), which says why. */
+function availableText(j: JobPageView): string {
+  if (j.status !== 'pending' || j.available_at < HELD_AVAILABLE_AT) return fmtTime(j.available_at);
+  if (j.dependencies_unmet > 0) {
+    const held = j.held_at === null ? '' : j.dependency_failed_by !== null ? ` (held: dependency ${j.dependency_failed_by} failed; retry it)` : ', and a person releases it';
+    return `once its ${j.dependencies_unmet === 1 ? 'dependency completes' : `${j.dependencies_unmet} dependencies complete`}${held}`;
+  }
+  return j.held_at !== null ? 'once a person releases it' : fmtTime(j.available_at);
 }
 
 /**

@@ -2,8 +2,9 @@
  * /dashboard/jobs/:id: what the operator came for first (status, lease,
  * owner and its liveness, heartbeat, what the reaper will do and when,
  * progress, runtime), then the actions that fit the job's status
- * (job-actions.tsx), then the rest of its facts, its data and its trail
- * (job-details.tsx). Both the summary and the details are polled
+ * (job-actions.tsx), then, for a job that waits for jobs or that jobs wait
+ * for, its dependencies (job-dependencies.tsx), then the rest of its facts,
+ * its data and its trail (job-details.tsx). Both the summary and the details are polled
  * (/dashboard/live/jobs/:id?part=); the actions are not, so a reason being
  * typed survives, and the page reloads once the job's status moves on.
  */
@@ -15,6 +16,7 @@ import { Notice } from './action-notice.tsx';
 import { fmtDuration, fmtRelative, fmtTime } from './format.ts';
 import { JobActions } from './job-actions.tsx';
 import { LostAttempt } from './held-view.tsx';
+import { inDependencyGraph, JobDependencies, readDependencyGraph } from './job-dependencies.tsx';
 import { JobDetails } from './job-details.tsx';
 import { deadlineText, heartbeatInterval, heartbeatLag, suspectWhy } from './job-health.ts';
 import { isJobStatus } from './jobs-filter.ts';
@@ -39,7 +41,14 @@ export function registerJobPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: P
     const summary = <JobSummary job={job} now={t} config={config} />;
     if (part === 'summary') return { t, job, body: summary, summary, details: null };
     const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
-    const details = <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} fieldBytes={config.dashboardFieldBytes} />;
+    // A job in no graph (most) costs no read of it: the job's row says whether it is in one.
+    const graph = inDependencyGraph(job) ? await readDependencyGraph(store, id) : null;
+    const details = (
+      <>
+        {graph !== null ? <JobDependencies job={job} graph={graph} /> : null}
+        <JobDetails job={job} events={events} olderEventsNotShown={olderNotShown} fieldBytes={config.dashboardFieldBytes} />
+      </>
+    );
     return { t, job, body: part === 'details' ? details : <>{summary}{details}</>, summary, details };
   };
   app.get('/dashboard/jobs/:id{[0-9]{1,15}}', async (c) => {
@@ -54,7 +63,8 @@ export function registerJobPage(app: Hono<DashboardEnv>, deps: AppDeps, reads: P
       <>
         <Notice notice={c.req.query('notice')} was={isJobStatus(was) ? was : undefined} />
         <Live src={`${live}&part=summary`}>{summary}</Live>
-        {job.held_at !== null && job.status === 'pending' ? <LostAttempt job={job} effects={await store.effectsForJob({ jobId: id })} now={t} /> : null}
+        {/* A job held because a dependency failed lost no attempt: its Dependencies section says why it is held. */}
+        {job.held_at !== null && job.status === 'pending' && job.dependency_failed_by === null ? <LostAttempt job={job} effects={await store.effectsForJob({ jobId: id })} now={t} /> : null}
         <h2>Actions</h2>
         {c.get('session').role === 'admin' ? <JobActions job={job} now={t} csrf={c.get('csrf')} config={config} /> : <p class="empty">Read-only login: no actions.</p>}
         <Live src={`${live}&part=details`} id="live-details">
@@ -116,6 +126,14 @@ function JobSummary(props: { job: RunningJobView; now: number; config: Config })
           {j.status}
         </span>{' '}
         in <a href={`/dashboard/jobs?queue=${encodeURIComponent(j.queue_name)}`}>{j.queue_name}</a> · attempt {j.attempt_count} of {j.max_attempts}
+        {j.status === 'pending' && j.dependencies_unmet > 0 ? (
+          <>
+            {' · '}
+            <a href="#job-dependencies" id="job-waiting">
+              waiting for {j.dependencies_unmet} {j.dependencies_unmet === 1 ? 'dependency' : 'dependencies'}
+            </a>
+          </>
+        ) : null}
       </dd>
       <dt>Lease</dt>
       <LeaseFact job={j} now={now} />

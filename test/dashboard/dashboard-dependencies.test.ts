@@ -1,0 +1,181 @@
+/**
+ * The job page's Dependencies section and snooze count, at the app.request
+ * level over a fresh database: a parent waiting for two children shows both
+ * with their statuses and that it waits; a child failed for good is retried
+ * through the dashboard's own form, completed by a worker, and the parent's
+ * page then shows it completed and the parent claimable. A snoozed job's page
+ * shows its snoozes against its queue's limit; a job in no graph has no
+ * Dependencies section.
+ */
+import { afterEach, expect, test } from 'vitest';
+import { setup, type TestBed } from '../support/helpers.ts';
+
+const ADMIN = 'a'.repeat(24);
+const admin = { authorization: `Bearer ${ADMIN}` };
+const api = (path: string) => `/api/v1${path}`;
+
+let t: TestBed;
+afterEach(() => {
+  expect(t.errors).toEqual([]);
+  t.close();
+});
+
+async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = {};
+  if (init.cookie) headers.cookie = init.cookie;
+  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
+  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
+}
+async function login(): Promise<string> {
+  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
+  expect(res.status).toBe(303);
+  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
+}
+async function page(cookie: string, path: string): Promise<string> {
+  const res = await req(path, { cookie });
+  expect(res.status, path).toBe(200);
+  return res.text();
+}
+/** The HTML from the element with this id up to its first closing `tag`. */
+function element(html: string, id: string, tag: string): string {
+  const start = html.indexOf(`id="${id}"`);
+  expect(start, id).toBeGreaterThan(-1);
+  return html.slice(start, html.indexOf(`</${tag}>`, start));
+}
+const text = (fragment: string) => fragment.replace(/^[^>]*>/, '').replace(/<[^>]*>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ').trim();
+
+/** The row of job `id` in the table `table` ('waits-for' or 'waited-for-by'), as its cells' text. */
+function row(html: string, table: string, id: string): string[] {
+  const tr = element(html, `${table}-${id}`, 'tr');
+  return [...tr.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((m) => text(`>${m[1]!}`));
+}
+
+async function claimOne(queue: string): Promise<{ id: string; lockToken: string }> {
+  const res = await t.call('POST', api(`/queues/${queue}/claim`), { workerId: 'w1' }, admin);
+  expect(res.status, res.text).toBe(200);
+  expect(res.json.jobs).toHaveLength(1);
+  return res.json.jobs[0];
+}
+
+test("a parent waiting for two children: a child failed for good is retried from its page, completed by a worker, and the parent is claimable", async () => {
+  t = await setup({ adminToken: ADMIN });
+  const flow = await t.call(
+    'POST',
+    api('/flows'),
+    { jobs: [{ queue: 'parts', payload: { part: 0 } }, { queue: 'parts', payload: { part: 1 } }, { queue: 'assemble', payload: {}, dependsOn: ['#0', '#1'], dependencyPolicy: 'hold' }] },
+    admin,
+  );
+  expect(flow.status, flow.text).toBe(201);
+  const [a, , parent] = (flow.json.jobs as { id: string }[]).map((j) => j.id) as [string, string, string];
+  const cookie = await login();
+
+  // Before anything ran: the parent waits for both, each listed with its status.
+  let html = await page(cookie, `/dashboard/jobs/${parent}`);
+  expect(html).toContain('id="job-dependencies"');
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe("Waiting for 2 of 2 dependencies (policy 'hold'): not claimable until they complete.");
+  expect(text(element(html, 'job-waiting', 'a'))).toBe('waiting for 2 dependencies');
+  expect(row(html, 'waits-for', a)).toEqual([a, 'parts', 'pending', 'waiting', '—', '—']);
+  expect(html).toContain(`<a href="/dashboard/jobs/${a}">${a}</a>`);
+  expect(html).not.toContain('id="waited-for-by"');
+  expect(text(element(html, 'job-available', 'dd'))).toBe('once its 2 dependencies complete');
+
+  // A child's page lists the parent as waiting for it, with the parent's policy and wait.
+  html = await page(cookie, `/dashboard/jobs/${a}`);
+  expect(html).not.toContain('id="dependency-wait"');
+  expect(html).not.toContain('id="waits-for"');
+  expect(row(html, 'waited-for-by', parent)).toEqual([parent, 'assemble', 'pending', 'waiting', 'hold', 'waiting for 2']);
+
+  // One child completes, the other fails for good: the parent still waits, held for a person.
+  const first = await claimOne('parts');
+  expect((await t.call('POST', api(`/jobs/${first.id}/complete`), { workerId: 'w1', lockToken: first.lockToken, result: { ok: true } }, admin)).status).toBe(200);
+  const second = await claimOne('parts');
+  const failed = await t.call('POST', api(`/jobs/${second.id}/fail`), { workerId: 'w1', lockToken: second.lockToken, error: 'out of <stock>', retryable: false }, admin);
+  expect(failed.json.job.status).toBe('failed');
+  html = await page(cookie, `/dashboard/jobs/${parent}`);
+  expect(html).toContain('<span class="status pending" id="job-status">');
+  expect(row(html, 'waits-for', first.id)).toEqual([first.id, 'parts', 'completed', 'completed', '—', '—']);
+  expect(row(html, 'waits-for', second.id)).toEqual([second.id, 'parts', 'failed', 'failed', '—', '—']);
+  expect(element(html, `waits-for-${second.id}`, 'tr')).toContain('class="status failed" title="out of &lt;stock&gt;"');
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe(
+    `Waiting for 1 of 2 dependencies (policy 'hold'): not claimable until they complete. Held for a person: dependency ${second.id} failed. Retry job ${second.id} to let the flow go on.`,
+  );
+  // Held because a dependency failed, not because an attempt was lost.
+  expect(html).not.toContain('id="lost-attempt"');
+
+  // The failed child's page still offers Retry; the dashboard's own form retries it.
+  html = await page(cookie, `/dashboard/jobs/${second.id}`);
+  expect(html).toContain(`action="/dashboard/jobs/${second.id}/retry"`);
+  expect(row(html, 'waited-for-by', parent)).toEqual([parent, 'assemble', 'pending', 'failed', 'hold', 'waiting for 1 · held for a person']);
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+  const retried = await req(`/dashboard/jobs/${second.id}/retry`, { cookie, form: { _csrf: csrf, reason: 'restocked' } });
+  expect(retried.status).toBe(303);
+  expect(retried.headers.get('location')).toBe(`/dashboard/jobs/${second.id}?notice=retried`);
+
+  // The parent waits again, no longer held; its child is pending again.
+  html = await page(cookie, `/dashboard/jobs/${parent}`);
+  expect(row(html, 'waits-for', second.id)).toEqual([second.id, 'parts', 'pending', 'waiting', '—', '—']);
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe("Waiting for 1 of 2 dependencies (policy 'hold'): not claimable until they complete.");
+  expect((await t.call('POST', api('/queues/assemble/claim'), { workerId: 'w1' }, admin)).json.jobs).toEqual([]);
+
+  // A worker completes it: the parent's page shows it completed and the parent claimable.
+  const again = await claimOne('parts');
+  expect(again.id).toBe(second.id);
+  expect((await t.call('POST', api(`/jobs/${again.id}/complete`), { workerId: 'w1', lockToken: again.lockToken, result: { ok: true } }, admin)).status).toBe(200);
+  html = await page(cookie, `/dashboard/jobs/${parent}`);
+  expect(row(html, 'waits-for', second.id)).toEqual([second.id, 'parts', 'completed', 'completed', '—', '—']);
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe('All 2 dependencies met: claimable.');
+  expect(html).toContain('<span class="status pending" id="job-status">');
+  expect(html).not.toContain('id="job-waiting"');
+  expect(html).toMatch(/dependency_retried/);
+  expect(html).toMatch(/dependencies_met/);
+  const taken = await claimOne('assemble');
+  expect(taken.id).toBe(parent);
+
+  // The polled fragment carries the section too.
+  const live = await (await req(`/dashboard/live/jobs/${parent}?part=details`, { cookie })).text();
+  expect(row(live, 'waits-for', a)).toEqual([a, 'parts', 'completed', 'completed', '—', '—']);
+  expect(text(element(live, 'dependency-wait', 'p'))).toBe("All 2 dependencies met (policy 'hold').");
+});
+
+test("under policy 'fail' the parent's page says to retry the failed child, not the parent", async () => {
+  t = await setup({ adminToken: ADMIN });
+  const flow = await t.call('POST', api('/flows'), { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'] }] }, admin);
+  const [child, parent] = (flow.json.jobs as { id: string }[]).map((j) => j.id) as [string, string];
+  const c = await claimOne('parts');
+  await t.call('POST', api(`/jobs/${c.id}/fail`), { workerId: 'w1', lockToken: c.lockToken, error: 'boom', retryable: false }, admin);
+  const cookie = await login();
+  const html = await page(cookie, `/dashboard/jobs/${parent}`);
+  expect(html).toContain('<span class="status failed" id="job-status">');
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe(
+    `Failed because dependency ${child} failed (policy 'fail'). Retry job ${child}, not this one: this job then waits again, and runs once all its dependencies complete.`,
+  );
+  expect(row(html, 'waits-for', child)).toEqual([child, 'parts', 'failed', 'failed', '—', '—']);
+});
+
+test("a snoozed job's page shows its snoozes against its queue's maxSnoozes, and the snooze reads clearly in its timeline", async () => {
+  t = await setup({ adminToken: ADMIN });
+  expect((await t.call('PATCH', api('/queues/naps/settings'), { maxSnoozes: 3 }, admin)).status).toBe(200);
+  const job = await t.enqueue('naps');
+  const c = await claimOne('naps');
+  const snoozed = await t.call('POST', api(`/jobs/${c.id}/snooze`), { workerId: 'w1', lockToken: c.lockToken, delayMs: 5000 }, admin);
+  expect(snoozed.status, snoozed.text).toBe(200);
+  const cookie = await login();
+  const html = await page(cookie, `/dashboard/jobs/${job.id}`);
+  expect(text(element(html, 'job-snoozes', 'dd'))).toBe('1 of 3');
+  const events = element(html, 'job-events', 'table');
+  expect(text(events)).toContain('snoozed (not now: due again after 5.0 s; the attempt was given back)');
+
+  // A queue without its own limit shows the default.
+  const other = await t.enqueue('plain');
+  expect(text(element(await page(cookie, `/dashboard/jobs/${other.id}`), 'job-snoozes', 'dd'))).toBe('0 of 100');
+});
+
+test('a job in no graph has no Dependencies section', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const job = await t.enqueue('solo');
+  const cookie = await login();
+  const html = await page(cookie, `/dashboard/jobs/${job.id}`);
+  expect(html).not.toContain('id="job-dependencies"');
+  expect(html).not.toContain('<h2>Dependencies</h2>');
+  expect(html).not.toContain('id="job-waiting"');
+});
