@@ -179,3 +179,19 @@ test('a job in no graph has no Dependencies section', async () => {
   expect(html).not.toContain('<h2>Dependencies</h2>');
   expect(html).not.toContain('id="job-waiting"');
 });
+
+test('a job waited for by more jobs than the page lists shows the first 100 by id and says there are more', async () => {
+  t = await setup({ adminToken: ADMIN });
+  // A flow holds at most 100 jobs: the child and 99 dependents, then two more waiting for it.
+  const first = await t.call('POST', api('/flows'), { jobs: [{ queue: 'c', payload: {} }, ...Array.from({ length: 99 }, () => ({ queue: 'p', payload: {}, dependsOn: ['#0'] }))] }, admin);
+  expect(first.status, first.text).toBe(201);
+  const child = first.json.jobs[0].id as string;
+  const more = await t.call('POST', api('/flows'), { jobs: [{ queue: 'p', payload: {}, dependsOn: [child] }, { queue: 'p', payload: {}, dependsOn: [child] }] }, admin);
+  expect(more.status, more.text).toBe(201);
+  const last = more.json.jobs[1].id as string;
+  const cookie = await login();
+  const html = await page(cookie, `/dashboard/jobs/${child}`);
+  expect(html.match(/<tr id="waited-for-by-/g)).toHaveLength(100);
+  expect(html).not.toContain(`id="waited-for-by-${last}"`);
+  expect(text(element(html, 'more-dependents', 'p'))).toBe(`More than 100 jobs wait for this one: the first 100 by id are shown. GET /api/v1/jobs/${child}/dependencies lists up to 1,000.`);
+});
