@@ -66,8 +66,8 @@ export function JobDetails(props: { job: JobPageView; events: EventRecord[]; old
           {fmtCount(props.olderEventsNotShown)} older events not shown (the newest {fmtCount(props.events.length)} are below).
         </p>
       ) : null}
-      <div class="table-scroll">
-      <table class="events" id="job-events">
+      <div class="table-scroll" id="job-events">
+      <table class="events">
         <thead>
           <tr>
             <th>#</th>
