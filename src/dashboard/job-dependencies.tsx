@@ -58,6 +58,8 @@ function verdict(j: JobPageView, dependencies: DependencyLink[]): string | null 
     if (j.held_at !== null && failedBy !== null) return `${waiting} Held for a person: dependency ${failedBy} failed. Retry job ${failedBy} to let the flow go on.`;
     return waiting;
   }
+  // Cancelled (or failed by hand) while it still waited: its dependencies were not all met.
+  if (j.dependencies_unmet > 0) return `${fmtCount(j.dependencies_unmet)} of ${fmtCount(total)} dependencies were still unmet when it was ${j.status} (${policy}).`;
   const ignored = dependencies.filter((d) => d.state === 'ignored').length;
   // Settled edges go with their jobs when retention prunes them: none left means all were met.
   const all = total === 0 ? 'Its dependencies were all' : `All ${fmtCount(total)} dependencies`;

@@ -170,6 +170,15 @@ test("a snoozed job's page shows its snoozes against its queue's maxSnoozes, and
   expect(text(element(await page(cookie, `/dashboard/jobs/${other.id}`), 'job-snoozes', 'dd'))).toBe('0 of 100');
 });
 
+test('a job cancelled while it waited does not read as met', async () => {
+  t = await setup({ adminToken: ADMIN });
+  const flow = await t.call('POST', api('/flows'), { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'], dependencyPolicy: 'run' }] }, admin);
+  const parent = flow.json.jobs[1].id as string;
+  expect((await t.call('POST', api(`/jobs/${parent}/cancel`), { reason: 'not needed' }, admin)).json.job.status).toBe('cancelled');
+  const html = await page(await login(), `/dashboard/jobs/${parent}`);
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe("1 of 1 dependencies were still unmet when it was cancelled (policy 'run').");
+});
+
 test('a job in no graph has no Dependencies section', async () => {
   t = await setup({ adminToken: ADMIN });
   const job = await t.enqueue('solo');
