@@ -11,9 +11,10 @@
  *
  * Cost: each queue's groups are read once through job_groups' primary key
  * (queue_name, group_key), for the sums, and once more for the busiest (a
- * sort that keeps only `limit` rows); no read of jobs (test/store/
- * query-plans.test.ts). Measured on this machine with 10,000 groups in one
- * queue: about 2 ms (0.02 ms for a queue without groups). An index on
+ * sort that keeps only `limit` rows); no read of jobs
+ * (test/store/query-plans.test.ts pins it). Measured on this machine with
+ * 10,000 groups in one queue: about 2 ms (0.02 ms for a queue without
+ * groups). An index on
  * (queue_name, pending + running DESC, ...) made the busiest a seek (about
  * 0.3 ms), but it is rewritten with every grouped enqueue, claim and finish
  * (about 4 µs more per job_groups update, 10% of a bare one) to speed up a
