@@ -22,7 +22,7 @@ import { PROMETHEUS_ROLE, requireRole } from './api/auth.ts';
 import { errorBody } from './api/http.ts';
 import { flowRoutes } from './api/flow-routes.ts';
 import { jobRoutes } from './api/job-routes.ts';
-import { prometheusText } from './api/metrics.ts';
+import { GROUP_SERIES_PER_QUEUE, prometheusText } from './api/metrics.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { constantAnswer } from './api/constant-answer.ts';
 import type { AppDeps, AppInput } from './api/deps.ts';
@@ -112,8 +112,12 @@ export function createApp(appDeps: AppInput) {
   app.get('/healthz', async (c) => c.json(await healthBody(deps)));
   // Scrapable with the read-only token: a Prometheus needs no admin power.
   app.get('/metrics', requireRole(PROMETHEUS_ROLE, config, deps.authThrottle), async (c) => {
-    const [snapshot, schedules] = await Promise.all([deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }), deps.store.schedulesList()]);
-    const text = prometheusText(snapshot, deps.config, schedules);
+    const [snapshot, schedules, groups] = await Promise.all([
+      deps.store.metricsSnapshot({ now: deps.clock.now(), config: deps.config }),
+      deps.store.schedulesList(),
+      deps.store.queuesGroupCounts({ limit: GROUP_SERIES_PER_QUEUE }),
+    ]);
+    const text = prometheusText(snapshot, deps.config, schedules, groups);
     return c.text(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 

@@ -6,14 +6,29 @@
  * with no `le` or `quantile` label (those belong to histograms and
  * summaries); every known queue reports every per-queue series, 0 included.
  * `promtool check metrics` passes on it (test/api/prometheus-lint.test.ts).
+ *
+ * Label values that come from users (a job's group: any text) are bounded
+ * in number: per queue, the GROUP_SERIES_PER_QUEUE busiest groups are named
+ * and every other group is summed under group="__other__", so the series of
+ * a queue stay few however many tenants it serves.
  */
 import { evaluateAlerts } from '../core/alerts.ts';
 import type { Config } from '../core/config.ts';
 import { HISTOGRAMS, HISTOGRAM_NAMES } from '../core/histograms.ts';
 import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
-import type { MetricsSnapshot, ScheduleRecord } from '../db/store/port.ts';
+import type { MetricsSnapshot, QueueGroupCounts, ScheduleRecord } from '../db/store/port.ts';
 
-const label = (value: string | null) => JSON.stringify(value ?? '').replace(/\\u/g, '\\\\u');
+/** The groups named per queue in leasehold_group_jobs; the rest are summed under OTHER_GROUP. */
+export const GROUP_SERIES_PER_QUEUE = 20;
+/** The label value of every group of a queue past its busiest GROUP_SERIES_PER_QUEUE. */
+export const OTHER_GROUP = '__other__';
+
+/**
+ * A quoted label value as the text format reads it: backslash, double quote
+ * and line feed escaped, every other character as it is. (JSON's escapes,
+ * `\t` or `\u0001`, are not in the format: a parser refuses them.)
+ */
+const label = (value: string | null) => `"${(value ?? '').replace(/[\\"\n]/g, (ch) => (ch === '\n' ? '\\n' : `\\${ch}`))}"`;
 
 /** `config.reaperIntervalMs`: how often a pass is meant to run, for leasehold_maintenance_late (the default interval without it). */
 export function prometheusText(
@@ -21,6 +36,8 @@ export function prometheusText(
   config: Pick<Config, 'reaperIntervalMs'> = { reaperIntervalMs: 5_000 },
   /** Each schedule's skip counters (operators create schedules, so the label set stays small); absent: the series is left out. */
   schedules?: readonly Pick<ScheduleRecord, 'name' | 'skipped_missed' | 'skipped_overlap'>[],
+  /** Each queue's busiest groups (at most GROUP_SERIES_PER_QUEUE) and the rest summed (store queuesGroupCounts); absent: the group series are left out. */
+  groups?: readonly QueueGroupCounts[],
 ): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter' | 'histogram', help: string, rows: [string, number][]) => {
@@ -174,6 +191,7 @@ export function prometheusText(
   metric('leasehold_held_jobs', 'gauge', "Pending jobs held for a person after a lost attempt (onLost 'hold'): they run again only when released.", m.queues.map((r) => [`{${q(r.queue)}}`, r.held]));
   metric('leasehold_ready_jobs', 'gauge', 'Pending jobs due now (queue depth).', m.queues.map((r) => [`{${q(r.queue)}}`, r.ready]));
   metric('leasehold_oldest_ready_job_age_seconds', 'gauge', 'How long the oldest ready job has waited.', m.queues.map((r) => [`{${q(r.queue)}}`, (r.oldestReadyAgeMs ?? 0) / 1000]));
+  if (groups) groupMetrics(metric, m, groups, q);
   // The maintenance pass (reaper, schedules, retention, alerts) as the
   // database last saw it complete: alerts are evaluated inside the pass, so
   // a stopped reaper can only be seen from here (src/core/maintenance-watch.ts).
@@ -242,4 +260,45 @@ export function prometheusText(
     evaluateAlerts(m).map((a) => [`{${q(a.queue)},alert=${label(a.name)}}`, a.state === 'firing' ? 1 : 0]),
   );
   return lines.join('\n') + '\n';
+}
+
+/**
+ * The group series: how many groups each queue has with work (every known
+ * queue, 0 included), and the jobs of its busiest groups by state, the rest
+ * under OTHER_GROUP (present for every queue with groups, 0 when none is
+ * left over), so `sum by (queue, state)` is every grouped job of the queue.
+ * A group that is itself named OTHER_GROUP is counted with the rest rather
+ * than named, so no two series share their labels.
+ */
+function groupMetrics(
+  metric: (name: string, type: 'gauge', help: string, rows: [string, number][]) => void,
+  m: MetricsSnapshot,
+  groups: readonly QueueGroupCounts[],
+  q: (queue: string) => string,
+) {
+  const byQueue = new Map(groups.map((g) => [g.queue, g]));
+  metric(
+    'leasehold_groups',
+    'gauge',
+    "Groups (a job's group: a tenant, a customer) with pending or running jobs in the queue.",
+    m.queues.map((r) => [`{${q(r.queue)}}`, byQueue.get(r.queue)?.groups ?? 0]),
+  );
+  const rows: [string, number][] = [];
+  for (const g of groups) {
+    const named = g.top.filter((x) => x.group !== OTHER_GROUP).slice(0, GROUP_SERIES_PER_QUEUE);
+    const rest = { group: OTHER_GROUP, pending: g.other.pending, running: g.other.running };
+    for (const x of g.top.filter((x) => !named.includes(x))) {
+      rest.pending += x.pending;
+      rest.running += x.running;
+    }
+    for (const x of [...named, rest]) {
+      for (const state of ['pending', 'running'] as const) rows.push([`{${q(g.queue)},group=${label(x.group)},state="${state}"}`, x[state]]);
+    }
+  }
+  metric(
+    'leasehold_group_jobs',
+    'gauge',
+    `Pending and running jobs of the queue's ${GROUP_SERIES_PER_QUEUE} busiest groups (by pending + running, ties by group), by state; group="${OTHER_GROUP}" sums every other group of the queue, so a queue has at most ${2 * (GROUP_SERIES_PER_QUEUE + 1)} of these series. Only queues with groups have them.`,
+    rows,
+  );
 }

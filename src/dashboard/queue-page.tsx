@@ -7,6 +7,9 @@
  * A save is in the audit trail (queue.settings, the operator's name), and a
  * form sent twice is refused the second time.
  *
+ * For a queue with groups (a job's `group`), its busiest groups and the
+ * rest summed, polled (queue-groups.tsx).
+ *
  * Also (admin) the queue's delete, by the rule of src/engine/queue-delete.ts
  * (never while it holds pending or running jobs or a schedule; its finished
  * jobs only when the box is ticked), confirmed by typing the queue's name,
@@ -23,6 +26,8 @@ import { fmtDuration, fmtTime } from './format.ts';
 import { alongside, once } from './acting.ts';
 import { deleteQueue } from '../engine/queue-delete.ts';
 import { alreadySubmitted, layoutPage, type DashboardEnv } from './page.tsx';
+import { GROUPS_SHOWN, GroupsFragment, hasGroupsSection } from './queue-groups.tsx';
+import { Live } from './live-region.tsx';
 import type { QueueHealth, QueueSettingsPatch } from '../db/store/port.ts';
 
 type Env = DashboardEnv;
@@ -48,19 +53,37 @@ export function registerQueuePageRoutes(app: Hono<Env>, deps: AppDeps) {
   };
   const csrfOf = (c: Context<Env>) => (c.get('session').role === 'admin' ? c.get('csrf') : undefined);
 
+  const groupsOf = async (queue: string) => (await store.queuesGroupCounts({ queue, limit: GROUPS_SHOWN }))[0];
+  const groupsLive = (queue: string) => `/dashboard/live/queues/${encodeURIComponent(queue)}/groups`;
+
   app.get(path, async (c) => {
     const q = await queueOf(c);
     if (!q) return notFound(c);
+    const groups = await groupsOf(q.name);
     return shell(
       c,
       `Queue ${q.name}`,
       <>
         {c.req.query('notice') === 'saved' ? <p class="notice" role="status" id="notice">Saved: the next claim uses these limits.</p> : null}
         <QueueLimits q={q} now={await now()} />
+        {hasGroupsSection(q, groups) ? (
+          <section id="groups">
+            <h2>Groups</h2>
+            <Live src={groupsLive(q.name)} id="live-groups">
+              <GroupsFragment q={q} counts={groups} />
+            </Live>
+          </section>
+        ) : null}
         <LimitsForm queue={q.name} values={enteredOf(q)} csrf={csrfOf(c)} />
         <DeleteForm queue={q.name} csrf={csrfOf(c)} />
       </>,
     );
+  });
+
+  app.get('/dashboard/live/queues/:queue/groups', async (c) => {
+    const q = await queueOf(c);
+    if (!q) return c.html(<p class="notice error">No queue has that name.</p>, 404);
+    return c.html(<GroupsFragment q={q} counts={await groupsOf(q.name)} />);
   });
 
   app.post(`${path}/delete`, async (c) => {

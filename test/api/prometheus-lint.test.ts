@@ -60,6 +60,10 @@ describe.skipIf(!hasPromtool)('promtool', () => {
     await t.enqueue('limited');
     await t.enqueue('limited');
     await t.claim('limited', 'W');
+    // Groups whose keys need the format's escapes, or none of JSON's (a tab, a control character), one running.
+    const keys = ['quote " back \\ slash', 'line\nbreak', 'tab\there', 'ctl\u0001', 'uni é 😀', '__other__'];
+    expect((await t.post(`${api}/queues/tenants/jobs`, { jobs: keys.map((group) => ({ payload: {}, group })) })).status).toBe(201);
+    await t.claim('tenants', 'W');
 
     const res = await t.get('/metrics');
     expect(res.status).toBe(200);
@@ -72,6 +76,8 @@ describe.skipIf(!hasPromtool)('promtool', () => {
       'leasehold_job_runtime_recent_seconds{queue="reports",percentile="99"} 7',
       'leasehold_jobs_reaped_total{queue="reports",reason="reaped_due_to_expired_lease"} 1',
       'leasehold_queue_rate_limited{queue="limited"} 1',
+      'leasehold_groups{queue="tenants"} 6',
+      'leasehold_group_jobs{queue="tenants",group="line\\nbreak",state="pending"} 1',
     ]) {
       expect(res.text).toContain(line);
     }

@@ -287,3 +287,30 @@ test("a where-filtered page reads its window through an index, never the whole t
     expect(plan.join('\n')).toMatch(/SEARCH jobs USING INTEGER PRIMARY KEY \(rowid<\?\)/);
   }
 });
+
+test("the group counts (the queue page, /metrics) search each queue's groups by job_groups' primary key, never walk job_groups or read jobs (no ANALYZE)", async () => {
+  // No index beyond the primary key on purpose (src/db/store/group-counts.ts):
+  // job_groups is rewritten by every grouped enqueue, claim and finish.
+  t = await setup({});
+  const now = t.clock.now() as number;
+  await t.enqueue('q', { payload: 0, group: 'g0' });
+  await t.enqueue('plain');
+  await t.client.execute({
+    sql: `INSERT INTO jobs (queue_name, payload, status, max_attempts, available_at, group_key, created_at, updated_at)
+      WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 10000)
+      SELECT 'q', '{}', 'pending', 5, ?1, 'g' || i, ?1, ?1 FROM s`,
+    args: [now],
+  });
+  const seen: Query[] = [];
+  const store = createStore(recording(t.db, seen));
+  const [one] = await store.queuesGroupCounts({ queue: 'q', limit: 10 });
+  expect(one).toMatchObject({ groups: 10_001, other: { groups: 9_991 } });
+  expect(await store.queuesGroupCounts({ limit: 20 })).toHaveLength(1);
+  expect(seen).toHaveLength(2);
+  for (const { sql, params } of seen) {
+    const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
+    expect(plan.filter((step) => /job_groups|\bg\b/.test(step)).every((step) => /^SEARCH g USING (COVERING )?INDEX sqlite_autoindex_job_groups_1 \(queue_name=\?\)$/.test(step)), plan.join('\n')).toBe(true);
+    expect(plan.filter((step) => /^SEARCH g /.test(step))).toHaveLength(3);
+    expect(plan.filter((step) => /\b(jobs|j)\b/.test(step))).toEqual([]);
+  }
+});

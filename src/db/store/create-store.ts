@@ -23,6 +23,7 @@ import { createDashboardStore } from './create-dashboard-store.ts';
 import { duplicateReportIfOwned } from './duplicates.ts';
 import { effectFinishIfOwned, effectStartIfOwned, stepsListIfOwned, effectsForJob } from './effects.ts';
 import { jobsInsert, jobsInsertSummaries } from './enqueue.ts';
+import { queuesGroupCounts } from './group-counts.ts';
 import { deadLetterQueuesList, jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
 import { jobSnoozeIfOwned } from './snooze.ts';
 import { jobDependencyGraph, jobsDependencyCandidates, jobsInsertFlow } from './dependencies.ts';
@@ -121,6 +122,7 @@ export function createStore(db: Db): JobStore {
     reaperHoldRead: (p) => reaperHoldRead(db, p),
 
     queuesHealth: (p) => queuesHealth(db, p),
+    queuesGroupCounts: (p) => queuesGroupCounts(db, p),
     queueUpsertSettings: (p) => queueUpsertSettings(db, p),
     queueAlertThresholds: (p) => queueAlertThresholds(db, p),
     queueSetAlertThresholds: (p) => queueSetAlertThresholds(db, p),

@@ -430,7 +430,7 @@ export interface MaintenanceWatchRow extends MaintenancePassRow {
 }
 
 // ---------------------------------------------------------------------------
-// Reads: jobs, events, queues, stalls, activity, watches (store/read, queue-delete, stalls, activity, watch)
+// Reads: jobs, events, queues, groups, stalls, activity, watches (store/read, queue-delete, group-counts, stalls, activity, watch)
 // ---------------------------------------------------------------------------
 
 /** An events row as stored. */
@@ -503,6 +503,24 @@ export interface MinuteRow {
   failed: number;
   reaped: number;
   maxHeartbeatLagMs: number | null;
+}
+
+/** One group of a queue's jobs (its `group`) and its jobs now. */
+export interface GroupCount {
+  group: string;
+  pending: number;
+  running: number;
+}
+
+/** A queue's groups with pending or running jobs (store/group-counts): the busiest named, the rest summed. */
+export interface QueueGroupCounts {
+  queue: string;
+  /** Groups with pending or running jobs. */
+  groups: number;
+  /** The busiest groups by pending + running, busiest first (ties by group key), at most the read's limit. */
+  top: GroupCount[];
+  /** Every other group with work: how many, and their pending and running jobs summed. */
+  other: { groups: number; pending: number; running: number };
 }
 
 /** What a watcher needs to know of a job: its status, and its version when asked for. */

@@ -87,6 +87,7 @@ import type {
   OperatorParams,
   OwnedOutcome,
   QueueBlockers,
+  QueueGroupCounts,
   QueueHealth,
   QueueSettingsPatch,
   QueueSuspectThreshold,
@@ -218,9 +219,11 @@ export interface MaintenanceStore {
   reaperHoldRead(p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null>;
 }
 
-/** Queues and workers (store/read, queue-settings, queue-delete, lost-claims, workers, worker-jobs). */
+/** Queues and workers (store/read, group-counts, queue-settings, queue-delete, lost-claims, workers, worker-jobs). */
 export interface QueueAndWorkerStore {
   queuesHealth(p: { now: Now; defaults: QueueDefaults; queue?: string }): Promise<QueueHealth[]>;
+  /** Each queue with groups (or just `queue`): its groups with work, the `limit` busiest by pending + running (ties by key) and the rest summed; queues without groups left out. */
+  queuesGroupCounts(p: { limit: number; queue?: string | undefined }): Promise<QueueGroupCounts[]>;
   /** Creates the queue if needed and sets the given overrides (null: back to the default). */
   queueUpsertSettings(p: { queue: string; patch: QueueSettingsPatch; now: Now; also?: Alongside }): Promise<void>;
   queueAlertThresholds(p: { queue: string }): Promise<{ name: string; alertOverrides: Partial<AlertThresholds> } | undefined>;

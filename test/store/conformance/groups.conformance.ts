@@ -1,7 +1,8 @@
 /**
  * Groups and sliding rate limits on every backend: the claim takes turns
  * across groups (least recently served first), holds groupMaxRunning and a
- * group's sliding window, and the queue's sliding window counts starts.
+ * group's sliding window, and the queue's sliding window counts starts; the
+ * per-group counts the queue page and /metrics show (queuesGroupCounts).
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
@@ -43,6 +44,58 @@ export function defineGroups(backend: StoreBackend) {
       expect(await claim('w', 10, T0 + 1_500)).toHaveLength(1);
       const [q] = await store.queuesHealth({ now: T0 + 1_500, defaults: DEFAULTS, queue: 'q' });
       expect(q).toMatchObject({ rateUsed: 5, rateLimitedUntil: T0 + 2_000, rateLimitMode: 'sliding', groupRateLimit: { max: 2, windowMs: 1_000 } });
+    });
+
+    test('group counts: the busiest groups (ties by key, in byte order), the rest summed, every grouped job counted once', async () => {
+      const { store, db } = t();
+      await enqueue('a', 50);
+      await enqueue('b', 3);
+      // Taken in turns: a and b run two each; then the singles and two jobs without a group, and some of those run.
+      expect(await claim('w', 4)).toHaveLength(4);
+      for (let i = 0; i < 15; i++) await enqueue(`g${String(i).padStart(2, '0')}`, 1);
+      await enqueue(undefined, 2);
+      expect(await claim('w', 8)).toHaveLength(8);
+      const [q] = await store.queuesGroupCounts({ queue: 'q', limit: 10 });
+      const truth = await db.all<{ g: string; pending: number; running: number }>(
+        sql`SELECT group_key AS g, sum(status = 'pending') AS pending, sum(status = 'running') AS running FROM jobs
+          WHERE queue_name = 'q' AND group_key IS NOT NULL AND status IN ('pending', 'running') GROUP BY group_key`,
+      );
+      const of = (g: string) => truth.find((r) => r.g === g)!;
+      expect(q!.queue).toBe('q');
+      expect(q!.groups).toBe(17);
+      // a (50 jobs), b (3), then the first eight singles by key; the other seven summed.
+      expect(q!.top.map((g) => g.group)).toEqual(['a', 'b', 'g00', 'g01', 'g02', 'g03', 'g04', 'g05', 'g06', 'g07']);
+      for (const g of q!.top) expect(g).toEqual({ group: g.group, pending: Number(of(g.group).pending), running: Number(of(g.group).running) });
+      expect(q!.top[0]!.pending + q!.top[0]!.running).toBe(50);
+      expect(q!.top[0]!.running).toBeGreaterThan(0);
+      const rest = truth.filter((r) => r.g >= 'g08');
+      expect(q!.other).toEqual({ groups: 7, pending: rest.reduce((s, r) => s + Number(r.pending), 0), running: rest.reduce((s, r) => s + Number(r.running), 0) });
+      // Top and other add up to every grouped job (the two jobs without a group are in neither).
+      const [h] = await store.queuesHealth({ now: T0, defaults: DEFAULTS, queue: 'q' });
+      const ungrouped = await db.all<{ pending: number; running: number }>(
+        sql`SELECT sum(status = 'pending') AS pending, sum(status = 'running') AS running FROM jobs WHERE queue_name = 'q' AND group_key IS NULL`,
+      );
+      const sum = (k: 'pending' | 'running') => q!.top.reduce((s, g) => s + g[k], 0) + q!.other[k] + Number(ungrouped[0]![k]);
+      expect({ pending: sum('pending'), running: sum('running') }).toEqual({ pending: h!.counts.pending, running: h!.counts.running });
+    });
+
+    test('group counts: every queue with groups, each bounded by the limit; keys come back whole and in byte order', async () => {
+      const { store } = t();
+      const keys = ['z', 'é', '\uff41', '😀', 'quote " back \\ slash', 'line\nbreak'];
+      await store.jobsInsert({ queue: 'odd', jobs: keys.map((group) => ({ payload: 1, group })), actor: 'test', now: T0, defaults: DEFAULTS });
+      await enqueue('a', 2);
+      await store.jobsInsert({ queue: 'plain', jobs: [{ payload: 1 }], actor: 'test', now: T0, defaults: DEFAULTS });
+      const all = await store.queuesGroupCounts({ limit: 4 });
+      // A queue without groups is left out; queues by name.
+      expect(all.map((x) => x.queue)).toEqual(['odd', 'q']);
+      // One job each: ties, ordered as SQLite orders text (code points; UTF-16 would put 😀 before ａ).
+      expect(all[0]!.top.map((g) => g.group)).toEqual(['line\nbreak', 'quote " back \\ slash', 'z', 'é']);
+      expect(all[0]!.other).toEqual({ groups: 2, pending: 2, running: 0 });
+      expect(all[1]).toEqual({ queue: 'q', groups: 1, top: [{ group: 'a', pending: 2, running: 0 }], other: { groups: 0, pending: 0, running: 0 } });
+      const [rest] = await store.queuesGroupCounts({ queue: 'odd', limit: 10 });
+      expect(rest!.top.map((g) => g.group)).toEqual(['line\nbreak', 'quote " back \\ slash', 'z', 'é', '\uff41', '😀']);
+      expect(await store.queuesGroupCounts({ queue: 'plain', limit: 10 })).toEqual([]);
+      expect(await store.queuesGroupCounts({ queue: 'none', limit: 10 })).toEqual([]);
     });
   });
 }
