@@ -99,6 +99,18 @@ export function defineDeadLetters(backend: StoreBackend) {
       expect(await row(job.id)).toMatchObject({ snoozes: 1 });
     });
 
+    test('the claim after a snooze is not a duplicate execution: the owner ended its attempt, as a release does', async () => {
+      const { store, runningJob, row, events } = t();
+      const job = await runningJob();
+      await store.jobSnoozeIfOwned({ workerId: 'w1', id: job.id, lockToken: job.lock_token, delayMs: 10, defaultMaxSnoozes: 100, now: T0 + 5 });
+      expect(await row(job.id)).toMatchObject({ status: 'pending', taken_back: null });
+      const [claimed] = await store.jobsClaimPending({ queue: job.queue_name, workerId: 'w2', limit: 1, now: T0 + 20, defaults: DEFAULTS });
+      expect(claimed).toMatchObject({ id: job.id });
+      expect(await row(job.id)).toMatchObject({ status: 'running', locked_by: 'w2' });
+      // The duplicate-executions counter counts exactly these events (drizzle/0006).
+      expect((await events(job.id)).map((e) => e.type)).not.toContain('duplicate_execution');
+    });
+
     test('a snooze with a stale token is refused and changes nothing; past maxSnoozes it is refused and the job stays the worker\'s', async () => {
       const { store, runningJob, row } = t();
       const job = await runningJob();
