@@ -19,7 +19,13 @@
  * for nothing), a release, an operator's
  * retry or requeue (one or bulk), a redrive, a reaper requeue or a schedule's
  * occurrence of a pass run through `maintenancePass`, and a delayed job or
- * a retry's backoff coming due (src/engine/due-timers.ts). What another
+ * a retry's backoff coming due (src/engine/due-timers.ts). A job that
+ * others wait for (docs/flows.md), finished through this engine (a worker's
+ * completion or failure for good, an operator's cancel or completion of a
+ * held job, a reaper's failure), may have released them on queues the
+ * transition does not name: the waiters' shared look runs right after its
+ * commit (a worker's write says whether its jobs had dependents, so a
+ * completion nothing waits for costs nothing more). What another
  * process writes is found by the waiters' shared look (CLAIM_REPOLL_MS).
  *
  * @example
@@ -107,7 +113,10 @@ export function createEngine(deps: EngineDeps) {
     changed: jobsChanged,
     becameClaimable: jobsBecameClaimable,
     comesDue: (queue, at) => due.add(queue, at),
+    dependentsMayRun: () => claimWaiters.lookNow(),
   });
+  /** An operator's or the reaper's write finished jobs (rare next to completions): jobs waiting for them may run now; the look is a read, and only when claims wait. */
+  const jobsFinished = () => claimWaiters.lookNow();
   /** New pending jobs of `queue` were committed: wake claims for the ones due now, arm timers for the delayed; answers how many claims woke. */
   function jobsAdded(queue: string, jobs: readonly Pick<Enqueued, 'job'>[]): number {
     // Due at once: a job enqueued without a delay (or with a runAt already
@@ -201,6 +210,8 @@ export function createEngine(deps: EngineDeps) {
         jobsChanged([p.id]);
         // A held job (onLost 'hold') is pending but claimable by nobody.
         if (outcome.job.status === 'pending' && outcome.job.held_at === null) jobsBecameClaimable(outcome.job.queue_name, 1);
+        // A cancel, or a requeue that failed it for good: jobs waiting for it with policy 'run' may go on.
+        if (outcome.job.status === 'cancelled' || outcome.job.status === 'failed') jobsFinished();
       }
       return outcome;
     },
@@ -211,6 +222,8 @@ export function createEngine(deps: EngineDeps) {
       if (outcome.ok) {
         jobsChanged([p.id]);
         if (outcome.job.status === 'pending') jobsBecameClaimable(outcome.job.queue_name, 1);
+        // Completed or failed by hand: jobs waiting for it may go on.
+        else jobsFinished();
       }
       return outcome;
     },
@@ -219,10 +232,12 @@ export function createEngine(deps: EngineDeps) {
     async bulkAct(p: BulkParams): Promise<number[]> {
       const ids = await store.jobsBulkAct(p);
       jobsChanged(ids);
-      if (ids.length > 0 && p.kind !== 'cancel') {
-        // A bulk over every queue does not say which queues it touched: the waiters look at theirs now.
-        if (p.queue) jobsBecameClaimable(p.queue, ids.length);
-        else claimWaiters.lookNow();
+      if (ids.length > 0) {
+        if (p.kind !== 'cancel' && p.queue) jobsBecameClaimable(p.queue, ids.length);
+        // A bulk over every queue does not say which queues it touched; and
+        // cancelled jobs, or requeued ones failed for good, may let jobs
+        // waiting for them go on (policy 'run'): the waiters look at theirs now.
+        if (!(p.kind === 'retry' && p.queue)) claimWaiters.lookNow();
       }
       return ids;
     },
@@ -244,8 +259,12 @@ export function createEngine(deps: EngineDeps) {
     jobsChanged,
 
     /** One maintenance pass over the store (src/maintenance/pass.ts); what it makes claimable wakes the waiting claims. */
-    maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> =>
-      maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable }),
+    async maintenancePass(now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
+      const report = await maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable });
+      // Failed for good (attempts spent, a deadline): jobs waiting for them with policy 'run' may go on.
+      if (report.failed.length > 0) jobsFinished();
+      return report;
+    },
 
     /** Fire schedules at their next run with a timer (long-running servers; idempotent). */
     startScheduleTimer(): void {
