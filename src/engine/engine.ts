@@ -36,9 +36,9 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
-import type { ClaimedJobWire } from '../core/wire.ts';
-import type { BulkParams, Enqueued, FlowInsertParams, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
-import type { JobRecord } from '../core/job-record.ts';
+import { MAX_DEPENDENTS, type ClaimedJobWire, type DependencyLinkWire, type JobDependenciesWire } from '../core/wire.ts';
+import type { BulkParams, DependencyLink, Enqueued, FlowInsertParams, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
+import { iso, parsed, type JobRecord } from '../core/job-record.ts';
 import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { DueTimers } from './due-timers.ts';
@@ -162,6 +162,21 @@ export function createEngine(deps: EngineDeps) {
       }
       for (const [queue, jobs] of ready) jobsAdded(queue, jobs);
       return rows;
+    },
+
+    /**
+     * A job's graph as the wire gives it (GET /jobs/:id/dependencies, and a
+     * handler's ctx.dependencies() in process): what it waits for, each
+     * completed one with its result, and the jobs waiting for it, at most
+     * MAX_DEPENDENTS of each; undefined when no job has the id.
+     */
+    async jobDependencies(id: number): Promise<JobDependenciesWire | undefined> {
+      if (!(await store.jobGet({ id }))) return undefined;
+      const graph = await store.jobDependencyGraph({ id, limit: MAX_DEPENDENTS });
+      const wire = (l: DependencyLink): DependencyLinkWire => ({
+        id: String(l.id), queue: l.queue, status: l.status, state: l.state, result: parsed(l.result), lastError: l.lastError, updatedAt: iso(l.updatedAt)!,
+      });
+      return { dependencies: graph.dependencies.map(wire), dependents: graph.dependents.map(wire) };
     },
 
     /**
