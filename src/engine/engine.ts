@@ -223,8 +223,8 @@ export function createEngine(deps: EngineDeps) {
       const outcome = await runOperatorAction(store, p);
       if (outcome.ok) {
         jobsChanged([p.id]);
-        // A held job (onLost 'hold') is pending but claimable by nobody.
-        if (outcome.job.status === 'pending' && outcome.job.held_at === null) jobsBecameClaimable(outcome.job.queue_name, 1);
+        // A held job (onLost 'hold'), or one still waiting for a dependency, is pending but claimable by nobody.
+        if (outcome.job.status === 'pending' && outcome.job.held_at === null && outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
         // A cancel, or a requeue that failed it for good: jobs waiting for it with policy 'run' may go on.
         if (outcome.job.status === 'cancelled' || outcome.job.status === 'failed') jobsFinished();
       }
@@ -236,7 +236,10 @@ export function createEngine(deps: EngineDeps) {
       const outcome = await runHeldAction(store, p);
       if (outcome.ok) {
         jobsChanged([p.id]);
-        if (outcome.job.status === 'pending') jobsBecameClaimable(outcome.job.queue_name, 1);
+        // Released: claimable, unless it still waits for a dependency (held because one failed).
+        if (outcome.job.status === 'pending') {
+          if (outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
+        }
         // Completed or failed by hand: jobs waiting for it may go on.
         else jobsFinished();
       }
