@@ -10,7 +10,7 @@
  * MAX_DEPENDENTS jobs already (409); nothing is stored.
  */
 import { invalid, LeaseholdError } from '../core/errors.ts';
-import { iso, toJob } from '../core/job-record.ts';
+import { toJob } from '../core/job-record.ts';
 import { DEPENDENCY_POLICIES, MAX_DEPENDENCIES, MAX_DEPENDENTS } from '../core/wire.ts';
 import { newJob, toNewJob, withTrace } from '../engine/enqueue-input.ts';
 import { activeJobTrace } from '../core/trace-context.ts';
@@ -131,12 +131,9 @@ export function flowRoutes(r: Routes, deps: AppDeps) {
     },
     async (c) => {
       const id = parseJobId(c.req.param('id')!);
-      if (!(await store.jobGet({ id }))) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
-      const graph = await store.jobDependencyGraph({ id, limit: MAX_DEPENDENTS });
-      const wire = (l: (typeof graph.dependencies)[number]) => ({
-        id: String(l.id), queue: l.queue, status: l.status, state: l.state, result: l.result === null ? null : JSON.parse(l.result), lastError: l.lastError, updatedAt: iso(l.updatedAt)!,
-      });
-      return c.json({ dependencies: graph.dependencies.map(wire), dependents: graph.dependents.map(wire) });
+      const graph = await deps.engine.jobDependencies(id);
+      if (!graph) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
+      return c.json(graph);
     },
   );
 }

@@ -10,7 +10,7 @@
  * src/api/view-schemas.ts, written the same way against the types their
  * routes answer.
  */
-import { JOB_PREVIEW_CHARS, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type BatchRefusal, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { DEPENDENCY_STATES, JOB_PREVIEW_CHARS, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type BatchRefusal, type DependencyLinkWire, type JobDependenciesWire, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
 import type { JsonSchema } from '../core/validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
@@ -212,12 +212,12 @@ const EffectSchema = fields<{ key: string; state: string; attempt: number; worke
 );
 
 /** One edge of a job's graph, seen from the job (GET /jobs/:id/dependencies). */
-const DependencyLinkSchema = fields<{ id: string; queue: string; status: string; state: string; result: unknown; lastError: string | null; updatedAt: string }>(
+const DependencyLinkSchema = fields<DependencyLinkWire>(
   {
     id: string(),
     queue: string(),
     status: jobStatus,
-    state: { type: 'string', enum: ['waiting', 'completed', 'failed', 'ignored'], description: "'ignored': it failed and the dependent's policy 'run' counted it as met" },
+    state: { type: 'string', enum: [...DEPENDENCY_STATES], description: "'ignored': it failed or was cancelled, and the dependent's policy 'run' counted it as met" },
     result: anyJson("a completed dependency's result (null otherwise, and for dependents)"),
     lastError: nullable(string()),
     updatedAt: time,
@@ -227,7 +227,7 @@ const DependencyLinkSchema = fields<{ id: string; queue: string; status: string;
 
 export const RESPONSES = {
   flow: fields<{ jobs: Job[] }>({ jobs: array(JobSchema) }, { description: "the flow's jobs, in the order sent, each waiting for its dependencies (dependenciesUnmet)" }),
-  jobDependencies: fields<{ dependencies: unknown[]; dependents: unknown[] }>(
+  jobDependencies: fields<JobDependenciesWire>(
     { dependencies: array(DependencyLinkSchema), dependents: array(DependencyLinkSchema) },
     { description: 'what the job waits for (with each completed one\'s result) and the jobs that wait for it, by id' },
   ),

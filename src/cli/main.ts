@@ -209,7 +209,7 @@ const COMMANDS: Record<string, Command> = {
   jobs: {
     summary: 'List, show, retry, cancel or requeue jobs, one or in bulk, or redrive dead letters, on a running server',
     flags: JOBS_FLAGS,
-    words: 'list | show ID | retry|cancel|requeue [ID] | redrive',
+    words: 'list | show ID | dependencies ID | retry|cancel|requeue [ID] | redrive',
     details: JOBS_DETAILS,
     run: (config, flags, _trailing, words) => jobsCommand(config, flags, words),
   },

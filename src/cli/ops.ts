@@ -3,6 +3,7 @@
  *
  *   leasehold jobs list [--queue Q] [--status S] [--limit N] [--after ID] [--order asc] [--where 'PATH OP VALUE' ...]
  *   leasehold jobs show ID
+ *   leasehold jobs dependencies ID
  *   leasehold jobs retry|cancel|requeue ID [--reason R] [--force] [--dry-run: requeue only]
  *   leasehold jobs retry|cancel|requeue --queue Q [--status S] [--dry-run] [--limit N] --reason R [--force]
  *   leasehold jobs held [--queue Q] | release|complete|fail ID --reason R [--result JSON: complete only]
@@ -26,6 +27,7 @@ import { CANARY_FLAGS, canaryCommand, canaryStart } from './canary.ts';
 import { REDRIVE_FLAGS, redriveCommand } from './redrive.ts';
 import { forceRuleProblem, requeueText, type RequeueDoneText } from '../engine/operator-actions.ts';
 import { HELD_ACTIONS, HELD_NEEDS_REASON, type HeldAction } from '../core/held.ts';
+import type { DependencyLinkWire, JobDependenciesWire } from '../core/wire.ts';
 
 type Flags = Map<string, string | true>;
 
@@ -57,6 +59,9 @@ export const JOBS_DETAILS = `subcommands:
                              (a page with --where reads at most ${WHERE_SCAN_WINDOW.toLocaleString('en-US')} jobs: it may
                              come back short, even empty; go on with --after)
   show ID                    one job: status, lease, owner, attempts, and its latest events
+  dependencies ID            a flow's job (docs/flows.md): the jobs it waits for, each with
+                             its status, where the edge stands and a completed one's
+                             result, and the jobs that wait for it
   retry ID | cancel ID | requeue ID [--force] [--dry-run]
                              one job; requeue does what the reaper would do now
                              (requeue it, or fail it for good when its attempts
@@ -207,7 +212,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
         ['available', j.availableAt],
         ['created', j.createdAt],
         ['started', j.startedAt],
-        ['held', j.heldAt === null ? null : `since ${j.heldAt}: the lost attempt of ${j.lostAttempt?.worker ?? '?'} (attempt ${j.lostAttempt?.attempt ?? '?'}, last heartbeat ${j.lostAttempt?.lastHeartbeatAt ?? 'none'}) waits for a person: jobs release|complete|fail ${j.id} --reason R`],
+        ['held', j.heldAt === null ? null : heldText(j)],
         ['last error', j.lastError],
         ['payload', JSON.stringify(j.payload)],
         ['result', j.result === null ? null : JSON.stringify(j.result)],
@@ -216,6 +221,26 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     const latest = answer.events.slice(-15);
     print(`\nevents (latest ${latest.length} of ${answer.events.length + answer.olderEventsNotShown}):`);
     print(table(['at', 'event', 'from -> to', 'attempt', 'actor', 'worker', 'reason'], latest.map((e) => [e.at, e.derived ? `${e.type} (from the job row)` : e.type, `${e.from ?? '-'} -> ${e.to ?? '-'}`, e.attempt, e.actor, e.workerId, e.reason ?? e.message])));
+    return 0;
+  }
+  if (sub === 'dependencies') {
+    if (!id) throw new UsageError('jobs dependencies needs a job id');
+    onlyPositionals(args, 2, 'jobs dependencies ID');
+    const graph = await api.get<JobDependenciesWire>(`/jobs/${encodeURIComponent(id)}/dependencies`);
+    if (json) return print(graph), 0;
+    const now = Date.now();
+    const links = (list: DependencyLinkWire[], none: string) =>
+      list.length === 0
+        ? none
+        : table(
+            ['id', 'queue', 'status', 'edge', 'updated', 'result or last error'],
+            list.map((l) => [l.id, l.queue, l.status, l.state, relative(l.updatedAt, now), l.status === 'completed' ? l.result : l.lastError]),
+          );
+    print(`job ${id} waits for ${plural(graph.dependencies.length, 'job')}:`);
+    print(links(graph.dependencies, '(none)'));
+    print(`
+job ${id} is waited for by ${plural(graph.dependents.length, 'job')}:`);
+    print(links(graph.dependents, '(none)'));
     return 0;
   }
   if (sub === 'held') {
@@ -237,7 +262,8 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
               j.lostAttempt?.worker,
               relative(j.lostAttempt?.lastHeartbeatAt ?? null, now),
               `${j.effects.filter((e: any) => e.state === 'started').length} / ${j.effects.filter((e: any) => e.state === 'done').length}`,
-              j.lostAttempt?.why,
+              // No lost attempt: a dependency failed (policy 'hold').
+              j.lostAttempt?.why ?? `a dependency failed: jobs dependencies ${j.id}`,
             ]),
           ),
     );
@@ -272,7 +298,7 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
     onlyPositionals(args, 2, 'jobs canary [ID]');
     return canaryCommand(api, flags, id, { reason: str(flags, '--reason'), actor: actor(), json });
   }
-  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, retry, cancel, requeue, canary, redrive, held, release, complete or fail`);
+  if (!(ACTIONS as readonly string[]).includes(sub)) throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}: list, show, dependencies, retry, cancel, requeue, canary, redrive, held, release, complete or fail`);
   const action = sub as Action;
   const reason = str(flags, '--reason');
   const force = flags.has('--force');
@@ -291,6 +317,17 @@ export async function jobsCommand(config: Config, flags: Flags, args: string[]):
   if (dryRun) return print(`job ${id}: a requeue now would ${requeueText(answer.requeue!)}. Nothing changed.`), 0;
   print(`job ${answer.job.id} ${doneText(action, answer.requeue)}: now ${answer.job.status}`);
   return 0;
+}
+
+/**
+ * A held job's hold, for `jobs show`: the lost attempt and the commands that
+ * end the hold; or, with no lost attempt, that a dependency failed (policy
+ * 'hold'), and that retrying it is what lets the flow go on.
+ */
+function heldText(j: { id: string; heldAt: string; lostAttempt: { worker: string | null; attempt: number; lastHeartbeatAt: string | null } | null }): string {
+  const a = j.lostAttempt;
+  if (a === null) return `since ${j.heldAt}: a dependency failed (policy 'hold'); retry it to let the flow go on (jobs dependencies ${j.id} names it)`;
+  return `since ${j.heldAt}: the lost attempt of ${a.worker ?? '?'} (attempt ${a.attempt}, last heartbeat ${a.lastHeartbeatAt ?? 'none'}) waits for a person: jobs release|complete|fail ${j.id} --reason R`;
 }
 
 /** What a single action did, for its line: a requeue says which the reaper's rule made it, and what force went past. */

@@ -15,7 +15,7 @@
  * checks every enqueue's payload and types the jobs waited on
  * (src/client/typed.ts).
  */
-import type { DependencyPolicy, Enqueued, Job, JobStatus, UniqueWhile } from '../core/wire.ts';
+import type { DependencyLinkWire, DependencyPolicy, Enqueued, Job, JobDependenciesWire, UniqueWhile } from '../core/wire.ts';
 import { sdkFetch } from '../http/node-fetch.ts';
 import { checkSenderOptions } from '../http/options.ts';
 import { LeaseholdApiError } from './errors.ts';
@@ -98,17 +98,7 @@ export interface FlowItem<P = unknown> extends Omit<EnqueueItem<P>, 'idempotency
 }
 
 /** The other job of one dependency edge, and where the edge stands. */
-export interface DependencyLink {
-  id: string;
-  queue: string;
-  status: JobStatus;
-  /** 'ignored': it failed and the dependent's policy 'run' counted it as met. */
-  state: 'waiting' | 'completed' | 'failed' | 'ignored';
-  /** A completed dependency's result (null otherwise, and for dependents). */
-  result: unknown;
-  lastError: string | null;
-  updatedAt: string;
-}
+export type DependencyLink = DependencyLinkWire;
 
 /** What an enqueue answers: the new job (or the existing one, for a duplicate idempotency key). */
 export type { Enqueued };
@@ -136,7 +126,7 @@ export interface Client<Jobs extends JobTypes = AnyJobs> extends OperatorCalls {
    */
   enqueueFlow(jobs: readonly FlowItem[]): Promise<Job[]>;
   /** What a job waits for (each completed one with its result) and the jobs that wait for it. */
-  getJobDependencies(id: string): Promise<{ dependencies: DependencyLink[]; dependents: DependencyLink[] }>;
+  getJobDependencies(id: string): Promise<JobDependenciesWire>;
   /**
    * Waits until the job is completed, failed or cancelled, and answers it
    * (typed, given what enqueue answered). Calls made in the same tick share
@@ -269,7 +259,7 @@ export function createClient<Jobs extends JobTypes = AnyJobs>(options: ClientOpt
     },
 
     getJobDependencies(id) {
-      return request<{ dependencies: DependencyLink[]; dependents: DependencyLink[] }>('GET', `${jobPath(id)}/dependencies`);
+      return request<JobDependenciesWire>('GET', `${jobPath(id)}/dependencies`);
     },
 
     waitForJob: waits.waitForJob as Client['waitForJob'],

@@ -58,6 +58,27 @@ export type DependencyPolicy = (typeof DEPENDENCY_POLICIES)[number];
 /** Where one dependency of a job stands (job_dependencies.state). */
 export const DEPENDENCY_STATES = ['waiting', 'completed', 'failed', 'ignored'] as const;
 export type DependencyState = (typeof DEPENDENCY_STATES)[number];
+/**
+ * The other job of one dependency edge, seen from a job, and where the edge
+ * stands (GET /jobs/:id/dependencies; the client's getJobDependencies, the
+ * worker's ctx.dependencies()).
+ */
+export interface DependencyLinkWire {
+  id: string;
+  queue: string;
+  status: JobStatus;
+  /** 'ignored': it failed or was cancelled, and the dependent's policy 'run' counted it as met. */
+  state: DependencyState;
+  /** A completed dependency's result (null otherwise, and for dependents). */
+  result: unknown;
+  lastError: string | null;
+  updatedAt: string;
+}
+/** A job's graph: what it waits for (each completed one with its result) and the jobs that wait for it. */
+export interface JobDependenciesWire {
+  dependencies: DependencyLinkWire[];
+  dependents: DependencyLinkWire[];
+}
 /** At most this many dependencies per job, and jobs per flow; at most MAX_DEPENDENTS jobs wait for one job. */
 export const MAX_DEPENDENCIES = 100;
 export const MAX_DEPENDENTS = 1000;

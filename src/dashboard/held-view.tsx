@@ -3,7 +3,8 @@
  * of a held job's lost attempt (worker, last heartbeat, progress, checkpoint,
  * the effects it started and finished), the forms that end the hold
  * (release, complete by hand, fail; a reason is required), and the list the
- * zombies page shows.
+ * zombies page shows. A job held because a dependency failed (policy
+ * 'hold', docs/flows.md) lost no attempt: its forms and its row say so.
  */
 import type { Child } from 'hono/jsx';
 import { parseLostAttempt } from '../core/held.ts';
@@ -64,8 +65,13 @@ export function LostAttempt(props: { job: JobRecord; effects: EffectRow[]; now: 
   );
 }
 
-/** The forms that end a hold; each needs a reason (kept in the audit trail and on the job's event). */
+/**
+ * The forms that end a hold; each needs a reason (kept in the audit trail and
+ * on the job's event). A job held because a dependency failed (policy 'hold',
+ * docs/flows.md) lost no attempt: it gets DependencyHoldActions instead.
+ */
 export function HeldActions(props: { job: JobRecord; csrf: string }) {
+  if (props.job.dependency_failed_by !== null) return <DependencyHoldActions job={props.job} failedBy={props.job.dependency_failed_by} csrf={props.csrf} />;
   const base = `/dashboard/jobs/${props.job.id}/held`;
   const reason = <label>Reason <input type="text" name="reason" maxlength={500} required /></label>;
   const forms: Child[] = [
@@ -91,6 +97,51 @@ export function HeldActions(props: { job: JobRecord; csrf: string }) {
   return <div class="actions">{forms}</div>;
 }
 
+/**
+ * A job held because dependency `failedBy` failed: it ran no attempt, and it
+ * still waits for that dependency, so releasing the hold would not run it
+ * (no Release here). What lets the flow go on is retrying the dependency
+ * (its own Retry, offered here too): this job then waits again and runs
+ * once the dependency completes. Or a person settles this job without
+ * running it: complete it in its place (the jobs waiting for it go on), or
+ * fail it (they follow their own policies).
+ */
+function DependencyHoldActions(props: { job: JobRecord; failedBy: number; csrf: string }) {
+  const base = `/dashboard/jobs/${props.job.id}/held`;
+  const dependency = `/dashboard/jobs/${props.failedBy}`;
+  const reason = (required: boolean) => (
+    <label>
+      Reason{required ? '' : ' (optional)'} <input type="text" name="reason" maxlength={500} required={required} />
+    </label>
+  );
+  return (
+    <div class="actions" id="dependency-hold-actions">
+      <form method="post" action={`${dependency}/retry`} class="action">
+        <FormToken csrf={props.csrf} />
+        <p class="hint">
+          Retry <a href={dependency}>job {props.failedBy}</a>, the failed dependency: the flow goes on. This job waits again, no longer held, and runs once job{' '}
+          {props.failedBy} completes.
+        </p>
+        {reason(false)}
+        <button type="submit">Retry job {props.failedBy}</button>
+      </form>
+      <form method="post" action={`${base}/complete`} class="action">
+        <FormToken csrf={props.csrf} />
+        <p class="hint">Complete by hand, without running it: record a result in its place (JSON, optional); the jobs waiting for this one go on.</p>
+        <label>Result <input type="text" name="result" maxlength={10000} /></label>
+        {reason(true)}
+        <button type="submit">Complete without running</button>
+      </form>
+      <form method="post" action={`${base}/fail`} class="action danger">
+        <FormToken csrf={props.csrf} />
+        <p class="hint">Fail for good: it will not run; the jobs waiting for this one follow their own policies.</p>
+        {reason(true)}
+        <button type="submit">Fail for good</button>
+      </form>
+    </div>
+  );
+}
+
 /** The held jobs (the zombies page's section), longest held first. */
 export function HeldList(props: { jobs: JobRecord[]; now: number }) {
   if (props.jobs.length === 0) return <p class="empty">No job is held for a person.</p>;
@@ -101,6 +152,19 @@ export function HeldList(props: { jobs: JobRecord[]; now: number }) {
         <tbody>
           {props.jobs.map((j) => {
             const a = parseLostAttempt(j.held_attempt);
+            // Held because a dependency failed (policy 'hold'): no attempt was lost.
+            if (j.dependency_failed_by !== null) {
+              return (
+                <tr>
+                  <td><a href={`/dashboard/jobs/${j.id}`}>{String(j.id)}</a></td>
+                  <td>{j.queue_name}</td>
+                  <td>{fmtRelative(j.held_at!, props.now)}</td>
+                  <td>—</td>
+                  <td>—</td>
+                  <td>dependency <a href={`/dashboard/jobs/${j.dependency_failed_by}`}>{String(j.dependency_failed_by)}</a> failed (policy 'hold'): retry it to let the flow go on</td>
+                </tr>
+              );
+            }
             return (
               <tr>
                 <td><a href={`/dashboard/jobs/${j.id}`}>{String(j.id)}</a></td>

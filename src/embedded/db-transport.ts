@@ -61,6 +61,11 @@ export function dbTransport(engine: Engine): Transport {
       const a = await protocol.steps({ ...lease(p.lease), workerId: p.workerId });
       return a.ok ? { kind: 'ok', steps: a.steps } : lost(a.refusal);
     },
+    async dependencies(p) {
+      const graph = await engine.jobDependencies(Number(p.id));
+      if (!graph) throw new Error(`no job has id ${p.id}`);
+      return graph.dependencies;
+    },
     async reportDuplicate(p) {
       const a = await protocol.reportDuplicate({ ...lease(p.lease), workerId: p.workerId, key: p.key });
       return a.ok ? { id: p.lease.id, ok: true } : leaseAnswer({ id: Number(p.lease.id), ok: false, refusal: a.refusal });

@@ -10,7 +10,10 @@
  *   right after its commit: an enqueue, a release, an operator's retry or
  *   requeue, a schedule's occurrence or a reaper requeue of the maintenance
  *   pass this process runs, a delayed job or retry coming due whose time the
- *   engine knows (src/engine/due-timers.ts).
+ *   engine knows (src/engine/due-timers.ts). A transition that may have made
+ *   jobs claimable on queues it cannot name (a completion that released jobs
+ *   waiting for it, docs/flows.md; a bulk action over every queue) runs the
+ *   shared look at once instead (lookNow).
  * - One shared look per queue every CLAIM_REPOLL_MS, for work this process
  *   did not write (another server on the same database, the CLI). It is a read ("how many jobs could a claim take
  *   now?", with the claim's own conditions), made once per queue however
@@ -60,16 +63,20 @@ export class ClaimWaiters {
   private readonly byQueue = new Map<string, QueueWaiters>();
   /** Bumped on every notify: a claim that saw an older value knows it may have missed work. */
   private readonly generations = new Map<string, number>();
+  /** Bumped on every lookNow, which names no queue: counted in every queue's generation. */
+  private everywhere = 0;
   private readonly perOwner = new Map<string, number>();
   private count = 0;
   private closed = false;
   private ticker: ReturnType<typeof setTimeout> | undefined;
   /** A look is reading now (lookNow does not start a second). */
   private looking = false;
+  /** lookNow was called while a look was reading (it may have read before the commit): look again when it ends. */
+  private lookAgain = false;
 
   /** The queue's wake-up count; read it before claiming, pass it to wait(). */
   generation(queue: string): number {
-    return this.generations.get(queue) ?? 0;
+    return (this.generations.get(queue) ?? 0) + this.everywhere;
   }
 
   get isClosed(): boolean {
@@ -145,10 +152,20 @@ export class ClaimWaiters {
 
   /**
    * Work may have become claimable on queues not named (a bulk action over
-   * every queue): the shared look runs now instead of at its next interval.
+   * every queue, a completion that released jobs waiting for it): the shared
+   * look runs now instead of at its next interval; it wakes only as many
+   * claims as it finds jobs. A claim between its statement and its wait
+   * (it may have claimed before the commit) claims again instead of
+   * waiting, as after a notify; a look already reading (it may have read
+   * before the commit) is followed by another.
    */
   lookNow(): void {
-    if (this.closed || this.count === 0 || this.looking) return;
+    this.everywhere++;
+    if (this.closed || this.count === 0) return;
+    if (this.looking) {
+      this.lookAgain = true;
+      return;
+    }
     clearTimeout(this.ticker);
     this.ticker = undefined;
     void this.look();
@@ -187,6 +204,7 @@ export class ClaimWaiters {
 
   private async look(): Promise<void> {
     this.looking = true;
+    this.lookAgain = false;
     const queues = [...this.byQueue.entries()];
     await Promise.all(
       queues.map(async ([queue, entry]) => {
@@ -202,8 +220,11 @@ export class ClaimWaiters {
       }),
     );
     this.looking = false;
+    // A claim that parked while a lookNow's look read may have started the timer: one timer at a time.
+    clearTimeout(this.ticker);
     this.ticker = undefined;
-    if (this.count > 0) this.startLooking();
+    if (this.lookAgain && this.count > 0 && !this.closed) void this.look();
+    else if (this.count > 0) this.startLooking();
   }
 }
 

@@ -19,7 +19,13 @@
  * for nothing), a release, an operator's
  * retry or requeue (one or bulk), a redrive, a reaper requeue or a schedule's
  * occurrence of a pass run through `maintenancePass`, and a delayed job or
- * a retry's backoff coming due (src/engine/due-timers.ts). What another
+ * a retry's backoff coming due (src/engine/due-timers.ts). A job that
+ * others wait for (docs/flows.md), finished through this engine (a worker's
+ * completion or failure for good, an operator's cancel or completion of a
+ * held job, a reaper's failure), may have released them on queues the
+ * transition does not name: the waiters' shared look runs right after its
+ * commit (a worker's write says whether its jobs had dependents, so a
+ * completion nothing waits for costs nothing more). What another
  * process writes is found by the waiters' shared look (CLAIM_REPOLL_MS).
  *
  * @example
@@ -30,9 +36,9 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/log.ts';
-import type { ClaimedJobWire } from '../core/wire.ts';
-import type { BulkParams, Enqueued, FlowInsertParams, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
-import type { JobRecord } from '../core/job-record.ts';
+import { MAX_DEPENDENTS, type ClaimedJobWire, type DependencyLinkWire, type JobDependenciesWire } from '../core/wire.ts';
+import type { BulkParams, DependencyLink, Enqueued, FlowInsertParams, JobStore, NewJob, OperatorOutcome } from '../db/store/port.ts';
+import { iso, parsed, type JobRecord } from '../core/job-record.ts';
 import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { DueTimers } from './due-timers.ts';
@@ -107,7 +113,10 @@ export function createEngine(deps: EngineDeps) {
     changed: jobsChanged,
     becameClaimable: jobsBecameClaimable,
     comesDue: (queue, at) => due.add(queue, at),
+    dependentsMayRun: () => claimWaiters.lookNow(),
   });
+  /** An operator's or the reaper's write finished jobs (rare next to completions): jobs waiting for them may run now; the look is a read, and only when claims wait. */
+  const jobsFinished = () => claimWaiters.lookNow();
   /** New pending jobs of `queue` were committed: wake claims for the ones due now, arm timers for the delayed; answers how many claims woke. */
   function jobsAdded(queue: string, jobs: readonly Pick<Enqueued, 'job'>[]): number {
     // Due at once: a job enqueued without a delay (or with a runAt already
@@ -156,6 +165,21 @@ export function createEngine(deps: EngineDeps) {
     },
 
     /**
+     * A job's graph as the wire gives it (GET /jobs/:id/dependencies, and a
+     * handler's ctx.dependencies() in process): what it waits for, each
+     * completed one with its result, and the jobs waiting for it, at most
+     * MAX_DEPENDENTS of each; undefined when no job has the id.
+     */
+    async jobDependencies(id: number): Promise<JobDependenciesWire | undefined> {
+      if (!(await store.jobGet({ id }))) return undefined;
+      const graph = await store.jobDependencyGraph({ id, limit: MAX_DEPENDENTS });
+      const wire = (l: DependencyLink): DependencyLinkWire => ({
+        id: String(l.id), queue: l.queue, status: l.status, state: l.state, result: parsed(l.result), lastError: l.lastError, updatedAt: iso(l.updatedAt)!,
+      });
+      return { dependencies: graph.dependencies.map(wire), dependents: graph.dependents.map(wire) };
+    },
+
+    /**
      * pending -> running: up to `limit` jobs; with `waitMs`, a claim that
      * finds nothing waits for a wake-up and claims again, until it got work,
      * the wait is over, the caller went away or the engine closes. A claim
@@ -199,8 +223,10 @@ export function createEngine(deps: EngineDeps) {
       const outcome = await runOperatorAction(store, p);
       if (outcome.ok) {
         jobsChanged([p.id]);
-        // A held job (onLost 'hold') is pending but claimable by nobody.
-        if (outcome.job.status === 'pending' && outcome.job.held_at === null) jobsBecameClaimable(outcome.job.queue_name, 1);
+        // A held job (onLost 'hold'), or one still waiting for a dependency, is pending but claimable by nobody.
+        if (outcome.job.status === 'pending' && outcome.job.held_at === null && outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
+        // A cancel, or a requeue that failed it for good: jobs waiting for it with policy 'run' may go on.
+        if (outcome.job.status === 'cancelled' || outcome.job.status === 'failed') jobsFinished();
       }
       return outcome;
     },
@@ -210,7 +236,12 @@ export function createEngine(deps: EngineDeps) {
       const outcome = await runHeldAction(store, p);
       if (outcome.ok) {
         jobsChanged([p.id]);
-        if (outcome.job.status === 'pending') jobsBecameClaimable(outcome.job.queue_name, 1);
+        // Released: claimable, unless it still waits for a dependency (held because one failed).
+        if (outcome.job.status === 'pending') {
+          if (outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
+        }
+        // Completed or failed by hand: jobs waiting for it may go on.
+        else jobsFinished();
       }
       return outcome;
     },
@@ -219,10 +250,12 @@ export function createEngine(deps: EngineDeps) {
     async bulkAct(p: BulkParams): Promise<number[]> {
       const ids = await store.jobsBulkAct(p);
       jobsChanged(ids);
-      if (ids.length > 0 && p.kind !== 'cancel') {
-        // A bulk over every queue does not say which queues it touched: the waiters look at theirs now.
-        if (p.queue) jobsBecameClaimable(p.queue, ids.length);
-        else claimWaiters.lookNow();
+      if (ids.length > 0) {
+        if (p.kind !== 'cancel' && p.queue) jobsBecameClaimable(p.queue, ids.length);
+        // A bulk over every queue does not say which queues it touched; and
+        // cancelled jobs, or requeued ones failed for good, may let jobs
+        // waiting for them go on (policy 'run'): the waiters look at theirs now.
+        if (!(p.kind === 'retry' && p.queue)) claimWaiters.lookNow();
       }
       return ids;
     },
@@ -244,8 +277,12 @@ export function createEngine(deps: EngineDeps) {
     jobsChanged,
 
     /** One maintenance pass over the store (src/maintenance/pass.ts); what it makes claimable wakes the waiting claims. */
-    maintenancePass: (now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> =>
-      maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable }),
+    async maintenancePass(now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
+      const report = await maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable });
+      // Failed for good (attempts spent, a deadline): jobs waiting for them with policy 'run' may go on.
+      if (report.failed.length > 0) jobsFinished();
+      return report;
+    },
 
     /** Fire schedules at their next run with a timer (long-running servers; idempotent). */
     startScheduleTimer(): void {

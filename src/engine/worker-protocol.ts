@@ -116,6 +116,13 @@ export interface WorkerProtocolDeps {
   becameClaimable?: (queue: string, n: number) => void;
   /** After a failed attempt committed that will be retried: the job of `queue` is claimable from `availableAt` (epoch ms). */
   comesDue?: (queue: string, availableAt: number) => void;
+  /**
+   * After a completion or a failure for good committed that finished a job
+   * others wait for (docs/flows.md): the triggers may have released some of
+   * them, on queues the write does not name (claims waiting for work look).
+   * Not called for a write whose jobs nothing waits for.
+   */
+  dependentsMayRun?: () => void;
 }
 
 export type WorkerProtocol = ReturnType<typeof createWorkerProtocol>;
@@ -139,6 +146,12 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     reason: p.reason ?? 'released_by_worker',
     now: clock.now(),
   });
+
+  /** Finished jobs that others wait for may have released them: the claims waiting for work look now. */
+  const finished = <T extends { ok: boolean; dependents?: true }>(outcomes: T[]): T[] => {
+    if (outcomes.some((o) => o.dependents)) deps.dependentsMayRun?.();
+    return outcomes;
+  };
 
   /** Released jobs are pending again at once: the claims waiting on their queues look now. */
   const released = <T extends JobAnswer<{ queue_name: string; status: string }>>(answers: T[]): T[] => {
@@ -189,12 +202,12 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
 
     /** running -> completed, many in one statement, each fenced by its own token. */
     async complete(p: { workerId: string; results: (Lease & { result?: unknown })[] }): Promise<JobAnswer[]> {
-      return told((await store.jobsCompleteIfOwned(completions(p))).map(answer));
+      return told(finished(await store.jobsCompleteIfOwned(completions(p))).map(answer));
     },
 
     /** complete() for one job, answering the whole row. */
     async completeOne(p: Lease & { workerId: string; result?: unknown }): Promise<JobAnswer<JobRecord>> {
-      const [o] = await store.jobsCompleteIfOwned({ ...completions({ workerId: p.workerId, results: [p] }), full: true });
+      const [o] = finished(await store.jobsCompleteIfOwned({ ...completions({ workerId: p.workerId, results: [p] }), full: true }));
       return told([answer(o!)])[0]!;
     },
 
@@ -207,7 +220,7 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     }): Promise<{ answers: JobAnswer[]; claimed: ClaimedJobWire[] }> {
       const claim = { ...p.claim, maxBytes: config.maxClaimBytes };
       const { outcomes, claimed } = await store.jobsCompleteThenClaim({ ...completions(p), claim, instanceId: p.instanceId, defaults: config });
-      const answers = told(outcomes.map(answer), claimed);
+      const answers = told(finished(outcomes).map(answer), claimed);
       return { answers, claimed: claimed.map(toClaimedJob) };
     },
 
@@ -226,6 +239,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       const a = told([answer(o!)])[0]!;
       // To be retried: claimable again once its backoff is over.
       if (a.ok && a.job.status === 'pending') deps.comesDue?.(a.job.queue_name, a.job.available_at);
+      // Failed for good: dependents with policy 'run' may go on (drizzle/0031).
+      if (o!.ok && o!.dependents && o!.job.status === 'failed') deps.dependentsMayRun?.();
       return a;
     },
 

@@ -5,7 +5,7 @@
  */
 import { sdkFetch } from '../http/node-fetch.ts';
 import { checkSenderOptions } from '../http/options.ts';
-import type { StepWire } from '../core/wire.ts';
+import type { JobDependenciesWire, StepWire } from '../core/wire.ts';
 import type { CallOptions, ClaimedJob, EffectFinish, EffectStart, LeaseAnswer, StepsAnswer, Transport } from './transport.ts';
 import { TokenRefusedError, TransportError } from './transport.ts';
 
@@ -47,7 +47,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
   const timeout = options.requestTimeoutMs ?? 10_000;
 
   /**
-   * POSTs JSON. Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.
+   * POSTs JSON (GETs, without `body`). Answers the parsed body, or a lease verdict for 404/409; throws TransportError otherwise.
    * `wait.waitMs`: the server may hold this request that long on purpose (a waiting claim), on top of the timeout.
    * `wait.signal`: ends the request sooner (the worker closing, or the leases the call carries running out).
    */
@@ -60,11 +60,10 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     let res: Response;
     try {
       const limit = AbortSignal.timeout(timeout + (wait.waitMs ?? 0));
+      const auth: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
       res = await doFetch(base + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
-        body: JSON.stringify(body),
         signal: wait.signal ? AbortSignal.any([limit, wait.signal]) : limit,
+        ...(body === undefined ? { method: 'GET', headers: auth } : { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(body) }),
       });
     } catch (err) {
       throw new TransportError(`cannot reach leasehold at ${options.url}: ${(err as Error).message}`);
@@ -164,6 +163,13 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     },
     async reportDuplicate(p, c) {
       return verdict(p.lease.id, await post(`/jobs/${p.lease.id}/duplicates`, { workerId: p.workerId, lockToken: p.lease.lockToken, key: p.key }, [], c));
+    },
+    async dependencies(p, c) {
+      const path = `/jobs/${encodeURIComponent(p.id)}/dependencies`;
+      const r = await post<JobDependenciesWire>(path, undefined, [], c);
+      // 404: no such job (its handler runs, so it was deleted meanwhile): a request that cannot succeed as sent.
+      if (r.status !== 200) throw new Error(`leasehold refused ${path}: ${r.status} ${r.json.error?.code ?? ''} ${r.json.error?.message ?? ''}`.trim());
+      return r.json.dependencies;
     },
   };
   return transport;

@@ -12,7 +12,7 @@
  *     },
  *   }).start();
  */
-export type { StepOptions, StepState } from './types.ts';
+export type { JobDependency, StepOptions, StepState } from './types.ts';
 export { createWorker, defaultWorkerId, type Handler, type JobContext, type LogFields, type Logger, type Worker, type WorkerEvents, type WorkerOptions } from './worker.ts';
 export { httpTransport, type HttpTransportOptions } from './http-transport.ts';
 export { JobAbortedError, JobSnooze, NonRetryableError, RetryAfter, StepUncertainError, type AbortCause } from './errors.ts';

@@ -1,7 +1,7 @@
 /**
- * The handler's view of its job (ctx): the job, its signal, and the writes it
+ * The handler's view of its job (ctx): the job, its signal, the writes it
  * may make under the lease (heartbeat, checkpoint, extendLease, once, step,
- * reportDuplicate). A write the server refuses aborts the signal and throws
+ * reportDuplicate), and what it reads (steps, dependencies). A write the server refuses aborts the signal and throws
  * its reason, so the handler stops where it stands. Each of these calls gives
  * up when the lease runs out by the worker's clock (a renewal: at the fence),
  * whatever the network does.
@@ -13,7 +13,7 @@ import type { LeaseKeeper } from './lease-keeper.ts';
 import { persist } from './persist.ts';
 import type { CallOptions, LeaseAnswer } from './transport.ts';
 import { StepUncertainError } from './errors.ts';
-import type { JobContext, StepOptions, StepState } from './types.ts';
+import type { JobContext, JobDependency, StepOptions, StepState } from './types.ts';
 
 /** A step named n is the ledger key `step:n`, which the server caps at 200 characters. */
 const STEP_PREFIX = 'step:';
@@ -118,6 +118,11 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
       return runOnce(key, fn, 'once');
     },
     steps,
+    async dependencies<R>(): Promise<JobDependency<R>[]> {
+      const read = transport.dependencies;
+      if (!read) throw new TypeError('dependencies(): this transport has no dependencies() call');
+      return (await owned('dependencies', (c) => read.call(transport, { id: lease.id }, c))) as JobDependency<R>[];
+    },
     async step<T>(name: string, fn: () => T | Promise<T>, options: StepOptions<T> = {}): Promise<T> {
       const problem = typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME ? `is not 1 to ${MAX_STEP_NAME} characters` : textProblem(name);
       if (problem) throw new TypeError(`step(): the name ${JSON.stringify(name)} ${problem}`);

@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
+import type { ClaimedJobWire, DependencyLinkWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
@@ -117,6 +117,13 @@ export interface Transport {
   steps(p: { workerId: string; lease: LeaseRef }, call?: CallOptions): Promise<StepsAnswer>;
   /** reportDuplicate(): the handler found its work already done downstream; recorded and counted under the lease. */
   reportDuplicate(p: { workerId: string; lease: LeaseRef; key: string }, call?: CallOptions): Promise<LeaseAnswer>;
+  /**
+   * ctx.dependencies(): what the job waits for (docs/flows.md), each
+   * completed one with its result, as GET /jobs/:id/dependencies answers
+   * them. A read, not fenced by the lease. Optional: a transport without it
+   * makes ctx.dependencies() throw.
+   */
+  dependencies?(p: { id: string }, call?: CallOptions): Promise<DependencyLinkWire[]>;
 }
 
 /** A failure to reach leasehold (network, 5xx): retried with backoff, never a lease verdict. */

@@ -2,6 +2,7 @@
  * The worker's public types: what a handler gets (JobContext), the events a
  * worker emits, the logger it reports to, and its options.
  */
+import type { DependencyLinkWire } from '../core/wire.ts';
 import type { AbortCause } from './errors.ts';
 import type { WorkerTimers } from './timers.ts';
 import type { ClaimedJob, Transport } from './transport.ts';
@@ -71,6 +72,25 @@ export interface JobContext<P = unknown> {
    * a `step_uncertain` event.
    */
   steps(): Promise<StepState[]>;
+  /**
+   * What this job waited for (a flow's job, docs/flows.md): each dependency
+   * with its queue, status, the edge's state ('completed'; 'ignored': it
+   * failed or was cancelled and this job's policy 'run' counted it as met)
+   * and a completed one's `result`, in id order (as GET
+   * /jobs/:id/dependencies answers). `R`: the type the results have (not
+   * checked). One request per call; an empty list for a job that waits for
+   * nothing.
+   * @example
+   *   const parts = await ctx.dependencies<{ url: string }>();
+   *   const urls = parts.filter((d) => d.state === 'completed').map((d) => d.result!.url);
+   */
+  dependencies<R = unknown>(): Promise<JobDependency<R>[]>;
+}
+
+/** One job a job waits for, and where that edge stands: ctx.dependencies(). */
+export interface JobDependency<R = unknown> extends Omit<DependencyLinkWire, 'result'> {
+  /** The dependency's result when it completed; null otherwise. */
+  result: R | null;
 }
 
 export interface StepOptions<T = unknown> {

@@ -4,15 +4,42 @@
  * an operator retries the child, and the parent then runs once and reads
  * the children's results; bad input is a 4xx naming the field, storing nothing.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
 
 const api = '/api/v1';
 let t: TestBed;
 afterEach(() => {
+  vi.useRealTimers();
   expect(t.errors).toEqual([]);
   t.close();
 });
+
+/**
+ * Parks a claim on `queue` with timers stopped: neither the waiters' shared
+ * look (every CLAIM_REPOLL_MS) nor the claim's own wait can end it, so only
+ * a wake-up from a transition answers it. `answered()`: its answer, if it
+ * came within `withinMs` of real time (spent on event-loop turns).
+ */
+async function parkedWithTimersStopped(queue: string) {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  let answer: { status: number; json: any } | undefined;
+  const claim = t.post(`${api}/queues/${queue}/claim`, { workerId: `w-${queue}`, limit: 5, waitMs: 30_000 }).then((r) => (answer = r));
+  const before = t.engine.claimWaiters.waiting;
+  while (t.engine.claimWaiters.waiting === before) await new Promise((r) => setImmediate(r));
+  return {
+    async answered(withinMs = 3_000) {
+      const until = performance.now() + withinMs;
+      while (answer === undefined && performance.now() < until) await new Promise((r) => setImmediate(r));
+      return answer;
+    },
+    /** Ends the wait (shutdown) and answers what the claim got. */
+    async close() {
+      t.engine.claimWaiters.close();
+      return claim;
+    },
+  };
+}
 
 const flow = (policy?: string) => ({
   jobs: [
@@ -93,5 +120,54 @@ describe('flows over HTTP', () => {
     expect((await parts).json.jobs.map((j: { payload: unknown }) => j.payload)).toEqual([{ part: 0 }, { part: 1 }, { part: 2 }]);
     t.engine.claimWaiters.close();
     expect((await assemble).json.jobs).toEqual([]);
+  });
+
+  test("the completion that releases a job wakes a claim waiting on the job's queue (no timer runs); completions nothing waits for wake none", async () => {
+    t = await setup();
+    const ids = (await t.post(`${api}/flows`, flow())).json.jobs.map((j: { id: string }) => j.id) as string[];
+    const other = (await t.post(`${api}/queues/parts/jobs`, { payload: 'alone' })).json.job.id as string;
+    const kids = (await t.claim('parts', 'w', { limit: 4 })).sort((a, b) => Number(a.id) - Number(b.id));
+    expect(kids.map((k) => k.id)).toEqual([ids[0], ids[1], ids[2], other]);
+    const looks = vi.spyOn(t.engine.claimWaiters, 'lookNow');
+    const assemble = await parkedWithTimersStopped('assemble');
+    // A job nothing waits for: its completion does not look.
+    expect((await t.post(`${api}/jobs/${other}/complete`, { workerId: 'w', lockToken: kids[3]!.lockToken })).status).toBe(200);
+    expect(looks).not.toHaveBeenCalled();
+    // Two of three: a look, which finds nothing to claim; the claim keeps waiting.
+    const done = (k: { id: string; lockToken: string }) => ({ id: k.id, lockToken: k.lockToken, result: { id: k.id } });
+    expect((await t.post(`${api}/completions`, { workerId: 'w', results: [done(kids[0]!), done(kids[1]!)] })).status).toBe(200);
+    expect(looks).toHaveBeenCalledTimes(1);
+    expect(await assemble.answered(300)).toBeUndefined();
+    expect(t.engine.claimWaiters.waiting).toBe(1);
+    // The last one (complete-then-claim, a worker's hot path) releases the parent: the parked claim gets it.
+    const last = await t.post(`${api}/completions`, { workerId: 'w', results: [done(kids[2]!)], claim: { queue: 'parts', limit: 1 } });
+    expect(last.status).toBe(200);
+    const answer = await assemble.answered();
+    expect(answer?.json.jobs.map((j: { id: string }) => j.id)).toEqual([ids[3]]);
+    expect(looks).toHaveBeenCalledTimes(2);
+  });
+
+  test("a dependency failed for good under policy 'run' wakes a claim waiting on the dependent's queue; a retryable failure does not look", async () => {
+    t = await setup();
+    const res = await t.post(`${api}/flows`, { jobs: [{ queue: 'parts', payload: 0, maxAttempts: 2 }, { queue: 'assemble', payload: 1, dependsOn: ['#0'], dependencyPolicy: 'run' }] });
+    const [child, parent] = res.json.jobs.map((j: { id: string }) => j.id) as string[];
+    const looks = vi.spyOn(t.engine.claimWaiters, 'lookNow');
+    const assemble = await parkedWithTimersStopped('assemble');
+    const [first] = await t.claim('parts', 'w');
+    expect((await t.post(`${api}/jobs/${child}/fail`, { workerId: 'w', lockToken: first!.lockToken, error: 'flaky', retryAfterMs: 0 })).status).toBe(200);
+    expect(looks).not.toHaveBeenCalled();
+    const [second] = await t.claim('parts', 'w');
+    expect((await t.post(`${api}/jobs/${child}/fail`, { workerId: 'w', lockToken: second!.lockToken, error: 'gone', retryable: false })).status).toBe(200);
+    expect(looks).toHaveBeenCalledTimes(1);
+    expect((await assemble.answered())?.json.jobs.map((j: { id: string }) => j.id)).toEqual([parent]);
+  });
+
+  test("an operator's cancel of a dependency under policy 'run' wakes the claims waiting on the dependent's queue", async () => {
+    t = await setup();
+    const res = await t.post(`${api}/flows`, { jobs: [{ queue: 'parts', payload: 0 }, { queue: 'assemble', payload: 1, dependsOn: ['#0'], dependencyPolicy: 'run' }] });
+    const [child, parent] = res.json.jobs.map((j: { id: string }) => j.id) as string[];
+    const assemble = await parkedWithTimersStopped('assemble');
+    expect((await t.post(`${api}/jobs/${child}/cancel`, { reason: 'not needed' })).status).toBe(200);
+    expect((await assemble.answered())?.json.jobs.map((j: { id: string }) => j.id)).toEqual([parent]);
   });
 });

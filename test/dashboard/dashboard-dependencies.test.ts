@@ -137,6 +137,61 @@ test("a parent waiting for two children: a child failed for good is retried from
   expect(text(element(live, 'dependency-wait', 'p'))).toBe("All 2 dependencies met (policy 'hold').");
 });
 
+test("a job held because its dependency failed (policy 'hold') is offered what fits it: retry the dependency, complete without running, fail; never the lost attempt's release", async () => {
+  t = await setup({ adminToken: ADMIN });
+  const flow = await t.call(
+    'POST',
+    api('/flows'),
+    { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'], dependencyPolicy: 'hold' }, { queue: 'ship', payload: {}, dependsOn: ['#1'] }] },
+    admin,
+  );
+  const [child, parent, next] = (flow.json.jobs as { id: string }[]).map((j) => j.id) as [string, string, string];
+  const c = await claimOne('parts');
+  await t.call('POST', api(`/jobs/${c.id}/fail`), { workerId: 'w1', lockToken: c.lockToken, error: 'boom', retryable: false }, admin);
+  const cookie = await login();
+  let html = await page(cookie, `/dashboard/jobs/${parent}`);
+  // Its text (a link's tags leave a space before the comma after it).
+  const actions = text(element(html, 'dependency-hold-actions', 'div')).replace(/ ,/g, ',');
+  // No release (it would not run the job: it still waits for the failed one), and none of the lost attempt's words.
+  expect(html).not.toContain(`/dashboard/jobs/${parent}/held/release`);
+  expect(html).not.toContain('lost attempt');
+  expect(html).not.toContain('runs again');
+  expect(element(html, 'dependency-hold-actions', 'div')).toContain(`action="/dashboard/jobs/${child}/retry"`);
+  expect(actions).toContain(`Retry job ${child}, the failed dependency: the flow goes on. This job waits again, no longer held, and runs once job ${child} completes.`);
+  expect(actions).toContain('Complete by hand, without running it: record a result in its place (JSON, optional); the jobs waiting for this one go on.');
+  expect(actions).toContain('Fail for good: it will not run; the jobs waiting for this one follow their own policies.');
+  // Cancel still fits a pending job.
+  expect(html).toContain(`action="/dashboard/jobs/${parent}/cancel"`);
+  // The zombies page's held list says why it is held, not whose attempt was lost.
+  const zombies = await page(cookie, '/dashboard/zombies');
+  expect(zombies).toContain(`dependency <a href="/dashboard/jobs/${child}">${child}</a> failed (policy &#39;hold&#39;): retry it to let the flow go on`);
+
+  // Completed in its place: the job after it runs. (Each form carries its own token, good for one submission.)
+  const csrf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+  const done = await req(`/dashboard/jobs/${parent}/held/complete`, { cookie, form: { _csrf: csrf(html), reason: 'assembled by hand', result: '{"by":"hand"}' } });
+  expect(done.headers.get('location')).toBe(`/dashboard/jobs/${parent}?notice=held_completed`);
+  expect((await t.get(api(`/jobs/${parent}`), admin)).json.job).toMatchObject({ status: 'completed', result: { by: 'hand' } });
+  expect((await claimOne('ship')).id).toBe(next);
+
+  // On a second flow: the Retry form on the held job's page retries the dependency, and the job waits again.
+  const again = await t.call('POST', api('/flows'), { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'], dependencyPolicy: 'hold' }] }, admin);
+  const [child2, parent2] = (again.json.jobs as { id: string }[]).map((j) => j.id) as [string, string];
+  const c2 = await claimOne('parts');
+  await t.call('POST', api(`/jobs/${c2.id}/fail`), { workerId: 'w1', lockToken: c2.lockToken, error: 'boom', retryable: false }, admin);
+  html = await page(cookie, `/dashboard/jobs/${parent2}`);
+  expect(html).toContain(`action="/dashboard/jobs/${child2}/retry"`);
+  const retried = await req(`/dashboard/jobs/${child2}/retry`, { cookie, form: { _csrf: csrf(html), reason: '' } });
+  expect(retried.headers.get('location')).toBe(`/dashboard/jobs/${child2}?notice=retried`);
+  expect((await t.get(api(`/jobs/${parent2}`), admin)).json.job).toMatchObject({ status: 'pending', heldAt: null });
+  // Failed for good instead (its dependency failed again): its error says which dependency held it, not a lost attempt.
+  const c3 = await claimOne('parts');
+  await t.call('POST', api(`/jobs/${c3.id}/fail`), { workerId: 'w1', lockToken: c3.lockToken, error: 'boom again', retryable: false }, admin);
+  html = await page(cookie, `/dashboard/jobs/${parent2}`);
+  const failed = await req(`/dashboard/jobs/${parent2}/held/fail`, { cookie, form: { _csrf: csrf(html), reason: 'not needed' } });
+  expect(failed.headers.get('location')).toBe(`/dashboard/jobs/${parent2}?notice=held_failed`);
+  expect((await t.get(api(`/jobs/${parent2}`), admin)).json.job).toMatchObject({ status: 'failed', lastError: `failed by hand while held for failed dependency ${child2}: not needed` });
+});
+
 test("under policy 'fail' the parent's page says to retry the failed child, not the parent", async () => {
   t = await setup({ adminToken: ADMIN });
   const flow = await t.call('POST', api('/flows'), { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'] }] }, admin);

@@ -16,7 +16,7 @@ import { databaseClock } from '../../src/core/clock.ts';
 import { defaultConfig, type Config } from '../../src/core/config.ts';
 import { startServer, type RunningServer } from '../../src/runtime/node.ts';
 import { dbTransport } from '../../src/embedded/db-transport.ts';
-import { createWorker, httpTransport, JobSnooze, NonRetryableError, RetryAfter, type Transport, type Worker, type WorkerOptions } from '../../src/worker/index.ts';
+import { createWorker, httpTransport, JobSnooze, NonRetryableError, RetryAfter, type JobDependency, type Transport, type Worker, type WorkerOptions } from '../../src/worker/index.ts';
 import { JobAbortedError } from '../../src/worker/errors.ts';
 import { TransportError } from '../../src/worker/transport.ts';
 import { realTimers, type WorkerTimers } from '../../src/worker/timers.ts';
@@ -272,6 +272,48 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     const events = (await b.t.client.execute({ sql: "SELECT reason, attempt FROM events WHERE job_id = ? AND type = 'duplicate_reported'", args: [Number(id)] })).rows;
     expect(events.map((e) => [e.reason, e.attempt])).toEqual([['charge ch_1', 1]]);
     expect(await (await b.t.app.request('/metrics')).text()).toContain('leasehold_duplicates_reported_total{queue="q"} 1');
+  });
+
+  test("ctx.dependencies(): a flow's parent reads what it waited for, each completed one with its result and a failed one counted as met under 'run'; a job that waits for nothing reads none", async () => {
+    const b = await bed(kind);
+    const res = await b.t.app.request('/api/v1/flows', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jobs: [
+          { queue: 'parts', payload: { n: 1 } },
+          { queue: 'parts', payload: { n: 2 } },
+          { queue: 'parts', payload: { n: 3, fail: true }, maxAttempts: 1 },
+          { queue: 'q', payload: { parent: true }, dependsOn: ['#0', '#1', '#2'], dependencyPolicy: 'run' },
+        ],
+      }),
+    });
+    expect(res.status).toBe(201);
+    const [p1, p2, p3, parent] = ((await res.json()) as { jobs: { id: string }[] }).jobs.map((j) => j.id);
+    const read = new Map<string, JobDependency<{ doubled: number }>[]>();
+    const w = worker(b, {
+      queue: ['parts', 'q'],
+      concurrency: 3,
+      async handler(ctx) {
+        const payload = ctx.job.payload as { n?: number; fail?: boolean };
+        read.set(ctx.job.id, await ctx.dependencies<{ doubled: number }>());
+        if (payload.fail) throw new NonRetryableError('out of stock');
+        return payload.n === undefined ? 'assembled' : { doubled: payload.n * 2 };
+      },
+    });
+    await until('the parent completed', async () => (await jobState(b, parent!)).status === 'completed');
+    expect(w.stats.completed).toBe(3);
+    expect(read.get(p1!)).toEqual([]);
+    const deps = read.get(parent!)!;
+    expect(deps.map((d) => [d.id, d.queue, d.status, d.state, d.result, d.lastError])).toEqual([
+      [p1, 'parts', 'completed', 'completed', { doubled: 2 }, null],
+      [p2, 'parts', 'completed', 'completed', { doubled: 4 }, null],
+      [p3, 'parts', 'failed', 'ignored', null, 'NonRetryableError: out of stock'],
+    ]);
+    expect(Date.parse(deps[0]!.updatedAt)).toBeGreaterThan(0);
+    // Typed by the handler's own annotation: a completed dependency's result is { doubled } or null.
+    const doubled: number | undefined = deps[0]!.result?.doubled;
+    expect(doubled).toBe(2);
   });
 
   test('a handler that blocks the event loop is reported with the job and the measured delay', async () => {

@@ -125,7 +125,10 @@ test("a worker's writes find its jobs by id, not by walking every running job (n
     const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
     expect(plan, sql).toContainEqual(expect.stringMatching(/^SEARCH jobs USING INTEGER PRIMARY KEY \(rowid=\?\)/));
     expect(plan.filter((step) => /jobs USING (COVERING )?INDEX/.test(step)), sql).toEqual([]);
+    // A completion's and a failure's RETURNING asks whether jobs wait for each finished one: one probe of the edges' index.
+    if (/has_dependents/.test(sql)) expect(plan.filter((step) => /job_dependencies/.test(step)), sql).toEqual([expect.stringMatching(/^SEARCH job_dependencies USING COVERING INDEX job_dependencies_dependency_idx \(dependency_id=\?\)$/)]);
   }
+  expect(updates.filter((q) => /has_dependents/.test(q.sql))).toHaveLength(2);
 });
 
 test('a claim reads its candidates in claim order from jobs_claim_idx, and sums the sizes of those LIMIT jobs only', async () => {

@@ -11,7 +11,10 @@
  *   other than 'run', or a job already waited for by MAX_DEPENDENTS jobs; a
  *   queue past the cap fails it too (its queue_name comes out NULL).
  * - the transitions that finish a dependency keep the rest (the triggers of
- *   drizzle/0031): nothing here runs after them, and nothing polls.
+ *   drizzle/0031): nothing here runs after them, and nothing polls. A
+ *   worker's completion and failure also say, in their RETURNING, whether
+ *   jobs wait for the job they finished (`hasDependentsSql`), so the engine
+ *   wakes the claims waiting for work after the commit.
  * - reads: the candidates' statuses before an enqueue (to name the ids it
  *   refuses), and a job's graph (its dependencies with their results, and
  *   the jobs waiting for it).
@@ -72,6 +75,17 @@ export async function jobsInsertFlow(db: Db, p: FlowInsertParams): Promise<JobRe
   }
   return results[results.length - 1] as JobRecord[];
 }
+
+/**
+ * A RETURNING column of a statement that finishes jobs: 1 when some job
+ * waits (or waited) for the row's job, else 0. Any edge counts, whatever
+ * its state: whether SQLite evaluates RETURNING before or after the
+ * triggers that settle the edges, a job that had dependents says so (a job
+ * finished a second time says so again: that costs a look, no more). One
+ * probe of job_dependencies_dependency_idx per finished job, as the
+ * triggers' own WHEN already makes.
+ */
+export const hasDependentsSql = sql`EXISTS (SELECT 1 FROM job_dependencies WHERE job_dependencies.dependency_id = jobs.id) AS has_dependents`;
 
 /** The ids among `ids` that exist, with their status and how many jobs wait for each already. */
 export function jobsDependencyCandidates(db: Db, p: { ids: readonly number[] }): Promise<DependencyCandidate[]> {

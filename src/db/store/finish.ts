@@ -23,6 +23,7 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
 import { claimStatements, inClaimOrder } from './claim.ts';
+import { hasDependentsSql } from './dependencies.ts';
 import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning } from './owned.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { Claimed, CompleteParams, FailParams, LeanJob, NextClaimParams, OwnedOutcome, ReleaseParams } from './port-types.ts';
@@ -56,7 +57,7 @@ const completeUpdate = (p: CompleteParams) => (v: SQL, guard: SQL) => {
   return sql`UPDATE jobs SET status = 'completed', result = v.data, completed_at = ${now}, finished_at = ${now},
       ${CLEAR_LEASE}, finished_token = v.token, finished_write = ${finishedWriteSql('complete', p.workerId)}, updated_at = ${now},
       last_event = 'completed', last_event_reason = NULL, last_event_actor = ${p.workerId}
-    FROM ${v} AS v WHERE ${guard} RETURNING ${returning(p.full ?? false)}`;
+    FROM ${v} AS v WHERE ${guard} RETURNING ${returning(p.full ?? false)}, ${hasDependentsSql}`;
 };
 
 /**
@@ -99,7 +100,7 @@ export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobR
         last_event = CASE WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
         last_event_reason = CASE WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
         last_event_actor = ${p.workerId}
-      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *`,
+      FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *, ${hasDependentsSql}`,
   );
 }
 

@@ -9,6 +9,9 @@
  * - release: held -> pending, due now (it runs again at the next claim).
  * - complete by hand: held -> completed, with the operator's result.
  * - fail: held -> failed for good, the reason as its error.
+ * A job held because a dependency failed (policy 'hold', drizzle/0031) is
+ * held the same way, and lost no attempt: released, it still waits for that
+ * dependency; its error, failed, says which dependency held it.
  * Precondition of the three (in the WHERE): the job is pending and held.
  * Each writes its event (released_by_operator, completed_by_operator,
  * failed_by_operator) with the operator's reason, and its audit entry.
@@ -56,7 +59,9 @@ export function jobCompleteIfHeld(db: Db, p: OperatorParams & { result?: unknown
 export function jobFailIfHeld(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
   return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'failed', failed_at = ${now}, finished_at = ${now}, held_at = NULL,
-      last_error = ${`failed by hand after a lost attempt: ${p.reason ?? 'no reason given'}`}, updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.fail)}
+      last_error = CASE WHEN dependency_failed_by IS NULL THEN 'failed by hand after a lost attempt: '
+        ELSE 'failed by hand while held for failed dependency ' || dependency_failed_by || ': ' END || ${p.reason ?? 'no reason given'},
+      updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.fail)}
     WHERE ${heldGuard(p.id)} RETURNING *`, p.also);
 }
 

@@ -166,7 +166,8 @@ export async function ownedWriteThen<T extends { id: number }, A>(
   const refusedById = new Map((refusedRows as { id: number; status: JobStatus; deadline: number }[]).map((r) => [Number(r.id), r]));
   const outcomes = p.refs.map((r): OwnedOutcome<T> => {
     const job = byId.get(r.id);
-    if (job) return { id: r.id, ok: true, job };
+    // has_dependents: the update's RETURNING asked (hasDependentsSql, dependencies.ts).
+    if (job) return (job as { has_dependents?: number }).has_dependents ? { id: r.id, ok: true, job, dependents: true } : { id: r.id, ok: true, job };
     const again = repeated.get(r.id);
     if (again) return { id: r.id, ok: true, job: again, repeated: true };
     const refused = refusedById.get(r.id);

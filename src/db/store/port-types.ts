@@ -129,8 +129,12 @@ export interface RateWait {
 export type LeanJob = Pick<JobRecord, 'id' | 'queue_name' | 'status' | 'lease_expires_at' | 'deadline_at' | 'lease_epoch' | 'completed_at'>;
 
 export type OwnedOutcome<T extends { id: number } = LeanJob> =
-  /** `repeated`: this write had already been accepted under this token; nothing changed now. */
-  | { id: number; ok: true; job: T; repeated?: true }
+  /**
+   * `repeated`: this write had already been accepted under this token; nothing changed now.
+   * `dependents`: other jobs wait for this one, and this write finished it (a completion or a
+   * failure that says so: src/db/store/dependencies.ts, hasDependentsSql): some may be claimable now.
+   */
+  | { id: number; ok: true; job: T; repeated?: true; dependents?: true }
   | { id: number; ok: false; reason: 'lease_lost'; status: JobStatus; cause?: 'deadline_exceeded' }
   | { id: number; ok: false; reason: 'not_found' };
 

@@ -87,6 +87,30 @@ export function defineDependencies(backend: StoreBackend) {
       expect((await claim('q')).map((j) => j.id)).toEqual([run.parent.id]);
     });
 
+    test('a completion or a failure for good says whether jobs wait for what it finished (the engine then wakes waiting claims); others say nothing', async () => {
+      const { store } = t();
+      const { children } = await flow(3, 'run');
+      const [alone] = await store.jobsInsert({ queue: 'c', jobs: [{ payload: 'alone' }], actor: null, now: T0, defaults: DEFAULTS });
+      const kids = new Map((await claim('c')).map((k) => [k.id, k]));
+      const [a, b, c] = children.map((ch) => kids.get(ch.id)!);
+      const lone = kids.get(alone!.job.id)!;
+      const lean = await store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id: a!.id, lockToken: a!.lock_token!, data: null }, { id: lone.id, lockToken: lone.lock_token!, data: null }], now: T0 });
+      expect(lean.map((o) => [o.id, o.ok && o.dependents])).toEqual([[a!.id, true], [lone.id, undefined]]);
+      const [full] = await store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id: b!.id, lockToken: b!.lock_token!, data: null }], now: T0, full: true });
+      expect(full).toMatchObject({ ok: true, dependents: true, job: { status: 'completed' } });
+      const [failed] = await failForGood(c!.id, c!.lock_token!);
+      expect(failed).toMatchObject({ ok: true, dependents: true, job: { status: 'failed' } });
+      // The same completion sent again (its answer lost) changed nothing: it wakes nothing.
+      const [again] = await store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id: b!.id, lockToken: b!.lock_token!, data: null }], now: T0 });
+      expect(again).toMatchObject({ ok: true, repeated: true });
+      expect(again!.ok && again!.dependents).toBeUndefined();
+      const [more] = await store.jobsInsert({ queue: 'c', jobs: [{ payload: 'more' }], actor: null, now: T0, defaults: DEFAULTS });
+      const [m] = await claim('c');
+      const { outcomes } = await store.jobsCompleteThenClaim({ workerId: 'w', results: [{ id: m!.id, lockToken: m!.lock_token!, data: null }], now: T0, claim: { queue: 'q', limit: 1 }, defaults: DEFAULTS });
+      expect(m!.id).toBe(more!.job.id);
+      expect(outcomes[0]!.ok && outcomes[0]!.dependents).toBeUndefined();
+    });
+
     test("a chain of 'fail' dependents fails down the chain, and one retry brings it all back", async () => {
       const { store, row } = t();
       const [a] = await store.jobsInsertFlow({
