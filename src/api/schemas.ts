@@ -140,6 +140,8 @@ export const ClaimedJobSchema = fields<ClaimedJobWire>(
     timeoutMs: nullable(integer()),
     traceparent: nullable(string('the W3C traceparent the job was enqueued with: parent (or link) this attempt\'s span to it')),
     tracestate: nullable(string('the W3C tracestate that came with it')),
+    group: nullable(string('the job\'s group (a tenant, a customer); null: none')),
+    snoozes: integer('how many times the job was snoozed so far (a snooze spends no attempt; the queue\'s maxSnoozes bounds them)'),
   },
   { description: 'A claimed job, as the claimer sees it' },
 );

@@ -203,6 +203,8 @@ export function toClaimedJob(j: {
   timeout_ms: number | null;
   trace_parent: string | null;
   trace_state: string | null;
+  group_key: string | null;
+  snoozes: number;
 }): ClaimedJobWire {
   return {
     id: String(j.id),
@@ -223,5 +225,7 @@ export function toClaimedJob(j: {
     timeoutMs: j.timeout_ms,
     traceparent: j.trace_parent,
     tracestate: j.trace_state,
+    group: j.group_key,
+    snoozes: j.snoozes,
   };
 }

@@ -191,6 +191,10 @@ export interface ClaimedJobWire {
    */
   traceparent?: string | null;
   tracestate?: string | null;
+  /** The job's group (a tenant, a customer; null: none). Absent from servers older than it. */
+  group?: string | null;
+  /** How many times the job was snoozed so far (they spent no attempt). Absent from servers older than it. */
+  snoozes?: number;
 }
 
 /** What an enqueue answers per job in a bulk (and the producer client per call): the job's summary. */

@@ -83,6 +83,8 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
       priority: r.job.priority,
       checkpoint: r.job.checkpoint,
       progress: r.job.progress,
+      group: r.job.group ?? null,
+      snoozes: r.job.snoozes ?? 0,
     },
     signal: r.controller.signal,
     idempotencyKey: r.job.idempotencyKey ?? `${r.job.queue}:${r.job.id}`,

@@ -18,6 +18,10 @@ export interface JobContext<P = unknown> {
     /** What an earlier attempt saved with checkpoint(), or null. */
     checkpoint: unknown;
     progress: unknown;
+    /** The job's group (a tenant, a customer), or null; null also from a server older than groups. */
+    group: string | null;
+    /** How many times the job was snoozed so far (JobSnooze spends no attempt; the queue's maxSnoozes bounds them); 0 from a server older than snooze. */
+    snoozes: number;
   };
   /** Aborted on lease loss, deadline or shutdown; `signal.reason` says which. */
   signal: AbortSignal;

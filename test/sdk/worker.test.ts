@@ -135,13 +135,15 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
 
   test('JobSnooze puts the job back without spending an attempt or recording an error, and counts it; past maxSnoozes it is retried, spending one', async () => {
     const b = await bed(kind);
-    const snoozy = await enqueue(b, { payload: { kind: 'snoozy' } });
+    const snoozy = await enqueue(b, { payload: { kind: 'snoozy' }, group: 'acme' });
     const runs = new Map<string, number>();
+    const seen: { snoozes: number | undefined; group: string | null | undefined }[] = [];
     const w = worker(b, {
       concurrency: 2,
       async handler(ctx) {
         const n = (runs.get(ctx.job.id) ?? 0) + 1;
         runs.set(ctx.job.id, n);
+        if (ctx.job.id === snoozy) seen.push({ snoozes: ctx.job.snoozes, group: ctx.job.group });
         if ((ctx.job.payload as { kind: string }).kind === 'snoozy' && n <= 3) throw new JobSnooze(20);
         if ((ctx.job.payload as { kind: string }).kind === 'limited' && ctx.job.attempt < 2) throw new JobSnooze(20);
         return 'ok';
@@ -151,6 +153,8 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
     const done = (await b.t.client.execute({ sql: 'SELECT attempt_count, errored_attempts, snoozes, last_error FROM jobs WHERE id = ?', args: [Number(snoozy)] })).rows[0]!;
     expect(done).toMatchObject({ attempt_count: 1, errored_attempts: 0, snoozes: 3, last_error: null });
     expect(w.stats).toMatchObject({ snoozed: 3, failed: 0 });
+    // The handler sees how often its job was snoozed so far, and the job's group.
+    expect(seen).toEqual([0, 1, 2, 3].map((snoozes) => ({ snoozes, group: 'acme' })));
     // A queue that allows one snooze: the second is refused, and the job is retried after the same delay instead.
     await b.t.engine.store.queueUpsertSettings({ queue: 'q', patch: { maxSnoozes: 1 }, now: Date.now() });
     const limited = await enqueue(b, { payload: { kind: 'limited' } });
@@ -302,6 +306,8 @@ describe.each(['in-process', 'http'] as const)('worker over %s', (kind) => {
       },
     });
     await until('the parent completed', async () => (await jobState(b, parent!)).status === 'completed');
+    // The store says completed once the completion commits; the worker counts it when the answer is back.
+    await until('the worker counted three completions', async () => w.stats.completed === 3);
     expect(w.stats.completed).toBe(3);
     expect(read.get(p1!)).toEqual([]);
     const deps = read.get(parent!)!;

@@ -58,7 +58,7 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
     WHERE status = 'pending' AND id IN (${claimedIdsSql(p, now)})
       ${unlessReplayedSql(p)}
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
-      lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at, trace_parent, trace_state,
+      lock_token, idempotency_key, checkpoint, progress, deadline_at - started_at AS timeout_ms, deadline_at, available_at, trace_parent, trace_state, group_key, snoozes,
       ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
 }
 
@@ -303,7 +303,7 @@ export function claimReplayStatement(db: Db, p: { workerId: string; claimId: str
       last_event = 'claim_replayed', last_event_reason = NULL, last_event_actor = ${p.workerId}
     WHERE ${underClaimSql('jobs', { workerId: p.workerId, claimId: p.claimId, now })}
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
-      lock_token, idempotency_key, checkpoint, progress, deadline_at - ${now} AS timeout_ms, deadline_at, available_at, trace_parent, trace_state,
+      lock_token, idempotency_key, checkpoint, progress, deadline_at - ${now} AS timeout_ms, deadline_at, available_at, trace_parent, trace_state, group_key, snoozes,
       ${claimHeartbeatSql(heartbeat, sql`lease_ms`)} AS heartbeat_ms`);
 }
 

@@ -109,7 +109,7 @@ export interface Claimed
     JobRecord,
     | 'id' | 'queue_name' | 'payload' | 'priority' | 'attempt_count' | 'max_attempts' | 'lease_epoch' | 'lease_ms'
     | 'lease_expires_at' | 'lock_token' | 'idempotency_key' | 'checkpoint' | 'progress' | 'timeout_ms' | 'deadline_at' | 'available_at'
-    | 'trace_parent' | 'trace_state'
+    | 'trace_parent' | 'trace_state' | 'group_key' | 'snoozes'
   > {
   /** How often the claimer should heartbeat: the queue's interval, at most a third of the lease granted. */
   heartbeat_ms: number;
