@@ -136,6 +136,14 @@ export function runHeldAction(
 /** The one text of a held action's refusal: not found, or the job's status (a pending job that is not held says so). */
 export function heldRefusal(o: Exclude<OperatorOutcome, { ok: true }>, id: number): { code: 'not_found' | 'conflict'; message: string; details?: Record<string, unknown> } {
   if (o.reason === 'not_found') return { code: 'not_found', message: `no job has id ${id}` };
+  if (o.reason === 'conflict' && o.heldByDependency !== undefined) {
+    const dep = o.heldByDependency;
+    return {
+      code: 'conflict',
+      message: `job ${id} is held because its dependency ${dep} failed (policy 'hold'), not after a lost attempt: released, it would still wait for job ${dep}. Retry job ${dep} (POST /api/v1/jobs/${dep}/retry) to let the flow go on, or complete, fail or cancel job ${id}. Nothing changed`,
+      details: { status: o.status, held: true, heldByDependency: String(dep) },
+    };
+  }
   const status = o.status;
   const what = status === 'pending' ? 'pending but not held' : status;
   return { code: 'conflict', message: `job ${id} is ${what}; ${ONLY_HELD}. Nothing changed`, details: { status, held: false } };

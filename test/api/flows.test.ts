@@ -87,6 +87,26 @@ describe('flows over HTTP', () => {
     expect((await t.get(`${api}/jobs/${ids[0]}/dependencies`)).json.dependents.map((d: { id: string }) => d.id)).toEqual([parent]);
   });
 
+  test("a job held for its failed dependency (policy 'hold') is not released: 409 naming the dependency to retry, nothing changed; retrying that one lets the flow go on", async () => {
+    t = await setup();
+    const ids = (await t.post(`${api}/flows`, flow('hold'))).json.jobs.map((j: { id: string }) => j.id) as string[];
+    const parent = ids[3]!;
+    const kids = (await t.claim('parts', 'w', { limit: 3 })).sort((a, b) => Number(a.id) - Number(b.id));
+    for (const k of kids.slice(0, 2)) expect((await t.post(`${api}/jobs/${k.id}/complete`, { workerId: 'w', lockToken: k.lockToken })).status).toBe(200);
+    expect((await t.post(`${api}/jobs/${kids[2]!.id}/fail`, { workerId: 'w', lockToken: kids[2]!.lockToken, error: 'out of stock', retryable: false })).status).toBe(200);
+    const before = (await t.get(`${api}/jobs/${parent}`)).json.job;
+    const release = await t.post(`${api}/jobs/${parent}/held/release`, { reason: 'go' });
+    expect(release.status).toBe(409);
+    expect(release.json.error.code).toBe('conflict');
+    expect(release.json.error.message).toContain(`dependency ${kids[2]!.id} failed`);
+    expect(release.json.error.message).toContain(`Retry job ${kids[2]!.id}`);
+    expect((await t.get(`${api}/jobs/${parent}`)).json.job).toEqual(before);
+    expect((await t.post(`${api}/jobs/${kids[2]!.id}/retry`, { reason: 'restocked' })).status).toBe(200);
+    const [again] = await t.claim('parts', 'w');
+    expect((await t.post(`${api}/jobs/${again!.id}/complete`, { workerId: 'w', lockToken: again!.lockToken })).status).toBe(200);
+    expect((await t.claim('assemble', 'w')).map((j) => j.id)).toEqual([parent]);
+  });
+
   test('bad input: unknown ids, a reference forward, a key, a bad policy: a 4xx naming the field, nothing stored', async () => {
     t = await setup();
     const unknown = await t.post(`${api}/flows`, { jobs: [{ queue: 'q', payload: 1, dependsOn: ['424242'] }] });

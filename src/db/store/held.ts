@@ -10,8 +10,11 @@
  * - complete by hand: held -> completed, with the operator's result.
  * - fail: held -> failed for good, the reason as its error.
  * A job held because a dependency failed (policy 'hold', drizzle/0031) is
- * held the same way, and lost no attempt: released, it still waits for that
- * dependency; its error, failed, says which dependency held it.
+ * held the same way, and lost no attempt. It is not released: released, it
+ * would still wait for that dependency, which will not complete unless a
+ * person retries it; so a release is refused (`heldByDependency` names the
+ * dependency), and retrying the dependency is what lets it go on. Completed
+ * or failed by hand, its error, failed, says which dependency held it.
  * Precondition of the three (in the WHERE): the job is pending and held.
  * Each writes its event (released_by_operator, completed_by_operator,
  * failed_by_operator) with the operator's reason, and its audit entry.
@@ -43,10 +46,14 @@ export function heldSetSql(p: { now: SQL | number; reason: HeldReason; why: stri
 const heldGuard = (id: number) => sql`id = ${id} AND status = 'pending' AND held_at IS NOT NULL`;
 const audited = (p: OperatorParams, event: string) => sql`last_event = ${event}, last_event_reason = ${p.reason}, last_event_actor = ${p.actor}`;
 
-export function jobReleaseIfHeld(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
+export async function jobReleaseIfHeld(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET held_at = NULL, available_at = ${now}, updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.release)}
-    WHERE ${heldGuard(p.id)} RETURNING *`, p.also);
+  const outcome = await guardedWithAudit(db, p.id, sql`UPDATE jobs SET held_at = NULL, available_at = ${now}, updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.release)}
+    WHERE ${heldGuard(p.id)} AND dependency_failed_by IS NULL RETURNING *`, p.also);
+  if (outcome.ok || outcome.reason !== 'conflict' || outcome.status !== 'pending') return outcome;
+  // Refused while pending: say so when it is a dependency's hold (read after the refusal: nothing was written).
+  const [row] = await db.all<{ dependency_failed_by: number | null }>(sql`SELECT dependency_failed_by FROM jobs WHERE ${heldGuard(p.id)}`);
+  return row?.dependency_failed_by != null ? { ...outcome, heldByDependency: row.dependency_failed_by } : outcome;
 }
 
 export function jobCompleteIfHeld(db: Db, p: OperatorParams & { result?: unknown }): Promise<OperatorOutcome> {

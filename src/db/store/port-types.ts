@@ -305,7 +305,8 @@ export type OperatorOutcome =
   | { ok: true; job: JobRecord; requeue?: RequeueDone }
   | RequeueRefusal
   /** keyHeldBy: a retry refused because another job with the same idempotency key is pending or running (drizzle/0012). */
-  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number }
+  /** heldByDependency: a release refused because the job is held for its failed dependency (that id), not for a lost attempt. */
+  | { ok: false; reason: 'conflict'; status: JobStatus; keyHeldBy?: number; heldByDependency?: number }
   | { ok: false; reason: 'not_found' };
 
 export interface OperatorParams {

@@ -80,6 +80,10 @@ export function defineDependencies(backend: StoreBackend) {
       expect((await store.jobDependencyGraph({ id: held.parent.id, limit: 10 })).dependencies).toMatchObject([{ id: k!.id, status: 'failed', dependencyPolicy: null, dependenciesUnmet: 0, heldAt: null }]);
       expect(await store.jobGetWithSettings({ id: k!.id, defaults: DEFAULTS })).toMatchObject({ has_dependents: 1 });
       expect(await store.jobGetWithSettings({ id: held.parent.id, defaults: DEFAULTS })).toMatchObject({ has_dependents: 0 });
+      // A release is refused (it would leave the job waiting for a dependency that will not complete), naming the dependency; nothing changes.
+      const release = await store.jobReleaseIfHeld({ id: held.parent.id, actor: 'ops', reason: 'try', now: T0 + 5 });
+      expect(release).toEqual({ ok: false, reason: 'conflict', status: 'pending', heldByDependency: k!.id });
+      expect(await row(held.parent.id)).toMatchObject({ status: 'pending', held_at: T0, available_at: HELD_AVAILABLE_AT, last_event: 'dependency_failed' });
       const run = await flow(1, 'run');
       const [k2] = await claim('c');
       await failForGood(k2!.id, k2!.lock_token!);
