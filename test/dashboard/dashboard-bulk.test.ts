@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/core/config.ts';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const READONLY = 'r'.repeat(24);
@@ -17,24 +18,9 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, {
-    method: init.form ? 'POST' : 'GET',
-    headers,
-    body: init.form ? new URLSearchParams(init.form).toString() : undefined,
-    redirect: 'manual',
-  });
-}
-
-async function login(token = ADMIN): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  const m = /leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '');
-  return `leasehold_session=${m![1]}`;
-}
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = (token = ADMIN) => browser.login(token);
 
 async function dryRun(cookie: string, query: string) {
   const res = await req(`/dashboard/bulk?${query}`, { cookie });

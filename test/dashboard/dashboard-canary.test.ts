@@ -7,6 +7,7 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -17,20 +18,10 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-
-async function login(): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
-  const m = /leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '');
-  return `leasehold_session=${m![1]}`;
-}
-
-const csrfOf = async (cookie: string, path: string) => /name="_csrf" value="([^"]+)"/.exec(await (await req(path, { cookie })).text())![1]!;
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = () => browser.login(ADMIN);
+const { csrfOf } = browser;
 
 async function hung(n: number) {
   for (let i = 0; i < n; i++) await t.post('/api/v1/queues/q/jobs', { payload: i }, admin);

@@ -7,6 +7,7 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const READER = 'r'.repeat(24);
@@ -18,20 +19,10 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-
-async function login(name: string, token: string): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name, token, next: '/dashboard' } });
-  const m = /leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '');
-  return `leasehold_session=${m![1]}`;
-}
-
-const csrfOf = async (cookie: string, path: string) => /name="_csrf" value="([^"]+)"/.exec(await (await req(path, { cookie })).text())![1]!;
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = (name: string, token: string) => browser.login(token, name);
+const { csrfOf } = browser;
 
 /** `n` jobs of `queue` (dead-letter queue `dead`) that failed for good, each with `error`. */
 async function deadLetters(queue: string, n: number, error = 'smtp refused'): Promise<string[]> {

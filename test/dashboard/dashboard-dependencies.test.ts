@@ -9,6 +9,7 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -20,17 +21,9 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-async function login(): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
-}
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = () => browser.login(ADMIN);
 async function page(cookie: string, path: string): Promise<string> {
   const res = await req(path, { cookie });
   expect(res.status, path).toBe(200);

@@ -6,6 +6,7 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -16,21 +17,10 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-async function login(): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
-}
-async function csrfOf(cookie: string, path: string): Promise<string> {
-  const html = await (await req(path, { cookie })).text();
-  return /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
-}
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = () => browser.login(ADMIN);
+const { csrfOf } = browser;
 const api = (path: string) => `/api/v1${path}`;
 
 /** A job of a hold queue, claimed by w1, checkpointed, an effect started, then taken by a forced requeue: held. */

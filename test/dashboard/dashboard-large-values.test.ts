@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { MAX_INDENT_DEPTH, clipToBudget, prettyBounded } from '../../src/dashboard/json-field.tsx';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const READONLY = 'r'.repeat(24);
@@ -25,18 +26,9 @@ afterAll(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-
-async function login(token = ADMIN): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
-}
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = (token = ADMIN) => browser.login(token);
 
 /** `count` arrays nested `depth` deep, side by side: about count x (2 x depth) bytes of JSON. */
 const nested = (count: number, depth: number, leaf: unknown = 1): unknown[] => {

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const api = '/api/v1';
@@ -15,14 +16,7 @@ let t: TestBed;
 let cookie: string;
 beforeEach(async () => {
   t = await setup({ adminToken: ADMIN });
-  const res = await t.app.request('/dashboard/login', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ name: 'Ada', token: ADMIN, next: '/dashboard' }).toString(),
-    redirect: 'manual',
-  });
-  expect(res.status).toBe(303);
-  cookie = `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
+  cookie = await dashboardBrowser(() => t.app).login(ADMIN);
 });
 afterEach(() => {
   expect(t.errors).toEqual([]);

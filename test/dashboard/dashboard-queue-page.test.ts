@@ -5,6 +5,7 @@
  */
 import { afterEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { csrfIn, dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 const READONLY = 'r'.repeat(24);
@@ -16,20 +17,9 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, { method: init.form ? 'POST' : 'GET', headers, body: init.form ? new URLSearchParams(init.form).toString() : undefined, redirect: 'manual' });
-}
-
-async function login(token: string): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  return `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
-}
-
-const csrfIn = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = (token: string) => browser.login(token);
 /** A fresh one-time form token, as a browser gets by loading the page again. */
 const freshCsrf = async (cookie: string) => csrfIn(await (await req('/dashboard/queues/mail', { cookie })).text());
 const settings = async (queue: string) => (await t.get(`/api/v1/queues/${queue}`, admin)).json.queue.settings;

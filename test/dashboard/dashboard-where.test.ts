@@ -1,6 +1,7 @@
 /** The jobs list's where filter in the dashboard: kept in the form and the pager, escaped, and a bad clause a 400 that says why. */
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser } from '../support/dashboard-browser.ts';
 
 const ADMIN = 'a'.repeat(24);
 let t: TestBed;
@@ -8,13 +9,7 @@ let cookie: string;
 
 beforeEach(async () => {
   t = await setup({ adminToken: ADMIN });
-  const res = await t.app.request('/dashboard/login', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ name: 'Ada', token: ADMIN, next: '/dashboard' }).toString(),
-    redirect: 'manual',
-  });
-  cookie = `leasehold_session=${/leasehold_session=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')![1]}`;
+  cookie = await dashboardBrowser(() => t.app).login(ADMIN);
 });
 afterEach(() => {
   expect(t.errors).toEqual([]);

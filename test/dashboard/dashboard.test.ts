@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { setup, type TestBed } from '../support/helpers.ts';
+import { dashboardBrowser, sessionCookie } from '../support/dashboard-browser.ts';
 import { FORCE_NEEDS_REASON, REAPER_ACTS_ITSELF } from '../../src/engine/operator-actions.ts';
 
 const ADMIN = 'a'.repeat(24);
@@ -16,30 +17,9 @@ afterEach(() => {
   t.close();
 });
 
-async function req(path: string, init: { method?: string; cookie?: string; form?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = {};
-  if (init.cookie) headers.cookie = init.cookie;
-  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
-  return t.app.request(path, {
-    method: init.method ?? (init.form ? 'POST' : 'GET'),
-    headers,
-    body: init.form ? new URLSearchParams(init.form).toString() : undefined,
-    redirect: 'manual',
-  });
-}
-
-function sessionCookie(res: Response): string {
-  const set = res.headers.get('set-cookie') ?? '';
-  const m = /leasehold_session=([^;]*)/.exec(set);
-  if (!m) throw new Error(`no session cookie in ${JSON.stringify(set)}`);
-  return `leasehold_session=${m[1]}`;
-}
-
-async function login(): Promise<string> {
-  const res = await req('/dashboard/login', { form: { name: 'Ada', token: ADMIN, next: '/dashboard' } });
-  expect(res.status).toBe(303);
-  return sessionCookie(res);
-}
+const browser = dashboardBrowser(() => t.app);
+const { req } = browser;
+const login = () => browser.login(ADMIN);
 
 /** The CSRF token the dashboard put in a page's forms. */
 async function csrfOf(cookie: string, path = '/dashboard'): Promise<string> {
