@@ -4,7 +4,11 @@
  * of the worker polling with backoff (which put hundreds of milliseconds
  * between an enqueue and its handler).
  *
- * Two things wake a parked claim, and both are only hints: the claim
+ * An enqueue through this engine runs the parked claims it has work for
+ * in its own transaction (take): their statements follow its jobs' insert,
+ * and they are answered from that commit, one transaction per job instead
+ * of an enqueue's and then a woken claim's (src/engine/claim-handoff.ts).
+ * Two other things wake a parked claim, and both are only hints: the claim
  * statement still decides.
  * - A transition through this engine that makes jobs claimable (notify),
  *   right after its commit: an enqueue, a release, an operator's retry or
@@ -40,15 +44,28 @@ export const WAITING_CLAIMS_RETRY_AFTER_SECONDS = 1;
 /** How many jobs a claim on the queue could take now (counting at most `cap`). */
 export type ReadyCount = (cap: number) => Promise<number>;
 
-interface Waiter {
+interface Waiter<O, R> {
+  /** Ends the wait without an answer: the claim runs again. */
   wake: () => void;
+  /** Leaves the waiters without answering yet (take); false when the wait had already ended. */
+  leave: () => boolean;
+  /** Answers a wait that has left (take). */
+  answer: (handed?: R) => void;
   /** Whose wait this is (the token's name), for the per-token bound; undefined: not bounded (in-process callers). */
   owner: string | undefined;
+  /** The claim an enqueue may run for this wait (take); absent: only woken. */
+  offer: O | undefined;
 }
 
-interface QueueWaiters {
+/** A parked claim an enqueue took: what to claim, and how to answer it (once; without an answer it claims again). */
+export interface TakenClaim<O, R> {
+  offer: O;
+  answer(handed?: R): void;
+}
+
+interface QueueWaiters<O, R> {
   /** In arrival order: a look that finds n jobs wakes the n that waited longest. */
-  waiters: Set<Waiter>;
+  waiters: Set<Waiter<O, R>>;
   /** The look of the claim that parked first: the queue's own conditions, on its database clock. */
   ready: ReadyCount;
 }
@@ -59,8 +76,9 @@ export interface WaitBounds {
   maxWaitingPerOwner: number;
 }
 
-export class ClaimWaiters {
-  private readonly byQueue = new Map<string, QueueWaiters>();
+/** `O`: what a parked claim offers an enqueue (its claim's request); `R`: the answer an enqueue hands it. */
+export class ClaimWaiters<O = unknown, R = unknown> {
+  private readonly byQueue = new Map<string, QueueWaiters<O, R>>();
   /** Bumped on every notify: a claim that saw an older value knows it may have missed work. */
   private readonly generations = new Map<string, number>();
   /** Bumped on every lookNow, which names no queue: counted in every queue's generation. */
@@ -107,18 +125,20 @@ export class ClaimWaiters {
    * Resolves when the queue is notified after `seen` (at once if it already
    * was), when the shared look finds work for this claim, after `ms`, when
    * `signal` aborts (the client went away) or when the waiters are closed
-   * (shutdown). Never rejects: the caller claims again either way, and
-   * decides from its own deadline whether to keep waiting.
+   * (shutdown): then with nothing, and the caller claims again, deciding
+   * from its own deadline whether to keep waiting. Resolves with an answer
+   * when an enqueue took this wait's `offer` and ran its claim (take).
+   * Never rejects.
    */
-  wait(p: { queue: string; seen: number; ms: number; ready: ReadyCount; owner?: string | undefined; signal?: AbortSignal | undefined }): Promise<void> {
+  wait(p: { queue: string; seen: number; ms: number; ready: ReadyCount; owner?: string | undefined; signal?: AbortSignal | undefined; offer?: O | undefined }): Promise<R | undefined> {
     const { queue, signal } = p;
-    if (this.closed || signal?.aborted || p.ms <= 0 || this.generation(queue) !== p.seen) return Promise.resolve();
-    return new Promise<void>((resolve) => {
+    if (this.closed || signal?.aborted || p.ms <= 0 || this.generation(queue) !== p.seen) return Promise.resolve(undefined);
+    return new Promise<R | undefined>((resolve) => {
       let entry = this.byQueue.get(queue);
       if (!entry) this.byQueue.set(queue, (entry = { waiters: new Set(), ready: p.ready }));
       const { waiters } = entry;
-      const done = () => {
-        if (!waiters.delete(waiter)) return;
+      const leave = (): boolean => {
+        if (!waiters.delete(waiter)) return false;
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
         this.count--;
@@ -128,9 +148,12 @@ export class ClaimWaiters {
           else this.perOwner.set(waiter.owner, left);
         }
         if (waiters.size === 0 && this.byQueue.get(queue)?.waiters === waiters) this.byQueue.delete(queue);
-        resolve();
+        return true;
       };
-      const waiter: Waiter = { wake: done, owner: p.owner };
+      const done = () => {
+        if (leave()) resolve(undefined);
+      };
+      const waiter: Waiter<O, R> = { wake: done, leave, answer: resolve, owner: p.owner, offer: p.offer };
       waiters.add(waiter);
       this.count++;
       if (p.owner !== undefined) this.perOwner.set(p.owner, (this.perOwner.get(p.owner) ?? 0) + 1);
@@ -148,6 +171,29 @@ export class ClaimWaiters {
   notify(queue: string, jobs = Number.POSITIVE_INFINITY): number {
     this.generations.set(queue, this.generation(queue) + 1);
     return this.wakeOldest(queue, jobs);
+  }
+
+  /**
+   * An enqueue of `jobs` due now to `queue` is about to be written: the
+   * claims waiting on it that offered their claim, oldest first, as many as
+   * it takes for their limits (`limitOf`) to cover the jobs. They leave the
+   * waiters at once (nothing else wakes them), and each is to be answered
+   * once: with its claim's answer after the enqueue committed, or with
+   * nothing (it claims again) when the write failed.
+   */
+  take(queue: string, jobs: number, limitOf: (offer: O) => number): TakenClaim<O, R>[] {
+    const entry = this.byQueue.get(queue);
+    const taken: TakenClaim<O, R>[] = [];
+    if (!entry || this.closed) return taken;
+    let room = 0;
+    for (const waiter of [...entry.waiters]) {
+      if (room >= jobs) break;
+      const { offer } = waiter;
+      if (offer === undefined || !waiter.leave()) continue;
+      room += limitOf(offer);
+      taken.push({ offer, answer: waiter.answer });
+    }
+    return taken;
   }
 
   /**
@@ -237,10 +283,12 @@ export const MAX_CLAIM_WAIT_MS = 30_000;
  * client went away (`signal`) or the server shuts down. A client that went
  * away is never claimed for: those jobs would sit out a lease for nobody.
  * `owner` and `bounds`: whose claim this is, and how many may wait (429
- * past them); `ready`: the cheap look the waiters share while it waits.
+ * past them); `ready`: the cheap look the waiters share while it waits;
+ * `offer`: what an enqueue may claim for it while it waits (take), the
+ * answer then being that claim's.
  */
-export async function claimOrWait<R extends { jobs: readonly unknown[] }>(p: {
-  waiters: ClaimWaiters;
+export async function claimOrWait<O, R extends { jobs: readonly unknown[] }>(p: {
+  waiters: ClaimWaiters<O, R>;
   queue: string;
   waitMs: number;
   signal?: AbortSignal | undefined;
@@ -248,6 +296,7 @@ export async function claimOrWait<R extends { jobs: readonly unknown[] }>(p: {
   ready: ReadyCount;
   owner?: string | undefined;
   bounds?: WaitBounds | undefined;
+  offer?: O | undefined;
 }): Promise<R> {
   const deadline = Date.now() + p.waitMs;
   let admitted = false;
@@ -258,7 +307,10 @@ export async function claimOrWait<R extends { jobs: readonly unknown[] }>(p: {
     if (claimed.jobs.length > 0 || left <= 0 || p.waiters.isClosed || p.signal?.aborted) return claimed;
     if (!admitted) p.waiters.admit(p.owner, p.bounds);
     admitted = true;
-    await p.waiters.wait({ queue: p.queue, seen, ms: left, ready: p.ready, owner: p.owner, signal: p.signal });
+    const handed = await p.waiters.wait({ queue: p.queue, seen, ms: left, ready: p.ready, owner: p.owner, signal: p.signal, offer: p.offer });
+    // Jobs an enqueue claimed for this wait are its answer, whatever happened since. One that
+    // took nothing (a rate limit, a pause) is like a wake-up: the claim runs again.
+    if (handed !== undefined && handed.jobs.length > 0) return handed;
     if (p.waiters.isClosed || p.signal?.aborted) return claimed;
   }
 }

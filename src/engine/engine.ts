@@ -41,6 +41,7 @@ import type { BulkParams, DependencyLink, Enqueued, FlowInsertParams, JobStore, 
 import { iso, parsed, type JobRecord } from '../core/job-record.ts';
 import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassReport } from '../maintenance/pass.ts';
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
+import { handOffClaims } from './claim-handoff.ts';
 import { DueTimers } from './due-timers.ts';
 import { ScheduleTimer } from './schedule-timer.ts';
 import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
@@ -48,7 +49,7 @@ import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.
 import { JobWatchers } from './job-watchers.ts';
 import { runHeldAction, runOperatorAction } from './operator-actions.ts';
 import { redriveDeadLetters, type RedriveDone } from './redrive.ts';
-import { createWorkerProtocol, type ClaimRequest, type WorkerProtocol } from './worker-protocol.ts';
+import { createWorkerProtocol, type ClaimCallParams, type ClaimRequest, type ClaimResult, type WorkerProtocol } from './worker-protocol.ts';
 
 export interface EngineDeps {
   store: JobStore;
@@ -67,6 +68,13 @@ export interface EngineDeps {
    * sharing the engine's one read. Default false.
    */
   isolatedRequests?: boolean;
+  /**
+   * An enqueue runs the claims waiting for its jobs in its own transaction
+   * (src/engine/claim-handoff.ts). Default: wherever one request may answer
+   * another's (not with batchEnqueues false or isolatedRequests); false
+   * wakes them to claim in their own (what bench/handoff-ab.ts compares).
+   */
+  handOffClaims?: boolean;
 }
 
 /** A claim, with how long it may wait for work. */
@@ -99,7 +107,8 @@ export type Engine = ReturnType<typeof createEngine>;
 
 export function createEngine(deps: EngineDeps) {
   const { store, config, clock } = deps;
-  const claimWaiters = new ClaimWaiters();
+  const claimWaiters = new ClaimWaiters<ClaimCallParams, ClaimResult>();
+  const handoff = deps.handOffClaims ?? (deps.batchEnqueues !== false && deps.isolatedRequests !== true);
   const jobWatchers = new JobWatchers();
   const jobsBecameClaimable = (queue: string, n: number) => claimWaiters.notify(queue, n);
   const due = new DueTimers(jobsBecameClaimable);
@@ -117,8 +126,12 @@ export function createEngine(deps: EngineDeps) {
   });
   /** An operator's or the reaper's write finished jobs (rare next to completions): jobs waiting for them may run now; the look is a read, and only when claims wait. */
   const jobsFinished = () => claimWaiters.lookNow();
-  /** New pending jobs of `queue` were committed: wake claims for the ones due now, arm timers for the delayed; answers how many claims woke. */
-  function jobsAdded(queue: string, jobs: readonly Pick<Enqueued, 'job'>[]): number {
+  /**
+   * New pending jobs of `queue` were committed: wake claims for the ones due
+   * now that the claims run in the same transaction did not take (`started`),
+   * arm timers for the delayed; answers how many claims woke.
+   */
+  function jobsAdded(queue: string, jobs: readonly Pick<Enqueued, 'job'>[], started = 0): number {
     // Due at once: a job enqueued without a delay (or with a runAt already
     // past) has available_at <= created_at, both from the database's clock
     // in the same statement. Waking claims for delayed ones would only make
@@ -126,9 +139,17 @@ export function createEngine(deps: EngineDeps) {
     const dueNow = jobs.filter(({ job }) => job.available_at <= job.created_at).length;
     // The delayed ones wake their claims when they come due (the timers compare with this process's clock).
     for (const { job } of jobs) if (job.available_at > job.created_at) due.add(queue, job.available_at);
-    return dueNow > 0 ? claimWaiters.notify(queue, dueNow) : 0;
+    // Notified even when the claims took them all: a claim between its statement and its wait claims again.
+    return dueNow > 0 ? claimWaiters.notify(queue, Math.max(0, dueNow - started)) : 0;
   }
-  const enqueuing = createEnqueuing({ store, config, clock, batchEnqueues: deps.batchEnqueues !== false, added: jobsAdded });
+  const enqueuing = createEnqueuing({
+    store,
+    config,
+    clock,
+    batchEnqueues: deps.batchEnqueues !== false,
+    added: jobsAdded,
+    ...(handoff ? { handoff: (queue: string, jobs: readonly NewJob[]) => handOffClaims({ waiters: claimWaiters, params: protocol.claimParams, answer: protocol.claimAnswer }, queue, jobs) } : {}),
+  });
   const bounds: WaitBounds = { maxWaiting: config.maxWaitingClaims, maxWaitingPerOwner: config.maxWaitingClaimsPerToken };
 
   return {
@@ -196,6 +217,7 @@ export function createEngine(deps: EngineDeps) {
         ready: (cap) => protocol.claimableCount({ queue: params.queue, cap }),
         owner,
         bounds: owner === undefined ? undefined : bounds,
+        offer: handoff ? params : undefined,
       });
       // Only a claim the limit held short gets the advice: one that got all it asked for has nothing to wait for.
       const wait = claimed.jobs.length < params.limit ? claimed.rateWait : undefined;

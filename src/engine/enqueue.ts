@@ -3,7 +3,9 @@
  * insert through the store, gather single-job enqueues of one turn into one
  * transaction (src/engine/tick-batches.ts), and after each commit tell the
  * engine how many jobs each queue gained (`added`), so the claims waiting on
- * it look now rather than at their next re-poll.
+ * it look now rather than at their next re-poll. Claims waiting on the
+ * queue that the jobs can serve run in the write's own transaction instead
+ * (`handoff`, src/engine/claim-handoff.ts).
  *
  * Two sources gather differently:
  * - `api`: single-job requests read in one event-loop turn share a batch (the
@@ -18,7 +20,8 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { ENQUEUE_CHUNK } from '../db/db.ts';
-import type { Enqueued, JobStore, NewJob } from '../db/store/port.ts';
+import type { EnqueueParams, Enqueued, JobStore, NewJob } from '../db/store/port.ts';
+import type { HandedClaims } from './claim-handoff.ts';
 import { tickBatches, type TickBatches } from './tick-batches.ts';
 
 /** Who enqueues: the audit's actor, and how single enqueues are gathered. */
@@ -44,26 +47,46 @@ export function createEnqueuing(deps: {
   config: Config;
   clock: Clock;
   batchEnqueues: boolean;
-  /** After a commit: the jobs it added or rewrote (not deduplicated), each once, to wake claims and arm due timers; answers how many waiting claims it woke. */
-  added(queue: string, jobs: readonly Enqueued[]): number;
+  /**
+   * After a commit: the jobs it added or rewrote (not deduplicated), each
+   * once, to wake claims and arm due timers, and how many jobs the claims
+   * it ran took (`started`: those wake nobody); answers how many waiting
+   * claims it woke.
+   */
+  added(queue: string, jobs: readonly Enqueued[], started: number): number;
+  /** Before a write: the claims waiting on the queue it is to run in its transaction (absent: none, claims are woken). */
+  handoff?(queue: string, jobs: readonly NewJob[]): HandedClaims | undefined;
 }): Enqueuing {
   const { store, config, clock } = deps;
   // One `now` per write, read when it starts: a batch's calls were all made in that turn.
   const params = (queue: string, jobs: NewJob[], source: EnqueueSource) => ({ queue, jobs, actor: source, now: clock.now(), defaults: config, maxQueues: config.maxQueues });
-  const committed = async (queue: string, enqueued: Enqueued[], source: EnqueueSource): Promise<Enqueued[]> => {
+  /** One write of the store (`write`), with the claims waiting on the queue that its jobs can serve run in its transaction. */
+  const written = async (write: (p: EnqueueParams) => Promise<Enqueued[]>, queue: string, jobs: NewJob[], source: EnqueueSource): Promise<Enqueued[]> => {
+    const handed = deps.handoff?.(queue, jobs);
+    let enqueued: Enqueued[];
+    try {
+      enqueued = await write({ ...params(queue, jobs, source), thenClaim: handed?.thenClaim });
+    } catch (err) {
+      handed?.settle(); // the claims it carried claim again
+      throw err;
+    }
+    const started = handed?.settle() ?? 0;
+    return committed(queue, enqueued, source, started);
+  };
+  const committed = async (queue: string, enqueued: Enqueued[], source: EnqueueSource, started: number): Promise<Enqueued[]> => {
     // A rewritten job (replace, debounce) may be due at a new time; a bulk that
     // names one key twice answers its job twice, counted once here.
     const added = [...new Map(enqueued.filter((e) => !e.deduplicated).map((e) => [e.job.id, e] as const)).values()];
-    const woke = added.length > 0 ? deps.added(queue, added) : 0;
-    // An HTTP enqueue that woke waiting claims answers on the next turn: the
-    // woken claims run (their statements are synchronous on an embedded
-    // file) and their answers go out first. The job's start is what the
-    // enqueue was for; sending the producer's answer first put that write
-    // (on loopback, a wake-up of the producer's process) before the worker's.
-    if (woke > 0 && source === 'api' && deps.batchEnqueues) await new Promise<void>((resolve) => nextTurn(resolve));
+    const woke = added.length > 0 ? deps.added(queue, added, started) : 0;
+    // An HTTP enqueue that started jobs (claims it ran, or woke) answers on
+    // the next turn: the claims' answers go out first (a woken claim's
+    // statements are synchronous on an embedded file). The job's start is
+    // what the enqueue was for; sending the producer's answer first put that
+    // write (on loopback, a wake-up of the producer's process) before the worker's.
+    if (woke + started > 0 && source === 'api' && deps.batchEnqueues) await new Promise<void>((resolve) => nextTurn(resolve));
     return enqueued;
   };
-  const insert = (source: EnqueueSource) => async (queue: string, jobs: NewJob[]) => committed(queue, await store.jobsInsert(params(queue, jobs, source)), source);
+  const insert = (source: EnqueueSource) => (queue: string, jobs: NewJob[]) => written((p) => store.jobsInsert(p), queue, jobs, source);
   const gathering: Record<EnqueueSource, TickBatches<NewJob, Enqueued> | undefined> = {
     api: deps.batchEnqueues ? tickBatches({ write: insert('api'), maxBatch: SINGLE_BATCH_MAX, schedule: nextTurn }) : undefined,
     embedded: tickBatches({ write: insert('embedded'), maxBatch: ENQUEUE_CHUNK }),
@@ -78,7 +101,7 @@ export function createEnqueuing(deps: {
       if (!options.summaries) return insert(source)(queue, jobs);
       // A bulk answer does not echo payloads back: for large batches the copy
       // was most of the response time and of the server's memory.
-      return committed(queue, await store.jobsInsertSummaries(params(queue, jobs, source)), source);
+      return written((p) => store.jobsInsertSummaries(p), queue, jobs, source);
     },
     flush() {
       gathering.api?.flush();

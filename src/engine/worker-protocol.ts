@@ -20,7 +20,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { ClaimedJobWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 import { jsonOrNull } from '../db/sql.ts';
-import type { EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedOutcome, RateWait } from '../db/store/port.ts';
+import type { ClaimParams, ClaimedWithRateWait, EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedOutcome, RateWait } from '../db/store/port.ts';
 import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
 import type { WorkerLiveness as StoredLiveness } from '../db/store/port.ts';
 import type { JobStatus } from '../db/schema.ts';
@@ -62,6 +62,9 @@ export interface ClaimRequest {
   /** The worker's id for this claim: sent again, it answers the jobs it already took instead of claiming more. */
   claimId?: string | undefined;
 }
+
+/** A claim as the engine runs it: the request and who claims. */
+export type ClaimCallParams = ClaimRequest & { workerId: string; instanceId?: string | undefined };
 
 export type EffectStartAnswer = { kind: 'run' } | { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };
 export type EffectFinishAnswer = { kind: 'done'; result: unknown } | { kind: 'refused'; refusal: Refusal };
@@ -161,17 +164,26 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
     return answers;
   };
 
+  const claimParams = (p: ClaimCallParams): ClaimParams => ({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
+  const claimAnswer = ({ claimed, rateWait }: ClaimedWithRateWait): ClaimResult => {
+    if (claimed.length > 0) deps.changed?.(claimed.map((j) => j.id));
+    return { jobs: claimed.map(toClaimedJob), ...(rateWait ? { rateWait } : {}) };
+  };
+
   return {
     /**
      * pending -> running: up to `limit` jobs of the queue, in claim order.
      * `rateWait`: the queue's rate limit is holding claims back (read in the
      * claim's own round trip; advisory, the claim statement enforces).
      */
-    async claim(p: ClaimRequest & { workerId: string; instanceId?: string | undefined }): Promise<ClaimResult> {
-      const { claimed, rateWait } = await store.jobsClaimPendingWithRateWait({ ...p, maxBytes: config.maxClaimBytes, now: clock.now(), defaults: config });
-      if (claimed.length > 0) deps.changed?.(claimed.map((j) => j.id));
-      return { jobs: claimed.map(toClaimedJob), ...(rateWait ? { rateWait } : {}) };
+    async claim(p: ClaimCallParams): Promise<ClaimResult> {
+      return claimAnswer(await store.jobsClaimPendingWithRateWait(claimParams(p)));
     },
+
+    /** The store's params of a claim: now, the server's limits and defaults (also for a claim an enqueue runs, src/engine/claim-handoff.ts). */
+    claimParams,
+    /** A claim's store answer as a claim answers it; the watchers of its jobs are told. */
+    claimAnswer,
 
     /** How many jobs a claim on `queue` could take now (at most `cap`), read without claiming: what waiting claims look at. */
     claimableCount(p: { queue: string; cap: number }): Promise<number> {

@@ -32,7 +32,7 @@ import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
 import { longestSilenceSet } from './lease.ts';
-import type { ClaimParams, Claimed, RateWait } from './port-types.ts';
+import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts';
 
 /**
  * The heartbeat interval a claim tells its claimer: the queue's interval, at
@@ -234,8 +234,17 @@ export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[
  * queue's rate limit is now holding claims back, read after the claim
  * counted against it: what a worker's claim answers.
  */
-export async function jobsClaimPendingWithRateWait(db: Db, p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }> {
-  const results = await batchList(db, [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p), queueRateWaitStatement(db, { queue: p.queue, now: p.now })]);
+export async function jobsClaimPendingWithRateWait(db: Db, p: ClaimParams): Promise<ClaimedWithRateWait> {
+  return claimWithRateWaitAnswer(await batchList(db, claimWithRateWaitStatements(db, p)));
+}
+
+/** jobsClaimPendingWithRateWait's statements, for its own batch or one it shares (an enqueue's, src/db/store/enqueue.ts): the worker's row, the claim, the rate wait. */
+export function claimWithRateWaitStatements(db: Db, p: ClaimParams) {
+  return [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p), queueRateWaitStatement(db, { queue: p.queue, now: p.now })];
+}
+
+/** What claimWithRateWaitStatements' results come to. */
+export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWithRateWait {
   const claimed = results.slice(1, -1) as Claimed[][];
   return { claimed: inClaimOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
 }

@@ -24,9 +24,10 @@ import { batchList, ENQUEUE_CHUNK, type Db } from '../db.ts';
 import { nowSql, queueSettingSql } from '../sql.ts';
 import { queueAdmitsSql, queuesInUseCountSql } from './queue-use.ts';
 import type { JobRecord } from '../../core/job-record.ts';
-import type { EnqueueParams, Enqueued, NewJob } from './port-types.ts';
+import type { ClaimsAfterInsert, EnqueueParams, Enqueued, NewJob } from './port-types.ts';
 import { EnqueuePartlyStored } from './port.ts';
 import { jobsUpsertUnclaimedKey, jobThrottleStatements } from './enqueue-keyed.ts';
+import { claimWithRateWaitAnswer, claimWithRateWaitStatements } from './claim.ts';
 
 /** The columns a bulk answer needs: enough to name each job, without echoing payloads. */
 export const SUMMARY_COLUMNS = sql`id, queue_name, status, priority, available_at, created_at, idempotency_key, dedup_count, replaced_count`;
@@ -71,7 +72,8 @@ export async function jobsInsert(db: Db, p: EnqueueParams): Promise<Enqueued[]> 
   for (let start = 0; start < p.jobs.length; start += ENQUEUE_CHUNK) {
     if (start > 0) await yieldToEventLoop();
     try {
-      out.push(...(await chunkInsert(db, p, p.jobs.slice(start, start + ENQUEUE_CHUNK))));
+      // The waiting claims ride on the first chunk: its jobs are claimable as soon as it commits.
+      out.push(...(await chunkInsert(db, start === 0 ? p : { ...p, thenClaim: undefined }, p.jobs.slice(start, start + ENQUEUE_CHUNK))));
     } catch (err) {
       throw start === 0 ? err : new EnqueuePartlyStored(start, p.jobs.length, err);
     }
@@ -115,7 +117,7 @@ export function queueCapReached(queue: string, maxQueues: number | undefined) {
 async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): Promise<Enqueued[]> {
   if (jobs.some(hasKeyMode)) return chunkInsertKeyed(db, p, jobs);
   const now = nowSql(p.now);
-  const [, inserted] = await db.batch([queueInsertWithinCap(db, p.queue, now, p.maxQueues), plainStatement(db, p, jobs, now)]);
+  const [, inserted] = await batchThenClaims(db, [queueInsertWithinCap(db, p.queue, now, p.maxQueues), plainStatement(db, p, jobs, now)], p.thenClaim);
   if ((inserted as JobRecord[]).length === 0 && jobs.length > 0) throw queueCapReached(p.queue, p.maxQueues);
   // A fresh row always has dedup_count 0; a conflict returns the old row with the counter bumped.
   return (inserted as JobRecord[]).map((job) => ({ job, deduplicated: job.dedup_count > 0, replaced: false }));
@@ -173,10 +175,26 @@ async function chunkInsertKeyed(db: Db, p: EnqueueParams, jobs: readonly NewJob[
   for (const i of throttled) {
     for (const statement of jobThrottleStatements(db, p, jobs[i]!, now, guard, columns)) steps.push({ at: [i], answer: deduplicatedIfCounted, statement });
   }
-  const results = await batchList(db, [queueInsertWithinCap(db, p.queue, now, p.maxQueues), ...steps.map((s) => s.statement)]);
+  const results = await batchThenClaims(db, [queueInsertWithinCap(db, p.queue, now, p.maxQueues), ...steps.map((s) => s.statement)], p.thenClaim);
   const out: (Enqueued | undefined)[] = jobs.map(() => undefined);
   steps.forEach((step, n) => (results[n + 1] as JobRecord[]).forEach((job, k) => (out[step.at[k]!] = step.answer(job))));
   // Every statement answers each of its jobs unless the queue guard refused them all.
   if (out.some((e) => e === undefined)) throw queueCapReached(p.queue, p.maxQueues);
   return out as Enqueued[];
+}
+
+/**
+ * Runs `statements`, then the statements of each claim in `thenClaim`, as
+ * one batch (one transaction). The claims get their answers as soon as it
+ * commits, before the enqueue reads its own (which may still refuse it);
+ * the answer is the results of `statements`.
+ */
+async function batchThenClaims(db: Db, statements: BatchItem<'sqlite'>[], thenClaim: ClaimsAfterInsert | undefined): Promise<unknown[]> {
+  const claims = thenClaim?.claims.map((c) => claimWithRateWaitStatements(db, c)) ?? [];
+  const results = await batchList(db, [...statements, ...claims.flat()]);
+  if (thenClaim) {
+    let at = statements.length;
+    thenClaim.claimed(claims.map((c) => claimWithRateWaitAnswer(results.slice(at, (at += c.length)))));
+  }
+  return results.slice(0, statements.length);
 }

@@ -64,6 +64,26 @@ export interface EnqueueParams {
   columns?: SQL;
   /** Most queues in use there may be (src/db/store/queue-use.ts): a new queue past it is refused (409), nothing stored. */
   maxQueues?: number;
+  /**
+   * Claims to run after the jobs, in the same transaction (the claims that
+   * were waiting on the queue, src/engine/claim-handoff.ts): each gets its
+   * answer through `claimed` as soon as the transaction commits, also when
+   * the enqueue itself is then refused (a new queue past the cap). A bulk
+   * larger than one chunk runs them after its first chunk.
+   */
+  thenClaim?: ClaimsAfterInsert | undefined;
+}
+
+/** Claims that ride on an enqueue's transaction, and where their answers go (in the order of `claims`). */
+export interface ClaimsAfterInsert {
+  claims: readonly ClaimParams[];
+  claimed(answers: ClaimedWithRateWait[]): void;
+}
+
+/** A claim's answer: its jobs in claim order, and whether the queue's rate limit is holding claims back. */
+export interface ClaimedWithRateWait {
+  claimed: Claimed[];
+  rateWait: RateWait | null;
 }
 
 export interface Enqueued {

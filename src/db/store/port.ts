@@ -57,6 +57,7 @@ import type {
   CheckpointParams,
   ClaimParams,
   Claimed,
+  ClaimedWithRateWait,
   ClaimedNotification,
   CompleteParams,
   DashboardReadDefaults,
@@ -91,7 +92,6 @@ import type {
   QueueHealth,
   QueueSettingsPatch,
   QueueSuspectThreshold,
-  RateWait,
   ReapCandidateParams,
   ReapCandidateRow,
   ReapWrite,
@@ -123,7 +123,7 @@ export interface WorkerJobWrites {
   /** pending -> running, up to `limit`, in claim order; registers the worker. With `claimId` sent again: the jobs that id already took, and nothing more. */
   jobsClaimPending(p: ClaimParams): Promise<Claimed[]>;
   /** The same claim, and in the same round trip whether the queue's rate limit now holds claims back (what a worker's claim answers). */
-  jobsClaimPendingWithRateWait(p: ClaimParams): Promise<{ claimed: Claimed[]; rateWait: RateWait | null }>;
+  jobsClaimPendingWithRateWait(p: ClaimParams): Promise<ClaimedWithRateWait>;
   /** How many jobs a claim on the queue could take now, at most `cap`: a read with the claim's conditions (what waiting claims look at). */
   queueClaimableCount(p: { queue: string; cap: number; now: Now }): Promise<number>;
   /** running -> running under the owner's guard: renew (heartbeat), or push once (`leaseMs`: extend). */
