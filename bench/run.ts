@@ -58,7 +58,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     reaper: { finishedSmall: 10_000, finishedLarge: 1_000_000, expired: 100, healthy: 1_000, passes: 9 },
     dashboard: { finished: 1_000_000, pending: 10_000, zombies: 100, workers: 50, renders: 20 },
     peers: peersSizes({ rounds: 3, jobs: 20_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 100 }),
-    remote: { runs: 3, jobs: 2_000, delayMs: 5, maxSeconds: 60 },
+    remote: { runs: 3, jobs: 2_000, delayMs: 5, maxSeconds: 60, latencyJobs: 30 },
   },
   quick: {
     inprocess: { runs: 1, singleCalls: 200, bulkTotal: 5_000, bulkPerCall: 1_000, cycleJobs: 2_000, naiveJobs: 500, maxSeconds: 1 },
@@ -68,7 +68,7 @@ const SIZES: Record<'full' | 'quick', { inprocess: InProcessSizes; http: HttpSiz
     reaper: { finishedSmall: 1_000, finishedLarge: 50_000, expired: 100, healthy: 100, passes: 3 },
     dashboard: { finished: 50_000, pending: 1_000, zombies: 100, workers: 50, renders: 5 },
     peers: peersSizes({ rounds: 1, jobs: 2_000, concurrency: 8, bulkChunk: 1_000, latencyJobs: 10 }),
-    remote: { runs: 1, jobs: 2_000, delayMs: 5, maxSeconds: 30 },
+    remote: { runs: 1, jobs: 2_000, delayMs: 5, maxSeconds: 30, latencyJobs: 10 },
   },
 };
 
@@ -231,6 +231,8 @@ async function main() {
         { section: s, metric: `SDK worker, concurrency 8, +${d} ms each way`, value: m.delayed.processJobsPerSec, unit: 'jobs/s', note: `${fmt(m.delayed.processed)} of ${fmt(sizes.remote.jobs)} done; ${fmt(m.delayed.dbRequests)} database requests (${fmt(m.direct.dbRequests)} without the delay)` },
         { section: s, metric: 'processing with delay / without', value: m.processRatio, unit: 'x', digits: 2, target: '>= 0.5', met: m.processRatio >= 0.5 },
         { section: s, metric: 'server CPU per job, +delay / none', value: m.delayed.serverCpuMsPerJob, unit: 'ms', digits: 3, note: `${fmt(m.direct.serverCpuMsPerJob, 3)} ms without the delay; sqld ${fmt(m.delayed.sqldCpuMsPerJob, 3)} / ${fmt(m.direct.sqldCpuMsPerJob, 3)} ms` },
+        { section: s, metric: 'idle worker, enqueue to handler start p50, no delay', value: m.direct.latencyP50Ms, unit: 'ms', digits: 1, note: `${fmt(m.direct.latencyDbRequestsPerJob, 2)} database requests per job` },
+        { section: s, metric: `idle worker, enqueue to handler start p50, +${d} ms each way`, value: m.delayed.latencyP50Ms, unit: 'ms', digits: 1, note: `${fmt(m.delayed.latencyDbRequestsPerJob, 2)} database requests per job` },
       );
     }
   }
