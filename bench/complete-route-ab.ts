@@ -1,0 +1,164 @@
+/**
+ * The server's CPU per job on the worker SDK's hot call: POST
+ * /api/v1/completions with 100 completions and a claim of 100 (a claimId and
+ * an instanceId, as src/worker/http-transport.ts sends it), through the real
+ * app (createApp + app.request, no socket), until a seeded queue is drained.
+ * Beside it, the engine's call alone (engine.completeThenClaim with the same
+ * inputs), so the route's own share (body, validation, conversions, the
+ * answer's JSON) is the difference.
+ *
+ * The client's side of the call in this process (JSON.stringify of the
+ * request, JSON.parse of the answer) is timed apart and taken off the route's
+ * figure. What is left is the server's JS plus the engine's.
+ *
+ * Compare code versions inside one pinned process: with ROUTE_AB_BASE set to
+ * another checkout's root (e.g. `git archive <commit> src | tar -x -C
+ * /tmp/base` and a node_modules link there), its src runs as the variants
+ * `base-route` and `base-engine`, taking turns with this tree's. The VM's
+ * vCPUs run at different speeds, so pin:
+ *
+ *   taskset -c 1 npx tsx bench/complete-route-ab.ts [rounds=5] [jobs=20000]
+ *   ROUTE_AB_BASE=/tmp/base taskset -c 1 npx tsx bench/complete-route-ab.ts 7
+ *   ROUTE_AB_ONLY=route taskset -c 1 node --import tsx --cpu-prof bench/complete-route-ab.ts 3
+ *
+ * Prints each variant's µs of process CPU per job for every round, their
+ * medians, and the route's share (route - engine).
+ */
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { check, machineInfo, median, now, openTempDb, seedPending } from './lib.ts';
+
+const ROUNDS = Number(process.argv[2] ?? 5);
+const JOBS = Number(process.argv[3] ?? 20_000);
+const BATCH = 100;
+const QUEUE = 'bench';
+const WORKER = 'bench-host-4242-3f9c2a';
+const INSTANCE = '5e0b7c1d9a8f4e21';
+
+/** What a variant needs from a checkout's src. */
+async function loadTree(root: string) {
+  const mod = (p: string) => import(pathToFileURL(join(root, 'src', p)).href);
+  const [app, engine, store, config, clock, log] = await Promise.all([
+    mod('app.ts'),
+    mod('engine/engine.ts'),
+    mod('db/store/create-store.ts'),
+    mod('core/config.ts'),
+    mod('core/clock.ts'),
+    mod('core/log.ts'),
+  ]);
+  /** An engine and its app over `db`, on the database's clock as `leasehold serve` runs. */
+  return (db: unknown) => {
+    const e = engine.createEngine({ store: store.createStore(db), config: config.defaultConfig(), clock: clock.databaseClock, log: log.silentLogger });
+    return { engine: e, app: app.createApp({ engine: e }) as { request(path: string, init: RequestInit): Promise<Response> } };
+  };
+}
+
+type Tree = Awaited<ReturnType<typeof loadTree>>;
+interface Held {
+  id: string;
+  lockToken: string;
+}
+
+/** Drains the queue through POST /completions; µs of CPU per job, less the client's JSON work. */
+async function drainRoute(build: Tree, label: string): Promise<number> {
+  const db = await openTempDb(label);
+  try {
+    await seedPending(db.client, QUEUE, JOBS);
+    const { engine, app } = build(db.db);
+    let held: Held[] = (await engine.claim({ queue: QUEUE, limit: BATCH, workerId: WORKER, instanceId: INSTANCE })).jobs;
+    let calls = 0;
+    let completed = 0;
+    let clientMs = 0;
+    const cpu0 = process.cpuUsage();
+    while (held.length > 0) {
+      const t0 = now();
+      const body = JSON.stringify({
+        workerId: WORKER,
+        instanceId: INSTANCE,
+        results: held.map((x) => ({ id: x.id, lockToken: x.lockToken, result: null })),
+        claim: { queue: QUEUE, limit: BATCH, claimId: `${INSTANCE}-${++calls}` },
+      });
+      // As node:http sends it: the length declared (src/api/body-limit.ts reads it).
+      const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+      clientMs += now() - t0;
+      const res = await app.request('/api/v1/completions', { method: 'POST', headers, body });
+      const text = await res.text();
+      const t1 = now();
+      const answer = JSON.parse(text) as { results: { ok: boolean }[]; jobs: Held[] };
+      clientMs += now() - t1;
+      check(res.status === 200, `completions answered ${res.status}: ${text.slice(0, 300)}`);
+      completed += answer.results.filter((r) => r.ok).length;
+      held = answer.jobs;
+    }
+    const cpu = process.cpuUsage(cpu0);
+    check(completed === JOBS, `completed ${completed} of ${JOBS}`);
+    return (cpu.user + cpu.system - clientMs * 1000) / completed;
+  } finally {
+    db.done();
+  }
+}
+
+/** Drains the queue through engine.completeThenClaim with the route's inputs; µs of CPU per job. */
+async function drainEngine(build: Tree, label: string): Promise<number> {
+  const db = await openTempDb(label);
+  try {
+    await seedPending(db.client, QUEUE, JOBS);
+    const { engine } = build(db.db);
+    let held: Held[] = (await engine.claim({ queue: QUEUE, limit: BATCH, workerId: WORKER, instanceId: INSTANCE })).jobs;
+    let calls = 0;
+    let completed = 0;
+    const cpu0 = process.cpuUsage();
+    while (held.length > 0) {
+      const r = await engine.completeThenClaim({
+        workerId: WORKER,
+        instanceId: INSTANCE,
+        results: held.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, result: null })),
+        claim: { queue: QUEUE, limit: BATCH, claimId: `${INSTANCE}-${++calls}` },
+      });
+      completed += (r.answers as { ok: boolean }[]).filter((a) => a.ok).length;
+      held = r.claimed;
+    }
+    const cpu = process.cpuUsage(cpu0);
+    check(completed === JOBS, `completed ${completed} of ${JOBS}`);
+    return (cpu.user + cpu.system) / completed;
+  } finally {
+    db.done();
+  }
+}
+
+const trees: [string, Tree][] = [['', await loadTree(join(import.meta.dirname, '..'))]];
+if (process.env.ROUTE_AB_BASE) trees.push(['base-', await loadTree(process.env.ROUTE_AB_BASE)]);
+// ROUTE_AB_ONLY=route (or engine): that variant alone, e.g. under --cpu-prof.
+const only = process.env.ROUTE_AB_ONLY;
+const variants = trees
+  .flatMap(([prefix, tree]) => [
+    [`${prefix}route`, () => drainRoute(tree, 'route-ab')],
+    [`${prefix}engine`, () => drainEngine(tree, 'route-ab')],
+  ])
+  .filter(([name]) => !only || (name as string).endsWith(only)) as [string, () => Promise<number>][];
+
+const info = machineInfo();
+console.log(`${info.cpu}, ${info.nproc} vCPUs, node ${info.node}; ${JOBS} jobs per drain, ${BATCH} per call, ${ROUNDS} rounds`);
+// One unreported drain each first: compiled code, prepared statements.
+for (const [, run] of variants) await run();
+const res = new Map(variants.map(([name]) => [name, [] as number[]]));
+for (let round = 0; round < ROUNDS; round++) {
+  // Rotate the order, so no variant always runs first (or last) on a warming machine.
+  for (let i = 0; i < variants.length; i++) {
+    const [name, run] = variants[(i + round) % variants.length]!;
+    res.get(name)!.push(await run());
+  }
+}
+const fmt = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
+for (const [name, xs] of res) console.log(`${name.padEnd(12)} µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
+for (const [prefix] of only ? [] : trees) {
+  const route = res.get(`${prefix}route`)!;
+  const engine = res.get(`${prefix}engine`)!;
+  // Paired by round: the two ran back to back.
+  const share = route.map((x, i) => x - engine[i]!);
+  console.log(`${(prefix || 'this ') + 'tree'}: route share (route - engine) per round ${fmt(share)}  median ${median(share).toFixed(1)} µs/job`);
+}
+if (trees.length === 2 && !only) {
+  const ratio = (name: string) => res.get(name)!.map((x, i) => x / res.get(`base-${name}`)![i]!);
+  console.log(`this / base per round: route ${fmt(ratio('route'))} (median ${median(ratio('route')).toFixed(3)}), engine ${fmt(ratio('engine'))} (median ${median(ratio('engine')).toFixed(3)})`);
+}
