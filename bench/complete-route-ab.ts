@@ -14,8 +14,10 @@
  * Compare code versions inside one pinned process: with ROUTE_AB_BASE set to
  * another checkout's root (e.g. `git archive <commit> src | tar -x -C
  * /tmp/base` and a node_modules link there), its src runs as the variants
- * `base-route` and `base-engine`, taking turns with this tree's. The VM's
- * vCPUs run at different speeds, so pin:
+ * `base-route` and `base-engine`, taking turns with this tree's (tsx compiles
+ * its .tsx with this tree's settings only when a tsconfig includes it: point
+ * TSX_TSCONFIG_PATH at one that extends ours and adds `/tmp/base/src`). The
+ * VM's vCPUs run at different speeds, so pin:
  *
  *   taskset -c 1 npx tsx bench/complete-route-ab.ts [rounds=5] [jobs=20000]
  *   ROUTE_AB_BASE=/tmp/base taskset -c 1 npx tsx bench/complete-route-ab.ts 7
@@ -149,7 +151,7 @@ for (let round = 0; round < ROUNDS; round++) {
     res.get(name)!.push(await run());
   }
 }
-const fmt = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
+const fmt = (xs: number[], digits = 1) => xs.map((x) => x.toFixed(digits)).join(' ');
 for (const [name, xs] of res) console.log(`${name.padEnd(12)} µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
 for (const [prefix] of only ? [] : trees) {
   const route = res.get(`${prefix}route`)!;
@@ -160,5 +162,5 @@ for (const [prefix] of only ? [] : trees) {
 }
 if (trees.length === 2 && !only) {
   const ratio = (name: string) => res.get(name)!.map((x, i) => x / res.get(`base-${name}`)![i]!);
-  console.log(`this / base per round: route ${fmt(ratio('route'))} (median ${median(ratio('route')).toFixed(3)}), engine ${fmt(ratio('engine'))} (median ${median(ratio('engine')).toFixed(3)})`);
+  console.log(`this / base per round: route ${fmt(ratio('route'), 3)} (median ${median(ratio('route')).toFixed(3)}), engine ${fmt(ratio('engine'), 3)} (median ${median(ratio('engine')).toFixed(3)})`);
 }
