@@ -14,7 +14,7 @@
  * Compare code versions inside one pinned process: with ROUTE_AB_BASE set to
  * another checkout's root (e.g. `git archive <commit> src | tar -x -C
  * /tmp/base` and a node_modules link there), its src runs as the variants
- * `base-route` and `base-engine`, taking turns with this tree's (tsx compiles
+ * `base-route` and `base-engine`, taking turns with this tree's call by call (tsx compiles
  * its .tsx with this tree's settings only when a tsconfig includes it: point
  * TSX_TSCONFIG_PATH at one that extends ours and adds `/tmp/base/src`). The
  * VM's vCPUs run at different speeds, so pin:
@@ -61,18 +61,33 @@ interface Held {
   lockToken: string;
 }
 
-/** Drains the queue through POST /completions; µs of CPU per job, less the client's JSON work. */
-async function drainRoute(build: Tree, label: string): Promise<number> {
-  const db = await openTempDb(label);
-  try {
-    await seedPending(db.client, QUEUE, JOBS);
-    const { engine, app } = build(db.db);
-    let held: Held[] = (await engine.claim({ queue: QUEUE, limit: BATCH, workerId: WORKER, instanceId: INSTANCE })).jobs;
-    let calls = 0;
-    let completed = 0;
-    let clientMs = 0;
-    const cpu0 = process.cpuUsage();
-    while (held.length > 0) {
+/**
+ * One variant's queue, drained a call at a time: `step()` makes one call and
+ * answers the µs of process CPU it took (for the route, less the client's JSON
+ * work), or undefined once the queue is empty.
+ */
+interface Drain {
+  step(): Promise<number | undefined>;
+  done(): void;
+}
+
+async function seeded(build: Tree) {
+  const db = await openTempDb('route-ab');
+  await seedPending(db.client, QUEUE, JOBS);
+  const { engine, app } = build(db.db);
+  const held: Held[] = (await engine.claim({ queue: QUEUE, limit: BATCH, workerId: WORKER, instanceId: INSTANCE })).jobs;
+  return { db, engine, app, held };
+}
+
+/** Through POST /completions, as the SDK's HTTP transport sends it. */
+async function routeDrain(build: Tree): Promise<Drain> {
+  const { db, app, held: first } = await seeded(build);
+  let held = first;
+  let calls = 0;
+  return {
+    async step() {
+      if (held.length === 0) return undefined;
+      const cpu0 = process.cpuUsage();
       const t0 = now();
       const body = JSON.stringify({
         workerId: WORKER,
@@ -82,50 +97,44 @@ async function drainRoute(build: Tree, label: string): Promise<number> {
       });
       // As node:http sends it: the length declared (src/api/body-limit.ts reads it).
       const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-      clientMs += now() - t0;
+      let clientMs = now() - t0;
       const res = await app.request('/api/v1/completions', { method: 'POST', headers, body });
       const text = await res.text();
       const t1 = now();
       const answer = JSON.parse(text) as { results: { ok: boolean }[]; jobs: Held[] };
       clientMs += now() - t1;
+      const cpu = process.cpuUsage(cpu0);
       check(res.status === 200, `completions answered ${res.status}: ${text.slice(0, 300)}`);
-      completed += answer.results.filter((r) => r.ok).length;
+      check(answer.results.length === held.length && answer.results.every((r) => r.ok), 'every completion accepted');
       held = answer.jobs;
-    }
-    const cpu = process.cpuUsage(cpu0);
-    check(completed === JOBS, `completed ${completed} of ${JOBS}`);
-    return (cpu.user + cpu.system - clientMs * 1000) / completed;
-  } finally {
-    db.done();
-  }
+      return cpu.user + cpu.system - clientMs * 1000;
+    },
+    done: () => db.done(),
+  };
 }
 
-/** Drains the queue through engine.completeThenClaim with the route's inputs; µs of CPU per job. */
-async function drainEngine(build: Tree, label: string): Promise<number> {
-  const db = await openTempDb(label);
-  try {
-    await seedPending(db.client, QUEUE, JOBS);
-    const { engine } = build(db.db);
-    let held: Held[] = (await engine.claim({ queue: QUEUE, limit: BATCH, workerId: WORKER, instanceId: INSTANCE })).jobs;
-    let calls = 0;
-    let completed = 0;
-    const cpu0 = process.cpuUsage();
-    while (held.length > 0) {
+/** Through engine.completeThenClaim, with the inputs the route gives it. */
+async function engineDrain(build: Tree): Promise<Drain> {
+  const { db, engine, held: first } = await seeded(build);
+  let held = first;
+  let calls = 0;
+  return {
+    async step() {
+      if (held.length === 0) return undefined;
+      const cpu0 = process.cpuUsage();
       const r = await engine.completeThenClaim({
         workerId: WORKER,
         instanceId: INSTANCE,
         results: held.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, result: null })),
         claim: { queue: QUEUE, limit: BATCH, claimId: `${INSTANCE}-${++calls}` },
       });
-      completed += (r.answers as { ok: boolean }[]).filter((a) => a.ok).length;
+      const cpu = process.cpuUsage(cpu0);
+      check((r.answers as { ok: boolean }[]).every((a) => a.ok), 'every completion accepted');
       held = r.claimed;
-    }
-    const cpu = process.cpuUsage(cpu0);
-    check(completed === JOBS, `completed ${completed} of ${JOBS}`);
-    return (cpu.user + cpu.system) / completed;
-  } finally {
-    db.done();
-  }
+      return cpu.user + cpu.system;
+    },
+    done: () => db.done(),
+  };
 }
 
 const trees: [string, Tree][] = [['', await loadTree(join(import.meta.dirname, '..'))]];
@@ -134,29 +143,47 @@ if (process.env.ROUTE_AB_BASE) trees.push(['base-', await loadTree(process.env.R
 const only = process.env.ROUTE_AB_ONLY;
 const variants = trees
   .flatMap(([prefix, tree]) => [
-    [`${prefix}route`, () => drainRoute(tree, 'route-ab')],
-    [`${prefix}engine`, () => drainEngine(tree, 'route-ab')],
+    [`${prefix}route`, () => routeDrain(tree)],
+    [`${prefix}engine`, () => engineDrain(tree)],
   ])
-  .filter(([name]) => !only || (name as string).endsWith(only)) as [string, () => Promise<number>][];
+  .filter(([name]) => !only || (name as string).endsWith(only)) as [string, () => Promise<Drain>][];
+
+/**
+ * A round: every variant drains its own fresh queue, the variants taking
+ * turns call by call (so a change in the machine's load meets them all
+ * alike); each one's CPU per job.
+ */
+async function round(): Promise<number[]> {
+  const drains = await Promise.all(variants.map(([, open]) => open()));
+  const cpuUs = drains.map(() => 0);
+  try {
+    for (let live = true; live; ) {
+      live = false;
+      for (const [i, d] of drains.entries()) {
+        const us = await d.step();
+        if (us === undefined) continue;
+        cpuUs[i] = cpuUs[i]! + us;
+        live = true;
+      }
+    }
+  } finally {
+    for (const d of drains) d.done();
+  }
+  return cpuUs.map((us) => us / JOBS);
+}
 
 const info = machineInfo();
 console.log(`${info.cpu}, ${info.nproc} vCPUs, node ${info.node}; ${JOBS} jobs per drain, ${BATCH} per call, ${ROUNDS} rounds`);
-// One unreported drain each first: compiled code, prepared statements.
-for (const [, run] of variants) await run();
+// One unreported round first: compiled code, prepared statements.
+await round();
 const res = new Map(variants.map(([name]) => [name, [] as number[]]));
-for (let round = 0; round < ROUNDS; round++) {
-  // Rotate the order, so no variant always runs first (or last) on a warming machine.
-  for (let i = 0; i < variants.length; i++) {
-    const [name, run] = variants[(i + round) % variants.length]!;
-    res.get(name)!.push(await run());
-  }
-}
+for (let r = 0; r < ROUNDS; r++) for (const [i, x] of (await round()).entries()) res.get(variants[i]![0])!.push(x);
 const fmt = (xs: number[], digits = 1) => xs.map((x) => x.toFixed(digits)).join(' ');
 for (const [name, xs] of res) console.log(`${name.padEnd(12)} µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
 for (const [prefix] of only ? [] : trees) {
   const route = res.get(`${prefix}route`)!;
   const engine = res.get(`${prefix}engine`)!;
-  // Paired by round: the two ran back to back.
+  // Paired by round: the two took turns.
   const share = route.map((x, i) => x - engine[i]!);
   console.log(`${(prefix || 'this ') + 'tree'}: route share (route - engine) per round ${fmt(share)}  median ${median(share).toFixed(1)} µs/job`);
 }
