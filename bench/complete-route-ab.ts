@@ -23,8 +23,9 @@
  *   ROUTE_AB_BASE=/tmp/base taskset -c 1 npx tsx bench/complete-route-ab.ts 7
  *   ROUTE_AB_ONLY=route taskset -c 1 node --import tsx --cpu-prof bench/complete-route-ab.ts 3
  *
- * Prints each variant's µs of process CPU per job for every round, their
- * medians, and the route's share (route - engine).
+ * Prints each variant's µs of process CPU per job for every round (all its
+ * calls, and its median call), their medians, and the route's share (route
+ * - engine).
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -153,23 +154,25 @@ const variants = trees
  * turns call by call (so a change in the machine's load meets them all
  * alike); each one's CPU per job.
  */
-async function round(): Promise<number[]> {
+async function round(): Promise<{ mean: number[]; mid: number[] }> {
   const drains = await Promise.all(variants.map(([, open]) => open()));
-  const cpuUs = drains.map(() => 0);
+  const calls = drains.map(() => [] as number[]);
   try {
     for (let live = true; live; ) {
       live = false;
       for (const [i, d] of drains.entries()) {
         const us = await d.step();
         if (us === undefined) continue;
-        cpuUs[i] = cpuUs[i]! + us;
+        calls[i]!.push(us);
         live = true;
       }
     }
   } finally {
     for (const d of drains) d.done();
   }
-  return cpuUs.map((us) => us / JOBS);
+  // The mean counts everything (a collection included); the median call is
+  // less shaken by what else the machine runs.
+  return { mean: calls.map((xs) => xs.reduce((a, b) => a + b, 0) / JOBS), mid: calls.map((xs) => median(xs) / BATCH) };
 }
 
 const info = machineInfo();
@@ -177,9 +180,17 @@ console.log(`${info.cpu}, ${info.nproc} vCPUs, node ${info.node}; ${JOBS} jobs p
 // One unreported round first: compiled code, prepared statements.
 await round();
 const res = new Map(variants.map(([name]) => [name, [] as number[]]));
-for (let r = 0; r < ROUNDS; r++) for (const [i, x] of (await round()).entries()) res.get(variants[i]![0])!.push(x);
+const mid = new Map(variants.map(([name]) => [name, [] as number[]]));
+for (let r = 0; r < ROUNDS; r++) {
+  const got = await round();
+  for (const [i, [name]] of variants.entries()) {
+    res.get(name)!.push(got.mean[i]!);
+    mid.get(name)!.push(got.mid[i]!);
+  }
+}
 const fmt = (xs: number[], digits = 1) => xs.map((x) => x.toFixed(digits)).join(' ');
 for (const [name, xs] of res) console.log(`${name.padEnd(12)} µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
+for (const [name, xs] of mid) console.log(`${name.padEnd(12)} median call, µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
 for (const [prefix] of only ? [] : trees) {
   const route = res.get(`${prefix}route`)!;
   const engine = res.get(`${prefix}engine`)!;
@@ -188,6 +199,8 @@ for (const [prefix] of only ? [] : trees) {
   console.log(`${(prefix || 'this ') + 'tree'}: route share (route - engine) per round ${fmt(share)}  median ${median(share).toFixed(1)} µs/job`);
 }
 if (trees.length === 2 && !only) {
-  const ratio = (name: string) => res.get(name)!.map((x, i) => x / res.get(`base-${name}`)![i]!);
-  console.log(`this / base per round: route ${fmt(ratio('route'), 3)} (median ${median(ratio('route')).toFixed(3)}), engine ${fmt(ratio('engine'), 3)} (median ${median(ratio('engine')).toFixed(3)})`);
+  for (const [what, m] of [['mean', res], ['median call', mid]] as const) {
+    const ratio = (name: string) => m.get(name)!.map((x, i) => x / m.get(`base-${name}`)![i]!);
+    console.log(`this / base per round (${what}): route ${fmt(ratio('route'), 3)} (median ${median(ratio('route')).toFixed(3)}), engine ${fmt(ratio('engine'), 3)} (median ${median(ratio('engine')).toFixed(3)})`);
+  }
 }
