@@ -93,7 +93,28 @@ export interface JobRecord {
   updated_at: number;
 }
 
-export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/**
+ * Epoch ms as ISO text. The two texts made last are kept: the rows of one
+ * statement share their times (a claim's leases and deadlines, a batch's
+ * completion time), and toISOString was most of the cost of encoding a
+ * claimed job (about 0.4 µs a call, two per job).
+ */
+export const iso = (ms: number | null) => (ms === null ? null : isoText(ms));
+
+let lastMs = Number.NaN;
+let lastText = '';
+let otherMs = Number.NaN;
+let otherText = '';
+function isoText(ms: number): string {
+  if (ms === lastMs) return lastText;
+  if (ms === otherMs) return otherText;
+  const text = new Date(ms).toISOString();
+  otherMs = lastMs;
+  otherText = lastText;
+  lastMs = ms;
+  lastText = text;
+  return text;
+}
 /** Stored JSON text as a value (NULL stays null). */
 export const parsed = (text: string | null) => (text === null ? null : (JSON.parse(text) as unknown));
 
