@@ -281,7 +281,8 @@ export const MAX_CLAIM_WAIT_MS = 30_000;
  * Claims; when that finds nothing and `waitMs` > 0, parks until a wake-up
  * and claims again, until something is claimed, the wait is over, the
  * client went away (`signal`) or the server shuts down. A client that went
- * away is never claimed for: those jobs would sit out a lease for nobody.
+ * away is never claimed for: those jobs would sit out a lease for nobody (its
+ * wait ends at the abort, so no enqueue takes it either).
  * `owner` and `bounds`: whose claim this is, and how many may wait (429
  * past them); `ready`: the cheap look the waiters share while it waits;
  * `offer`: what an enqueue may claim for it while it waits (take), the
