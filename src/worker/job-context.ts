@@ -8,7 +8,7 @@
  */
 import { textProblem } from '../core/text.ts';
 import { LAST_TRY_MS, withinLeases } from './call-budget.ts';
-import { abortJob, abortRefused, confirmLease, leaseGone, type Held, type Running } from './held.ts';
+import { abortJob, abortRefused, confirmLease, leaseGone, signalOf, type Held, type Running } from './held.ts';
 import type { LeaseKeeper } from './lease-keeper.ts';
 import { persist } from './persist.ts';
 import type { CallOptions, LeaseAnswer } from './transport.ts';
@@ -25,11 +25,11 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
   const refused = (a: LeaseAnswer) => {
     if (a.ok) return;
     abortRefused(w, r, a);
-    throw r.controller.signal.reason;
+    throw r.abortedBy;
   };
   const lost = (message: string) => {
     abortJob(w, r, 'lease_lost', message);
-    return r.controller.signal.reason as Error;
+    return r.abortedBy!;
   };
   // A renewal is worth waiting for until the fence; a write while the lease is ours.
   const renewal = <T>(call: (c: CallOptions) => Promise<T>) => withinLeases(w, r.fenceAt, 'heartbeat', call);
@@ -86,7 +86,7 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
       group: r.job.group ?? null,
       snoozes: r.job.snoozes ?? 0,
     },
-    signal: r.controller.signal,
+    signal: signalOf(r),
     idempotencyKey: r.job.idempotencyKey ?? `${r.job.queue}:${r.job.id}`,
     fencingToken: r.job.fencingToken,
     async heartbeat(progress) {
