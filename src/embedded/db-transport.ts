@@ -35,7 +35,9 @@ export function dbTransport(engine: Engine): Transport {
       return leaseAnswer(await protocol.checkpoint({ ...lease(p.lease), workerId: p.workerId, checkpoint: p.checkpoint }));
     },
     async complete(p) {
-      const results = p.results.map((x) => ({ ...lease(x), result: x.result }));
+      // A literal, not `{ ...lease(x), result }`: V8 takes a slow path for a
+      // property added after a spread of a fresh object (about 1 us, per job).
+      const results = p.results.map((x) => ({ id: Number(x.id), lockToken: x.lockToken, result: x.result }));
       if (!p.claim) return { answers: (await protocol.complete({ workerId: p.workerId, results })).map(leaseAnswer), claimed: [] };
       const { answers, claimed } = await protocol.completeThenClaim({ workerId: p.workerId, instanceId: p.instanceId, results, claim: p.claim });
       return { answers: answers.map(leaseAnswer), claimed };
