@@ -107,7 +107,7 @@ export function createJobContext<P>(w: Held, keeper: Pick<LeaseKeeper, 'applyAns
     async heartbeat(progress) {
       if (progress !== undefined) r.progress = progress;
       const sentAt = timers.now();
-      const [answer] = await renewal(w, r, (c) => transport.heartbeat({ workerId, leases: [{ ...leaseOf(r), progress }] }, c));
+      const [answer] = await renewal(w, r, (c) => transport.heartbeat({ workerId, leases: [{ id: r.job.id, lockToken: r.job.lockToken, progress }] }, c));
       keeper.applyAnswers([answer!], sentAt);
       refused(w, r, answer!);
     },
