@@ -15,7 +15,7 @@
  * - Each call gives up when the leases it carries run out by the worker's
  *   clock (call-budget.ts); its retries stop there too.
  */
-import { JobSnooze, NonRetryableError, RetryAfter, type JobAbortedError } from './errors.ts';
+import { JobSnooze, NonRetryableError, RetryAfter } from './errors.ts';
 import { LAST_TRY_MS, withinLeases } from './call-budget.ts';
 import { leaseGone, type Held, type Running } from './held.ts';
 import { persist } from './persist.ts';
@@ -61,7 +61,7 @@ export function createCompleter(w: Held, riding: RidingClaim) {
 
   /** Reports how the handler's run ended; resolves when the server has answered (or the lease has run out). */
   async function finish(r: Running, outcome: Outcome): Promise<void> {
-    const aborted = r.controller.signal.aborted ? (r.controller.signal.reason as JobAbortedError).reason : undefined;
+    const aborted = r.abortedBy?.reason;
     if (aborted === 'shutdown' && w.state() === 'stopped') {
       stats.abandoned++;
       emit('abandoned', { job: r.job, reason: 'released at shutdown' });

@@ -16,7 +16,14 @@ import type { Logger, WorkerEvents } from './types.ts';
 
 export interface Running {
   job: ClaimedJob;
-  controller: AbortController;
+  /**
+   * Why the job was stopped (lease lost, deadline, shutdown), once it was
+   * (abortJob). The worker's own checks read this, not the signal: an
+   * AbortSignal's getters cost more than a field, on every job.
+   */
+  abortedBy: JobAbortedError | undefined;
+  /** The handler's signal, made when the handler starts (signalOf). */
+  controller: AbortController | undefined;
   leaseMs: number;
   /** Local time until which the lease is surely still ours (a renewal sent at local time t is good until t + lease). */
   leaseValidUntil: number;
@@ -95,10 +102,26 @@ export function createEmitter(logger: () => Required<Logger>) {
   return { emit, on };
 }
 
+/**
+ * The job's AbortSignal, aborted with `abortedBy` if the job was stopped
+ * before it was made. Made for the handler's context, not at claim: creating
+ * an AbortSignal costs a few microseconds, and a job dropped before it
+ * starts never needs one. (A getter on ctx that made it only when read cost
+ * more than it saved: an object literal with an accessor is slow to create.)
+ */
+export function signalOf(r: Running): AbortSignal {
+  if (!r.controller) {
+    r.controller = new AbortController();
+    if (r.abortedBy) r.controller.abort(r.abortedBy);
+  }
+  return r.controller.signal;
+}
+
 /** Aborts the job's signal once, with a JobAbortedError; a lost lease is counted and announced. */
 export function abortJob(w: Held, r: Running, reason: AbortCause, message: string): void {
-  if (r.controller.signal.aborted) return;
-  r.controller.abort(new JobAbortedError(reason, message));
+  if (r.abortedBy) return;
+  r.abortedBy = new JobAbortedError(reason, message);
+  r.controller?.abort(r.abortedBy);
   if (reason === 'lease_lost' || reason === 'lease_expired_locally') {
     w.stats.leaseLost++;
     w.emit('lease_lost', { job: r.job, reason, message });

@@ -96,7 +96,8 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   function track(job: ClaimedJob, sentAt: number): Running {
     const r: Running = {
       job,
-      controller: new AbortController(),
+      abortedBy: undefined,
+      controller: undefined,
       leaseMs: job.leaseMs,
       leaseValidUntil: -Infinity,
       fenceAt: -Infinity,
@@ -144,7 +145,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
   function armFence(r: Running) {
     r.fenceTimer = timers.setTimeout(
       () => {
-        if (w.active.get(r.job.id) !== r || r.controller.signal.aborted) return;
+        if (w.active.get(r.job.id) !== r || r.abortedBy) return;
         if (!fenceIfDue(r)) armFence(r);
       },
       Math.max(0, r.fenceAt - timers.now()),
@@ -224,7 +225,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     // After a pause (SIGSTOP, a suspended VM) every overdue timer fires at
     // once, in no order this code chooses: whichever of the keeper's runs
     // first fences what is due, before it renews anything.
-    for (const r of jobs) if (!r.controller.signal.aborted) fenceIfDue(r);
+    for (const r of jobs) if (!r.abortedBy) fenceIfDue(r);
     if (inFlight >= MAX_BEATS_IN_FLIGHT) {
       // Both calls in flight are stuck or slow: a third would only add to
       // them. Each gives up when its leases run out, and the fences stand.
@@ -236,7 +237,7 @@ export function createLeaseKeeper(w: Held, options: LeaseKeeperOptions) {
     // otherwise come before the next tick: a renewal that reaches the server
     // after the completion is refused and recorded as a stale write, but a
     // completion slow to get through must not lose the lease either.
-    const renew = jobs.filter((r) => !r.controller.signal.aborted && !(r.finishing && r.fenceAt - timers.now() > interval));
+    const renew = jobs.filter((r) => !r.abortedBy && !(r.finishing && r.fenceAt - timers.now() > interval));
     const sentAt = timers.now();
     // One request, one transaction: the renewals and the liveness beat
     // together. An idle worker sends the beat with no leases.

@@ -59,7 +59,7 @@ export function createRunQueue(o: RunQueueOptions) {
   function pump() {
     while (!paused && running < o.concurrency && line.length > 0) {
       const r = line.shift()!;
-      if (r.controller.signal.aborted) {
+      if (r.abortedBy) {
         o.drop(r);
         continue;
       }

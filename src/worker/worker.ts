@@ -33,7 +33,6 @@
 import { createClaimLoop } from './claim-loop.ts';
 import { classify, createCompleter, RELEASE_RETRY_MS, type Outcome } from './completer.ts';
 import { abortJob, createEmitter, type Held, type Running, type WorkerState, type WorkerStats } from './held.ts';
-import type { JobAbortedError } from './errors.ts';
 import { createJobContext } from './job-context.ts';
 import { createLeaseKeeper } from './lease-keeper.ts';
 import { checkLeaseTimings } from './lease-rules.ts';
@@ -125,7 +124,7 @@ export function createWorker<P = unknown>(options: WorkerOptions<P>) {
     run: runHandler,
     drop(r) {
       // Its lease was lost (announced as lease_lost) or its deadline passed while it waited: not ours to run.
-      const cause = (r.controller.signal.reason as JobAbortedError | undefined)?.reason;
+      const cause = r.abortedBy?.reason;
       stats.abandoned++;
       emit('abandoned', { job: r.job, reason: cause === 'deadline_exceeded' ? 'deadline passed before it started' : 'lease lost before it started' });
       keeper.untrack(r);
