@@ -125,18 +125,22 @@ async function chunkInsert(db: Db, p: EnqueueParams, jobs: readonly NewJob[]): P
 
 /** The jobs without a key mode: inserted, or their key's job answered with its dedup counter bumped. */
 function plainStatement(db: Db, p: EnqueueParams, jobs: readonly NewJob[], now: SQL) {
+  // A field the job leaves out stays out of its row (JSON.stringify drops
+  // undefined): a missing key reads as NULL and the statement supplies the
+  // defaults. A plain job's row is then {"p":...} alone, not ~110 bytes of
+  // nulls that json_each and every ->> below would parse again per row.
   const rows = JSON.stringify(
-    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey ?? null, pr: j.priority ?? 0, d: j.delayMs ?? 0, r: j.runAt ?? null, m: j.maxAttempts ?? null, t: j.timeoutMs ?? null, u: j.uniqueWhile ?? 'retained', tp: j.traceparent ?? null, ts: j.tracestate ?? null, ol: j.onLost ?? null, g: j.group ?? null })),
+    jobs.map((j) => ({ p: j.payload, k: j.idempotencyKey, pr: j.priority, d: j.delayMs, r: j.runAt, m: j.maxAttempts, t: j.timeoutMs, u: j.uniqueWhile, tp: j.traceparent, ts: j.tracestate, ol: j.onLost, g: j.group })),
   );
   const maxAttemptsDefault = queueSettingSql('max_attempts', sql`${p.queue}`, p.defaults.maxAttempts);
   // RETURNING yields rows in the order they were inserted or deduplicated
   // (ORDER BY the array index), each with the values it had at that moment.
   return db.all<JobRecord>(sql`WITH clock(now) AS (SELECT ${now}), queue_default(max_attempts) AS (SELECT ${maxAttemptsDefault})
       INSERT INTO jobs (queue_name, payload, priority, max_attempts, available_at, idempotency_key, unique_while, timeout_ms, trace_parent, trace_state, on_lost, group_key, last_event_actor, enqueued_by, created_at, updated_at)
-      SELECT ${p.queue}, j.value -> '$.p', j.value ->> '$.pr',
+      SELECT ${p.queue}, j.value -> '$.p', coalesce(j.value ->> '$.pr', 0),
         coalesce(j.value ->> '$.m', (SELECT max_attempts FROM queue_default)),
-        coalesce(j.value ->> '$.r', (SELECT now FROM clock) + (j.value ->> '$.d')),
-        j.value ->> '$.k', j.value ->> '$.u', j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', j.value ->> '$.ol', j.value ->> '$.g', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
+        coalesce(j.value ->> '$.r', (SELECT now FROM clock) + coalesce(j.value ->> '$.d', 0)),
+        j.value ->> '$.k', coalesce(j.value ->> '$.u', 'retained'), j.value ->> '$.t', j.value ->> '$.tp', j.value ->> '$.ts', j.value ->> '$.ol', j.value ->> '$.g', ${p.actor}, ${p.actor}, (SELECT now FROM clock), (SELECT now FROM clock)
       FROM json_each(${rows}) AS j WHERE ${queueJobsGuard(p.queue, p.maxQueues)} ORDER BY j.key
       ON CONFLICT (queue_name, idempotency_key) WHERE idempotency_key IS NOT NULL AND unique_while = 'retained'
       DO UPDATE SET ${dedupHit}
