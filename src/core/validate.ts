@@ -212,9 +212,13 @@ export function obj<S extends Shape>(shape: S, description?: string): Validator<
       }
       const out: Record<string, unknown> = {};
       for (const [key, v] of fields) {
+        const value = record[key];
+        // An absent optional field parses to undefined: skipped, without
+        // building its path (a bulk's job has 14 fields and sends few).
+        if (value === undefined && v.optional) continue;
         const field = join(path, key);
-        if (record[key] === undefined && !v.optional) throw invalid(field, `${field} is required`);
-        const parsed = v.parse(record[key], field);
+        if (value === undefined) throw invalid(field, `${field} is required`);
+        const parsed = v.parse(value, field);
         if (parsed !== undefined) out[key] = parsed;
       }
       return out as Out<S>;

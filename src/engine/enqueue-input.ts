@@ -148,6 +148,8 @@ export function toNewJob(j: Infer<typeof newJob>, path: string): NewJob {
  * itself (its quiet period from now), so it takes no delayMs or runAt.
  */
 function checkKeyWindow(j: Infer<typeof newJob>, field: (name: string) => string): void {
+  // Most jobs use no key mode: nothing to check, nothing to allocate.
+  if (j.uniqueWhile === undefined && j.debounceMs === undefined && j.throttleMs === undefined) return;
   const windows = [
     ['debounceMs', 'debounce', j.debounceMs],
     ['throttleMs', 'throttle', j.throttleMs],
