@@ -57,7 +57,9 @@ async function loadTree(root: string) {
     },
     /** A client whose fetch answers `answer` (a bulk's 201) without a socket. */
     client(answer: string) {
-      const fetch = async () => new Response(answer, { status: 201, headers: { 'content-type': 'application/json' } });
+      // Bytes, as a socket delivers them: encoding the text is not the client's work.
+      const bytes = new TextEncoder().encode(answer);
+      const fetch = async () => new Response(bytes, { status: 201, headers: { 'content-type': 'application/json' } });
       return client.createClient({ url: 'http://bench.invalid', fetch }) as { enqueueMany(queue: string, items: { payload: unknown }[]): Promise<{ id: string }[]> };
     },
   };
