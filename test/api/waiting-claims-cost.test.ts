@@ -62,14 +62,17 @@ describe('waiting claims', () => {
     await until('every claim to wait', () => t.engine.claimWaiters.waiting === 40);
     const afterFirstClaims = commits();
     const looksBefore = looks();
+    const sleptFrom = performance.now();
     await sleep(1_000);
+    // On a loaded machine the sleep can run long: the bound is per interval actually waited.
+    const slept = performance.now() - sleptFrom;
     // Each claim made its first claim (a write: it registers the worker) and
     // nothing since; on the old code every claim claimed again every 250 ms.
     expect(commits()).toBe(afterFirstClaims);
     expect(afterFirstClaims).toBe(40);
     // About one look per 250 ms for the queue, however many claims wait on it.
     expect(looks() - looksBefore).toBeGreaterThanOrEqual(2);
-    expect(looks() - looksBefore).toBeLessThanOrEqual(Math.ceil(1_000 / CLAIM_REPOLL_MS) + 2);
+    expect(looks() - looksBefore).toBeLessThanOrEqual(Math.ceil(slept / CLAIM_REPOLL_MS) + 2);
     const answers = await Promise.all(claims);
     expect(answers.every((a) => a.status === 200)).toBe(true);
   });
