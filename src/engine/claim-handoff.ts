@@ -45,6 +45,8 @@ const dueNow = (j: NewJob, now: number) => (j.delayMs ?? 0) <= 0 && (j.runAt ===
 
 /** The waiting claims that `jobs`, about to be written to `queue`, can run; undefined when none waits or none of the jobs is due now. */
 export function handOffClaims(deps: HandoffDeps, queue: string, jobs: readonly NewJob[]): HandedClaims | undefined {
+  // Most enqueues find no claim waiting: a bulk's jobs are not walked for them.
+  if (!deps.waiters.hasWaiting(queue)) return undefined;
   const now = Date.now();
   const due = jobs.reduce((n, j) => n + (dueNow(j, now) ? 1 : 0), 0);
   if (due === 0) return undefined;

@@ -173,6 +173,11 @@ export class ClaimWaiters<O = unknown, R = unknown> {
     return this.wakeOldest(queue, jobs);
   }
 
+  /** Whether any claim waits on `queue` (an enqueue looks before counting its due jobs). */
+  hasWaiting(queue: string): boolean {
+    return this.byQueue.has(queue);
+  }
+
   /**
    * An enqueue of `jobs` due now to `queue` is about to be written: the
    * claims waiting on it that offered their claim, oldest first, as many as

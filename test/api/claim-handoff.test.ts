@@ -130,6 +130,25 @@ test('an enqueue refused after its transaction (a new queue past LEASEHOLD_MAX_Q
   expect(t.errors).toEqual([]);
 });
 
+test('an enqueue whose transaction fails (the database refuses writes) stores and claims nothing, and the claim it carried is not left hanging: it claims again and answers the fault', async () => {
+  const t = await bed();
+  const claim = t.app.request('/api/v1/queues/q/claim', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workerId: 'w1', waitMs: 5_000 }) });
+  await until('the claim to wait', () => t.engine.claimWaiters.waiting === 1);
+  // SQLite itself refuses every write on this connection, the store's own.
+  await t.client.execute('PRAGMA query_only = 1');
+  const failed = await t.post('/api/v1/queues/q/jobs', { payload: { n: 1 } });
+  expect(failed.status).toBe(503);
+  // Answered at once, not at its waitMs: its own claim met the same refusal.
+  const answer = await claim;
+  expect(answer.status).toBe(503);
+  await t.client.execute('PRAGMA query_only = 0');
+  expect(t.engine.claimWaiters.waiting).toBe(0);
+  const { rows } = await t.client.execute("SELECT count(*) AS n FROM jobs WHERE status = 'running'");
+  expect(Number(rows[0]!.n)).toBe(0);
+  expect(Number((await t.client.execute('SELECT count(*) AS n FROM jobs')).rows[0]!.n)).toBe(0);
+  t.errors.length = 0; // the refused writes were logged as the storage faults they are
+});
+
 test('in process: an embedded enqueue hands its job to an idle worker in the enqueue transaction', async () => {
   const t = await bed();
   const ran: unknown[] = [];
