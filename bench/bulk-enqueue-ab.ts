@@ -28,8 +28,7 @@
  * call of the round), their medians, the route's share, and with a base, this
  * tree / base per round.
  */
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { abTrees, checkoutModule, checkoutServer, printRouteShares } from './ab-trees.ts';
 import { check, machineInfo, median, openTempDb } from './lib.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
@@ -39,22 +38,9 @@ const QUEUE = 'bulk';
 
 /** What a variant needs from a checkout's src. */
 async function loadTree(root: string) {
-  const mod = (p: string) => import(pathToFileURL(join(root, 'src', p)).href);
-  const [app, engine, store, config, clock, log, client] = await Promise.all([
-    mod('app.ts'),
-    mod('engine/engine.ts'),
-    mod('db/store/create-store.ts'),
-    mod('core/config.ts'),
-    mod('core/clock.ts'),
-    mod('core/log.ts'),
-    mod('client/client.ts'),
-  ]);
+  const [server, client] = await Promise.all([checkoutServer(root), checkoutModule(root, 'client/client.ts')]);
   return {
-    /** An engine and its app over `db`, on the database's clock as `leasehold serve` runs. */
-    server(db: unknown) {
-      const e = engine.createEngine({ store: store.createStore(db), config: config.defaultConfig(), clock: clock.databaseClock, log: log.silentLogger });
-      return { engine: e, app: app.createApp({ engine: e }) as { request(path: string, init: RequestInit): Promise<Response> } };
-    },
+    server,
     /** A client whose fetch answers `answer` (a bulk's 201) without a socket. */
     client(answer: string) {
       // Bytes, as a socket delivers them: encoding the text is not the client's work.
@@ -131,8 +117,7 @@ async function engineRunner(tree: Tree): Promise<Runner> {
   };
 }
 
-const trees: [string, Tree][] = [['', await loadTree(join(import.meta.dirname, '..'))]];
-if (process.env.BULK_AB_BASE) trees.push(['base-', await loadTree(process.env.BULK_AB_BASE)]);
+const trees = await abTrees(process.env.BULK_AB_BASE, loadTree);
 
 /** A real answer to a bulk of BATCH, from this tree's route: what every client variant parses. */
 async function realAnswer(): Promise<string> {
@@ -183,12 +168,7 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const fmt = (xs: number[], digits = 2) => xs.map((x) => x.toFixed(digits)).join(' ');
 for (const [name, xs] of res) console.log(`${name.padEnd(12)} median call, µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(2)}`);
-for (const [prefix] of only ? [] : trees) {
-  const route = res.get(`${prefix}route`)!;
-  const engine = res.get(`${prefix}engine`)!;
-  const share = route.map((x, i) => x - engine[i]!);
-  console.log(`${(prefix || 'this ') + 'tree'}: route share (route - engine) per round ${fmt(share)}  median ${median(share).toFixed(2)} µs/job`);
-}
+if (!only) printRouteShares(res, trees.map(([prefix]) => prefix), 2);
 if (trees.length === 2 && !only) {
   for (const name of ['client', 'route', 'engine']) {
     const ratio = res.get(name)!.map((x, i) => x / res.get(`base-${name}`)![i]!);

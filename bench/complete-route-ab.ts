@@ -27,8 +27,7 @@
  * calls, and its median call), their medians, and the route's share (route
  * - engine).
  */
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { abTrees, checkoutServer, printRouteShares } from './ab-trees.ts';
 import { check, machineInfo, median, now, openTempDb, seedPending } from './lib.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
@@ -38,23 +37,8 @@ const QUEUE = 'bench';
 const WORKER = 'bench-host-4242-3f9c2a';
 const INSTANCE = '5e0b7c1d9a8f4e21';
 
-/** What a variant needs from a checkout's src. */
-async function loadTree(root: string) {
-  const mod = (p: string) => import(pathToFileURL(join(root, 'src', p)).href);
-  const [app, engine, store, config, clock, log] = await Promise.all([
-    mod('app.ts'),
-    mod('engine/engine.ts'),
-    mod('db/store/create-store.ts'),
-    mod('core/config.ts'),
-    mod('core/clock.ts'),
-    mod('core/log.ts'),
-  ]);
-  /** An engine and its app over `db`, on the database's clock as `leasehold serve` runs. */
-  return (db: unknown) => {
-    const e = engine.createEngine({ store: store.createStore(db), config: config.defaultConfig(), clock: clock.databaseClock, log: log.silentLogger });
-    return { engine: e, app: app.createApp({ engine: e }) as { request(path: string, init: RequestInit): Promise<Response> } };
-  };
-}
+/** What a variant needs from a checkout's src: its engine and app over a database. */
+const loadTree = checkoutServer;
 
 type Tree = Awaited<ReturnType<typeof loadTree>>;
 interface Held {
@@ -138,8 +122,7 @@ async function engineDrain(build: Tree): Promise<Drain> {
   };
 }
 
-const trees: [string, Tree][] = [['', await loadTree(join(import.meta.dirname, '..'))]];
-if (process.env.ROUTE_AB_BASE) trees.push(['base-', await loadTree(process.env.ROUTE_AB_BASE)]);
+const trees = await abTrees(process.env.ROUTE_AB_BASE, loadTree);
 // ROUTE_AB_ONLY=route (or engine): that variant alone, e.g. under --cpu-prof.
 const only = process.env.ROUTE_AB_ONLY;
 const variants = trees
@@ -191,13 +174,7 @@ for (let r = 0; r < ROUNDS; r++) {
 const fmt = (xs: number[], digits = 1) => xs.map((x) => x.toFixed(digits)).join(' ');
 for (const [name, xs] of res) console.log(`${name.padEnd(12)} µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
 for (const [name, xs] of mid) console.log(`${name.padEnd(12)} median call, µs CPU/job: ${fmt(xs)}  median ${median(xs).toFixed(1)}`);
-for (const [prefix] of only ? [] : trees) {
-  const route = res.get(`${prefix}route`)!;
-  const engine = res.get(`${prefix}engine`)!;
-  // Paired by round: the two took turns.
-  const share = route.map((x, i) => x - engine[i]!);
-  console.log(`${(prefix || 'this ') + 'tree'}: route share (route - engine) per round ${fmt(share)}  median ${median(share).toFixed(1)} µs/job`);
-}
+if (!only) printRouteShares(res, trees.map(([prefix]) => prefix), 1);
 if (trees.length === 2 && !only) {
   for (const [what, m] of [['mean', res], ['median call', mid]] as const) {
     const ratio = (name: string) => m.get(name)!.map((x, i) => x / m.get(`base-${name}`)![i]!);
