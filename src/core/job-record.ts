@@ -89,6 +89,8 @@ export interface JobRecord {
   flow_ref: string | null;
   /** The current claim's longest time without a renewal (what-if tuning's evidence, src/db/store/lease.ts). */
   longest_silence_ms: number | null;
+  /** How long the current attempt waited to be claimed since the job was due (set by the claim). */
+  waited_ms: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -147,6 +147,10 @@ export const jobs = sqliteTable(
     // the claim only while last_heartbeat_at > started_at (a claim sets both
     // to the same instant, so a new claim's first renewal starts it again).
     longestSilenceMs: integer('longest_silence_ms'),
+    // How long the current attempt waited to be claimed since the job was
+    // due, set by the claim: the claim's queue-wait histogram reads it back
+    // for all the jobs the claim took at once (src/db/store/attempt-stats.ts).
+    waitedMs: integer('waited_ms'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -51,10 +51,10 @@ test('0015 keeps the stored enqueued/completed rows (each shown once) and counts
       for (const column of later) await o.client.execute(`ALTER TABLE jobs ADD ${column}`);
       // And 0027's queue policy, read with the queue's other settings.
       await o.client.execute('ALTER TABLE queues ADD on_lost text');
-      // Today's claim and completion add their tallies through 0026's views; this schema counts claims from their events.
+      // Today's claim and completion add their tallies through 0026's views (the completion's with 0038's columns); this schema counts claims from their events.
       await o.client.execute(`CREATE VIEW claim_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS at WHERE 0`);
       await o.client.execute('CREATE TRIGGER later_claim_tallies INSTEAD OF INSERT ON claim_tallies BEGIN SELECT 1; END');
-      await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs WHERE 0`);
+      await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS runtime_le_ms, 0 AS runtime_sum_ms, 0 AS silence_ms, 0 AS minute_at WHERE 0`);
       await o.client.execute('CREATE TRIGGER later_completion_tallies INSTEAD OF INSERT ON completion_tallies BEGIN SELECT 1; END');
       // And whatever later migrations added besides (groups, dependencies, dead letters, schedule policies...).
       const giveBack = await lendTodaysShape(o.client);

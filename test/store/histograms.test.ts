@@ -104,6 +104,71 @@ describe('bucket bounds: the triggers and /metrics agree', () => {
   });
 });
 
+describe('a batch counts each of its jobs once, in its own bucket', () => {
+  test('one claim of jobs that waited for different times; sent again, it counts nothing more', async () => {
+    t = await setup();
+    const store = createStore(t.db);
+    const d = t.config;
+    const T0 = t.clock.now() as number;
+    const waits = valuesFor('queue_wait');
+    const claimAt = T0 + waits.at(-1)!;
+    // Job i is enqueued `waits[i]` ms before the one claim that takes them all.
+    for (const v of waits) await store.jobsInsert({ queue: 'b', jobs: [{ payload: { v } }], actor: null, now: claimAt - v, defaults: d });
+    const claim = { queue: 'b', workerId: 'w', limit: waits.length, claimId: 'c1', now: claimAt, defaults: d };
+    expect(await store.jobsClaimPending(claim)).toHaveLength(waits.length);
+    expect(await store.jobsClaimPending(claim)).toHaveLength(waits.length);
+    const snapshot = await store.metricsSnapshot({ now: claimAt, config: t.config });
+    expect(snapshot.queues.find((q) => q.queue === 'b')!.histograms.queue_wait).toEqual(expected('queue_wait', waits));
+    expect(t.errors).toEqual([]);
+  });
+
+  test('a claim id used again after its jobs passed their deadline: the new claim counts only the jobs it took', async () => {
+    t = await setup();
+    const store = createStore(t.db);
+    const d = t.config;
+    const T0 = t.clock.now() as number;
+    await store.jobsInsert({ queue: 'b', jobs: [{ payload: 1, timeoutMs: 1_000 }, { payload: 2 }], actor: null, now: T0, defaults: d });
+    const claim = { queue: 'b', workerId: 'w', limit: 1, claimId: 'c1', leaseMs: 60_000, defaults: d };
+    expect(await store.jobsClaimPending({ ...claim, now: T0 + 10 })).toHaveLength(1);
+    // Past the first job's deadline (still running, lease unexpired), the id is not a replay: a new job is taken.
+    const [second] = await store.jobsClaimPending({ ...claim, now: T0 + 2_000 });
+    expect(second?.payload).toBe('2');
+    const snapshot = await store.metricsSnapshot({ now: T0 + 2_000, config: t.config });
+    expect(snapshot.queues.find((q) => q.queue === 'b')!.histograms.queue_wait).toEqual(expected('queue_wait', [10, 2_000]));
+    expect(t.errors).toEqual([]);
+  });
+
+  test('one completion of jobs that ran for different times, naming one twice, beside a stale ref', async () => {
+    t = await setup();
+    const store = createStore(t.db);
+    const d = t.config;
+    const T0 = t.clock.now() as number;
+    const runtimes = valuesFor('runtime').reverse();
+    const doneAt = T0 + runtimes[0]!;
+    await store.jobsInsert({ queue: 'b', jobs: [...runtimes, 0].map(() => ({ payload: {} })), actor: null, now: T0, defaults: d });
+    // Job i is claimed `runtimes[i]` ms before the one completion (longest first), and never renewed.
+    const held = [];
+    for (const v of runtimes) held.push(...(await store.jobsClaimPending({ queue: 'b', workerId: 'w', limit: 1, leaseMs: 10 * 3_600_000, now: doneAt - v, defaults: d })));
+    const [other] = await store.jobsClaimPending({ queue: 'b', workerId: 'w', limit: 1, leaseMs: 10 * 3_600_000, now: doneAt, defaults: d });
+    const results = held.map((j) => ({ id: j.id, lockToken: j.lock_token!, data: null }));
+    const outcomes = await store.jobsCompleteIfOwned({ workerId: 'w', results: [...results, results[0]!, { id: other!.id, lockToken: 'stale', data: null }], now: doneAt });
+    expect(outcomes.map((o) => o.ok)).toEqual([...results.map(() => true), true, false]);
+
+    const snapshot = await store.metricsSnapshot({ now: doneAt, config: t.config });
+    expect(snapshot.queues.find((q) => q.queue === 'b')!.histograms.runtime).toEqual(expected('runtime', runtimes));
+    const rows = async (sql: string) => (await t.client.execute(sql)).rows.map((r) => Object.values(r).map(Number));
+    expect(await rows(`SELECT sum(completed) FROM queue_minutes WHERE queue_name = 'b'`)).toEqual([[runtimes.length]]);
+    // Never renewed: each attempt's silence is its run time, in attempt_silences' steps.
+    const step = (s: number) => (s <= 60_000 ? Math.ceil(s / 250) * 250 : s <= 600_000 ? Math.ceil(s / 5_000) * 5_000 : Number.MAX_SAFE_INTEGER);
+    const steps = new Map<number, number>();
+    for (const v of runtimes) steps.set(step(v), (steps.get(step(v)) ?? 0) + 1);
+    expect(await rows(`SELECT silence_ms, sum(attempts) FROM attempt_silences WHERE queue_name = 'b' GROUP BY silence_ms ORDER BY silence_ms`)).toEqual(
+      [...steps].sort((a, b) => a[0] - b[0]),
+    );
+    expect(t.errors).toEqual([]);
+  });
+});
+
 describe('several servers on one database', () => {
   test('two apps on one file: each claim, renewal and completion counted once, and both scrape the same histograms', async () => {
     t = await setup();

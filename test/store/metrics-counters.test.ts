@@ -379,10 +379,10 @@ describe('the migration that adds the durable counters', () => {
         await o.client.execute('CREATE TABLE reaper_hold (id integer PRIMARY KEY, hold_until integer NOT NULL, began_at integer NOT NULL, gap_ms integer, cause text NOT NULL)');
         // Today's enqueue counts the queues in use, schedules (0012) included.
         await o.client.execute('CREATE TABLE schedules (name text PRIMARY KEY NOT NULL, queue_name text NOT NULL)');
-        // Today's claim and completion add their tallies through 0026's views (the counts it feeds came later than this schema).
+        // Today's claim and completion add their tallies through 0026's views (the completion's with 0038's columns; the counts they feed came later than this schema).
         await o.client.execute(`CREATE VIEW claim_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS at WHERE 0`);
         await o.client.execute('CREATE TRIGGER later_claim_tallies INSTEAD OF INSERT ON claim_tallies BEGIN SELECT 1; END');
-        await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs WHERE 0`);
+        await o.client.execute(`CREATE VIEW completion_tallies AS SELECT '' AS queue_name, 0 AS jobs, 0 AS runtime_le_ms, 0 AS runtime_sum_ms, 0 AS silence_ms, 0 AS minute_at WHERE 0`);
         await o.client.execute('CREATE TRIGGER later_completion_tallies INSTEAD OF INSERT ON completion_tallies BEGIN SELECT 1; END');
         // And whatever later migrations added besides (groups, dependencies, dead letters, schedule policies...).
         const giveBack = await lendTodaysShape(o.client);

@@ -32,6 +32,7 @@ import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
 import { longestSilenceSet } from './lease.ts';
+import { claimWaitStatement } from './attempt-stats.ts';
 import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts';
 
 /**
@@ -41,8 +42,14 @@ import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts'
  */
 export const claimHeartbeatSql = (queueHeartbeatMs: SQL, leaseMs: SQL) => sql`min(${queueHeartbeatMs}, ${leaseMs} / 3)`;
 
-/** The claim UPDATE, for a batch of its own or one shared with completions. */
-export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { workerId: string }) {
+/**
+ * The claim UPDATE, for a batch of its own or one shared with completions.
+ * `claimKey` marks the jobs it takes (claim_id): the worker's claim id, so a
+ * claim sent again finds them, or one made for this claim; the claim's
+ * counts read its jobs back by it (claimWaitStatement). Each job also keeps
+ * how long it waited to be claimed since it was due (waited_ms).
+ */
+function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { workerId: string; claimKey: string }) {
   const now = nowSql(p.now);
   const queue = sql`${p.queue}`;
   const lease = sql`coalesce(${p.leaseMs ?? null}, ${queueSettingSql('lease_ms', queue, p.defaults.leaseMs)})`;
@@ -53,8 +60,9 @@ export function claimStatement(db: Db, p: Omit<ClaimParams, 'workerId'> & { work
       lease_ms = ${lease}, started_at = ${now}, last_heartbeat_at = ${now}, lease_expires_at = ${now} + ${lease},
       deadline_at = ${now} + coalesce(timeout_ms, ${queueSettingSql('timeout_ms', queue, p.defaults.timeoutMs)}),
       progress = NULL, progressed_at = NULL, reaper_deferrals = 0, updated_at = ${now},
+      waited_ms = max(0, ${now} - max(available_at, created_at, coalesce(last_heartbeat_at, 0))),
       last_event = 'claimed', last_event_reason = NULL, last_event_actor = ${p.workerId},
-      claim_id = ${p.claimId ?? null}, finished_token = NULL, finished_write = NULL
+      claim_id = ${p.claimKey}, finished_token = NULL, finished_write = NULL
     WHERE status = 'pending' AND id IN (${claimedIdsSql(p, now)})
       ${unlessReplayedSql(p)}
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,
@@ -252,11 +260,13 @@ export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWit
 /**
  * The statements of a claim, for its own batch or one shared with
  * completions: with a claim id, the jobs it already took (a claim sent
- * again), then the claim, which takes nothing when those exist. Their rows
- * together are the claim's answer.
+ * again), then the claim, which takes nothing when those exist, then its
+ * counts (claimTallyStatement, claimWaitStatement), which return no rows.
+ * Their rows together are the claim's answer.
  */
 export function claimStatements(db: Db, p: ClaimParams) {
-  const claim = [claimStatement(db, p), claimTallyStatement(db, p)];
+  const claimKey = p.claimId ?? `server-${crypto.randomUUID()}`;
+  const claim = [claimStatement(db, { ...p, claimKey }), claimTallyStatement(db, p), claimWaitStatement(db, { claimKey, workerId: p.workerId })];
   return p.claimId === undefined ? claim : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), ...claim];
 }
 
@@ -272,7 +282,7 @@ export function claimStatements(db: Db, p: ClaimParams) {
  * window is then counted in the next one, which can only hold claims back,
  * never let more through.
  */
-export function claimTallyStatement(db: Db, p: Pick<ClaimParams, 'queue' | 'now'>) {
+function claimTallyStatement(db: Db, p: Pick<ClaimParams, 'queue' | 'now'>) {
   return db.all<Claimed>(sql`INSERT INTO claim_tallies (queue_name, jobs, at) VALUES (${p.queue}, changes(), ${nowSql(p.now)})`);
 }
 

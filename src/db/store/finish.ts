@@ -24,6 +24,7 @@ import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
 import { claimStatements, inClaimOrder } from './claim.ts';
 import { hasDependentsSql } from './dependencies.ts';
+import { completionTallyStatement } from './attempt-stats.ts';
 import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning } from './owned.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { Claimed, CompleteParams, FailParams, LeanJob, NextClaimParams, OwnedOutcome, ReleaseParams } from './port-types.ts';
@@ -32,19 +33,18 @@ import type { Claimed, CompleteParams, FailParams, LeanJob, NextClaimParams, Own
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams & { full: true }): Promise<OwnedOutcome<JobRecord>[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]>;
 export function jobsCompleteIfOwned(db: Db, p: CompleteParams): Promise<OwnedOutcome[]> {
-  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, repeat: completeRepeat(p), tally: completeTally }, completeUpdate(p));
+  return ownedWrite(db, { refs: p.results, workerId: p.workerId, write: 'complete', now: p.now, repeat: completeRepeat(p), tally: completeTally(db, p) }, completeUpdate(p));
 }
 
 /**
- * The completion's counts, once per queue for the whole batch: the jobs its
- * guard accepts, read with the update's own refs and guard right before it
- * in the same transaction, so exactly the jobs the update then moves (a ref
- * named twice is one job). The completion_tallies view's trigger
- * (drizzle/0026) adds them to the completed counter and finished count, and
- * takes them off the running live count.
+ * The completion's counts, once for the whole batch (attempt-stats.ts): the
+ * jobs its guard accepts, read with the update's own refs and guard right
+ * before it in the same transaction, so exactly the jobs the update then
+ * moves.
  */
-const completeTally = (v: SQL, guard: SQL) => sql`INSERT INTO completion_tallies (queue_name, jobs)
-    SELECT jobs.queue_name, count(DISTINCT jobs.id) FROM ${v} AS v JOIN jobs ON jobs.id = v.id WHERE ${guard} GROUP BY jobs.queue_name`;
+const completeTally = (db: Db, p: CompleteParams) => (v: SQL, guard: SQL) => [
+  completionTallyStatement(db, { refsJoinedUnderGuard: sql`FROM ${v} AS v JOIN jobs ON jobs.id = v.id WHERE ${guard}`, now: p.now }),
+];
 
 /** The same completion, already stored: this token, this worker, this result. */
 const completeRepeat = (p: CompleteParams) => ({
@@ -73,7 +73,7 @@ export async function jobsCompleteThenClaim(
   const claim = claimStatements(db, { ...p.claim, workerId: p.workerId, instanceId: p.instanceId, now: p.now, defaults: p.defaults });
   const { outcomes, then } = await ownedWriteThen<LeanJob, Claimed>(
     db,
-    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true, repeat: completeRepeat(p), tally: completeTally },
+    { refs: p.results, workerId: p.workerId, instanceId: p.instanceId, write: 'complete', now: p.now, claims: true, repeat: completeRepeat(p), tally: completeTally(db, p) },
     completeUpdate(p),
     claim,
   );

@@ -60,11 +60,11 @@ export interface OwnedWriteParams {
    */
   repeat?: { match: SQL; returning: SQL } | undefined;
   /**
-   * A statement run right before the update, in the same transaction, over
+   * Statements run right before the update, in the same transaction, over
    * the same refs and guard: what the update is about to move, counted once
-   * for the batch (a completion's tally, finish.ts). Its rows are not read.
+   * for the batch (a completion's counts, finish.ts). Their rows are not read.
    */
-  tally?: ((refsTable: SQL, guard: SQL) => SQL) | undefined;
+  tally?: ((refsTable: SQL, guard: SQL) => SQLiteRaw<unknown[]>[]) | undefined;
 }
 
 /**
@@ -131,6 +131,7 @@ export async function ownedWriteThen<T extends { id: number }, A>(
   // beat registers the worker with what it says about itself (and gives back
   // the claims it says it lost: lost-claims.ts).
   const guard = ownerGuard(p.workerId, p.beforeDeadline ? now : undefined);
+  const tally = p.tally ? p.tally(refsTable, guard) : [];
   const touch = p.beat
     ? beatStatements(db, { ...p.beat, id: p.workerId, now: p.now })
     : [p.claims ? workerTouch(db, p.workerId, p.now, p.instanceId) : workerTouchIfKnown(db, p.workerId, p.now)];
@@ -154,13 +155,13 @@ export async function ownedWriteThen<T extends { id: number }, A>(
       RETURNING job_id AS id, from_status AS status, substr(message, 1, 18) = 'deadline_exceeded:' AS deadline`),
     ...touch,
     ...repeats,
-    ...(p.tally ? [db.run(p.tally(refsTable, guard))] : []),
+    ...tally,
     db.all<T>(update(refsTable, guard)),
     ...then,
   ]);
   const rest = results.slice(touch.length);
   const repeated = new Map(((p.repeat ? rest.shift() : []) as T[]).map((j) => [Number(j.id), j]));
-  if (p.tally) rest.shift();
+  rest.splice(0, tally.length);
   const [accepted, ...after] = rest as [T[], ...A[][]];
   const byId = new Map(accepted.map((j) => [j.id, j]));
   const refusedById = new Map((refusedRows as { id: number; status: JobStatus; deadline: number }[]).map((r) => [Number(r.id), r]));
