@@ -211,11 +211,15 @@ test("a job with onLost 'hold' whose handler was stopped for a lost lease or its
   const history = (reason: string | undefined) => {
     const i = heldHistory([]);
     i.events[1] = { ...i.events[1]!, type: 'retry_scheduled', to_status: 'pending', actor: 'A' };
-    if (reason) i.lines.splice(1, 0, { t: 250, w: 'A', pid: 1, k: 'abort', job: '1', attempt: 1, fence: 1, reason });
+    if (reason) i.lines.splice(1, 0, { t: 250, w: 'A', pid: 1, k: 'abort', job: '1', attempt: 1, fence: 1, reason }, { t: 255, w: 'A', pid: 1, k: 'end', job: '1', attempt: 1, fence: 1, aborted: !endedFirst });
     return check(i).violations.filter((v) => v.includes('retried without a person'));
   };
+  let endedFirst = false;
   expect(history('lease_expired_locally')).toEqual([`job 1 (onLost 'hold') was retried without a person after its handler was stopped (lease_expired_locally): a lost attempt (event 2)`]);
   expect(history('deadline_exceeded')).toHaveLength(1);
   expect(history('shutdown')).toEqual([]);
   expect(history(undefined)).toEqual([]);
+  // The handler failed on its own and its lease ran out while the failure was on its way: an ordinary failure.
+  endedFirst = true;
+  expect(history('lease_expired_locally')).toEqual([]);
 });

@@ -189,10 +189,18 @@ export function check(input: CheckInput): Report {
   let claimCount = 0;
   const held = { jobsHeld: 0, holds: 0, releasedByOperator: 0, failedByOperator: 0, byReason: {} as Record<string, number> };
   // Runs whose handler the SDK stopped because the attempt lost its lease or
-  // ran out of time (the abort lines, by job and fencing token): the failure
-  // such a run reports ends a lost attempt.
+  // ran out of time (by job and fencing token): the failure such a run
+  // reports ends a lost attempt. Stopped: its signal was aborted, for that
+  // reason, before the handler ended (its end line says so). A handler that
+  // failed on its own, whose lease then ran out while the failure was on its
+  // way, was not stopped: that failure is an ordinary one.
+  const abortedFor = new Map<string, string>();
+  for (const l of input.lines) if (l.k === 'abort' && LOST_ABORTS.has(l.reason ?? '')) abortedFor.set(`${l.job}:${l.fence}`, l.reason!);
   const lostAborts = new Map<string, string>();
-  for (const l of input.lines) if (l.k === 'abort' && LOST_ABORTS.has(l.reason ?? '')) lostAborts.set(`${l.job}:${l.fence}`, l.reason!);
+  for (const l of input.lines) {
+    const reason = abortedFor.get(`${l.job}:${l.fence}`);
+    if (l.k === 'end' && l.aborted && reason) lostAborts.set(`${l.job}:${l.fence}`, reason);
+  }
   for (const [jobId, list] of byJob) {
     let owner: string | null = null;
     // onLost 'hold': a lost attempt waits for a person; only an operator's
