@@ -17,7 +17,8 @@ DROP TRIGGER `jobs_count_completed`;
 DROP TRIGGER `jobs_attempt_evidence`;
 --> statement-breakpoint
 -- As in 0029, for every end of an attempt but its owner's completion, which
--- counts its own silence with the batch.
+-- counts its own silence with the batch; and an owner's failure that holds the
+-- job (onLost 'hold', after a lost lease or the deadline) is the owner's end too.
 CREATE TRIGGER `jobs_attempt_evidence` AFTER UPDATE OF `status` ON `jobs`
   WHEN OLD.`status` = 'running' AND NEW.`status` <> 'running' AND NEW.`last_event` IS NOT 'completed'
 BEGIN
@@ -27,7 +28,7 @@ BEGIN
     FROM (SELECT CAST(NEW.`updated_at` AS INTEGER) AS m,
       CAST(max(0, NEW.`updated_at` - OLD.`last_heartbeat_at`,
         CASE WHEN OLD.`last_heartbeat_at` > OLD.`started_at` THEN coalesce(OLD.`longest_silence_ms`, 0) ELSE 0 END) AS INTEGER) AS s)
-    WHERE NEW.`last_event_actor` IS OLD.`locked_by` AND NEW.`last_event` IN ('failed', 'retry_scheduled', 'released')
+    WHERE NEW.`last_event_actor` IS OLD.`locked_by` AND NEW.`last_event` IN ('failed', 'retry_scheduled', 'released', 'held')
       AND NEW.`last_event_reason` IS NOT 'claim_answer_lost' AND OLD.`last_heartbeat_at` IS NOT NULL
     ON CONFLICT (`queue_name`, `minute_at`, `silence_ms`) DO UPDATE SET `attempts` = `attempts` + 1;
   INSERT OR IGNORE INTO `taken_attempts` (`job_id`, `attempt`, `queue_name`, `worker_id`, `instance_id`, `started_at`, `last_heartbeat_at`, `lease_ms`, `longest_silence_ms`, `taken_at`, `reason`)

@@ -13,7 +13,8 @@ import { MAX_SNOOZE_MS } from '../core/snooze.ts';
 import { MAX_CLAIM_WAIT_MS } from '../engine/claim-waiters.ts';
 import type { AppDeps } from './deps.ts';
 import type { Routes } from './router.ts';
-import { arr, bool, int, json, obj, optional, str } from '../core/validate.ts';
+import { arr, bool, int, json, obj, optional, str, word } from '../core/validate.ts';
+import { LOST_ATTEMPT_ABORTS } from '../core/wire.ts';
 
 const MAX_BATCH = 1_000;
 const MAX_ERROR_CHARS = 16_000;
@@ -257,13 +258,19 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
       tag: 'worker',
       answers: { schema: 'job' },
       errors: ['not_found', 'lease_lost'],
-      summary: 'Fail the attempt: retried with backoff while attempts remain, unless retryable is false',
+      summary: "Fail the attempt: retried with backoff while attempts remain, unless retryable is false; held for a person instead when it ends a lost attempt (abortedBy, or past the deadline or lease) of a job whose onLost is 'hold'",
       body: obj({
         workerId: workerIdField,
         lockToken: lockTokenField,
         error: str({ min: 1, max: MAX_ERROR_CHARS, description: 'what went wrong' }),
         retryable: optional(bool('default true')),
         retryAfterMs: optional(int({ min: 0, max: 365 * 24 * 3600 * 1000 })),
+        abortedBy: optional(
+          word(
+            LOST_ATTEMPT_ABORTS,
+            "why the worker stopped the handler, when the attempt lost its lease or ran out of time: its deadline passed, its lease ran out by the worker's clock (it fenced itself), or the server refused its lease. The attempt is then a lost one: a job whose onLost is 'hold' is held for a person instead of retried (so it is whenever the deadline or lease has already run out on the server)",
+          ),
+        ),
       }),
     },
     async (c, body) => {
@@ -275,6 +282,7 @@ export function workerRoutes(r: Routes, deps: AppDeps) {
           error: body.error,
           retryable: body.retryable ?? true,
           retryAfterMs: body.retryAfterMs,
+          abortedBy: body.abortedBy,
         }),
       );
       return c.json({ job: toJob(job) });

@@ -3,10 +3,13 @@
  * instead of running again by itself.
  *
  * Which attempts are "lost": the reaper's take of an expired lease (its
- * worker died, hung or was cut off), of a passed deadline, and an operator's
- * requeue of a running job (forced or not): in each the old attempt may have
- * done part of its work, and only a person can tell whether running it again
- * is safe. An attempt whose budgets are spent still fails as it would with
+ * worker died, hung or was cut off; the owner check said its process is
+ * gone), of a passed deadline, an operator's requeue of a running job
+ * (forced or not), and the owner's own failure of an attempt that lost its
+ * lease or ran out of time (its worker says it stopped the handler for that,
+ * or the deadline or lease had run out by the database's clock): in each the
+ * old attempt may have done part of its work, and only a person can tell
+ * whether running it again is safe. An attempt whose budgets are spent still fails as it would with
  * 'retry'. A held lost attempt does not count toward maxLostAttempts.
  *
  * In the database a held job is `pending` with `held_at` set and
@@ -50,6 +53,8 @@ export interface LostAttempt {
   leaseExpiresAt: number | null;
   /** Why the attempt was taken back, in the reaper's words. */
   why: string;
+  /** What the worker reported, when its own failure of the lost attempt held the job. */
+  error?: string;
 }
 
 /** The stored held_attempt text, read back (null when absent or not understood). */

@@ -36,6 +36,17 @@ export type KeyMode = (typeof KEY_MODES)[number];
 export const ON_LOST_POLICIES = ['retry', 'hold'] as const;
 export type OnLost = (typeof ON_LOST_POLICIES)[number];
 
+/**
+ * Why a worker stopped its handler when the attempt lost its lease or ran out
+ * of time, sent with the failure that follows (`abortedBy` of POST
+ * /jobs/:id/fail): its deadline passed, its lease ran out by the worker's own
+ * clock (it fenced itself), or the server refused its lease. Such a failure
+ * ends a lost attempt, so a job whose onLost is 'hold' is held for a person
+ * instead of retried.
+ */
+export const LOST_ATTEMPT_ABORTS = ['deadline_exceeded', 'lease_expired_locally', 'lease_lost'] as const;
+export type LostAttemptAbort = (typeof LOST_ATTEMPT_ABORTS)[number];
+
 /** A schedule's policy for occurrences it finds missed (src/maintenance/schedules.ts). */
 export const SCHEDULE_CATCH_UP = ['latest', 'all', 'none'] as const;
 export type ScheduleCatchUp = (typeof SCHEDULE_CATCH_UP)[number];

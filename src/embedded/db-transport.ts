@@ -48,7 +48,7 @@ export function dbTransport(engine: Engine): Transport {
       return { answers: answers.map(leaseAnswer), claimed };
     },
     async fail(p) {
-      return leaseAnswer(await protocol.fail(owned(p.lease, { workerId: p.workerId, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs })));
+      return leaseAnswer(await protocol.fail(owned(p.lease, { workerId: p.workerId, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs, abortedBy: p.abortedBy })));
     },
     async snooze(p) {
       return leaseAnswer(await protocol.snooze(owned(p.lease, { workerId: p.workerId, delayMs: p.delayMs })));

@@ -18,7 +18,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import type { ClaimedJobWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
+import type { ClaimedJobWire, LostAttemptAbort, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 import { jsonOrNull } from '../db/sql.ts';
 import type { ClaimParams, ClaimedWithRateWait, EffectFinishOutcome, EffectStartOutcome, JobStore, LeanJob, OwnedOutcome, RateWait } from '../db/store/port.ts';
 import { parsed, toClaimedJob, type JobRecord } from '../core/job-record.ts';
@@ -236,8 +236,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       return { answers, claimed: claimed.map(toClaimedJob) };
     },
 
-    /** running -> pending (retry after backoff) or failed. */
-    async fail(p: Lease & { workerId: string; error: string; retryable: boolean; retryAfterMs?: number | undefined }): Promise<JobAnswer<JobRecord>> {
+    /** running -> pending (retry after backoff) or failed; held for a person instead when it ends a lost attempt of a job whose onLost is 'hold' (finish.ts). */
+    async fail(p: Lease & { workerId: string; error: string; retryable: boolean; retryAfterMs?: number | undefined; abortedBy?: LostAttemptAbort | undefined }): Promise<JobAnswer<JobRecord>> {
       const [o] = await store.jobFailIfOwned({
         workerId: p.workerId,
         id: p.id,
@@ -245,12 +245,13 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
         error: p.error,
         retryable: p.retryable,
         retryAfterMs: p.retryAfterMs,
+        abortedBy: p.abortedBy,
         now: clock.now(),
         defaults: config,
       });
       const a = told([answer(o!)])[0]!;
-      // To be retried: claimable again once its backoff is over.
-      if (a.ok && a.job.status === 'pending') deps.comesDue?.(a.job.queue_name, a.job.available_at);
+      // To be retried: claimable again once its backoff is over (a held job never is).
+      if (a.ok && a.job.status === 'pending' && a.job.held_at === null) deps.comesDue?.(a.job.queue_name, a.job.available_at);
       // Failed for good: dependents with policy 'run' may go on (drizzle/0031).
       if (o!.ok && o!.dependents && o!.job.status === 'failed') deps.dependentsMayRun?.();
       return a;

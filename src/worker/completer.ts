@@ -7,7 +7,8 @@
  *   as it was: completions already stored are answered as stored (not a
  *   stale write), and the claim, by its claim id, with the jobs it took.
  * - A failure goes alone, classified by what the handler threw
- *   (NonRetryableError, RetryAfter, anything else).
+ *   (NonRetryableError, RetryAfter, anything else), and saying why the
+ *   handler was stopped when its attempt lost its lease or ran out of time.
  * - `abandoned`: a result the server refused (the lease is gone) or that
  *   could not be delivered before the lease ran out, and a run the worker
  *   knows is not its to report (lease lost, released at shutdown).
@@ -22,6 +23,7 @@ import { persist } from './persist.ts';
 import { after } from './timers.ts';
 import type { ClaimedJob, LeaseRef } from './transport.ts';
 import { storableText } from '../core/text.ts';
+import { LOST_ATTEMPT_ABORTS, type LostAttemptAbort } from '../core/wire.ts';
 
 export type Outcome = { kind: 'complete'; result: unknown } | { kind: 'fail'; error: string; retryable: boolean; retryAfterMs?: number | undefined; raw: unknown };
 
@@ -38,6 +40,12 @@ export function classify(err: unknown): Extract<Outcome, { kind: 'fail' }> {
   if (err instanceof JobSnooze) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
   if (err instanceof RetryAfter) return { kind: 'fail', error: message, retryable: true, retryAfterMs: Math.max(0, Math.round(err.delayMs)), raw: err };
   return { kind: 'fail', error: message, retryable: true, raw: err };
+}
+
+/** Why the job's handler was stopped, when that made its attempt a lost one (not a shutdown). */
+function lostAbort(r: Running): LostAttemptAbort | undefined {
+  const reason = r.abortedBy?.reason;
+  return reason !== undefined && (LOST_ATTEMPT_ABORTS as readonly string[]).includes(reason) ? (reason as LostAttemptAbort) : undefined;
 }
 
 /** Where a completion's claim for the slots it frees comes from (the claim loop's slots and queue rotation). */
@@ -140,10 +148,15 @@ export function createCompleter(w: Held, riding: RidingClaim) {
   }
 
   async function fail(r: Running, o: Extract<Outcome, { kind: 'fail' }>) {
-    if (o.raw instanceof JobSnooze && transport.snooze && (await snooze(r, o.raw))) return;
+    // Stopped because the attempt lost its lease or ran out of time: the
+    // server is told, so it treats the attempt as lost (a job whose onLost is
+    // 'hold' waits for a person) rather than as an ordinary error, and a
+    // snooze (which would give the attempt back) is not asked for.
+    const abortedBy = lostAbort(r);
+    if (!abortedBy && o.raw instanceof JobSnooze && transport.snooze && (await snooze(r, o.raw))) return;
     const answer = await persist(w, leaseGone(w, r), 'fail', () =>
       withinLeases(w, r.leaseValidUntil, 'fail', (c) =>
-        transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs }, c),
+        transport.fail({ workerId, lease: { id: r.job.id, lockToken: r.job.lockToken }, error: o.error, retryable: o.retryable, retryAfterMs: o.retryAfterMs, abortedBy }, c),
         LAST_TRY_MS,
       ),
     ).catch((err) => {

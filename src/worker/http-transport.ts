@@ -130,7 +130,7 @@ export function httpTransport(options: HttpTransportOptions): Transport {
     async fail(p, c) {
       return verdict(
         p.lease.id,
-        await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs }, [], c),
+        await post(`/jobs/${p.lease.id}/fail`, { workerId: p.workerId, lockToken: p.lease.lockToken, error: p.error, retryable: p.retryable, retryAfterMs: p.retryAfterMs, abortedBy: p.abortedBy }, [], c),
       );
     },
     async snooze(p, c) {

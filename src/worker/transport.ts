@@ -3,7 +3,7 @@
  * (any runtime with fetch) or in-process (a database handle). Both transports
  * pass the same conformance tests, so a worker behaves the same on either.
  */
-import type { ClaimedJobWire, DependencyLinkWire, StepWire, WorkerLivenessWire } from '../core/wire.ts';
+import type { ClaimedJobWire, DependencyLinkWire, LostAttemptAbort, StepWire, WorkerLivenessWire } from '../core/wire.ts';
 
 /** A claimed job: what the worker needs to run, renew and finish it (the claim's wire shape). */
 export type ClaimedJob = ClaimedJobWire;
@@ -100,7 +100,13 @@ export interface Transport {
     results: (LeaseRef & { result?: unknown })[];
     claim?: { queue: string; limit: number; leaseMs?: number | undefined; claimId?: string | undefined } | undefined;
   }, call?: CallOptions): Promise<{ answers: LeaseAnswer[]; claimed: ClaimedJob[] }>;
-  fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
+  /**
+   * Ends the attempt with an error. `abortedBy`: the worker stopped the
+   * handler because the attempt lost its lease or ran out of time, so the
+   * server treats the attempt as lost (a job whose onLost is 'hold' is held
+   * for a person instead of retried).
+   */
+  fail(p: { workerId: string; lease: LeaseRef; error: string; retryable: boolean; retryAfterMs?: number | undefined; abortedBy?: LostAttemptAbort | undefined }, call?: CallOptions): Promise<LeaseAnswer>;
   /**
    * A snooze (JobSnooze): pending again after delayMs, the attempt given
    * back. `snooze_limit`: refused at the queue's maxSnoozes, the job still

@@ -93,9 +93,11 @@ describe("onLost 'hold' over HTTP", () => {
     await t.call('PATCH', `${api}/queues/pay/settings`, { onLost: 'hold' });
     const a = await lostAttempt();
     const b = await lostAttempt();
+    const heldAt = (await jobOf(a.id)).heldAt as string;
     const done = await t.post(`${api}/jobs/${a.id}/held/complete`, { reason: 'the charge went out', result: { charged: true } });
     expect(done.status).toBe(200);
-    expect(done.json.job).toMatchObject({ status: 'completed', result: { charged: true }, heldAt: null });
+    // Neither the hold's far-off due time (year 275760) nor its message stays on the completed job.
+    expect(done.json.job).toMatchObject({ status: 'completed', result: { charged: true }, heldAt: null, availableAt: heldAt, lastError: null });
     // Counted like any completion (the completed counter, the finished counts).
     const pay = async () => (await t.get(`${api}/metrics`)).json.queues.find((q: { queue: string }) => q.queue === 'pay');
     expect((await pay()).jobsTotal.completed).toBe(1);
@@ -135,6 +137,23 @@ describe("onLost 'hold' over HTTP", () => {
     const r = await t.post(`${api}/jobs/${e.id}/requeue`, { force: true, reason: 'host is being replaced' });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ job: { status: 'pending', heldAt: expect.any(String) }, requeue: { forced: true, held: true } });
+    expect(await t.claim('pay', 'w2')).toEqual([]);
+  });
+
+  test("a worker's failure after it stopped its handler for a lost lease (abortedBy) holds a hold job; a bad abortedBy is a 400 naming it", async () => {
+    t = await setup(rules);
+    await t.call('PATCH', `${api}/queues/pay/settings`, { onLost: 'hold' });
+    const e = await t.enqueue('pay');
+    const [c] = await t.claim('pay', 'w1');
+    const bad = await t.post(`${api}/jobs/${e.id}/fail`, { workerId: 'w1', lockToken: c!.lockToken, error: 'stopped', abortedBy: 'shutdown' });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.field).toBe('abortedBy');
+    expect((await jobOf(e.id)).status).toBe('running');
+    const failed = await t.post(`${api}/jobs/${e.id}/fail`, { workerId: 'w1', lockToken: c!.lockToken, error: 'JobAbortedError: fenced', abortedBy: 'lease_expired_locally' });
+    expect(failed.status).toBe(200);
+    expect(failed.json.job).toMatchObject({ status: 'pending', heldAt: expect.any(String), lostAttempt: { worker: 'w1', attempt: 1, why: expect.stringContaining('lease_expired_locally') } });
+    const { events } = (await t.get(`${api}/jobs/${e.id}`)).json;
+    expect(events.at(-1)).toMatchObject({ type: 'held', reason: 'lost_attempt_held' });
     expect(await t.claim('pay', 'w2')).toEqual([]);
   });
 });

@@ -193,7 +193,7 @@ function heldHistory(between: { id: number; type: string; worker_id: string | nu
 test("a held job (onLost 'hold') claimed again after an operator's release: no violation", () => {
   const report = check(heldHistory([{ id: 3, type: 'released_by_operator', worker_id: null, at: 500 }]));
   expect(report.violations.filter((v) => /held|without a person/.test(v))).toEqual([]);
-  expect(report.held).toEqual({ jobsHeld: 1, holds: 1, releasedByOperator: 1, failedByOperator: 0 });
+  expect(report.held).toEqual({ jobsHeld: 1, holds: 1, releasedByOperator: 1, failedByOperator: 0, byReason: { unknown: 1 } });
 });
 
 test("a held job (onLost 'hold') claimed again with no operator's release is a violation", () => {
@@ -205,4 +205,21 @@ test("a job with onLost 'hold' that the reaper put back to run again is a violat
   const i = heldHistory([{ id: 3, type: 'released_by_operator', worker_id: null, at: 500 }]);
   i.events[1] = { ...i.events[1]!, type: 'reaped', to_status: 'pending', reason: 'reaped_due_to_expired_lease' };
   expect(check(i).violations.join('\n')).toMatch(/job 1 \(onLost 'hold'\) was put back to run again without a person \(event 2/);
+});
+
+test("a job with onLost 'hold' whose handler was stopped for a lost lease or its deadline, then retried on its worker's failure, is a violation; a shutdown's or a plain error's retry is not", () => {
+  const history = (reason: string | undefined) => {
+    const i = heldHistory([]);
+    i.events[1] = { ...i.events[1]!, type: 'retry_scheduled', to_status: 'pending', actor: 'A' };
+    if (reason) i.lines.splice(1, 0, { t: 250, w: 'A', pid: 1, k: 'abort', job: '1', attempt: 1, fence: 1, reason }, { t: 255, w: 'A', pid: 1, k: 'end', job: '1', attempt: 1, fence: 1, aborted: !endedFirst });
+    return check(i).violations.filter((v) => v.includes('retried without a person'));
+  };
+  let endedFirst = false;
+  expect(history('lease_expired_locally')).toEqual([`job 1 (onLost 'hold') was retried without a person after its handler was stopped (lease_expired_locally): a lost attempt (event 2)`]);
+  expect(history('deadline_exceeded')).toHaveLength(1);
+  expect(history('shutdown')).toEqual([]);
+  expect(history(undefined)).toEqual([]);
+  // The handler failed on its own and its lease ran out while the failure was on its way: an ordinary failure.
+  endedFirst = true;
+  expect(history('lease_expired_locally')).toEqual([]);
 });

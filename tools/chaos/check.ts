@@ -66,7 +66,7 @@ export interface Report {
   reapedBy: Record<string, number>;
   staleWritesRejected: number;
   /** onLost 'hold' jobs: how many were held for a person, and what the operator did. */
-  held: { jobsHeld: number; holds: number; releasedByOperator: number; failedByOperator: number };
+  held: { jobsHeld: number; holds: number; releasedByOperator: number; failedByOperator: number; byReason: Record<string, number> };
   plainRuns: { total: number; jobsRunMoreThanOnce: number; extraRuns: number; extraRunsByCause: Record<string, number>; overlapping: number; overlapsExcused: Record<string, number> };
   /** Answers the proxy dropped after the server acted, and how the jobs they concerned ended. */
   lostAnswers: { dropped: Record<string, number>; claimsConcerned: number; waitedForReaper: number };
@@ -81,6 +81,8 @@ export interface Report {
 /** Writes that end an attempt, and the events of their outcomes. */
 const FINISHING_WRITES = new Set(['complete', 'fail', 'release']);
 const ENDED_BY_OWNER = new Set(['completed', 'failed', 'retry_scheduled', 'released']);
+/** The SDK's abort reasons for an attempt that lost its lease or ran out of time (a shutdown is not one). */
+const LOST_ABORTS = new Set(['deadline_exceeded', 'lease_expired_locally', 'lease_lost']);
 
 const bump = (m: Record<string, number>, k: string, by = 1) => (m[k] = (m[k] ?? 0) + by);
 
@@ -185,7 +187,20 @@ export function check(input: CheckInput): Report {
   const claims = new Map<number, { worker: string; at: number; end?: EventRow }[]>();
   let staleRejected = 0;
   let claimCount = 0;
-  const held = { jobsHeld: 0, holds: 0, releasedByOperator: 0, failedByOperator: 0 };
+  const held = { jobsHeld: 0, holds: 0, releasedByOperator: 0, failedByOperator: 0, byReason: {} as Record<string, number> };
+  // Runs whose handler the SDK stopped because the attempt lost its lease or
+  // ran out of time (by job and fencing token): the failure such a run
+  // reports ends a lost attempt. Stopped: its signal was aborted, for that
+  // reason, before the handler ended (its end line says so). A handler that
+  // failed on its own, whose lease then ran out while the failure was on its
+  // way, was not stopped: that failure is an ordinary one.
+  const abortedFor = new Map<string, string>();
+  for (const l of input.lines) if (l.k === 'abort' && LOST_ABORTS.has(l.reason ?? '')) abortedFor.set(`${l.job}:${l.fence}`, l.reason!);
+  const lostAborts = new Map<string, string>();
+  for (const l of input.lines) {
+    const reason = abortedFor.get(`${l.job}:${l.fence}`);
+    if (l.k === 'end' && l.aborted && reason) lostAborts.set(`${l.job}:${l.fence}`, reason);
+  }
   for (const [jobId, list] of byJob) {
     let owner: string | null = null;
     // onLost 'hold': a lost attempt waits for a person; only an operator's
@@ -216,13 +231,17 @@ export function check(input: CheckInput): Report {
           owner = null;
           break;
         case 'failed':
-        case 'retry_scheduled':
+        case 'retry_scheduled': {
           if (e.actor !== 'reaper' && (owner === null || e.worker_id !== owner)) v(`job ${jobId}: ${e.type} by ${e.worker_id} accepted while the claim belonged to ${owner ?? 'nobody'} (event ${e.id})`);
+          const lostBy = lostAborts.get(`${jobId}:${mine.length}`);
+          if (holdsForAPerson && e.type === 'retry_scheduled' && lostBy) v(`job ${jobId} (onLost 'hold') was retried without a person after its handler was stopped (${lostBy}): a lost attempt (event ${e.id})`);
           if (current && !current.end) current.end = e;
           owner = null;
           break;
+        }
         case 'held':
           held.holds++;
+          bump(held.byReason, e.reason ?? 'unknown');
           if (!holdsForAPerson) v(`job ${jobId} was held for a person although its policy is onLost 'retry' (event ${e.id})`);
           heldBy = e;
           if (current && !current.end) current.end = e;

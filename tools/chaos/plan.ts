@@ -115,7 +115,7 @@ export interface JobSpec {
   ms: number;
   /** Hard deadline per attempt (hang_io only). */
   timeoutMs?: number;
-  /** A lost attempt waits for the run's operator instead of running again (every eighth job). */
+  /** A lost attempt waits for the run's operator instead of running again (every eighth job, and every other hang_io job). */
   onLost?: 'hold';
 }
 
@@ -190,7 +190,9 @@ export function makePlan(o: ChaosOptions): Plan {
     else if (x < 0.26 * rare) spec = { i, behaviour: 'long_ignores_signal', ms: jr.int(t.leaseMs * 2, t.leaseMs * 3) };
     else spec = { i, behaviour: 'normal', ms: o.long ? jr.int(0, 20) : jr.int(5, 150) };
     // No random draw: every other job keeps the behaviour earlier seeds gave it.
-    if (i % 8 === 5) spec.onLost = 'hold';
+    // Every other hung-on-I/O job holds too: its first attempt hangs until its
+    // deadline stops it, so every run has hold jobs on the deadline's path.
+    if (i % 8 === 5 || (spec.behaviour === 'hang_io' && i % 2 === 0)) spec.onLost = 'hold';
     jobs.push(spec);
   }
   const hash = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex').slice(0, 16);

@@ -34,6 +34,7 @@ export function printSummary(r: Full, out: (line: string) => void) {
   row('worker events', kv(r.workerEvents));
   section('operator (admin API)');
   row("onLost 'hold' jobs held / holds / released / failed by hand", `${r.held.jobsHeld} / ${r.held.holds} / ${r.held.releasedByOperator} / ${r.held.failedByOperator}`);
+  row("holds by reason (the lost-attempt path)", Object.entries(r.held.byReason).map(([k, n]) => `${k} ${n}`).join(', ') || 'none');
   const c = r.operator.canary;
   row('canary runs started / dry runs with nothing to take', `${c.started} / ${c.nothingToTake}`);
   row('canary requeued / failed for good / skipped', `${c.requeued} / ${c.failedForGood} / ${c.skipped}`);

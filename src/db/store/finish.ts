@@ -5,7 +5,11 @@
  * - complete: running -> completed, with the result.
  * - fail: running -> pending (retryable and attempts left: due after the
  *   backoff, or after `retryAfterMs`) or -> failed (non-retryable, or attempts
- *   spent), with `last_error`; counted as an errored attempt.
+ *   spent), with `last_error`; counted as an errored attempt. A failure that
+ *   ends a lost attempt (lostFailure: its worker says it stopped the handler
+ *   for a lost lease or a deadline, or the deadline or lease had run out) of a
+ *   job whose onLost is 'hold' is held for a person instead of retried
+ *   (held.ts), as the reaper holds it; a failure for good stays one.
  * - release: running -> pending now, the attempt given back (shutdown);
  *   refused past the attempt's deadline.
  * complete and fail are accepted past the deadline until the reaper takes the
@@ -25,6 +29,8 @@ import { backoffSql, nowSql } from '../sql.ts';
 import { claimStatements, inClaimOrder } from './claim.ts';
 import { hasDependentsSql } from './dependencies.ts';
 import { completionTallyStatement } from './attempt-stats.ts';
+import { heldAttemptSql, heldMessageSql, onLostHoldSql } from './held.ts';
+import { HELD_AVAILABLE_AT, HELD_EVENT } from '../../core/held.ts';
 import { CLEAR_LEASE, finishedWriteSql, ownerGuard, ownedWrite, ownedWriteThen, returning } from './owned.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { Claimed, CompleteParams, FailParams, LeanJob, NextClaimParams, OwnedOutcome, ReleaseParams } from './port-types.ts';
@@ -84,24 +90,56 @@ export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobR
   const now = nowSql(p.now);
   const retry = sql`(${p.retryable ? 1 : 0} = 1 AND jobs.attempt_count < jobs.max_attempts)`;
   const delay = sql`coalesce(${p.retryAfterMs ?? null}, ${backoffSql(sql`jobs.attempt_count`, sql`jobs.queue_name`, p.defaults)})`;
-  const write = finishedWriteSql('fail', p.workerId, p.retryable, p.retryAfterMs ?? null);
-  // The same failure, already stored: this token, this worker, this error, retryable and delay.
-  const repeat = { match: sql`j.finished_token IS v.token AND j.finished_write IS ${write} AND j.last_error IS ${p.error}`, returning: sql`*` };
+  const lost = lostFailure(p, now);
+  // A retry of a lost attempt whose onLost is 'hold' holds it instead, as the reaper would.
+  const hold = sql`(${retry} AND ${lost.lost} AND ${onLostHoldSql})`;
+  const write = finishedWriteSql('fail', p.workerId, p.retryable, p.retryAfterMs ?? null, ...(p.abortedBy ? [p.abortedBy] : []));
+  // The same failure, already stored: this token, this worker, this error,
+  // retryable, delay and abort (a held one keeps the error in held_attempt).
+  const sameError = sql`(j.last_error IS ${p.error} OR (j.held_at IS NOT NULL AND json_extract(j.held_attempt, '$.error') IS ${p.error}))`;
+  const repeat = { match: sql`j.finished_token IS v.token AND j.finished_write IS ${write} AND ${sameError}`, returning: sql`*` };
   return ownedWrite<JobRecord>(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken }], workerId: p.workerId, write: 'fail', now: p.now, repeat },
     (v) => sql`UPDATE jobs SET
         status = CASE WHEN ${retry} THEN 'pending' ELSE 'failed' END,
-        available_at = CASE WHEN ${retry} THEN ${now} + ${delay} ELSE jobs.available_at END,
+        available_at = CASE WHEN ${hold} THEN ${HELD_AVAILABLE_AT} WHEN ${retry} THEN ${now} + ${delay} ELSE jobs.available_at END,
+        held_at = CASE WHEN ${hold} THEN ${now} ELSE jobs.held_at END,
+        held_attempt = CASE WHEN ${hold} THEN ${heldAttemptSql(lost.why, p.error)} ELSE jobs.held_attempt END,
         failed_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
         finished_at = CASE WHEN ${retry} THEN NULL ELSE ${now} END,
-        errored_attempts = jobs.errored_attempts + 1, last_error = ${p.error},
+        errored_attempts = jobs.errored_attempts + CASE WHEN ${hold} AND NOT ${lost.deadline} THEN 0 ELSE 1 END,
+        last_error = CASE WHEN ${hold} THEN ${heldMessageSql(lost.why)} ELSE ${p.error} END,
         ${CLEAR_LEASE}, finished_token = v.token, finished_write = ${write}, updated_at = ${now},
-        last_event = CASE WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
-        last_event_reason = CASE WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
+        last_event = CASE WHEN ${hold} THEN ${HELD_EVENT} WHEN ${retry} THEN 'retry_scheduled' ELSE 'failed' END,
+        last_event_reason = CASE WHEN ${hold} THEN CASE WHEN ${lost.deadline} THEN 'deadline_held' ELSE 'lost_attempt_held' END
+          WHEN ${retry} THEN NULL WHEN ${p.retryable ? 1 : 0} = 0 THEN 'non_retryable' ELSE 'attempts_exhausted' END,
         last_event_actor = ${p.workerId}
       FROM ${v} AS v WHERE ${ownerGuard(p.workerId)} RETURNING *, ${hasDependentsSql}`,
   );
+}
+
+/**
+ * Whether a failure ends a lost attempt, as SQL over the running row: the
+ * worker says it stopped its handler because the attempt lost its lease or
+ * ran out of time (`abortedBy`), or, whatever the worker says, the attempt's
+ * deadline or lease had already run out by the database's clock (a worker
+ * built on the HTTP API without the SDK sends no abortedBy). `deadline`:
+ * it ran out of time (held as `deadline_held`, counted as an errored
+ * attempt, as the reaper counts it); otherwise it lost its lease (held as
+ * `lost_attempt_held`, not counted). `why`: in words, for held_attempt and
+ * the hold's message.
+ */
+function lostFailure(p: FailParams, now: SQL): { lost: SQL; deadline: SQL; why: SQL } {
+  const pastDeadline = sql`(jobs.deadline_at IS NOT NULL AND jobs.deadline_at <= ${now})`;
+  const leaseExpired = sql`(jobs.lease_expires_at <= ${now})`;
+  const deadline = p.abortedBy === 'deadline_exceeded' ? sql`1` : pastDeadline;
+  const reported = `${p.workerId} failed the attempt`;
+  const why = p.abortedBy
+    ? sql`${`${reported} after it stopped its handler (${p.abortedBy}): ${p.error}`}`
+    : sql`CASE WHEN ${pastDeadline} THEN ${`${reported} after its deadline passed (deadline_exceeded): ${p.error}`}
+        ELSE ${`${reported} after its lease expired: ${p.error}`} END`;
+  return { lost: p.abortedBy ? sql`1` : sql`(${pastDeadline} OR ${leaseExpired})`, deadline, why };
 }
 
 /**

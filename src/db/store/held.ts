@@ -3,12 +3,15 @@
  * for a person.
  *
  * - hold (heldSetSql, inside the reaper's and the operator's requeue
- *   UPDATE): running -> pending with held_at set, available_at out of every
+ *   UPDATE; the owner's failure of a lost attempt builds the same columns,
+ *   finish.ts): running -> pending with held_at set, available_at out of every
  *   claim's reach, and what was known of the attempt (held_attempt, read
  *   from the row's values before the same UPDATE clears the lease).
  * - release: held -> pending, due now (it runs again at the next claim).
- * - complete by hand: held -> completed, with the operator's result.
+ * - complete by hand: held -> completed, with the operator's result; the
+ *   hold's message is no longer its error, and its due time is when it was held.
  * - fail: held -> failed for good, the reason as its error.
+ * - the owner's own failure of a lost attempt (finish.ts) holds it too.
  * A job held because a dependency failed (policy 'hold', drizzle/0031) is
  * held the same way, and lost no attempt. It is not released: released, it
  * would still wait for that dependency, which will not complete unless a
@@ -38,10 +41,44 @@ import type { HeldCount, OperatorOutcome, OperatorParams } from './port-types.ts
 export function heldSetSql(p: { now: SQL | number; reason: HeldReason; why: string; worker: string | null; lastHeartbeatAt: number | null }): SQL {
   const now = typeof p.now === 'number' ? sql`${p.now}` : p.now;
   return sql`status = 'pending', held_at = ${now}, available_at = ${HELD_AVAILABLE_AT},
-    held_attempt = json_object('worker', locked_by, 'instance', locked_by_instance, 'attempt', attempt_count, 'fencingToken', lease_epoch,
-      'startedAt', started_at, 'lastHeartbeatAt', last_heartbeat_at, 'leaseExpiresAt', lease_expires_at, 'why', ${p.why}),
+    held_attempt = ${heldAttemptSql(sql`${p.why}`)},
     last_error = ${heldMessage(p)}, last_event = ${HELD_EVENT}, last_event_reason = ${p.reason}`;
 }
+
+/**
+ * What is known of the attempt being held (held_attempt, src/core/held.ts
+ * LostAttempt), read from the running row inside the UPDATE that takes it;
+ * `error`: what its worker reported, when the hold came from its own
+ * failure (the failure's repeat is recognised by it, finish.ts).
+ */
+export function heldAttemptSql(why: SQL, error?: string): SQL {
+  return sql`json_object('worker', locked_by, 'instance', locked_by_instance, 'attempt', attempt_count, 'fencingToken', lease_epoch,
+      'startedAt', started_at, 'lastHeartbeatAt', last_heartbeat_at, 'leaseExpiresAt', lease_expires_at, 'why', ${why}${error === undefined ? sql`` : sql`, 'error', ${error}`})`;
+}
+
+/**
+ * heldMessage (src/core/held.ts) in SQL, from the running row's own
+ * columns, for a hold whose worker and last heartbeat are not known before
+ * the statement runs (the owner's failure, finish.ts). The same words: the
+ * conformance suite compares the two.
+ */
+export function heldMessageSql(why: SQL): SQL {
+  return sql`('held for a person (onLost ''hold''): the attempt of ' || coalesce(locked_by, 'an unknown worker') || ' was lost ('
+    || CASE WHEN last_heartbeat_at IS NULL THEN 'no heartbeat recorded' ELSE 'last heartbeat ' || strftime('%Y-%m-%dT%H:%M:%fZ', last_heartbeat_at / 1000.0, 'unixepoch') END
+    || '): ' || ${why})`;
+}
+
+/** Whether the job's onLost, else its queue's, is 'hold' (for an UPDATE of jobs; the queue is read only when the job names none). */
+export const onLostHoldSql = sql`(coalesce(jobs.on_lost, (SELECT q.on_lost FROM queues q WHERE q.name = jobs.queue_name), 'retry') = 'hold')`;
+
+/**
+ * A job leaving a lost attempt's hold by hand gets back a due time a person
+ * can read: when it was held (what the API showed as its availableAt while
+ * held), instead of HELD_AVAILABLE_AT in the year 275760. SET reads held_at
+ * as it was, before the same statement clears it. A dependency's hold never
+ * moved available_at, so it keeps its own.
+ */
+const heldDueSql = (now: SQL) => sql`available_at = CASE WHEN available_at >= ${HELD_AVAILABLE_AT} THEN coalesce(held_at, ${now}) ELSE available_at END`;
 
 const heldGuard = (id: number) => sql`id = ${id} AND status = 'pending' AND held_at IS NOT NULL`;
 const audited = (p: OperatorParams, event: string) => sql`last_event = ${event}, last_event_reason = ${p.reason}, last_event_actor = ${p.actor}`;
@@ -58,14 +95,18 @@ export async function jobReleaseIfHeld(db: Db, p: OperatorParams): Promise<Opera
 
 export function jobCompleteIfHeld(db: Db, p: OperatorParams & { result?: unknown }): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
+  // A lost attempt's hold leaves nothing on the completed row: no error (the
+  // hold's words stay on its event) and a due time of its own (below). A
+  // dependency's hold keeps its error, which says which dependency held it.
   return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'completed', result = ${jsonOrNull(p.result)}, completed_at = ${now}, finished_at = ${now}, held_at = NULL,
+      ${heldDueSql(now)}, last_error = CASE WHEN dependency_failed_by IS NULL THEN NULL ELSE last_error END,
       updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.complete)}
     WHERE ${heldGuard(p.id)} RETURNING *`, p.also);
 }
 
 export function jobFailIfHeld(db: Db, p: OperatorParams): Promise<OperatorOutcome> {
   const now = nowSql(p.now);
-  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'failed', failed_at = ${now}, finished_at = ${now}, held_at = NULL,
+  return guardedWithAudit(db, p.id, sql`UPDATE jobs SET status = 'failed', failed_at = ${now}, finished_at = ${now}, held_at = NULL, ${heldDueSql(now)},
       last_error = CASE WHEN dependency_failed_by IS NULL THEN 'failed by hand after a lost attempt: '
         ELSE 'failed by hand while held for failed dependency ' || dependency_failed_by || ': ' END || ${p.reason ?? 'no reason given'},
       updated_at = ${now}, ${audited(p, HELD_ACTION_EVENTS.fail)}

@@ -19,7 +19,7 @@ import type { QueueDefaults } from '../../core/config.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { WhereClause } from '../../core/job-filter.ts';
 import type { ReapCandidate, ReapDecision, ReapRules, RequeueDone } from '../../core/reaper.ts';
-import type { DependencyPolicy, DependencyState, OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
+import type { DependencyPolicy, DependencyState, LostAttemptAbort, OnLost, ScheduleCatchUp, ScheduleOverlap, ScheduleSkipReason, UniqueWhile } from '../../core/wire.ts';
 import type { JobStatus } from '../schema.ts';
 import type { SQL } from 'drizzle-orm';
 
@@ -200,6 +200,8 @@ export interface FailParams {
   retryable: boolean;
   /** Retry after this delay instead of the backoff. */
   retryAfterMs?: number | undefined;
+  /** The worker stopped its handler because the attempt lost its lease or ran out of time: a lost attempt, held when its onLost is 'hold'. */
+  abortedBy?: LostAttemptAbort | undefined;
   now: Now;
   defaults: QueueDefaults;
 }
