@@ -220,13 +220,38 @@ function claimLimitSql(queue: string, limit: number, now: SQL) {
   return sql`CASE WHEN ${anyDueSql(queue, now)} THEN max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit})) ELSE 0 END`;
 }
 
-/** RETURNING order is unspecified: claim order for the caller. */
-export const inClaimOrder = (claimed: Claimed[]) =>
+/**
+ * RETURNING order is unspecified: the claim's answer in the order the claim
+ * took its jobs (FAIR_ORDER), which is the order a worker should start them
+ * in. Jobs without a group first, in claim order; then a turn at a time, one
+ * job of each group per turn, each group's jobs in claim order. Within a
+ * turn the groups go in the claim order of their first jobs (which group was
+ * served least recently is not in the answer). Sorted by claim order alone,
+ * the answer listed one group's backlog before the other groups it was
+ * claimed fairly with, and a worker running it in order ran that backlog
+ * first. An answer without groups is sorted in claim order and nothing more.
+ */
+export function inFairOrder(claimed: Claimed[]): Claimed[] {
   claimed.sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
+  if (!claimed.some((j) => j.group_key != null)) return claimed;
+  const turn = new Map<Claimed, number>();
+  const taken = new Map<string, number>();
+  const groupRank = new Map<string, number>();
+  for (const j of claimed) {
+    if (j.group_key == null) continue;
+    const n = (taken.get(j.group_key) ?? 0) + 1;
+    taken.set(j.group_key, n);
+    turn.set(j, n);
+    if (!groupRank.has(j.group_key)) groupRank.set(j.group_key, groupRank.size);
+  }
+  const rank = (j: Claimed) => (j.group_key == null ? -1 : groupRank.get(j.group_key)!);
+  // Stable: jobs without a group (turn 0, rank -1) keep their claim order.
+  return claimed.sort((a, b) => (turn.get(a) ?? 0) - (turn.get(b) ?? 0) || rank(a) - rank(b));
+}
 
 export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
   const [, ...claimed] = (await batchList(db, [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p)])) as Claimed[][];
-  return inClaimOrder(claimed.flat());
+  return inFairOrder(claimed.flat());
 }
 
 /**
@@ -246,7 +271,7 @@ export function claimWithRateWaitStatements(db: Db, p: ClaimParams) {
 /** What claimWithRateWaitStatements' results come to. */
 export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWithRateWait {
   const claimed = results.slice(1, -1) as Claimed[][];
-  return { claimed: inClaimOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
+  return { claimed: inFairOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
 }
 
 /**

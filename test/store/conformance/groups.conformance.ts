@@ -1,6 +1,6 @@
 /**
  * Groups and sliding rate limits on every backend: the claim takes turns
- * across groups (least recently served first), holds groupMaxRunning and a
+ * across groups (least recently served first) and answers in that order, holds groupMaxRunning and a
  * group's sliding window, and the queue's sliding window counts starts; the
  * per-group counts the queue page and /metrics show (queuesGroupCounts).
  */
@@ -29,6 +29,18 @@ export function defineGroups(backend: StoreBackend) {
       const running = await t().db.all<{ g: string; n: number }>(sql`SELECT group_key AS g, count(*) AS n FROM jobs WHERE status = 'running' AND group_key IS NOT NULL GROUP BY group_key`);
       for (const r of running) expect(Number(r.n)).toBeLessThanOrEqual(3);
       expect(await claim('w3', 50)).toHaveLength(0);
+    });
+
+    test('a claim answers its jobs in the order it took them: without a group first, then a turn at a time across groups', async () => {
+      await enqueue('a', 6);
+      await enqueue('b', 2);
+      await enqueue('c', 2);
+      await enqueue(undefined, 1);
+      // A worker starts an answer in order: sorted by id, it listed all of a's before b's and c's.
+      expect((await claim('w', 11)).map(groupOf)).toEqual(['-', 'a', 'b', 'c', 'a', 'b', 'c', 'a', 'a', 'a', 'a']);
+      // Within a group, claim order (priority, then due time, then id).
+      await t().store.jobsInsert({ queue: 'q', jobs: [{ payload: { group: 'd', i: 0 }, group: 'd' }, { payload: { group: 'd', i: 1 }, group: 'd', priority: 5 }], actor: 'test', now: T0, defaults: DEFAULTS });
+      expect((await claim('w', 2)).map((c) => JSON.parse(c.payload) as { i: number }).map((p) => p.i)).toEqual([1, 0]);
     });
 
     test('sliding windows: the queue and each group count starts of the last windowMs', async () => {
