@@ -184,6 +184,8 @@ export const jobs = sqliteTable(
     index('jobs_group_claim_idx')
       .on(t.queueName, t.groupKey, sql`${t.priority} DESC`, t.availableAt, t.id)
       .where(sql`${t.status} = 'pending' AND ${t.groupKey} IS NOT NULL`),
+    // A group's earliest pending job: its job_groups.delayed_until (drizzle/0039).
+    index('jobs_group_due_idx').on(t.queueName, t.groupKey, t.availableAt).where(sql`${t.status} = 'pending' AND ${t.groupKey} IS NOT NULL`),
     index('jobs_lease_expiry_idx').on(t.leaseExpiresAt).where(sql`${t.status} = 'running'`),
     index('jobs_deadline_idx').on(t.deadlineAt).where(sql`${t.status} = 'running' AND ${t.deadlineAt} IS NOT NULL`),
     // A claim sent again (claim.ts): the jobs still running under its id.
@@ -814,9 +816,12 @@ export const canaryEvents = sqliteTable(
 
 /**
  * Each group with pending or running jobs, per queue, kept exact by triggers
- * on jobs (drizzle/0030): the fair claim's round walks job_groups_next_idx,
- * least recently served group first; `served` is the queue's groupServes at
- * the group's last claim (NULL: never served).
+ * on jobs (drizzle/0030, 0039): the fair claim's round walks
+ * job_groups_ready_idx, least recently served group first, and looks up the
+ * groups whose delay ran out since in job_groups_delayed_idx; `served` is the
+ * queue's groupServes at the group's last claim (NULL: never served), and
+ * `delayed_until` is when the group's earliest pending job comes due if none
+ * was due at the last change of its jobs (NULL: one was, or none is pending).
  */
 export const jobGroups = sqliteTable(
   'job_groups',
@@ -826,10 +831,12 @@ export const jobGroups = sqliteTable(
     pending: integer('pending').notNull().default(0),
     running: integer('running').notNull().default(0),
     served: integer('served'),
+    delayedUntil: integer('delayed_until'),
   },
   (t) => [
     primaryKey({ columns: [t.queueName, t.groupKey] }),
-    index('job_groups_next_idx').on(t.queueName, t.served).where(sql`${t.pending} > 0`),
+    index('job_groups_ready_idx').on(t.queueName, t.served).where(sql`${t.pending} > 0 AND ${t.delayedUntil} IS NULL`),
+    index('job_groups_delayed_idx').on(t.queueName, t.delayedUntil).where(sql`${t.delayedUntil} IS NOT NULL`),
   ],
 );
 

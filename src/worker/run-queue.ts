@@ -15,8 +15,18 @@
  * took. Before a handler has finished, and for handlers that slow, nothing is
  * claimed ahead. Waiting jobs are renewed by the lease keeper like running
  * ones, and given back at shutdown without running.
+ *
+ * The order they start in keeps the server's fairness across groups (a job's
+ * `group`, a tenant): the server claims round-robin over a queue's groups,
+ * but a line run first-in first-out would run the backlog of one group,
+ * claimed ahead, before another group's jobs claimed after it. So jobs
+ * without a group go first, in the order claimed (as the server takes them
+ * before grouped ones), and grouped jobs take turns, one job of each waiting
+ * group per turn, the group whose turn came longest ago first (fair-line.ts). A
+ * queue without groups has one line, first-in first-out, as before.
  */
 import type { Running } from './held.ts';
+import { createFairLine } from './fair-line.ts';
 
 /** Share of the lease (or deadline) a job claimed ahead is expected to wait, at most. */
 const WAIT_SHARE = 1 / 8;
@@ -34,7 +44,7 @@ export interface RunQueueOptions {
 }
 
 export function createRunQueue(o: RunQueueOptions) {
-  const line: Running[] = [];
+  const line = createFairLine(o.now);
   let running = 0;
   /** How long a handler takes (moving average; rises fast, falls slowly). */
   let handlerMs: number | undefined;
@@ -58,7 +68,7 @@ export function createRunQueue(o: RunQueueOptions) {
 
   function pump() {
     while (!paused && running < o.concurrency && line.length > 0) {
-      const r = line.shift()!;
+      const r = line.next()!;
       if (r.abortedBy) {
         o.drop(r);
         continue;
@@ -77,7 +87,7 @@ export function createRunQueue(o: RunQueueOptions) {
     /** A job just claimed: runs at once if a slot is free, else waits in line. */
     push(r: Running) {
       budgetMs = Math.min(r.leaseMs, r.job.timeoutMs ?? Infinity) * WAIT_SHARE;
-      line.push(r);
+      line.push(r, budgetMs);
       pump();
     },
     /** How many more jobs the worker may claim now (with a completion, which costs no call of its own). */
@@ -94,7 +104,7 @@ export function createRunQueue(o: RunQueueOptions) {
     /** Stops starting jobs and hands back those still waiting (shutdown). */
     takeWaiting(): Running[] {
       paused = true;
-      return line.splice(0);
+      return line.takeAll();
     },
   };
 }

@@ -181,7 +181,10 @@ export interface WorkerOptions<P = unknown> {
    * handlers are expected to start within an eighth of the lease (or of the
    * job's deadline), judged by how long recent handlers took: none before
    * the first handler has finished, none for handlers that slow. They are
-   * renewed like running jobs and given back unstarted at close().
+   * renewed like running jobs and given back unstarted at close(). They
+   * start in the server's fairness: jobs without a group first, then
+   * grouped jobs a turn at a time across groups, so a group's backlog held
+   * here does not hold back another group's jobs claimed after it.
    * Default: claimBatch - concurrency (at least 0); 0 turns it off.
    */
   claimAhead?: number;

@@ -114,9 +114,10 @@ const jobBytes = (j: string) => sql.raw(`octet_length(${j}.payload) + coalesce(o
  *   (three index seeks of jobs_group_claim_idx: the same priority and due
  *   time, the same priority, a lower one), a turn at a time, until the
  *   group's own limits stop it or the budget is reached. So it reads about
- *   as many rows as it takes, however many groups or jobs the queue holds.
- * A queue without groups pays one seek of job_groups_next_idx that finds
- * nothing.
+ *   as many rows as it takes, however many groups or jobs the queue holds,
+ *   and never visits a group whose jobs are all delayed.
+ * A queue without a grouped job pending reads its queue row there and no
+ * group.
  */
 function claimCandidatesSql(queue: string, limit: number, now: SQL) {
   const budget = sql`(SELECT n FROM budget)`;
@@ -147,16 +148,26 @@ function claimCandidatesSql(queue: string, limit: number, now: SQL) {
 }
 
 /**
- * The claim's round over the queue's groups: those with pending work, least
- * recently served first (job_groups_next_idx; never served first), under
- * the queue's groupMaxRunning, with starts left in the group's sliding rate
- * window and a job due now (first_id, its first in claim order). Each comes
- * with `take`, how many jobs it may start now. It stops at `limit` groups
- * (each gives at least one job), or at none when the claim's budget is 0
- * (nothing due, the queue paused, its limits reached). A group passed over
- * costs a seek or two: one at its running cap, or whose pending jobs are
- * all delayed (those are its index entries until a due one, as with
- * jobs_claim_idx's priorities).
+ * The claim's round over the queue's groups: those that can start a job now,
+ * least recently served first (never served first), each with `take`, how
+ * many jobs it may start now (under the queue's groupMaxRunning and the
+ * starts left in the group's sliding rate window), and its first due job in
+ * claim order (first_id). It stops at `limit` groups (each gives at least
+ * one job), or at none when the claim's budget is 0 (nothing due, the queue
+ * paused, its limits reached).
+ * A group whose pending jobs are all delayed is not visited: job_groups says
+ * when each group can run (delayed_until, kept by the triggers of
+ * drizzle/0039), and the round reads two sets, merged in served order:
+ * - the groups that had a due job at the last change of their jobs
+ *   (job_groups_ready_idx, in served order, read only as far as the round
+ *   goes);
+ * - the groups whose delay has run out since (job_groups_delayed_idx, up to
+ *   now, at most `limit` of them, earliest due first), until a change of
+ *   their jobs moves them to the first set.
+ * So the round reads about as many groups as it gives turns to, however
+ * many groups wait on delayed jobs. A group passed over costs a seek or two:
+ * one at its running cap or its rate limit (its first due job is still
+ * looked up, in the first set).
  */
 function groupRoundSql(queue: string, limit: number, now: SQL, budget: SQL) {
   const rateUsed = slidingRateUsedSql(queue, sql`g.group_key`, sql`q.group_rate_window_ms`, now);
@@ -165,13 +176,20 @@ function groupRoundSql(queue: string, limit: number, now: SQL, budget: SQL) {
       CASE WHEN q.group_rate_max IS NULL THEN ${limit} ELSE q.group_rate_max - ${rateUsed} END)`;
   const firstDue = sql`(SELECT x.id FROM jobs x WHERE x.queue_name = ${queue} AND x.group_key = g.group_key AND x.status = 'pending' AND x.available_at <= ${now}
       ORDER BY x.priority DESC, x.available_at, x.id LIMIT 1)`;
-  return sql`SELECT group_key, served, take, first_id FROM (
-      SELECT g.group_key, g.served, ${take} AS take, ${firstDue} AS first_id
-      FROM job_groups g INDEXED BY job_groups_next_idx JOIN queues q ON q.name = ${queue}
-      WHERE g.queue_name = ${queue} AND g.pending > 0 AND ${budget} > 0
-        AND (q.group_max_running IS NULL OR g.running < q.group_max_running)
-      ORDER BY g.served)
-    WHERE take > 0 AND first_id IS NOT NULL
+  const turn = sql`g.group_key, g.served, ${take} AS take, ${firstDue} AS first_id`;
+  // A queue with no grouped job pending (queues.grouped_pending) reads no group at all.
+  const open = sql`${budget} > 0 AND q.grouped_pending > 0 AND (q.group_max_running IS NULL OR g.running < q.group_max_running)`;
+  const ready = sql`SELECT ${turn}
+      FROM job_groups g INDEXED BY job_groups_ready_idx JOIN queues q ON q.name = ${queue}
+      WHERE g.queue_name = ${queue} AND g.pending > 0 AND g.delayed_until IS NULL AND ${open}
+      ORDER BY g.served`;
+  const cameDue = sql`SELECT ${turn}
+      FROM job_groups g INDEXED BY job_groups_delayed_idx JOIN queues q ON q.name = ${queue}
+      WHERE g.queue_name = ${queue} AND g.delayed_until <= ${now} AND ${open}
+      ORDER BY g.delayed_until`;
+  return sql`SELECT group_key, served, take, first_id FROM (${ready}) WHERE take > 0 AND first_id IS NOT NULL
+    UNION ALL
+    SELECT group_key, served, take, first_id FROM (SELECT * FROM (${cameDue}) WHERE take > 0 AND first_id IS NOT NULL LIMIT ${limit})
     ORDER BY served
     LIMIT ${limit}`;
 }
@@ -228,13 +246,38 @@ function claimLimitSql(queue: string, limit: number, now: SQL) {
   return sql`CASE WHEN ${anyDueSql(queue, now)} THEN max(0, coalesce((SELECT min(${limit}, ${freeSlots}, ${rateLeft}) FROM queues q WHERE q.name = ${queue}), ${limit})) ELSE 0 END`;
 }
 
-/** RETURNING order is unspecified: claim order for the caller. */
-export const inClaimOrder = (claimed: Claimed[]) =>
+/**
+ * RETURNING order is unspecified: the claim's answer in the order the claim
+ * took its jobs (FAIR_ORDER), which is the order a worker should start them
+ * in. Jobs without a group first, in claim order; then a turn at a time, one
+ * job of each group per turn, each group's jobs in claim order. Within a
+ * turn the groups go in the claim order of their first jobs (which group was
+ * served least recently is not in the answer). Sorted by claim order alone,
+ * the answer listed one group's backlog before the other groups it was
+ * claimed fairly with, and a worker running it in order ran that backlog
+ * first. An answer without groups is sorted in claim order and nothing more.
+ */
+export function inFairOrder(claimed: Claimed[]): Claimed[] {
   claimed.sort((a, b) => b.priority - a.priority || a.available_at - b.available_at || a.id - b.id);
+  if (!claimed.some((j) => j.group_key != null)) return claimed;
+  const turn = new Map<Claimed, number>();
+  const taken = new Map<string, number>();
+  const groupRank = new Map<string, number>();
+  for (const j of claimed) {
+    if (j.group_key == null) continue;
+    const n = (taken.get(j.group_key) ?? 0) + 1;
+    taken.set(j.group_key, n);
+    turn.set(j, n);
+    if (!groupRank.has(j.group_key)) groupRank.set(j.group_key, groupRank.size);
+  }
+  const rank = (j: Claimed) => (j.group_key == null ? -1 : groupRank.get(j.group_key)!);
+  // Stable: jobs without a group (turn 0, rank -1) keep their claim order.
+  return claimed.sort((a, b) => (turn.get(a) ?? 0) - (turn.get(b) ?? 0) || rank(a) - rank(b));
+}
 
 export async function jobsClaimPending(db: Db, p: ClaimParams): Promise<Claimed[]> {
   const [, ...claimed] = (await batchList(db, [workerTouch(db, p.workerId, p.now, p.instanceId), ...claimStatements(db, p)])) as Claimed[][];
-  return inClaimOrder(claimed.flat());
+  return inFairOrder(claimed.flat());
 }
 
 /**
@@ -254,7 +297,7 @@ export function claimWithRateWaitStatements(db: Db, p: ClaimParams) {
 /** What claimWithRateWaitStatements' results come to. */
 export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWithRateWait {
   const claimed = results.slice(1, -1) as Claimed[][];
-  return { claimed: inClaimOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
+  return { claimed: inFairOrder(claimed.flat()), rateWait: toRateWait(results.at(-1) as Parameters<typeof toRateWait>[0]) };
 }
 
 /**

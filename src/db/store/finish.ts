@@ -26,7 +26,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { QueueDefaults } from '../../core/config.ts';
 import type { Db } from '../db.ts';
 import { backoffSql, nowSql } from '../sql.ts';
-import { claimStatements, inClaimOrder } from './claim.ts';
+import { claimStatements, inFairOrder } from './claim.ts';
 import { hasDependentsSql } from './dependencies.ts';
 import { completionTallyStatement } from './attempt-stats.ts';
 import { heldAttemptSql, heldMessageSql, onLostHoldSql } from './held.ts';
@@ -83,7 +83,7 @@ export async function jobsCompleteThenClaim(
     completeUpdate(p),
     claim,
   );
-  return { outcomes, claimed: inClaimOrder(then) };
+  return { outcomes, claimed: inFairOrder(then) };
 }
 
 export function jobFailIfOwned(db: Db, p: FailParams): Promise<OwnedOutcome<JobRecord>[]> {

@@ -1,6 +1,6 @@
 /**
  * Groups and sliding rate limits on every backend: the claim takes turns
- * across groups (least recently served first), holds groupMaxRunning and a
+ * across groups (least recently served first) and answers in that order, holds groupMaxRunning and a
  * group's sliding window, and the queue's sliding window counts starts; the
  * per-group counts the queue page and /metrics show (queuesGroupCounts).
  */
@@ -29,6 +29,64 @@ export function defineGroups(backend: StoreBackend) {
       const running = await t().db.all<{ g: string; n: number }>(sql`SELECT group_key AS g, count(*) AS n FROM jobs WHERE status = 'running' AND group_key IS NOT NULL GROUP BY group_key`);
       for (const r of running) expect(Number(r.n)).toBeLessThanOrEqual(3);
       expect(await claim('w3', 50)).toHaveLength(0);
+    });
+
+    test('a claim answers its jobs in the order it took them: without a group first, then a turn at a time across groups', async () => {
+      await enqueue('a', 6);
+      await enqueue('b', 2);
+      await enqueue('c', 2);
+      await enqueue(undefined, 1);
+      // A worker starts an answer in order: sorted by id, it listed all of a's before b's and c's.
+      expect((await claim('w', 11)).map(groupOf)).toEqual(['-', 'a', 'b', 'c', 'a', 'b', 'c', 'a', 'a', 'a', 'a']);
+      // Within a group, claim order (priority, then due time, then id).
+      await t().store.jobsInsert({ queue: 'q', jobs: [{ payload: { group: 'd', i: 0 }, group: 'd' }, { payload: { group: 'd', i: 1 }, group: 'd', priority: 5 }], actor: 'test', now: T0, defaults: DEFAULTS });
+      expect((await claim('w', 2)).map((c) => JSON.parse(c.payload) as { i: number }).map((p) => p.i)).toEqual([1, 0]);
+    });
+
+    test("a group whose jobs are all delayed is passed over until one comes due, through every change of its jobs' due times", async () => {
+      const { store, db } = t();
+      const insert = (group: string, job: Record<string, unknown>, now = T0) =>
+        store.jobsInsert({ queue: 'q', jobs: [{ payload: { group }, group, ...job }], actor: 'test', now, defaults: DEFAULTS });
+      const claimedGroups = async (now: number, limit = 10) => (await claim('w', limit, now)).map(groupOf).sort();
+      const delayedUntil = async (group: string) =>
+        (await db.all<{ d: number | null }>(sql`SELECT delayed_until AS d FROM job_groups WHERE queue_name = 'q' AND group_key = ${group}`))[0]?.d ?? null;
+      // Delayed at enqueue: not claimable, and the group says until when.
+      await insert('later', { delayMs: 10_000 });
+      await insert('later', { delayMs: 20_000 });
+      expect(await delayedUntil('later')).toBe(T0 + 10_000);
+      expect(await claimedGroups(T0)).toEqual([]);
+      // Its delay runs out with no write to the group: the claim finds it.
+      expect(await claimedGroups(T0 + 10_000)).toEqual(['later']);
+      // Its next job is delayed again: passed over until then.
+      expect(await delayedUntil('later')).toBe(T0 + 20_000);
+      expect(await claimedGroups(T0 + 19_999)).toEqual([]);
+      // A due job enqueued into a delayed group makes it claimable at once.
+      await insert('later', {}, T0 + 19_999);
+      expect(await claimedGroups(T0 + 19_999)).toEqual(['later']);
+      expect(await claimedGroups(T0 + 20_000)).toEqual(['later']);
+      // A retry's backoff delays the group; the retry comes due.
+      await insert('retry', {}, T0 + 20_000);
+      const [job] = await claim('w', 1, T0 + 20_000);
+      await store.jobFailIfOwned({ workerId: 'w', id: job!.id, lockToken: job!.lock_token!, error: 'x', retryable: true, retryAfterMs: 5_000, now: T0 + 20_000, defaults: DEFAULTS });
+      expect(await delayedUntil('retry')).toBe(T0 + 25_000);
+      expect(await claimedGroups(T0 + 24_999)).toEqual([]);
+      expect(await claimedGroups(T0 + 25_000)).toEqual(['retry']);
+      // A pending job whose run time moves earlier (rewritten by its key) is claimable at once.
+      await insert('keyed', { idempotencyKey: 'k', uniqueWhile: 'replace', delayMs: 60_000 }, T0 + 25_000);
+      expect(await claimedGroups(T0 + 25_000)).toEqual([]);
+      await insert('keyed', { idempotencyKey: 'k', uniqueWhile: 'replace' }, T0 + 25_001);
+      expect(await delayedUntil('keyed')).toBeNull();
+      expect(await claimedGroups(T0 + 25_001)).toEqual(['keyed']);
+      // ...and one moved later is passed over again.
+      await insert('keyed2', { idempotencyKey: 'k2', uniqueWhile: 'replace' }, T0 + 25_001);
+      await insert('keyed2', { idempotencyKey: 'k2', uniqueWhile: 'replace', delayMs: 60_000 }, T0 + 25_002);
+      expect(await delayedUntil('keyed2')).toBe(T0 + 85_002);
+      expect(await claimedGroups(T0 + 25_002)).toEqual([]);
+      // Every row agrees with the jobs: delayed_until is the earliest pending job's due time when none was due at the group's last change.
+      const wrong = await db.all<{ g: string }>(sql`SELECT g.group_key AS g FROM job_groups g
+        WHERE g.delayed_until IS NOT (SELECT min(j.available_at) FROM jobs j WHERE j.queue_name = g.queue_name AND j.group_key = g.group_key AND j.status = 'pending'
+          HAVING min(j.available_at) > ${T0 + 25_002})`);
+      expect(wrong).toEqual([]);
     });
 
     test('sliding windows: the queue and each group count starts of the last windowMs', async () => {
