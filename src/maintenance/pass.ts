@@ -4,6 +4,9 @@
  * `POST /api/v1/reaper/run` call. It runs the services in order, each with
  * its own report:
  *
+ * 0. rebaseAfterStepBackOnce (clock-step-back.ts): after the clock stepped
+ *    back, leases renewed before the step counted from now, so that no dead
+ *    owner's job waits the step out;
  * 1. reapLostLeases (reaper.ts): take back what the reaper's rules say;
  * 2. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
  *    each exactly once however many passes run at once;
@@ -39,6 +42,7 @@ import { canaryRunsOnce, type CanaryReport } from './canary.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
 import { reapLostLeases, type ReaperObserver, type ReaperReport } from './reaper.ts';
+import { rebaseAfterStepBackOnce, type StepBackReport } from './clock-step-back.ts';
 import { schedulesOnce, type SchedulesReport } from './schedules.ts';
 
 export interface MaintenancePassReport extends ReaperReport {
@@ -51,6 +55,8 @@ export interface MaintenancePassReport extends ReaperReport {
   /** Canary requeues: steps taken, runs stopped by themselves, runs done. */
   canary: CanaryReport;
   alerts: AlertPassReport;
+  /** The clock had stepped back: how far (at least) and how many running jobs were moved onto the clock as it is now. */
+  clockStepBack?: StepBackReport;
 }
 
 /**
@@ -74,6 +80,13 @@ export interface MaintenancePassOptions extends MaintenancePassObserver {
   holdLostLeases?: { why: string };
   /** Where webhook POSTs and the owner check's GETs go through (default: the global fetch). */
   fetch?: Fetch;
+  /**
+   * The time the pass decides at, when the caller already read the clock for
+   * it (a server's reaper judges that very reading for a step of the clock,
+   * src/runtime/gap-watch.ts, and writes its hold before this pass reads a
+   * lease). Absent: the pass reads the clock itself.
+   */
+  readAt?: number;
 }
 
 /** One pass over a database: its store is built here (createStore), at the edge. */
@@ -83,7 +96,8 @@ export function runMaintenancePass(db: Db, now: Now, config: Config, options: Ma
 
 /** One pass over the store port. */
 export async function maintenancePassOnce(store: JobStore, now: Now, config: Config, options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
-  const at = typeof now === 'number' ? now : await store.readNow();
+  const at = typeof now === 'number' ? now : (options.readAt ?? (await store.readNow()));
+  const clockStepBack = await rebaseAfterStepBackOnce(store, at, now, config);
   const reaped = await reapLostLeases(store, at, config, {
     holdLostLeases: options.holdLostLeases,
     onJob: options.job,
@@ -101,5 +115,5 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
   await store.maintenancePassRecord({ startedAt: at, now });
-  return { at, ...reaped, pruned: pruned.jobs, schedules, canary, alerts };
+  return { at, ...reaped, pruned: pruned.jobs, schedules, canary, alerts, ...(clockStepBack ? { clockStepBack } : {}) };
 }

@@ -21,7 +21,17 @@
  *
  * Time is monotonic (performance.now keeps counting while a process is
  * stopped), so a wall-clock jump is not a gap and a pause always is.
+ *
+ * The wall clock the leases use (the database's, as its statements return
+ * it, or a test's fixed clock) is watched beside it: `readClock` reads it
+ * between two monotonic instants, and a reading that moved further or less
+ * far than the monotonic clock did is a step (src/core/clock-step.ts). The
+ * reaper reads the clock this way before each pass and decides at that very
+ * reading, so a forward step's hold is in the database before the pass looks
+ * at a lease. Deno, Bun and Node all have performance.now; on Workers no
+ * process lives between cron runs, so nothing watches there.
  */
+import { clockStepWatch, type ClockStep } from '../core/clock-step.ts';
 import type { Config } from '../core/config.ts';
 
 export interface Hold {
@@ -38,9 +48,12 @@ export interface GapWatch {
   current(): Hold | undefined;
   /** The gap a tick noticed (a start, a pause) and how long to hold for it, once: what the server writes to the database. */
   noticed(): { gapMs: number | null; holdMs: number } | undefined;
+  /** Reads the wall clock through `read`, timed on the monotonic clock: the time read, and the step since the previous reading, if any. */
+  readClock(read: () => Promise<number>): Promise<{ at: number; step?: ClockStep }>;
 }
 
 export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs' | 'graceMs' | 'leaseMs'>, monotonic: () => number = () => performance.now()): GapWatch {
+  const steps = clockStepWatch(config);
   let lastTick: number | undefined;
   let hold: { gapMs: number | null; until: number; latest: number } | undefined;
   let fresh: { gapMs: number | null; holdMs: number } | undefined;
@@ -76,6 +89,12 @@ export function gapWatch(config: Pick<Config, 'reaperIntervalMs' | 'heartbeatMs'
       const gap = fresh;
       fresh = undefined;
       return gap;
+    },
+    async readClock(read) {
+      const monoStartMs = monotonic();
+      const wallMs = await read();
+      const step = steps.observe({ wallMs, monoStartMs, monoEndMs: monotonic() });
+      return step ? { at: wallMs, step } : { at: wallMs };
     },
   };
 }

@@ -10,6 +10,7 @@ import type { Config } from '../core/config.ts';
 import type { MaintenancePassObserver, MaintenancePassReport } from '../maintenance/pass.ts';
 import { storageFault } from '../db/storage-fault.ts';
 import { gapWatch, type GapWatch } from './gap-watch.ts';
+import { clockStepCause, clockStepHoldMs } from '../core/clock-step.ts';
 import type { Logger } from '../core/log.ts';
 import type { Engine } from '../engine/engine.ts';
 
@@ -37,18 +38,18 @@ export interface ReaperPass {
  * server's, and every operator's requeue then obeys; a cron pass only obeys.
  */
 export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | false = gapWatch(engine.config)): ReaperPass {
-  const { store, clock } = engine;
+  const { store, clock, config } = engine;
   let running = false;
-  // A gap noticed whose hold is not in the database yet (its write failed): tried again at the next tick.
-  let unwritten: { gapMs: number | null; holdMs: number } | undefined;
+  // A gap or step noticed whose hold is not in the database yet (its write failed): tried again at the next tick.
+  let unwritten: { gapMs: number | null; holdMs: number; cause?: string } | undefined;
   // `quiet`: the start's hold is said in the start line instead (which comes first).
-  const noteGap = async (source: string | undefined, quiet = false): Promise<{ holdUntil: number } | undefined> => {
-    const gap = (watch ? watch.noticed() : undefined) ?? unwritten;
+  const noteGap = async (source: string | undefined, quiet = false, noticed?: { gapMs: number; holdMs: number; cause: string; at: number }): Promise<{ holdUntil: number } | undefined> => {
+    const gap: { gapMs: number | null; holdMs: number; cause?: string } | undefined = noticed ?? (watch ? watch.noticed() : undefined) ?? unwritten;
     if (!gap) return undefined;
     unwritten = gap;
     try {
-      const cause = gapCause(gap.gapMs);
-      const hold = await store.reaperHoldBegin({ now: clock.now(), holdMs: gap.holdMs, gapMs: gap.gapMs, cause });
+      const cause = gap.cause ?? gapCause(gap.gapMs);
+      const hold = await store.reaperHoldBegin({ now: noticed ? noticed.at : clock.now(), holdMs: gap.holdMs, gapMs: gap.gapMs, cause });
       unwritten = undefined;
       if (!quiet) {
         log.info(`reaper: expired leases are held until ${new Date(hold.holdUntil).toISOString()} (${cause}), so live workers can renew first`, {
@@ -65,6 +66,34 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
       return undefined;
     }
   };
+  /**
+   * The clock the leases use, read for this pass and compared with the
+   * monotonic clock: a forward step holds expired leases (written before the
+   * pass decides, at the very time the pass decides at), a backward step is
+   * said (the pass itself rebases the leases it finds renewed in the future:
+   * src/maintenance/clock-step-back.ts). Undefined without a watch.
+   */
+  const readClock = async (source: string | undefined): Promise<{ at: number; holdWhy?: string } | undefined> => {
+    if (!watch) return undefined;
+    const now = clock.now();
+    const { at, step } = await watch.readClock(typeof now === 'number' ? async () => now : () => store.readNow());
+    if (!step) return { at };
+    const by = source ? { source } : {};
+    const fields = { event: 'clock_step', direction: step.direction, stepMs: Math.round(step.stepMs), ...by };
+    const cause = clockStepCause(step);
+    if (step.direction === 'backward') {
+      log.warn(`reaper: ${cause} against this server's monotonic clock: leases renewed before the step are counted from now on (no dead owner's job waits the step out)`, fields);
+      return { at };
+    }
+    const holdMs = clockStepHoldMs(config);
+    const hold = await noteGap(source, true, { gapMs: Math.round(step.stepMs), holdMs, cause, at });
+    log.warn(
+      `reaper: ${cause} against this server's monotonic clock: every lease looks that much shorter, so expired leases are held${hold ? ` until ${new Date(hold.holdUntil).toISOString()}` : ''} while live workers renew on the new clock`,
+      { ...fields, ...(hold ? { holdUntil: new Date(hold.holdUntil).toISOString() } : {}) },
+    );
+    // Not in the database (its write failed, tried again next tick): this pass holds all the same.
+    return hold ? { at } : { at, holdWhy: cause };
+  };
   const pass = async (source?: string) => {
     // Every interval tick counts as a sign of life, even one skipped behind a slow pass.
     if (watch && (source === undefined || source === 'interval')) watch.tick();
@@ -75,8 +104,13 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
     try {
       // The hold first: this very pass obeys it.
       await noting;
+      const read = await readClock(source);
       // Through the engine: the jobs the pass requeues and the occurrences it enqueues wake the claims waiting on their queues.
-      const report = await engine.maintenancePass(clock.now(), reapLogger(log, source));
+      const report = await engine.maintenancePass(clock.now(), {
+        ...reapLogger(log, source),
+        ...(read ? { readAt: read.at } : {}),
+        ...(read?.holdWhy ? { holdLostLeases: { why: read.holdWhy } } : {}),
+      });
       logReapSummary(log, report, source);
     } catch (err) {
       // A storage fault (disk full, locked, read-only) is one line per pass, not a stack.
@@ -92,7 +126,10 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
     async noteStart() {
       if (!watch) return undefined;
       watch.tick();
-      return noteGap('start', true);
+      const hold = await noteGap('start', true);
+      // The first reading of the clock, for the first pass's to be compared with (a fault here is the first pass's to report).
+      await readClock('start').catch(() => undefined);
+      return hold;
     },
   });
 }
@@ -181,7 +218,13 @@ export function gapCause(gapMs: number | null): string {
 }
 
 export function summarize(r: MaintenancePassReport): string {
-  return `requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, ${r.held.length > 0 ? `held ${r.held.length}, ` : ''}raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
+  return `${stepBackSummary(r)}requeued ${r.requeued.length}, failed ${r.failed.length}, deferred ${r.deferred.length}, ${r.held.length > 0 ? `held ${r.held.length}, ` : ''}raced ${r.raced}, pruned ${r.pruned}${alertsSummary(r)}`;
+}
+
+/** What the pass did after the clock stepped back, only when it found that (most passes do not). */
+function stepBackSummary({ clockStepBack: b }: MaintenancePassReport): string {
+  if (!b) return '';
+  return `the clock had stepped back ${(b.stepMs / 1000).toFixed(1)} s: ${b.jobs} running lease${b.jobs === 1 ? '' : 's'} counted from now${b.more ? ' (more next pass)' : ''}; `;
 }
 
 /** The alert part, only when it did something (most passes do not). */
@@ -194,5 +237,5 @@ function alertsSummary({ alerts: a }: MaintenancePassReport): string {
 /** A pass that changed a job, or whose alert part did anything or failed, is logged; a quiet one is not. */
 export function worthLogging(r: MaintenancePassReport): boolean {
   const a = r.alerts;
-  return r.requeued.length + r.failed.length + r.deferred.length + r.held.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined;
+  return r.requeued.length + r.failed.length + r.deferred.length + r.held.length + a.started + a.cleared + a.delivered + a.failed > 0 || a.error !== undefined || r.clockStepBack !== undefined;
 }

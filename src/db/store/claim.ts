@@ -31,7 +31,7 @@ import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
-import { longestSilenceSet } from './lease.ts';
+import { longestSilenceSet, renewalSet } from './lease.ts';
 import { claimWaitStatement } from './attempt-stats.ts';
 import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts';
 
@@ -361,7 +361,7 @@ export function unlessReplayedSql(p: { workerId: string; claimId?: string | unde
 export function claimReplayStatement(db: Db, p: { workerId: string; claimId: string; now: Now; defaults: QueueDefaults }) {
   const now = nowSql(p.now);
   const heartbeat = queueSettingSql('heartbeat_ms', sql`jobs.queue_name`, p.defaults.heartbeatMs);
-  return db.all<Claimed>(sql`UPDATE jobs SET ${longestSilenceSet(now)}, last_heartbeat_at = ${now}, lease_expires_at = max(lease_expires_at, ${now} + lease_ms), updated_at = ${now},
+  return db.all<Claimed>(sql`UPDATE jobs SET ${longestSilenceSet(now)}, ${renewalSet(now, sql`jobs.lease_ms`)}, updated_at = ${now},
       last_event = 'claim_replayed', last_event_reason = NULL, last_event_actor = ${p.workerId}
     WHERE ${underClaimSql('jobs', { workerId: p.workerId, claimId: p.claimId, now })}
     RETURNING id, queue_name, payload, priority, attempt_count, max_attempts, lease_epoch, lease_ms, lease_expires_at,

@@ -42,6 +42,7 @@ import { queueIndexedFields, queueSetIndexedFields } from './indexed-fields.ts';
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
+import { clockLatestRecorded, clockStepBackSettle, jobsRebaseAfterStepBack } from './clock-step.ts';
 import { tuningEvidenceRead } from './tuning-evidence.ts';
 import { canaryRunCancel, canaryRunFinish, canaryRunRead, canaryRunSelect, canaryRunsActive, canaryRunsList, canaryRunStart, canaryStepHealth, canaryStepTake } from './canary.ts';
 import { jobRequeueIfReaperWould, jobRequeuePlan } from './requeue.ts';
@@ -120,6 +121,9 @@ export function createStore(db: Db): JobStore {
     jobsRecordHeld: (p) => jobsRecordHeld(db, p),
     reaperHoldBegin: (p) => reaperHoldBegin(db, p),
     reaperHoldRead: (p) => reaperHoldRead(db, p),
+    clockLatestRecorded: (p) => clockLatestRecorded(db, p),
+    jobsRebaseAfterStepBack: (p) => jobsRebaseAfterStepBack(db, p),
+    clockStepBackSettle: (p) => clockStepBackSettle(db, p),
 
     queuesHealth: (p) => queuesHealth(db, p),
     queuesGroupCounts: (p) => queuesGroupCounts(db, p),

@@ -31,6 +31,21 @@ import type { CheckpointParams, HeartbeatParams, OwnedOutcome } from './port-typ
 export const longestSilenceSet = (now: SQL) =>
   sql`longest_silence_ms = max(${now} - jobs.last_heartbeat_at, CASE WHEN jobs.last_heartbeat_at > jobs.started_at THEN coalesce(jobs.longest_silence_ms, 0) ELSE 0 END)`;
 
+/**
+ * A renewal's lease end and the row's other times, for its SET, rebased when
+ * the clock stepped back since the previous renewal (src/db/store/clock-step.ts):
+ * a previous renewal later than now says by how much, and the old end and
+ * deadline move back by that much before `max` keeps the later end. So no
+ * lease counts as ending later than its last renewal plus what it granted,
+ * measured on the clock as it is now; on a clock that only moves forward the
+ * shift is 0 and the end is `max(old end, now + lease)` as before.
+ */
+export function renewalSet(now: SQL, lease: SQL): SQL {
+  const shift = sql`max(0, jobs.last_heartbeat_at - ${now})`;
+  return sql`lease_expires_at = max(jobs.lease_expires_at - ${shift}, ${now} + ${lease}), deadline_at = jobs.deadline_at - ${shift},
+    started_at = jobs.started_at - ${shift}, progressed_at = jobs.progressed_at - ${shift}, last_heartbeat_at = ${now}`;
+}
+
 export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
   if (p.leases.length === 0) {
     if (p.beat) await workerBeat(db, { ...p.beat, id: p.workerId, now: p.now });
@@ -39,7 +54,7 @@ export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
   return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true, beat: p.beat }, (v, guard) =>
-    sql`UPDATE jobs SET ${longestSilenceSet(now)}, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + ${lease}),
+    sql`UPDATE jobs SET ${longestSilenceSet(now)}, ${renewalSet(now, lease)},
         progress = coalesce(v.data, jobs.progress),
         progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
@@ -51,7 +66,7 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   return ownedWrite(
     db,
     { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now, beforeDeadline: true },
-    (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, ${longestSilenceSet(now)}, last_heartbeat_at = ${now}, lease_expires_at = max(jobs.lease_expires_at, ${now} + jobs.lease_ms),
+    (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, ${longestSilenceSet(now)}, ${renewalSet(now, sql`jobs.lease_ms`)},
         progressed_at = CASE WHEN v.data IS NOT jobs.checkpoint THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
   );

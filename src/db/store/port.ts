@@ -217,6 +217,12 @@ export interface MaintenanceStore {
   reaperHoldBegin(p: { now: Now; holdMs: number; gapMs: number | null; cause: string }): Promise<ReaperHoldRecord>;
   /** The reaper's hold in force at `now`, or null. */
   reaperHoldRead(p: { now: Now }): Promise<(ReaperHoldRecord & { now: number }) | null>;
+  /** The latest time the database recorded of itself (sightings, passes, the hold's start): later than now after the clock stepped back (store/clock-step). */
+  clockLatestRecorded(p: { now: Now }): Promise<{ latest: number | null; now: number }>;
+  /** Up to `limit` running jobs renewed later than `now` moved onto the clock as it is now (their lease counted from now); how many moved. */
+  jobsRebaseAfterStepBack(p: { now: number; limit: number }): Promise<number>;
+  /** Once every job is rebased: sightings, pass times and the hold moved back to `now`. */
+  clockStepBackSettle(p: { now: number }): Promise<void>;
 }
 
 /** Queues and workers (store/read, group-counts, queue-settings, queue-delete, lost-claims, workers, worker-jobs). */

@@ -9,6 +9,7 @@ import type { StoreBackend } from './support.ts';
 import { defineAuditAndForms } from './audit-forms.conformance.ts';
 import { defineCanary } from './canary.conformance.ts';
 import { defineClaimBudget } from './claim-budget.conformance.ts';
+import { defineClockStep } from './clock-step.conformance.ts';
 import { defineDeadLetters } from './dead-letters.conformance.ts';
 import { defineDashboardReads } from './dashboard.conformance.ts';
 import { defineGuards } from './guards.conformance.ts';
@@ -38,6 +39,7 @@ export function defineStoreConformance(backend: StoreBackend): void {
     defineLostAnswers(backend);
     defineReaper(backend);
     defineReaperHold(backend);
+    defineClockStep(backend);
     defineHeld(backend);
     defineDependencies(backend);
     defineOperator(backend);
