@@ -13,6 +13,7 @@ import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import { limitedCreateServer } from './node-http.ts';
 import { publicAssets } from './public-assets.ts';
 import { startReaper, summarize } from './reaper-timer.ts';
+import { testClockStepFromEnv } from './test-clock-step.ts';
 import { listening, serverUrl } from './server-lifecycle.ts';
 import { redactUrl, redactUrls } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
@@ -76,7 +77,8 @@ export interface ServeOptions {
  */
 export async function startServer(config: Config, options: ServeOptions = {}): Promise<RunningServer> {
   const log = options.log ?? serverLogger(config);
-  const clock = options.clock ?? databaseClock;
+  // The chaos run's clock steps (test only: src/runtime/test-clock-step.ts).
+  const clock = options.clock ?? testClockStepFromEnv(process.env, log) ?? databaseClock;
   let app: { fetch(request: Request, env?: unknown): Response | Promise<Response> } | undefined;
   const starting = () => Response.json({ error: { code: 'starting', message: 'leasehold is starting (applying migrations); try again in a moment' } }, { status: 503, headers: { 'retry-after': '1' } });
 

@@ -223,3 +223,26 @@ test("a job with onLost 'hold' whose handler was stopped for a lost lease or its
   endedFirst = true;
   expect(history('lease_expired_locally')).toEqual([]);
 });
+
+test("a lease taken as lost right after the lease clock stepped forward is a violation; one taken after the hold's span, or from a worker that was stopped too, is not", () => {
+  // Reaped at server time 3000 (handedOn). The clock stepped forward 900 ms at wall time 2050: server time 2950.
+  const step = (wallAt: number) => {
+    const i = handedOn(2_900);
+    i.plan.faults = [{ n: 0, atMs: 0, kind: 'clock_step', target: 0, durationMs: 2_000, stepMs: 900 }];
+    i.faults = [{ n: 0, kind: 'clock_step', target: 0, plannedAtMs: 0, wallAt, wallEnd: wallAt + 2_000, stepMs: 900 }];
+    return i;
+  };
+  const taken = check(step(2_050));
+  expect(taken.violations.join('\n')).toMatch(/job 1: taken back from A \(reaped_due_to_expired_lease, token 1\) 50 ms after the lease clock stepped forward 900 ms \(fault #0\): the step handed a live worker's job away/);
+  expect(taken.clockSteps).toEqual({ forward: 1, heldEvents: 0, takenFromLiveOwners: 1 });
+  // The step came 700 ms before the reap: past heartbeat + grace (500 ms), the reaper may take what was not renewed.
+  expect(check(step(1_400)).violations).toEqual([]);
+  // A back-first step's return is a forward step too, at its end (offset back to 0: server time = wall time).
+  const back = handedOn(2_900);
+  back.faults = [{ n: 0, kind: 'clock_step', target: 0, plannedAtMs: 0, wallAt: 1_000, wallEnd: 2_990, stepMs: -900 }];
+  expect(check(back).clockSteps.takenFromLiveOwners).toBe(1);
+  // A's process was also stopped then: that, not the step, lost the lease.
+  const stopped = step(2_050);
+  stopped.faults.push({ n: 1, kind: 'stop_worker', target: 0, plannedAtMs: 0, wallAt: 1_500, wallEnd: 3_500, workerId: 'A' });
+  expect(check(stopped).clockSteps.takenFromLiveOwners).toBe(0);
+});

@@ -49,9 +49,11 @@ test('chaos, short version (seed 42): no violations, and every kind of fault hap
   expect(report.jobs.completed + report.jobs.failed).toBe(300);
 
   // Every kind of fault was injected, and did what it is for.
-  for (const kind of ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server', 'partition_stall_requests', 'partition_stall_answers', 'drop_answers', 'slow_answers']) {
+  for (const kind of ['kill_worker', 'stop_worker', 'partition_stall', 'partition_drop', 'kill_server', 'stop_server', 'partition_stall_requests', 'partition_stall_answers', 'drop_answers', 'slow_answers', 'clock_step']) {
     expect(report.faults.injected[kind] ?? 0, kind).toBeGreaterThan(0);
   }
+  // Each clock step has a forward step (first, or on its way back); none handed a live job away (a violation otherwise).
+  expect(report.clockSteps).toMatchObject({ forward: 2, takenFromLiveOwners: 0 });
   // Answers were really lost after the server acted, and none left a job for the reaper.
   expect(Object.values(report.lostAnswers.dropped as Record<string, number>).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
   expect(report.lostAnswers.waitedForReaper).toBe(0);

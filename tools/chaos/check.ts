@@ -27,6 +27,8 @@ export interface FaultRecord {
   skipped?: string;
   /** drop_answers: when each answer was dropped (wall clock). */
   drops?: number[];
+  /** clock_step: how far the servers' lease clock stepped at wallAt (it stepped back by as much at wallEnd). */
+  stepMs?: number;
 }
 
 export interface Outage { server: number; from: number; to: number }
@@ -74,6 +76,8 @@ export interface Report {
   behavioursRun: Record<string, number>;
   faults: { planned: number; injected: Record<string, number>; skipped: number; killsMidJob: number };
   recovery: { boundMs: number; reclaim: Record<string, LatencyStats>; reap: Record<string, LatencyStats> };
+  /** Forward steps of the servers' lease clock (each clock_step has one), the reap_held events right after them, and leases taken from live owners then (violations). */
+  clockSteps: { forward: number; heldEvents: number; takenFromLiveOwners: number };
   workerEvents: Record<string, number>;
   defects: { unhandledRejections: number; unhandledRejectionSamples: string[]; unexpectedExits: string[] };
 }
@@ -177,6 +181,12 @@ export function check(input: CheckInput): Report {
     const completedAt = Number(j.completed_at);
     let at = list.length;
     while (at > 0 && Number(list[at - 1]!.at) > completedAt) at--;
+    // Never before the claim it completed: after a step back of the lease clock, its time may be.
+    if (ran) {
+      let claimsSeen = 0;
+      const claimIndex = list.findIndex((e) => e.type === 'claimed' && ++claimsSeen === ran.fence);
+      if (claimIndex >= at) at = claimIndex + 1;
+    }
     list.splice(at, 0, { id: 0, job_id: j.id, type: 'completed', to_status: 'completed', reason: null, message: null, actor: ran?.by ?? null, worker_id: ran?.by ?? null, at: completedAt, fence: ran?.fence });
   }
 
@@ -324,6 +334,12 @@ export function check(input: CheckInput): Report {
     const frozen = (w: string) => input.faults.some((f) => f.kind === 'stop_worker' && f.workerId === w && f.wallAt !== undefined && f.wallAt <= until && (f.wallEnd ?? Infinity) >= from);
     return frozen(older.w) || frozen(newer.w) ? 'worker process was stopped (SIGSTOP)' : undefined;
   };
+  // How far the servers' lease clock may be from the workers' at server time `at` (0 away from every clock step).
+  const clockSlackAt = (at: number) =>
+    Math.max(0, ...input.faults.filter((f) => f.kind === 'clock_step' && f.wallAt !== undefined && f.stepMs).map((f) => {
+      const step = Math.abs(f.stepMs!);
+      return at >= f.wallAt! - 2 * step && at <= (f.wallEnd ?? Infinity) + 2 * step ? step : 0;
+    }));
   let applications = 0;
   let jobsApplied = 0;
   let reRunsDocumented = 0;
@@ -403,10 +419,12 @@ export function check(input: CheckInput): Report {
       v(`job ${j.id} completed but its once() side effect is in no worker's file`);
     }
     const doneAt = effectDone.get(j.id);
+    // The ledger's time is the server's lease clock: near a clock step it is off the workers' clocks by up to the step.
+    const slack = doneAt == null ? 0 : clockSlackAt(doneAt);
     for (let k = 1; k < onceLines.length; k++) {
       const call = lines.find((l) => l.k === 'once_call' && l.fence === onceLines[k]!.fence);
       const startedAt = call?.t ?? onceLines[k]!.t;
-      if (doneAt != null && startedAt > doneAt + 1) {
+      if (doneAt != null && startedAt > doneAt + 1 + slack) {
         reRunsAfterRecorded++;
         v(`job ${j.id}: once() applied again by ${onceLines[k]!.w} (token ${onceLines[k]!.fence}) ${startedAt - doneAt} ms after the ledger recorded it as done`);
       } else reRunsDocumented++;
@@ -481,6 +499,39 @@ export function check(input: CheckInput): Report {
     }
   }
 
+  // ---- 7. a forward step of the lease clock hands no live worker's job away ------------------
+  // Right after the servers' lease clock stepped forward, every lease looks
+  // older by the step; the reaper's hold (one heartbeat + grace from when a
+  // server notices the step) keeps it from taking them while their owners
+  // renew on the new clock. So no lease may be taken as lost in that window
+  // from a worker nothing else happened to. Server times: a forward-first
+  // step shows at wallAt + stepMs; the return of a back-first step at wallEnd.
+  const forwardSteps = input.faults.flatMap((f) => {
+    if (f.kind !== 'clock_step' || f.wallAt === undefined || !f.stepMs) return [];
+    if (f.stepMs > 0) return [{ f, serverAt: f.wallAt + f.stepMs, realAt: f.wallAt }];
+    return f.wallEnd !== undefined ? [{ f, serverAt: f.wallEnd, realAt: f.wallEnd }] : [];
+  });
+  const holdMs = t.heartbeatMs + t.graceMs;
+  let clockHeld = 0;
+  let takenAfterStep = 0;
+  for (const { f, serverAt, realAt } of forwardSteps) {
+    const inWindow = (e: EventRow) => e.at >= serverAt && e.at < serverAt + holdMs;
+    clockHeld += input.events.filter((e) => e.type === 'reap_held' && inWindow(e) && /stepped forward/.test(e.message ?? '')).length;
+    for (const [jobId, jc] of claims) {
+      jc.forEach((c, k) => {
+        const end = c.end;
+        if (!end || end.type !== 'reaped' || !LOST_LEASE.has(end.reason ?? '') || !inWindow(end)) return;
+        const run = (linesByJob.get(jobId) ?? []).find((l) => l.k === 'run' && l.fence === k + 1);
+        if (run && (run.b === 'block_past_lease' || run.b === 'long_ignores_signal')) return;
+        const realEnd = realAt + (end.at - serverAt);
+        if (otherTrouble(c.worker, realEnd - t.leaseMs - t.graceMs, realEnd)) return;
+        if ((blockedSpans.get(c.worker) ?? []).some((b) => b.to - b.from >= t.leaseMs && b.from <= realEnd && b.to >= realEnd - t.leaseMs - t.graceMs)) return;
+        takenAfterStep++;
+        v(`job ${jobId}: taken back from ${c.worker} (${end.reason}, token ${k + 1}) ${end.at - serverAt} ms after the lease clock stepped forward ${Math.abs(f.stepMs!)} ms (fault #${f.n}): the step handed a live worker's job away`);
+      });
+    }
+  }
+
   if (!input.finishedInTime) v('the run did not finish within its duration limit');
   for (const x of input.unexpectedExits) v(`process exited unexpectedly: ${x}`);
   const samples = [...new Set(input.unhandledRejections.map((u) => u.message))].slice(0, 5);
@@ -503,6 +554,7 @@ export function check(input: CheckInput): Report {
     behavioursRun,
     faults: { planned: input.faults.length, injected, skipped, killsMidJob },
     recovery: { boundMs, reclaim: reclaimStats, reap: reapStats },
+    clockSteps: { forward: forwardSteps.length, heldEvents: clockHeld, takenFromLiveOwners: takenAfterStep },
     workerEvents: input.workerEvents,
     defects: { unhandledRejections: input.unhandledRejections.length, unhandledRejectionSamples: samples, unexpectedExits: input.unexpectedExits },
   };

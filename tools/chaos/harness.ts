@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
-import { describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
+import { clockSpanMs, clockStepsOn, describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
 import { startOperator } from './operator.ts';
 import { startProxy, type PartitionMode, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
@@ -134,12 +134,17 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     '--backoff-base-ms', String(tm.backoffBaseMs), '--backoff-max-ms', String(tm.backoffMaxMs), '--max-attempts', String(tm.maxAttempts),
     '--max-lost-attempts', String(tm.maxLostAttempts),
   ];
+  // The clock steps go through the servers' test-only hook (src/runtime/test-clock-step.ts): an offset every server reads from this file.
+  const clockFile = join(dir, 'clock-offset.json');
+  const setClockOffset = (offsetMs: number) => writeFileSync(clockFile, JSON.stringify({ offsetMs }));
+  setClockOffset(0);
+  const serverEnv = clockStepsOn(o) ? { ...process.env, LEASEHOLD_TEST_ONLY_CLOCK_STEP_FILE: clockFile } : process.env;
   const servers: ServerProc[] = Array.from({ length: plan.servers }, (_, index) => ({ index, port: 0, child: undefined, up: false, starts: 0 }));
   const outages: Outage[] = [];
 
   async function startServer(s: ServerProc): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const child = spawn(process.execPath, serverArgs(s.port), { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, serverArgs(s.port), { stdio: ['ignore', 'pipe', 'pipe'], env: serverEnv });
       children.add(child);
       const sink = log(`server-${s.index}.log`);
       let text = '';
@@ -244,7 +249,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   // ---- enqueuing -------------------------------------------------------------------
   const acked = new Map<number, string>();
   let enqueueGaveUp = false;
-  const enqueueSpan = Math.max(1_000, (o.horizonMs + networkSpanMs(o)) * 0.8);
+  const enqueueSpan = Math.max(1_000, (o.horizonMs + networkSpanMs(o) + clockSpanMs(o)) * 0.8);
   const batchSize = Math.max(20, Math.ceil(o.jobs / Math.max(1, Math.floor(enqueueSpan / 200))));
   const enqueuer = (async () => {
     let next = 0;
@@ -436,6 +441,18 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         rec.wallEnd = Date.now();
         outages.push({ server: s.index, from, to: rec.wallEnd });
         out(`  [${fmt(elapsed())}] server ${s.index} back on port ${s.port} after ${rec.wallEnd - from} ms`);
+        break;
+      }
+      case 'clock_step': {
+        rec.wallAt = Date.now();
+        rec.atMs = elapsed();
+        rec.stepMs = f.stepMs!;
+        setClockOffset(f.stepMs!);
+        note(rec, `lease clock stepped ${f.stepMs! > 0 ? 'forward' : 'back'} ${Math.abs(f.stepMs!)} ms on every server for ${f.durationMs} ms`);
+        await sleep(f.durationMs);
+        setClockOffset(0);
+        rec.wallEnd = Date.now();
+        out(`  [${fmt(elapsed())}] lease clock back to true time (a step ${f.stepMs! > 0 ? 'back' : 'forward'} of ${Math.abs(f.stepMs!)} ms)`);
         break;
       }
       case 'stop_server': {

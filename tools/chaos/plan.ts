@@ -32,6 +32,8 @@ export interface ChaosOptions {
   long: boolean;
   /** Add the network faults (NETWORK_FAULT_KINDS) to the schedule. */
   networkFaults: boolean;
+  /** Add the clock steps (CLOCK_FAULT_KINDS) to the schedule (default: on). */
+  clockSteps?: boolean;
   jsonPath?: string | undefined;
   dir?: string | undefined;
   /** Report unhandled rejections in worker processes as findings, not violations. */
@@ -74,7 +76,15 @@ export const FAULT_KINDS = ['kill_worker', 'stop_worker', 'partition_stall', 'pa
  * after the server acted on them, or every answer is slow.
  */
 export const NETWORK_FAULT_KINDS = ['partition_stall_requests', 'partition_stall_answers', 'drop_answers', 'slow_answers'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof NETWORK_FAULT_KINDS)[number];
+/**
+ * Steps of the servers' lease clock (the wall clock the leases use), through
+ * the servers' test-only hook (src/runtime/test-clock-step.ts), while their
+ * monotonic clocks go on: the clock steps by `stepMs` (forward when positive)
+ * and steps back to true time after `durationMs`, so each fault is one step
+ * each way.
+ */
+export const CLOCK_FAULT_KINDS = ['clock_step'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof NETWORK_FAULT_KINDS)[number] | (typeof CLOCK_FAULT_KINDS)[number];
 
 /** The calls whose answers drop_answers loses, by the head of their request. */
 export const DROPPED_CALLS = {
@@ -103,6 +113,8 @@ export interface Fault {
   count?: number;
   /** slow_answers: how late each answer arrives. */
   delayMs?: number;
+  /** clock_step: how far the lease clock steps first (forward when positive); it steps back by as much after durationMs. */
+  stepMs?: number;
 }
 
 export const BEHAVIOURS = ['normal', 'block', 'block_past_lease', 'hang_io', 'throw_once', 'fatal', 'long', 'long_ignores_signal'] as const;
@@ -171,6 +183,7 @@ export function makePlan(o: ChaosOptions): Plan {
   });
   faults.push(...serverPauses(o, faults, servers));
   if (o.networkFaults) faults.push(...networkFaults(o, faults.length, proxiedSlots));
+  if (clockStepsOn(o)) faults.push(...clockSteps(o, faults.length));
   faults.sort((a, b) => a.atMs - b.atMs || a.n - b.n);
   faults.forEach((f, n) => (f.n = n));
 
@@ -255,6 +268,36 @@ function networkFaults(o: ChaosOptions, firstN: number, proxiedSlots: number[]):
   });
 }
 
+export const clockStepsOn = (o: ChaosOptions) => o.clockSteps !== false;
+
+/**
+ * How long the clock phase lasts: after the network phase, with nothing else
+ * going on, so a job taken back during it was taken because of the step.
+ */
+export const clockSpanMs = (o: ChaosOptions) => (clockStepsOn(o) ? Math.max(14_000, 4 * (2 * o.timings.leaseMs + o.timings.graceMs)) : 0);
+
+/**
+ * The clock steps, from their own random stream (so adding them kept every
+ * earlier seed's other faults): one that steps forward first and one that
+ * steps back first, each by twice lease + grace (past lease + grace, every
+ * running lease would look expired at once), staying off for a lease or two.
+ */
+function clockSteps(o: ChaosOptions, firstN: number): Fault[] {
+  const t = o.timings;
+  const r = rng((o.seed ^ 0xc10c5) >>> 0);
+  const from = o.horizonMs + networkSpanMs(o);
+  const half = clockSpanMs(o) / 2;
+  const stepMs = 2 * (t.leaseMs + t.graceMs);
+  return [1, -1].map((sign, i) => ({
+    n: firstN + i,
+    atMs: Math.round(from + half * i + 1_000 + r.next() * 500),
+    kind: 'clock_step' as const,
+    target: 0,
+    durationMs: r.int(t.leaseMs + t.graceMs, 2 * t.leaseMs + t.graceMs),
+    stepMs: sign * stepMs,
+  }));
+}
+
 export function describeFault(f: Fault): string {
   const at = `t+${(f.atMs / 1000).toFixed(2)}s`.padEnd(10);
   switch (f.kind) {
@@ -278,5 +321,7 @@ export function describeFault(f: Fault): string {
       return `${at} slot ${f.target}: the next ${f.count} ${f.call} answer(s) within ${f.durationMs} ms are dropped after the server acted`;
     case 'slow_answers':
       return `${at} slot ${f.target}: every answer arrives ${f.delayMs} ms late for ${f.durationMs} ms`;
+    case 'clock_step':
+      return `${at} the servers' lease clock steps ${f.stepMs! > 0 ? 'forward' : 'back'} ${Math.abs(f.stepMs!)} ms (monotonic clocks go on), and steps back to true time after ${f.durationMs} ms`;
   }
 }

@@ -52,6 +52,8 @@ export function printSummary(r: Full, out: (line: string) => void) {
   section('recovery: fault -> job reaped / claimed again');
   for (const [k, s] of Object.entries(r.recovery.reap)) row(`reaped after ${k}`, lat(s, r.recovery.boundMs));
   for (const [k, s] of Object.entries(r.recovery.reclaim)) row(`claimed again after ${k}`, lat(s, r.recovery.boundMs));
+  section('clock steps (servers\' lease clock)');
+  row('forward steps / reap_held right after / live leases taken (violation)', `${r.clockSteps.forward} / ${r.clockSteps.heldEvents} / ${r.clockSteps.takenFromLiveOwners}`);
   section('leasehold defects observed');
   row('unhandled rejections in workers', `${r.defects.unhandledRejections}${r.defects.unhandledRejectionSamples.length ? `: ${r.defects.unhandledRejectionSamples[0]!.slice(0, 140)}` : ''}`);
   row('processes that exited unexpectedly', r.defects.unexpectedExits.length);
