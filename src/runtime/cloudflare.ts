@@ -24,6 +24,13 @@
  * that workers could not reach the API meanwhile, so a lease that ran out is
  * a lost lease and holding it would only delay recovery.
  *
+ * Clock steps (src/core/clock-step.ts): a step back of the database's clock
+ * is handled by the pass itself (it finds leases renewed "in the future" and
+ * counts them from now), so it holds here too. A step forward is not seen:
+ * nothing lives between two cron runs to compare the clock with a monotonic
+ * one (an isolate may be new each time, and its performance.now only moves
+ * with I/O), so the cron's pass takes what looks expired after one.
+ *
  * Types: this file is checked by the main tsconfig (Node + DOM libs), so it
  * declares the few Workers shapes it needs structurally instead of pulling
  * @cloudflare/workers-types into the whole project.

@@ -13,5 +13,6 @@ export const CHAOS_FLAGS: CommandFlag[] = [
   { flag: '--long', help: 'the long run: 100000 jobs, longer leases, a second server, minutes', boolean: true },
   { flag: '--second-server', help: 'a second server on the same database (half the workers use it)', boolean: true },
   { flag: '--no-network-faults', help: 'leave out the network faults (one-way stalls, dropped and slow answers) and run the earlier schedule', boolean: true },
+  { flag: '--no-clock-steps', help: "leave out the clock steps (the servers' lease clock stepped forward and back)", boolean: true },
   { flag: '--tolerate-unhandled-rejections', help: 'report unhandled rejections in workers as findings, not violations (see docs/chaos.md)', boolean: true },
 ];

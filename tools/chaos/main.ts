@@ -41,6 +41,7 @@ function optionsFromFlags(flags: Map<string, string | true>): ChaosOptions {
     secondServer: long || flags.has('--second-server'),
     long,
     networkFaults: !flags.has('--no-network-faults'),
+    clockSteps: !flags.has('--no-clock-steps'),
     jsonPath: typeof json === 'string' ? json : undefined,
     dir: typeof dir === 'string' ? dir : undefined,
     tolerateUnhandledRejections: flags.has('--tolerate-unhandled-rejections'),
