@@ -708,7 +708,7 @@ export const reaperHold = sqliteTable(
     /** Epoch ms, database clock: expired leases wait for their owners until then. */
     holdUntil: integer('hold_until').notNull(),
     beganAt: integer('began_at').notNull(),
-    /** How long the server's reaper did not tick; null: the server just started. */
+    /** How long the server's reaper did not tick, or how far the lease clock stepped forward; null: the server just started. */
     gapMs: integer('gap_ms'),
     /** Why, in words: "the server just started", "the reaper did not run for 6.2 s (...)". */
     cause: text('cause').notNull(),

@@ -33,7 +33,11 @@ export function testClockStepFromEnv(env: Record<string, string | undefined>, lo
       // Half-written or missing: keep the last offset.
     }
   };
-  readFileSync(file, 'utf8');
+  try {
+    readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${TEST_CLOCK_STEP_ENV} names a file that cannot be read (${(err as Error).message}); it is a test-only hook: unset it`);
+  }
   read();
   setInterval(read, 50).unref();
   log.warn(`leasehold: TEST ONLY: the lease clock can be stepped through ${file} (${TEST_CLOCK_STEP_ENV}); never set this in production`, { event: 'test_clock_step_hook', file });

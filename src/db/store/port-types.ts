@@ -433,7 +433,7 @@ export interface ReapWrite {
 export interface ReaperHoldRecord {
   holdUntil: number;
   beganAt: number;
-  /** How long the server's reaper did not tick; null: it just started. */
+  /** How long the server's reaper did not tick, or how far the lease clock stepped forward; null: it just started. */
   gapMs: number | null;
   cause: string;
 }
