@@ -13,22 +13,65 @@
  * table, so each one is applied exactly once whatever its `when`. A database
  * migrated by drizzle's migrator has the same rows, so either one can take
  * over from the other. (D1 is migrated by wrangler, by file name.)
+ *
+ * Several runners at once (two servers started together on a new file, a
+ * server and `leasehold migrate`, on a local file or a remote libSQL server):
+ * what a runner read as applied may be stale by the time its transaction
+ * holds the write lock, and a remote server has no interactive transaction
+ * in which to read it again. So the transaction re-checks it itself: each
+ * migration's bookkeeping row goes in FIRST, before its statements, and
+ * created_at is unique (the index below). A runner that lost the race fails
+ * on that row, before any statement of the migration ran, and its whole
+ * transaction rolls back; it then reads again and applies what is still
+ * missing (usually nothing). A transaction that fails for another reason
+ * while nobody else applied anything is the migration's own error: thrown.
  */
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import type { LibSQLDatabase } from 'drizzle-orm/libsql';
 
+/** Rounds of read-then-apply before giving up (each lost race, or a write lock still held past the busy timeout, is one). */
+const MAX_ROUNDS = 8;
+
 export async function applyMigrations(db: LibSQLDatabase<Record<string, unknown>>, folder: string): Promise<{ applied: number }> {
   const migrations = readMigrationFiles({ migrationsFolder: folder });
-  await db.run(sql`CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
-  const done = new Set((await db.all<{ created_at: number | string }>(sql`SELECT created_at FROM __drizzle_migrations`)).map((r) => Number(r.created_at)));
-  const pending = migrations.filter((m) => !done.has(m.folderMillis));
-  if (pending.length === 0) return { applied: 0 };
-  const statements = pending.flatMap((m) => [
-    ...m.sql.filter((s) => s.trim() !== '').map((s) => db.run(sql.raw(s))),
-    db.run(sql`INSERT INTO __drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.folderMillis})`),
-  ]);
-  // The client's migrate runs them in one transaction with foreign keys off, as drizzle's migrator does.
-  await (db as unknown as { session: { migrate(s: unknown[]): Promise<unknown> } }).session.migrate(statements);
-  return { applied: pending.length };
+  for (let round = 1; ; round++) {
+    let done = new Set<number>();
+    try {
+      await db.run(sql`CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
+      // The re-check inside the transaction (above): a migration is recorded once.
+      await db.run(sql`CREATE UNIQUE INDEX IF NOT EXISTS __drizzle_migrations_once ON __drizzle_migrations (created_at)`);
+      done = await appliedWhens(db);
+      const pending = migrations.filter((m) => !done.has(m.folderMillis));
+      if (pending.length === 0) return { applied: 0 };
+      const statements = pending.flatMap((m) => [
+        db.run(sql`INSERT INTO __drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.folderMillis})`),
+        ...m.sql.filter((s) => s.trim() !== '').map((s) => db.run(sql.raw(s))),
+      ]);
+      // The client's migrate runs them in one transaction with foreign keys off, as drizzle's migrator does.
+      await (db as unknown as { session: { migrate(s: unknown[]): Promise<unknown> } }).session.migrate(statements);
+      return { applied: pending.length };
+    } catch (err) {
+      const now = await appliedWhens(db).catch(() => done);
+      const someoneElse = [...now].some((w) => !done.has(w));
+      if (round >= MAX_ROUNDS || !(someoneElse || isLockBusy(err))) throw err;
+      // Another runner holds or just released the write lock: let it finish, then look again.
+      if (!someoneElse) await new Promise((r) => setTimeout(r, 20 * round + Math.random() * 50));
+    }
+  }
+}
+
+async function appliedWhens(db: LibSQLDatabase<Record<string, unknown>>): Promise<Set<number>> {
+  const rows = await db.all<{ created_at: number | string }>(sql`SELECT created_at FROM __drizzle_migrations`);
+  return new Set(rows.map((r) => Number(r.created_at)));
+}
+
+/** SQLITE_BUSY / SQLITE_LOCKED anywhere in the error's causes: another writer held the lock (a client with no busy timeout, or one past it). */
+function isLockBusy(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
+    if (e instanceof Error && /database is locked|SQLITE_BUSY/i.test(e.message)) return true;
+  }
+  return false;
 }
