@@ -66,8 +66,8 @@ export async function doctorCommand(config: Config, flags: Map<string, string | 
 
     const known = (JSON.parse(readFileSync(join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string; when: number }[] }).entries;
     const applied = await doctor.appliedMigrations(opened.db);
-    const last = applied.at(-1) ?? 0;
-    const pending = known.filter((m) => m.when > last).map((m) => m.tag);
+    // Applied means recorded by its `when`, as the migration runner counts it (src/runtime/migrate.ts), whatever its order.
+    const pending = known.filter((m) => !applied.includes(m.when)).map((m) => m.tag);
     const unknown = applied.filter((when) => !known.some((m) => m.when === when)).length;
     report.migrations = { applied: applied.length, known: known.length, pending, unknownToThisVersion: unknown };
     checks.push(
