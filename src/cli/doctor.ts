@@ -30,11 +30,12 @@ interface Check {
 
 export async function doctorCommand(config: Config, flags: Map<string, string | true>): Promise<number> {
   const path = config.databaseUrl.startsWith('file:') ? existingDatabaseFile(config.databaseUrl, 'examine') : undefined;
-  const [{ openDatabase, MIGRATIONS_DIR }, doctor, { createStore }, { storageFault }] = await Promise.all([
+  const [{ openDatabase, MIGRATIONS_DIR }, doctor, { createStore }, { storageFault }, { MIN_SQLITE_VERSION, readSqliteVersion, SqliteTooOld }] = await Promise.all([
     import('../runtime/node.ts'),
     import('../db/doctor.ts'),
     import('../db/store/create-store.ts'),
     import('../db/storage-fault.ts'),
+    import('../db/sqlite-version.ts'),
   ]);
   const checks: Check[] = [];
   const report: Record<string, unknown> = { database: redactUrl(config.databaseUrl), checks };
@@ -42,6 +43,12 @@ export async function doctorCommand(config: Config, flags: Map<string, string | 
   try {
     opened = await openDatabase(config, { readOnly: true });
   } catch (err) {
+    // Too old a SQLite: the one finding, since nothing else can be read safely.
+    const tooOld = err instanceof Error && err.cause instanceof SqliteTooOld ? err.cause : undefined;
+    if (tooOld) {
+      checks.push({ name: 'sqlite', status: 'fail', detail: tooOld.message });
+      return finish(report, checks, flags);
+    }
     // A file too damaged to open (its schema pages) is the integrity check's finding.
     const fault = storageFault(err);
     if (!fault) throw err;
@@ -49,6 +56,9 @@ export async function doctorCommand(config: Config, flags: Map<string, string | 
     return finish(report, checks, flags);
   }
   try {
+    const version = await readSqliteVersion(opened.db);
+    report.sqliteVersion = version;
+    checks.push({ name: 'sqlite', status: 'ok', detail: `SQLite ${version} (leasehold needs ${MIN_SQLITE_VERSION} or later)` });
     const full = flags.has('--full');
     const problems = await doctor.integrityProblems(opened.db, { full, limit: 20 });
     report.integrity = { check: full ? 'integrity_check' : 'quick_check', problems };

@@ -12,6 +12,15 @@ export function nowSql(now: Now): SQL {
   return now === DB_CLOCK ? sql`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)` : sql`${now}`;
 }
 
+/**
+ * The size in bytes of a text or blob column (NULL stays NULL), as raw SQL
+ * for `column`. Not octet_length, which needs SQLite 3.43 (libSQL servers and
+ * distributions run older ones: src/db/sqlite-version.ts): the cast reads the
+ * value where octet_length reads only the row's header, about 2 us more per
+ * 20 KB value, paid only for the rows a claim or a wait looks at.
+ */
+export const byteLengthSql = (column: string): string => `length(CAST(${column} AS BLOB))`;
+
 /** A fresh 128-bit lock token, made by the database per row. */
 export const newLockTokenSql = sql`lower(hex(randomblob(16)))`;
 

@@ -9,6 +9,7 @@ import * as schema from '../db/schema.ts';
 import { checkDatabaseFile } from './database-file.ts';
 import { filePath } from './file-url.ts';
 import { applyMigrations } from './migrate.ts';
+import { requireSqliteVersion } from '../db/sqlite-version.ts';
 import { createEmbeddedClient, type Synchronous } from './embedded-client.ts';
 
 export interface OpenedDb {
@@ -35,7 +36,13 @@ export async function openLibsql(url: string, authToken?: string, options: { syn
 }
 
 
-/** Applies the committed migrations in `folder` (drizzle/) not applied yet (src/runtime/migrate.ts). Safe to run on every start. */
+/**
+ * Applies the committed migrations in `folder` (drizzle/) not applied yet
+ * (src/runtime/migrate.ts). Safe to run on every start. First it checks the
+ * database's SQLite version (src/db/sqlite-version.ts): below the minimum it
+ * throws SqliteTooOld and changes nothing.
+ */
 export async function migrateLibsql(opened: OpenedDb, folder: string): Promise<void> {
+  await requireSqliteVersion(opened.db);
   await applyMigrations(drizzle({ client: opened.client, schema }), folder);
 }

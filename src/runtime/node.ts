@@ -18,6 +18,7 @@ import { listening, serverUrl } from './server-lifecycle.ts';
 import { redactUrl, redactUrls } from '../core/redact.ts';
 import { rootMessage, StartupError } from '../core/startup-error.ts';
 import { storageFault } from '../db/storage-fault.ts';
+import { requireSqliteVersion, SqliteTooOld } from '../db/sqlite-version.ts';
 import type { Logger } from '../core/log.ts';
 import { serverLogger } from './log.ts';
 
@@ -30,21 +31,24 @@ export const PUBLIC_DIR = fileURLToPath(new URL('../../public', import.meta.url)
 /**
  * Opens and migrates the database. Tools that only look (doctor, backup) pass
  * `readOnly: true`: no migration, an embedded file opened read-only (its
- * journal mode untouched), and one `SELECT 1` so that a server that cannot be
- * reached fails here. Failing to open or reach it is one StartupError line
- * naming the (redacted) URL and the real cause, not a driver's wrapped query
- * error.
+ * journal mode untouched), and one read of the SQLite version so that a
+ * server that cannot be reached fails here. Below the oldest SQLite leasehold
+ * runs on (src/db/sqlite-version.ts) it refuses, in one line naming both
+ * versions. Failing to open or reach it is one StartupError line naming the
+ * (redacted) URL and the real cause, not a driver's wrapped query error.
  */
 export async function openDatabase(config: Config, options: { readOnly?: boolean } = {}): Promise<OpenedDb> {
   let opened: OpenedDb | undefined;
   try {
     const readOnly = options.readOnly === true;
     opened = await openLibsql(config.databaseUrl, config.databaseAuthToken, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, readOnly });
-    if (readOnly) await opened.client.execute('SELECT 1');
+    // Read-only tools check the version too: its read also proves the server answers.
+    if (readOnly) await requireSqliteVersion(opened.db);
     else await migrateLibsql(opened, MIGRATIONS_DIR);
     return opened;
   } catch (err) {
     opened?.close();
+    if (err instanceof SqliteTooOld) throw new StartupError(`leasehold: cannot use the database at ${redactUrl(config.databaseUrl)}: ${err.message}`, { cause: err });
     const verb = config.databaseUrl.startsWith('file:') ? 'open' : 'reach';
     // A SQLite fault (not a database, damaged, locked) is said in words, not as a driver code.
     const why = storageFault(err)?.message ?? rootMessage(err);

@@ -27,7 +27,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Now } from '../../core/clock.ts';
 import { DEFAULT_MAX_CLAIM_BYTES, type QueueDefaults } from '../../core/config.ts';
 import { batchList, type Db } from '../db.ts';
-import { newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
+import { byteLengthSql, newLockTokenSql, nowSql, queueSettingSql } from '../sql.ts';
 import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
@@ -83,9 +83,9 @@ const FAIR_ORDER = sql.raw('turn, served, priority DESC, available_at, id');
 
 /**
  * The ids a claim takes: its candidates (claimCandidatesSql) in fair order,
- * at most its budget (claimLimitSql, read once). Each job's size is
- * octet_length, which SQLite reads from the row's header without loading
- * the value, so a job left out costs one row lookup, not its payload. Then
+ * at most its budget (claimLimitSql, read once). Each job's size is its
+ * payload's and checkpoint's bytes (byteLengthSql; of at most twice the
+ * budget's rows, most of them answered anyway). Then
  * the running sum of sizes in that order keeps the first job and every one
  * after it while the sum stays within the budget: a prefix, as the sum only
  * grows. One sort, of at most twice the budget's rows.
@@ -98,7 +98,7 @@ function claimedIdsSql(p: Pick<ClaimParams, 'queue' | 'limit' | 'maxBytes'>, now
     WHERE n <= budget AND (n = 1 OR bytes_so_far <= ${p.maxBytes ?? DEFAULT_MAX_CLAIM_BYTES})`;
 }
 
-const jobBytes = (j: string) => sql.raw(`octet_length(${j}.payload) + coalesce(octet_length(${j}.checkpoint), 0)`);
+const jobBytes = (j: string) => sql.raw(`${byteLengthSql(`${j}.payload`)} + coalesce(${byteLengthSql(`${j}.checkpoint`)}, 0)`);
 
 /**
  * The jobs a claim may take now, each with the claim's budget: at most the

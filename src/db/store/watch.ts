@@ -12,6 +12,7 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db.ts';
 import type { JobStatus } from '../schema.ts';
+import { byteLengthSql } from '../sql.ts';
 import type { JobRecord } from '../../core/job-record.ts';
 import type { JobWatchState } from './port-types.ts';
 
@@ -48,13 +49,12 @@ export async function jobsWatchStates(db: Db, p: { ids: readonly number[]; versi
  * The jobs named by `ids`, whole, in the order given, as many as fit in
  * `maxBytes` of their JSON (payload, result, checkpoint, progress, last
  * error), and always the first: a job larger than the budget comes alone.
- * The sizes are octet_length, read from each row's header; only the rows
- * answered are loaded. An id with no job is skipped.
+ * The sizes are byte lengths (byteLengthSql). An id with no job is skipped.
  */
 export async function jobsGetWithinBytes(db: Db, p: { ids: readonly number[]; maxBytes: number }): Promise<(JobRecord & { version: string })[]> {
   if (p.ids.length === 0) return [];
   const bytes = sql.raw(
-    `octet_length(j.payload) + coalesce(octet_length(j.result), 0) + coalesce(octet_length(j.checkpoint), 0) + coalesce(octet_length(j.progress), 0) + coalesce(octet_length(j.last_error), 0)`,
+    [`${byteLengthSql('j.payload')}`, ...['j.result', 'j.checkpoint', 'j.progress', 'j.last_error'].map((c) => `coalesce(${byteLengthSql(c)}, 0)`)].join(' + '),
   );
   return db.all<JobRecord & { version: string }>(sql`WITH picked AS (
       SELECT id, ord FROM (
