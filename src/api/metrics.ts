@@ -17,6 +17,7 @@ import type { Config } from '../core/config.ts';
 import { HISTOGRAMS, HISTOGRAM_NAMES } from '../core/histograms.ts';
 import { LATE_AFTER_INTERVALS, snapshotMaintenanceVerdict } from '../core/maintenance-watch.ts';
 import type { MetricsSnapshot, QueueGroupCounts, ScheduleRecord } from '../db/store/port.ts';
+import { OWNER_CHECK_REFUSALS } from '../maintenance/owner-check.ts';
 
 /** The groups named per queue in leasehold_group_jobs; the rest are summed under OTHER_GROUP. */
 export const GROUP_SERIES_PER_QUEUE = 20;
@@ -213,6 +214,12 @@ export function prometheusText(
     'gauge',
     `1 while jobs run and the last pass is over ${verdict.lateAfterMs / 1000} s old (${LATE_AFTER_INTERVALS} intervals), or none was ever recorded while leases are past grace; else 0.`,
     [['', verdict.late ? 1 : 0]],
+  );
+  metric(
+    'leasehold_owner_check_refused_total',
+    'counter',
+    "Owner check answers refused and treated as unknown, by reason: redirect (not followed) or too_large (over the size cap, not read further).",
+    OWNER_CHECK_REFUSALS.map((reason) => [`{reason="${reason}"}`, m.ownerCheckRefused?.[reason] ?? 0]),
   );
   metric('leasehold_active_workers', 'gauge', 'Workers seen within the worker-alive window.', [['', m.workers.active]]);
   metric('leasehold_busy_workers', 'gauge', 'Distinct workers holding a running job, by queue.', m.queues.map((r) => [`{${q(r.queue)}}`, r.running.busyWorkers]));

@@ -212,4 +212,6 @@ export interface MetricsSnapshot {
   health: QueueHealth[];
   /** The last completed maintenance pass (null fields: none recorded); src/core/maintenance-watch.ts judges it. */
   maintenance: { lastStartedAt: number | null; lastCompletedAt: number | null; passes: number };
+  /** The owner check's answers refused since the database was made, by reason (redirect, too_large); durable. Absent: none recorded. */
+  ownerCheckRefused?: Record<string, number>;
 }

@@ -41,6 +41,7 @@ import { sampleActivityOnce } from './activity.ts';
 import { canaryRunsOnce, type CanaryReport } from './canary.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
+import type { RefusedOwnerAnswer } from './owner-check.ts';
 import { reapLostLeases, type ReaperObserver, type ReaperReport } from './reaper.ts';
 import { rebaseAfterStepBackOnce, type StepBackReport } from './clock-step-back.ts';
 import { schedulesOnce, type SchedulesReport } from './schedules.ts';
@@ -67,6 +68,8 @@ export interface MaintenancePassReport extends ReaperReport {
 export interface MaintenancePassObserver {
   job?: ReaperObserver;
   alert?(t: AlertTransition): void;
+  /** An owner check answer refused (a redirect, an answer too long): counted already; the servers log it. */
+  ownerCheckRefused?(r: RefusedOwnerAnswer): void;
 }
 
 export interface MaintenancePassOptions extends MaintenancePassObserver {
@@ -101,6 +104,7 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
   const reaped = await reapLostLeases(store, at, config, {
     holdLostLeases: options.holdLostLeases,
     onJob: options.job,
+    ...(options.ownerCheckRefused ? { onOwnerCheckRefused: options.ownerCheckRefused } : {}),
     jobsBecameClaimable: options.jobsBecameClaimable,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });

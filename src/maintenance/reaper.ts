@@ -20,10 +20,10 @@
  * live one's waits as for a recent beat, and no answer changes nothing.
  */
 import type { Config } from '../core/config.ts';
-import { decideReap, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
+import { decideReap, type OwnerAnswer, type ReapCandidate, type ReapDecision, type ReapReason } from '../core/reaper.ts';
 import type { JobStore, ReapCandidateRow, ReapWrite } from '../db/store/port.ts';
 import type { Fetch } from './alerts.ts';
-import { askOwners, ownerKey } from './owner-check.ts';
+import { askOwners, ownerKey, type RefusedOwnerAnswer } from './owner-check.ts';
 
 export interface ReaperReport {
   requeued: { id: string; reason: ReapReason }[];
@@ -58,10 +58,12 @@ export interface RescueOptions {
   jobsBecameClaimable?: (queue: string, n: number) => void;
   /** Where the owner check's GETs go through (default: the global fetch). */
   fetch?: Fetch;
+  /** Told of each owner check answer refused (a redirect, an answer too long), after it was counted. */
+  onOwnerCheckRefused?: (r: RefusedOwnerAnswer) => void;
 }
 
 export async function reapLostLeases(
-  store: Pick<JobStore, 'jobsGetReapCandidates' | 'jobsReapIfUnchanged' | 'jobsRecordHeld'>,
+  store: Pick<JobStore, 'jobsGetReapCandidates' | 'jobsReapIfUnchanged' | 'jobsRecordHeld' | 'ownerCheckRefusalsAdd'>,
   at: number,
   config: Config,
   options: RescueOptions = {},
@@ -71,13 +73,20 @@ export async function reapLostLeases(
   const candidates = [...take, ...defer, ...inGrace];
   // Only owners of expired leases are asked about (a passed deadline is taken whatever the owner).
   const asked = checkUrl === undefined ? [] : candidates.filter((c) => c.leaseExpiresAt < at && !(c.deadlineAt !== null && c.deadlineAt <= at));
-  const answers =
+  const { answers, refused } =
     checkUrl === undefined || asked.length === 0
-      ? new Map()
+      ? { answers: new Map<string, OwnerAnswer>(), refused: [] }
       : await askOwners(
           asked.map((c) => ({ workerId: c.lockedBy, instanceId: c.lockedByInstance, host: c.ownerHost, pid: c.ownerPid })),
           { url: checkUrl, timeoutMs: config.ownerCheckTimeoutMs, fetch: options.fetch ?? fetch },
         );
+  // A refused answer is `unknown` for the decision; it is counted and told, so a misbehaving check is seen.
+  if (refused.length > 0) {
+    const byReason: Record<string, number> = {};
+    for (const r of refused) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
+    await store.ownerCheckRefusalsAdd({ byReason });
+    for (const r of refused) options.onOwnerCheckRefused?.(r);
+  }
   const withOwnerCheck = (c: ReapCandidateRow): ReapCandidate => {
     const answer = answers.get(ownerKey({ workerId: c.lockedBy, instanceId: c.lockedByInstance, host: null, pid: null }));
     return answer ? { ...c, ownerCheck: answer } : c;

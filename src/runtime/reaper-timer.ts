@@ -136,8 +136,9 @@ export function makeReaperPass(engine: Engine, log: Logger, watch: GapWatch | fa
 
 /**
  * What a reaper pass does, for operators, as it happens: one line per job
- * taken back or deferred (job id, queue, the worker that held it, why) and
- * one per alert that started firing or cleared.
+ * taken back or deferred (job id, queue, the worker that held it, why), one
+ * per owner check answer refused, and one per alert that started firing or
+ * cleared.
  */
 export function reapLogger(log: Logger, source?: string): MaintenancePassObserver {
   const who = source ? `reaper (${source})` : 'reaper';
@@ -149,6 +150,9 @@ export function reapLogger(log: Logger, source?: string): MaintenancePassObserve
       else if (e.action === 'hold_for_operator') log.warn(`${who}: took job ${e.id} back from ${e.workerId} (${e.reason}) and held it for a person (onLost 'hold'): it runs again only when released`, fields);
       else if (e.action === 'fail') log.warn(`${who}: failed job ${e.id} (${e.reason})`, fields);
       else log.info(`${who}: left job ${e.id} with its live worker ${e.workerId} for now (${e.overdueMs} ms overdue)`, fields);
+    },
+    ownerCheckRefused(r) {
+      log.warn(`${who}: refused the owner check's answer about ${r.workerId} (${r.reason}), treated as unknown: ${r.detail}`, { event: 'owner_check_refused', workerId: r.workerId, reason: r.reason, ...by });
     },
     alert(t) {
       const fields = { event: 'alert', alert: t.name, queue: t.queue, state: t.state, value: t.value };

@@ -41,6 +41,7 @@ import { queueAlertThresholds, queueSetAlertThresholds, queueUpsertSettings } fr
 import { queueIndexedFields, queueSetIndexedFields } from './indexed-fields.ts';
 import { jobsGetWithinBytes, jobsWatchStates } from './watch.ts';
 import { jobsGetReapCandidates, jobsReapIfUnchanged, jobsRecordHeld } from './reaper.ts';
+import { ownerCheckRefusalsAdd } from './owner-check-counts.ts';
 import { reaperHoldBegin, reaperHoldRead } from './reaper-hold.ts';
 import { clockLatestRecorded, clockStepBackSettle, jobsRebaseAfterStepBack } from './clock-step.ts';
 import { tuningEvidenceRead } from './tuning-evidence.ts';
@@ -119,6 +120,7 @@ export function createStore(db: Db): JobStore {
     jobsGetReapCandidates: (p) => jobsGetReapCandidates(db, p),
     jobsReapIfUnchanged: (p) => jobsReapIfUnchanged(db, p),
     jobsRecordHeld: (p) => jobsRecordHeld(db, p),
+    ownerCheckRefusalsAdd: (p) => ownerCheckRefusalsAdd(db, p),
     reaperHoldBegin: (p) => reaperHoldBegin(db, p),
     reaperHoldRead: (p) => reaperHoldRead(db, p),
     clockLatestRecorded: (p) => clockLatestRecorded(db, p),

@@ -45,6 +45,7 @@ import { percentiles, recentFinishedSql } from './runtime-sample.ts';
 import { stalledByQueueSql } from './stalls.ts';
 import { suspectsByQueue } from './suspects.ts';
 import { ownerLastSeenSql } from './workers.ts';
+import { OUTSIDE_ANY_QUEUE, OWNER_CHECK_REFUSED } from './owner-check-counts.ts';
 
 /** Upper bounds of the heartbeat lag histogram, in ms (+Inf is implied). */
 const HEARTBEAT_LAG_BUCKETS_MS = [1_000, 5_000, 15_000, 30_000, 60_000] as const;
@@ -295,6 +296,9 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     queues,
     health,
     maintenance: toPassRow(passRows[0]),
+    ownerCheckRefused: Object.fromEntries(
+      (countersOf.get(OUTSIDE_ANY_QUEUE) ?? []).filter((c) => c.name === OWNER_CHECK_REFUSED).map((c) => [c.label, num(c.value)]),
+    ),
   };
 }
 

@@ -213,6 +213,8 @@ export interface MaintenanceStore {
   jobsReapIfUnchanged(p: { now: number; writes: readonly ReapWrite[]; defaults: QueueDefaults }): Promise<Set<number>>;
   /** A `reap_held` event per candidate (during a hold after a server's gap); nothing else changes. */
   jobsRecordHeld(p: { now: number; candidates: readonly ReapCandidateRow[]; why: string }): Promise<void>;
+  /** Counts the owner check's answers the pass refused, by reason (store/owner-check-counts: leasehold_owner_check_refused_total). */
+  ownerCheckRefusalsAdd(p: { byReason: Readonly<Record<string, number>> }): Promise<void>;
   /** Begins (or extends: the later end wins) the reaper's hold after a server's gap; the hold in force afterwards. */
   reaperHoldBegin(p: { now: Now; holdMs: number; gapMs: number | null; cause: string }): Promise<ReaperHoldRecord>;
   /** The reaper's hold in force at `now`, or null. */
