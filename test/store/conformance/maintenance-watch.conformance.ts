@@ -48,6 +48,19 @@ export function defineMaintenanceWatch(backend: StoreBackend) {
       expect(snapshot.maintenance).toEqual({ lastStartedAt: T0 + 1_000, lastCompletedAt: T0 + 1_000, passes: 3 });
     });
 
+    test("the owner check's refused answers are counted by reason, outside every queue, and only ever grow", async () => {
+      const { store, runningJob } = t();
+      await runningJob();
+      expect((await store.metricsSnapshot({ now: T0, config: CONFIG })).ownerCheckRefused).toEqual({});
+      await store.ownerCheckRefusalsAdd({ byReason: { redirect: 2, too_large: 0 } });
+      await store.ownerCheckRefusalsAdd({ byReason: { redirect: 1, too_large: 1 } });
+      await store.ownerCheckRefusalsAdd({ byReason: {} });
+      const snapshot = await store.metricsSnapshot({ now: T0, config: CONFIG });
+      expect(snapshot.ownerCheckRefused).toEqual({ redirect: 3, too_large: 1 });
+      // No queue appears for them.
+      expect(snapshot.queues.map((q) => q.queue)).toEqual(['q']);
+    });
+
     test("suspect: a live job running past max(3 x p99 of the queue's completed runtimes, lease), in the zombies, jobs-list and job-page reads and the snapshot", async () => {
       const { store, runningJob, completedJob, failedJob } = t();
       // Learned: three completed in 20 s (p99 20 s: threshold max(60 s, lease 30 s) = 60 s). A failed one that ran an hour is not learned from.
