@@ -142,7 +142,8 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   const servers: ServerProc[] = Array.from({ length: plan.servers }, (_, index) => ({ index, port: 0, child: undefined, up: false, starts: 0 }));
   const outages: Outage[] = [];
 
-  async function startServer(s: ServerProc): Promise<void> {
+  /** `firstStart`: the run's first start, all at once on the new file; failing it is a violation (then it is tried again, so the run goes on). */
+  async function startServer(s: ServerProc, firstStart = false): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const child = spawn(process.execPath, serverArgs(s.port), { stdio: ['ignore', 'pipe', 'pipe'], env: serverEnv });
       children.add(child);
@@ -178,11 +179,25 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         return;
       }
       child.kill('SIGKILL');
+      if (firstStart && attempt === 1) unexpectedExits.push(`server ${s.index} failed its first start (at once with the others and leasehold migrate on the new database): ${text.trim().split('\n').at(-1) ?? ''}`);
       if (attempt >= 5 || Date.now() > hardDeadline) throw new Error(`server ${s.index} did not start (attempt ${attempt}):\n${text.slice(-2000)}`);
       await sleep(500 * attempt); // e.g. the port is not free yet
     }
   }
-  for (const s of servers) await startServer(s);
+  /** `leasehold migrate` on the run's database, as a deployment's migrate step runs beside its servers. */
+  async function migrateAtStart(): Promise<void> {
+    const child = spawn(process.execPath, [BIN, 'migrate', '--database-url', `file:${dbFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let text = '';
+    child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
+    const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    children.delete(child);
+    if (code !== 0) unexpectedExits.push(`leasehold migrate exited with code ${code} at the first start: ${text.trim().split('\n').at(-1) ?? ''}`);
+  }
+  // The first-start race: every server and `leasehold migrate` at once on the new file (a compose file, two units).
+  await Promise.all([...servers.map((s) => startServer(s, true)), migrateAtStart()]);
+  out(`first start: ${servers.length} server(s) and leasehold migrate at once on the new database${unexpectedExits.length > 0 ? `: ${unexpectedExits.join('; ')}` : ''}`);
   const serverUrl = (i: number) => `http://127.0.0.1:${servers[i]!.port}`;
   out(`server(s) up: ${servers.map((s) => serverUrl(s.index)).join(', ')}`);
 
