@@ -39,8 +39,7 @@ export async function applyMigrations(db: LibSQLDatabase<Record<string, unknown>
     let done = new Set<number>();
     try {
       await db.run(sql`CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
-      // The re-check inside the transaction (above): a migration is recorded once.
-      await db.run(sql`CREATE UNIQUE INDEX IF NOT EXISTS __drizzle_migrations_once ON __drizzle_migrations (created_at)`);
+      await ensureRecordedOnce(db);
       done = await appliedWhens(db);
       const pending = migrations.filter((m) => !done.has(m.folderMillis));
       if (pending.length === 0) return { applied: 0 };
@@ -61,6 +60,23 @@ export async function applyMigrations(db: LibSQLDatabase<Record<string, unknown>
   }
 }
 
+/**
+ * The unique index the re-check inside the transaction relies on (above). An
+ * older leasehold's runners that raced on a migration whose statements do not
+ * fail when run twice may have recorded it twice: those rows say the same, so
+ * one is kept and the index made.
+ */
+async function ensureRecordedOnce(db: LibSQLDatabase<Record<string, unknown>>): Promise<void> {
+  const create = sql`CREATE UNIQUE INDEX IF NOT EXISTS __drizzle_migrations_once ON __drizzle_migrations (created_at)`;
+  try {
+    await db.run(create);
+  } catch (err) {
+    if (!causes(err).some((e) => /UNIQUE constraint failed/i.test(e instanceof Error ? e.message : String(e)))) throw err;
+    await db.run(sql`DELETE FROM __drizzle_migrations WHERE rowid NOT IN (SELECT min(rowid) FROM __drizzle_migrations GROUP BY created_at)`);
+    await db.run(create);
+  }
+}
+
 async function appliedWhens(db: LibSQLDatabase<Record<string, unknown>>): Promise<Set<number>> {
   const rows = await db.all<{ created_at: number | string }>(sql`SELECT created_at FROM __drizzle_migrations`);
   return new Set(rows.map((r) => Number(r.created_at)));
@@ -68,10 +84,15 @@ async function appliedWhens(db: LibSQLDatabase<Record<string, unknown>>): Promis
 
 /** SQLITE_BUSY / SQLITE_LOCKED anywhere in the error's causes: another writer held the lock (a client with no busy timeout, or one past it). */
 function isLockBusy(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+  return causes(err).some((e) => {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
-    if (e instanceof Error && /database is locked|SQLITE_BUSY/i.test(e.message)) return true;
-  }
-  return false;
+    return (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) || (e instanceof Error && /database is locked|SQLITE_BUSY/i.test(e.message));
+  });
+}
+
+/** The error and its causes, innermost last. */
+function causes(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) out.push(e);
+  return out;
 }

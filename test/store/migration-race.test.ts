@@ -95,3 +95,16 @@ test('a migration that would not fail if run twice (a data change) is still appl
   expect((await first.client.execute('SELECT count(*) AS n FROM probe')).rows[0]!.n).toBe(1);
   expect((await recorded(first)).get(j.entries.at(-1)!.when)).toBe(1);
 });
+
+test('a migration recorded twice by an older leasehold (its runners raced) is recorded once after the next start, which starts', async () => {
+  const path = freshFile();
+  const o = await embedded(path);
+  await migrateLibsql(o, MIGRATIONS_DIR);
+  // As an older runner left it: no unique index, the last migration's row twice.
+  await o.client.execute('DROP INDEX __drizzle_migrations_once');
+  await o.client.execute('INSERT INTO __drizzle_migrations (hash, created_at) SELECT hash, created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1');
+  await migrateLibsql(o, MIGRATIONS_DIR);
+  const rows = await recorded(o);
+  expect([...rows.values()].every((n) => n === 1)).toBe(true);
+  expect(rows.size).toBe(journal(MIGRATIONS_DIR).entries.length);
+});
