@@ -54,15 +54,59 @@ export function sqliteCli(bin = 'sqlite3'): SqliteCli | undefined {
   };
 }
 
-/** Wraps a client so that every statement it is given (execute, batch, migrate) is added to `into`. */
-export function recordStatements(client: Client, into: Set<string>): void {
-  const text = (s: InStatement) => (typeof s === 'string' ? s : s.sql);
-  const execute = client.execute.bind(client);
+/** One call a client was given: its statements with their arguments, and whether it succeeded there. */
+export interface RecordedCall {
+  batch: boolean;
+  statements: { sql: string; args: unknown }[];
+  ok: boolean;
+}
+
+/**
+ * Wraps a client so that every call it is given (execute, batch, migrate) is
+ * recorded in order, with its arguments: the texts go to `texts` (for
+ * compiling), the calls to `calls` (for running again, replayOnSystemSqlite).
+ */
+export function recordStatements(client: Client, texts: Set<string>, calls?: RecordedCall[]): void {
+  const stmt = (s: InStatement, args?: unknown) => (typeof s === 'string' ? { sql: s, args: args ?? [] } : { sql: s.sql, args: s.args ?? [] });
+  const record = <T>(batch: boolean, ss: { sql: string; args: unknown }[], run: () => Promise<T>): Promise<T> => {
+    for (const s of ss) texts.add(s.sql);
+    const call: RecordedCall = { batch, statements: ss, ok: true };
+    calls?.push(call);
+    return run().catch((err: unknown) => {
+      call.ok = false;
+      throw err;
+    });
+  };
+  const execute = client.execute.bind(client) as (s: InStatement, a?: unknown) => ReturnType<Client['execute']>;
   const batch = client.batch.bind(client);
   const migrate = client.migrate.bind(client);
   Object.assign(client, {
-    execute: (s: InStatement, args?: unknown) => (into.add(text(s)), (execute as (s: InStatement, a?: unknown) => ReturnType<Client['execute']>)(s, args)),
-    batch: (ss: InStatement[], mode?: Parameters<Client['batch']>[1]) => (ss.forEach((s) => into.add(text(s))), batch(ss, mode)),
-    migrate: (ss: InStatement[]) => (ss.forEach((s) => into.add(text(s))), migrate(ss)),
+    execute: (s: InStatement, args?: unknown) => record(false, [stmt(s, args)], () => execute(s, args)),
+    batch: (ss: InStatement[], mode?: Parameters<Client['batch']>[1]) => record(true, ss.map((s) => stmt(s)), () => batch(ss, mode)),
+    migrate: (ss: InStatement[]) => record(true, ss.map((s) => stmt(s)), () => migrate(ss)),
   });
+}
+
+const REPLAY = join(import.meta.dirname, 'replay-sqlite.py');
+
+/** Python's sqlite3 module, which runs on the system's SQLite (Debian 12: 3.40.1); undefined without python3. */
+export function systemSqliteVersion(): string | undefined {
+  const probe = spawnSync('python3', ['-c', 'import sqlite3; print(sqlite3.sqlite_version)'], { encoding: 'utf8' });
+  return probe.status === 0 ? probe.stdout.trim() : undefined;
+}
+
+/**
+ * Runs each sequence of calls again, in order, on its own copy of the
+ * database at `path` (migrated by the sqlite3 command), through Python's
+ * sqlite3 on the system's SQLite: a batch as one transaction. Returns the
+ * statements that failed there while their call had succeeded on libSQL.
+ */
+export function replayOnSystemSqlite(path: string, sequences: RecordedCall[][]): { sql: string; error: string }[] {
+  const encode = (v: unknown): unknown =>
+    typeof v === 'bigint' ? { $int: v.toString() } : v instanceof Uint8Array || v instanceof ArrayBuffer ? { $blob: Buffer.from(v as Uint8Array).toString('base64') } : typeof v === 'boolean' ? (v ? 1 : 0) : v;
+  const args = (a: unknown) => (Array.isArray(a) ? a.map(encode) : a && typeof a === 'object' ? Object.fromEntries(Object.entries(a).map(([k, v]) => [k.replace(/^[@$:]/, ''), encode(v)])) : []);
+  const input = JSON.stringify({ path, sequences: sequences.map((calls) => calls.map((c) => ({ batch: c.batch, ok: c.ok, statements: c.statements.map((s) => ({ sql: s.sql, args: args(s.args) })) }))) });
+  const run = spawnSync('python3', [REPLAY], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (run.status !== 0) throw new Error(`replay-sqlite.py failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as { sql: string; error: string }[];
 }
