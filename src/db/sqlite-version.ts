@@ -9,8 +9,8 @@
  * one line.
  *
  * MIN_SQLITE_VERSION is the oldest SQLite the test suite runs the migrations
- * and compiles every statement of the store conformance suite on (Debian 12's
- * sqlite3, 3.40.1: test/store/conformance/libsql.test.ts). SQL_FEATURES lists
+ * and the store conformance suite's statements on (Debian 12's SQLite, 3.40.1:
+ * test/store/conformance/libsql.test.ts). SQL_FEATURES lists
  * what the statements use that SQLite added after 3.30, with the version that
  * added it, and test/store/sqlite-version.test.ts fails on a use of a function
  * newer than the minimum (so octet_length, 3.43, is not used: byteLengthSql).
