@@ -21,6 +21,9 @@ import { join } from 'node:path';
 import { createApp } from '../app.ts';
 import { databaseClock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
+import { redactUrl } from '../core/redact.ts';
+import { StartupError } from '../core/startup-error.ts';
+import { SqliteTooOld } from '../db/sqlite-version.ts';
 import { embeddedMigrations, embeddedPublicFiles } from './embedded-migrations.ts' with { type: 'macro' };
 import { migrateLibsql, openLibsql, type OpenedDb } from './libsql.ts';
 import type { RunningServer, ServeOptions } from './node.ts';
@@ -68,6 +71,8 @@ export async function openDatabase(config: Config): Promise<OpenedDb> {
     await migrateEmbedded(opened);
   } catch (err) {
     opened.close();
+    // Too old a SQLite is one line, as on Node (openDatabase in node.ts).
+    if (err instanceof SqliteTooOld) throw new StartupError(`leasehold: cannot use the database at ${redactUrl(config.databaseUrl)}: ${err.message}`, { cause: err });
     throw err;
   }
   return opened;
