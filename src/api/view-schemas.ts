@@ -451,7 +451,7 @@ const ReaperSchema = fields<ReaperWire>(
     canary: fields<CanaryReport>({ steps: integer('canary steps taken'), stopped: integer('canary runs stopped by themselves'), done: integer('canary runs done') }),
     alerts: fields<AlertPassReport>({ evaluated: boolean, started: integer(), cleared: integer(), delivered: integer(), failed: integer(), error: string() }, { optional: ['error'] }),
     clockStepBack: fields<NonNullable<MaintenancePassReport['clockStepBack']>>(
-      { stepMs: ms('how far the clock had stepped back, at least'), jobs: integer('running jobs whose lease was counted again from now'), more: boolean },
+      { stepMs: ms('how far back the clock had stepped: a lower bound'), jobs: integer('running jobs whose lease was counted again from now'), more: boolean },
       { description: 'present when the clock the leases use had stepped back: the leases renewed before the step now end at their lease counted from now' },
     ),
   },
