@@ -212,4 +212,6 @@ export interface MetricsSnapshot {
   health: QueueHealth[];
   /** The last completed maintenance pass (null fields: none recorded); src/core/maintenance-watch.ts judges it. */
   maintenance: { lastStartedAt: number | null; lastCompletedAt: number | null; passes: number };
+  /** Failure cascades still owed: failed, cancelled or retried jobs whose dependents are still being settled in steps. */
+  cascadesOwed: number;
 }

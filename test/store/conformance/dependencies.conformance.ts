@@ -26,8 +26,22 @@ export function defineDependencies(backend: StoreBackend) {
     const claim = (queue: string, now = T0) => t().store.jobsClaimPending({ queue, workerId: 'w', limit: 10, now, defaults: DEFAULTS });
     const complete = (id: number, lockToken: string, result: unknown, now = T0) =>
       t().store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id, lockToken, data: JSON.stringify(result) }], now });
-    const failForGood = (id: number, lockToken: string, now = T0) =>
-      t().store.jobFailIfOwned({ workerId: 'w', id, lockToken, error: 'boom', retryable: false, now, defaults: DEFAULTS });
+    /** Every step of the failure cascades owed (the engine and the maintenance pass run them: src/engine/dependency-cascades.ts); how many it took. */
+    async function cascade(now = T0, rows = 500): Promise<number> {
+      let steps = 0;
+      while (await t().store.dependencyCascadeStep({ rows, now })) steps++;
+      return steps;
+    }
+    const failForGood = async (id: number, lockToken: string, now = T0) => {
+      const outcomes = await t().store.jobFailIfOwned({ workerId: 'w', id, lockToken, error: 'boom', retryable: false, now, defaults: DEFAULTS });
+      await cascade(now);
+      return outcomes;
+    };
+    const retry = async (id: number, now: number, actor = 'op', reason: string | null = 'fixed') => {
+      const outcome = await t().store.jobRetryIfFinishedUnsuccessfully({ id, actor, reason, now });
+      await cascade(now);
+      return outcome;
+    };
 
     test('a parent waits out of reach until its last child completes, then runs once and reads their results', async () => {
       const { store, row, events } = t();
@@ -51,7 +65,7 @@ export function defineDependencies(backend: StoreBackend) {
     });
 
     test("policy 'fail': a failed child fails the parent naming it; retrying the child puts the parent back to waiting, and the flow goes on", async () => {
-      const { store, row, events } = t();
+      const { row, events } = t();
       const { parent } = await flow(2);
       const [a, b] = await claim('c');
       await complete(a!.id, a!.lock_token!, 'ok');
@@ -60,7 +74,7 @@ export function defineDependencies(backend: StoreBackend) {
       expect(failed).toMatchObject({ status: 'failed', dependency_failed_by: b!.id, last_event_reason: 'dependency_failed' });
       expect(failed.last_error).toContain(`dependency ${b!.id}`);
       expect((await events(parent.id)).at(-1)).toMatchObject({ type: 'failed', reason: 'dependency_failed' });
-      await store.jobRetryIfFinishedUnsuccessfully({ id: b!.id, actor: 'op', reason: 'fixed', now: T0 + 100 });
+      await retry(b!.id, T0 + 100);
       expect(await row(parent.id)).toMatchObject({ status: 'pending', dependencies_unmet: 1, available_at: HELD_AVAILABLE_AT, dependency_failed_by: null, last_event: 'dependency_retried' });
       expect(await claim('q', T0 + 200)).toEqual([]);
       const [again] = await claim('c', T0 + 200);
@@ -128,7 +142,7 @@ export function defineDependencies(backend: StoreBackend) {
       const [k] = await claim('c');
       await failForGood(k!.id, k!.lock_token!);
       expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['failed', 'failed']);
-      await store.jobRetryIfFinishedUnsuccessfully({ id: a!.id, actor: 'op', reason: null, now: T0 + 1 });
+      await retry(a!.id, T0 + 1, 'op', null);
       expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['pending', 'pending']);
       expect((await row(a!.id + 2)).dependencies_unmet).toBe(1);
     });
