@@ -12,7 +12,9 @@
  * - the longest gap between /healthz answers, polled every 5 ms from just
  *   before the failure until every dependent is failed;
  * - the whole cascade's time: from the failure until the queue counts show
- *   every dependent failed.
+ *   every dependent failed;
+ * - then the time of one more flow of 100 jobs (each waiting for the one
+ *   before), with all those jobs failed.
  *
  * `npx tsx bench/flow-cascade.ts [dependents]` (uses bin/leasehold.js: run
  * `npm run build` first).
@@ -103,7 +105,12 @@ try {
   const cascadeMs = performance.now() - failedAt;
   polling = false;
   await poller;
-  console.log(JSON.stringify({ dependents: DEPENDENTS, failCallMs: Math.round(failCallMs), longestHealthzGapMs: Math.round(longestGap), cascadeMs: Math.round(cascadeMs) }));
+  // A flow of 100 (each job waiting for the one before) with every dependent failed: the enqueue's
+  // checks look up the jobs it names, whatever number of jobs failed.
+  const flowAt = performance.now();
+  await call('POST', '/api/v1/flows', { jobs: Array.from({ length: FLOW }, (_, i) => ({ queue: 'after', payload: { i }, dependsOn: i === 0 ? [] : [`#${i - 1}`] })) });
+  const flowAfterFailuresMs = performance.now() - flowAt;
+  console.log(JSON.stringify({ dependents: DEPENDENTS, failCallMs: Math.round(failCallMs), longestHealthzGapMs: Math.round(longestGap), cascadeMs: Math.round(cascadeMs), flowAfterFailuresMs: Math.round(flowAfterFailuresMs) }));
 } finally {
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));

@@ -48,6 +48,18 @@ function sourcesSql(q: number, cursor: number, rows: number, action: 'fail' | 'r
     ) ORDER BY id LIMIT ${rows}`;
 }
 
+/**
+ * The first `rows` edges in `state` of the sources, in (source, dependent)
+ * order: read in that order from job_dependencies_dependency_idx, the IN
+ * list walked in ascending order, so no sort of all their edges (a source
+ * may have MAX_DEPENDENTS) comes before the LIMIT.
+ */
+function edgesOfSql(sources: SQL, state: 'waiting' | 'failed', r: CascadeRow, rows: number): SQL {
+  return sql`SELECT e.dependent_id, e.dependency_id FROM job_dependencies AS e
+    WHERE e.dependency_id IN (${sources}) AND e.state = ${state} AND ${rowIs(r)}
+    ORDER BY e.dependency_id, e.dependent_id LIMIT ${rows}`;
+}
+
 /** The row still as this step read it (no other step moved it meanwhile). */
 const rowIs = (r: CascadeRow) => sql`EXISTS (SELECT 1 FROM dependency_cascades WHERE job_id = ${r.job_id} AND action = ${r.action} AND cursor = ${r.cursor})`;
 
@@ -81,9 +93,7 @@ function failStep(db: Db, r: CascadeRow, rows: number, now: SQL) {
   const q = r.job_id;
   const sources = sourcesSql(q, r.cursor, rows, 'fail');
   return [
-    db.run(sql`INSERT INTO dependency_cascade_batch (dependent_id, dependency_id)
-      SELECT e.dependent_id, e.dependency_id FROM (${sources}) AS s JOIN job_dependencies AS e ON e.dependency_id = s.id AND e.state = 'waiting'
-      WHERE ${rowIs(r)} ORDER BY e.dependency_id, e.dependent_id LIMIT ${rows}`),
+    db.run(sql`INSERT INTO dependency_cascade_batch (dependent_id, dependency_id) ${edgesOfSql(sources, 'waiting', r, rows)}`),
     db.run(sql`UPDATE dependency_cascades SET cursor = ${nextCursorSql(r, rows, sources, true)}, steps = steps + 1,
         settled = settled + (SELECT count(*) FROM dependency_cascade_batch)
       WHERE job_id = ${q} AND action = 'fail' AND cursor = ${r.cursor}`),
@@ -112,9 +122,7 @@ function retryStep(db: Db, r: CascadeRow, rows: number, now: SQL) {
   const q = r.job_id;
   const sources = sourcesSql(q, r.cursor, rows, 'retry');
   const undo = [
-    db.run(sql`INSERT INTO dependency_cascade_batch (dependent_id, dependency_id)
-      SELECT e.dependent_id, e.dependency_id FROM (${sources}) AS s JOIN job_dependencies AS e ON e.dependency_id = s.id AND e.state = 'failed'
-      WHERE ${rowIs(r)} ORDER BY e.dependency_id, e.dependent_id LIMIT ${rows}`),
+    db.run(sql`INSERT INTO dependency_cascade_batch (dependent_id, dependency_id) ${edgesOfSql(sources, 'failed', r, rows)}`),
     db.run(sql`UPDATE dependency_cascades SET cursor = ${nextCursorSql(r, rows, sources, false)}, steps = steps + 1,
         settled = settled + (SELECT count(*) FROM dependency_cascade_batch),
         action = CASE WHEN NOT EXISTS (${sources}) THEN 'retry_jobs' ELSE action END
