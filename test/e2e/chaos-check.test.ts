@@ -206,3 +206,14 @@ test("a job with onLost 'hold' that the reaper put back to run again is a violat
   i.events[1] = { ...i.events[1]!, type: 'reaped', to_status: 'pending', reason: 'reaped_due_to_expired_lease' };
   expect(check(i).violations.join('\n')).toMatch(/job 1 \(onLost 'hold'\) was put back to run again without a person \(event 2/);
 });
+
+test('a large flow cascade whose root failed, with dependents left pending or its cascade still owed, is a violation; all failed is none', () => {
+  const clean = input({}, [{ id: 1, type: 'claimed', worker_id: 'A', at: 100 }]);
+  const ok = check({ ...clean, cascades: [{ queue: 'chaos-cascade-3', rootStatus: 'failed', dependents: { failed: 2_000 }, owed: 0, answered: true }] });
+  expect(ok.violations.filter((v) => /flow cascade/.test(v))).toEqual([]);
+  const bad = check({ ...clean, cascades: [{ queue: 'chaos-cascade-3', rootStatus: 'failed', dependents: { failed: 1_990, pending: 10 }, owed: 1, answered: true }] });
+  expect(bad.violations.filter((v) => /flow cascade/.test(v))).toEqual([
+    'flow cascade on chaos-cascade-3: its root failed, yet dependents are 10 pending',
+    'flow cascade on chaos-cascade-3: still owed when the run ended',
+  ]);
+});
