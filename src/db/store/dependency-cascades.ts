@@ -118,7 +118,7 @@ function failStep(db: Db, r: CascadeRow, rows: number, now: SQL) {
   ];
 }
 
-function retryStep(db: Db, r: CascadeRow, rows: number, now: SQL) {
+function retryStep(db: Db, r: CascadeRow, rows: number) {
   const q = r.job_id;
   const sources = sourcesSql(q, r.cursor, rows, 'retry');
   const undo = [
@@ -168,7 +168,7 @@ export async function dependencyCascadeStep(db: Db, p: CascadeStepParams): Promi
     : sql`SELECT job_id, action, cursor FROM dependency_cascades WHERE job_id = ${p.jobId}`);
   if (!r) return undefined;
   const now = nowSql(p.now);
-  const work = r.action === 'fail' ? failStep(db, r, rows, now) : [...retryStep(db, r, rows, now), retryJobsStep(db, r.job_id, rows, now)];
+  const work = r.action === 'fail' ? failStep(db, r, rows, now) : [...retryStep(db, r, rows), retryJobsStep(db, r.job_id, rows, now)];
   const results = await batchList(db, [...work, ...closeStep(db, r.job_id)]);
   const [batchCount, , , left] = results.slice(work.length) as [{ n: number }[], unknown, unknown, { action: string }[]];
   // What each step's UPDATEs returned: fail: [insert, cursor, failed, held, ran, edges]; retry: [insert, cursor, edges]?, retried.
