@@ -133,12 +133,14 @@ export function jobRoutes(r: Routes, deps: AppDeps) {
     const job = await store.jobGet({ id });
     if (!job) throw new LeaseholdError('not_found', `no job has id ${id}`, 'id');
     const { events, olderNotShown } = await store.eventsForJob({ jobId: id, limit: 1000 });
+    const cascade = await store.dependencyCascadeOf({ jobId: id });
     return c.json({
       job: toJob(job),
       // The newest 1,000 events (with the enqueue and completion read from the
       // job row); a job with more says how many older ones are left out.
       olderEventsNotShown: olderNotShown,
       events: eventsWire(events),
+      cascade: cascade ? { action: cascade.action, steps: cascade.steps, settled: cascade.settled, queuedAt: iso(cascade.queuedAt)! } : null,
     });
   },
   );

@@ -208,6 +208,7 @@ export function prometheusText(
     ['', pass.lastCompletedAt === null || pass.lastStartedAt === null ? 0 : (pass.lastCompletedAt - pass.lastStartedAt) / 1000],
   ]);
   metric('leasehold_maintenance_passes_total', 'counter', 'Maintenance passes completed, by every reaper on this database.', [['', pass.passes]]);
+  metric('leasehold_dependency_cascades_owed', 'gauge', 'Failed, cancelled or retried jobs whose dependents are still being settled, in bounded steps (docs/flows.md): above 0 for long, the maintenance pass or the engine is not keeping up.', [['', m.cascadesOwed]]);
   metric('leasehold_maintenance_interval_seconds', 'gauge', 'How often a maintenance pass is meant to run (LEASEHOLD_REAPER_INTERVAL_MS).', [['', config.reaperIntervalMs / 1000]]);
   metric(
     'leasehold_maintenance_late',

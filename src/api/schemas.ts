@@ -10,7 +10,7 @@
  * src/api/view-schemas.ts, written the same way against the types their
  * routes answer.
  */
-import { DEPENDENCY_STATES, JOB_PREVIEW_CHARS, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type BatchRefusal, type DependencyLinkWire, type JobDependenciesWire, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState } from '../core/wire.ts';
+import { DEPENDENCY_STATES, JOB_PREVIEW_CHARS, JOB_STATUSES, ON_LOST_POLICIES, UNIQUE_WHILE, type BatchRefusal, type DependencyLinkWire, type JobDependenciesWire, type ClaimedJobWire, type Enqueued, type ErrorBody, type Job, type JobEvent, type JobSummary, type JobWithEvents, type LeaseState, type CascadeWire } from '../core/wire.ts';
 import type { JsonSchema } from '../core/validate.ts';
 import type { AuditEntryWire } from './audit-view.ts';
 import type { HealthMaintenance, HealthWire } from './health.ts';
@@ -247,7 +247,15 @@ export const RESPONSES = {
     fields<{ job: Job; requeue: RequeueWire }>({ job: JobSchema, requeue: RequeueDoneSchema }, { description: 'what the requeue did, and the job now' }),
     fields<{ dryRun: true; requeue: RequeueWire }>({ dryRun: constant(true), requeue: RequeueDoneSchema }, { description: 'dryRun: what it would do; nothing changed' }),
   ),
-  jobWithEvents: fields<JobWithEvents>({ job: JobSchema, olderEventsNotShown: integer(), events: array(JobEventSchema) }),
+  jobWithEvents: fields<JobWithEvents>({
+    job: JobSchema,
+    olderEventsNotShown: integer(),
+    events: array(JobEventSchema),
+    cascade: nullable(fields<CascadeWire>(
+      { action: { type: 'string', enum: ['fail', 'retry', 'retry_jobs'] }, steps: integer(), settled: integer('edges and jobs settled so far'), queuedAt: time },
+      { description: "the job's failure, or its retry, still settling the jobs that wait for it, in bounded steps" },
+    )),
+  }),
   jobPage: fields<{ jobs: JobSummary[]; next: string | null }>({ jobs: array(JobSummarySchema), next: nullable(string('pass as `after` for the next page')) }),
   claimed: fields<{ jobs: ClaimedJobWire[]; rateLimitedUntil: string; retryAfterMs: number }>(
     {

@@ -23,6 +23,7 @@ import { JOB_STATUSES, RATE_LIMIT_MODES, SCHEDULE_CATCH_UP, SCHEDULE_OVERLAP, ty
 import type { MaintenancePassReport } from '../maintenance/pass.ts';
 import type { AlertPassReport } from '../maintenance/alerts.ts';
 import type { SchedulesReport } from '../maintenance/schedules.ts';
+import type { CascadesReport } from '../maintenance/cascades.ts';
 import type { CanaryReport } from '../maintenance/canary.ts';
 import type { QueueView } from './queue-view.ts';
 import type { requeueWire } from './outcomes.ts';
@@ -448,6 +449,7 @@ const ReaperSchema = fields<ReaperWire>(
       overlapSkipped: integer("occurrences skipped because an earlier one's job was still pending or running (overlap 'skip'); absent when none"),
       errors: array(fields<SchedulesReport['errors'][number]>({ schedule: string(), error: string() })),
     }, { optional: ['overlapSkipped'] }),
+    cascades: fields<CascadesReport>({ steps: integer('failure cascade steps taken'), edges: integer('dependency edges they settled'), owed: integer('failure cascades still owed after them') }),
     canary: fields<CanaryReport>({ steps: integer('canary steps taken'), stopped: integer('canary runs stopped by themselves'), done: integer('canary runs done') }),
     alerts: fields<AlertPassReport>({ evaluated: boolean, started: integer(), cleared: integer(), delivered: integer(), failed: integer(), error: string() }, { optional: ['error'] }),
     clockStepBack: fields<NonNullable<MaintenancePassReport['clockStepBack']>>(

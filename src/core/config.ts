@@ -83,6 +83,13 @@ export interface Config extends QueueDefaults {
   maxReapDeferMs: number;
   reaperBatchSize: number;
   pruneBatchSize: number;
+  /**
+   * Most edges, and most jobs, one statement of a failure cascade settles
+   * (a failed or cancelled job's dependents, or a retry undoing that): the
+   * write lock, and the embedded driver's event loop, are held for one
+   * step at a time, other requests run between steps.
+   */
+  cascadeStepRows: number;
   /** Largest request body accepted: so also the largest payload, checkpoint or result a client can send. */
   maxPayloadBytes: number;
   /**
@@ -213,6 +220,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'maxReapDeferMs', env: 'LEASEHOLD_MAX_REAP_DEFER_MS', flag: '--max-reap-defer-ms', kind: 'duration', default: 30_000, help: 'longest the reaper waits for a live owner past lease + grace' },
   { key: 'reaperBatchSize', env: 'LEASEHOLD_REAPER_BATCH', flag: '--reaper-batch', kind: 'int', default: 100, help: 'jobs the reaper takes back per pass at most' },
   { key: 'pruneBatchSize', env: 'LEASEHOLD_PRUNE_BATCH', flag: '--prune-batch', kind: 'int', default: 1_000, help: 'finished jobs pruned per pass at most' },
+  { key: 'cascadeStepRows', env: 'LEASEHOLD_CASCADE_STEP_ROWS', flag: '--cascade-step-rows', kind: 'int', default: 500, help: 'most dependency edges, and most jobs, one statement of a failure cascade settles (a failed, cancelled or retried job\'s dependents, docs/flows.md): other requests run between its steps' },
   { key: 'retentionMs', env: 'LEASEHOLD_RETENTION_MS', flag: '--retention-ms', kind: 'duration', default: 7 * DAY, help: 'how long finished jobs and their events are kept' },
   { key: 'auditRetentionMs', env: 'LEASEHOLD_AUDIT_RETENTION_MS', flag: '--audit-retention-ms', kind: 'duration', default: 90 * DAY, help: 'how long the operator audit (settings, pauses, thresholds, bulk actions, logins) is kept' },
   { key: 'timeoutMs', env: 'LEASEHOLD_JOB_TIMEOUT_MS', flag: '--job-timeout-ms', kind: 'duration', default: HOUR, help: 'hard time limit per attempt, enforced even while the job heartbeats (a queue\'s or job\'s own timeoutMs wins); at least the lease, at most 30 days' },

@@ -214,4 +214,6 @@ export interface MetricsSnapshot {
   maintenance: { lastStartedAt: number | null; lastCompletedAt: number | null; passes: number };
   /** The owner check's answers refused since the database was made, by reason (redirect, too_large); durable. Absent: none recorded. */
   ownerCheckRefused?: Record<string, number>;
+  /** Failure cascades still owed: failed, cancelled or retried jobs whose dependents are still being settled in steps. */
+  cascadesOwed: number;
 }

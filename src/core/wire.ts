@@ -246,6 +246,17 @@ export interface JobWithEvents {
   job: Job;
   olderEventsNotShown: number;
   events: JobEvent[];
+  /** The job's failure (or retry) still settling the jobs that wait for it, step by step (docs/flows.md); null when nothing is owed. */
+  cascade: CascadeWire | null;
+}
+
+/** A failure cascade in progress: 'fail' settles the dependents, 'retry' and then 'retry_jobs' undo that. */
+export interface CascadeWire {
+  action: 'fail' | 'retry' | 'retry_jobs';
+  steps: number;
+  /** Edges and jobs settled so far. */
+  settled: number;
+  queuedAt: string;
 }
 
 /** The lease after a heartbeat, extend or checkpoint. */

@@ -8,7 +8,7 @@
  * for a job in a graph; each list holds at most DEPENDENCY_ROWS jobs and
  * says when there are more.
  */
-import type { DependencyLink, JobDependencyGraph, JobPageView } from '../db/store/port.ts';
+import type { CascadeProgress, DependencyLink, JobDependencyGraph, JobPageView } from '../db/store/port.ts';
 import { MAX_DEPENDENCIES, MAX_DEPENDENTS } from '../core/wire.ts';
 import { fmtCount } from './format.ts';
 
@@ -24,10 +24,20 @@ export function inDependencyGraph(job: JobPageView): boolean {
   return job.depends_on !== null || Number(job.has_dependents) === 1;
 }
 
-/** The graph read one row past DEPENDENCY_ROWS per list, so the page can tell a full list from a cut one. */
-export function readDependencyGraph(store: { jobDependencyGraph(p: { id: number; limit: number }): Promise<JobDependencyGraph> }, id: number) {
-  return store.jobDependencyGraph({ id, limit: DEPENDENCY_ROWS + 1 });
+/** The graph read one row past DEPENDENCY_ROWS per list, so the page can tell a full list from a cut one; and the cascade this job's failure or retry still owes. */
+export async function readDependencyGraph(
+  store: { jobDependencyGraph(p: { id: number; limit: number }): Promise<JobDependencyGraph>; dependencyCascadeOf(p: { jobId: number }): Promise<CascadeProgress | undefined> },
+  id: number,
+): Promise<JobDependencyGraph & { cascade: CascadeProgress | undefined }> {
+  const [graph, cascade] = await Promise.all([store.jobDependencyGraph({ id, limit: DEPENDENCY_ROWS + 1 }), store.dependencyCascadeOf({ jobId: id })]);
+  return { ...graph, cascade };
 }
+
+const CASCADE_DOING: Record<CascadeProgress['action'], string> = {
+  fail: 'Settling the jobs that wait for this one, by their policies',
+  retry: 'Putting back to waiting the jobs this job\'s failure settled',
+  retry_jobs: 'Putting back to waiting the jobs this job\'s failure settled',
+};
 
 const EDGE_TITLES: Record<DependencyLink['state'], string> = {
   waiting: 'not completed yet: the dependent waits for it',
@@ -108,14 +118,19 @@ function LinkTable(props: { id: string; links: DependencyLink[] }) {
 const clip = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
 
 /** The section; nothing for a job in no graph. Polled with the details. */
-export function JobDependencies(props: { job: JobPageView; graph: JobDependencyGraph }) {
+export function JobDependencies(props: { job: JobPageView; graph: JobDependencyGraph & { cascade?: CascadeProgress | undefined } }) {
   const { job: j } = props;
-  const { dependencies, dependents } = props.graph;
+  const { dependencies, dependents, cascade } = props.graph;
   if (dependencies.length === 0 && dependents.length === 0 && j.depends_on === null) return null;
   const said = verdict(j, dependencies.slice(0, DEPENDENCY_ROWS));
   return (
     <section id="job-dependencies">
       <h2>Dependencies</h2>
+      {cascade ? (
+        <p id="dependency-cascade" class="notice">
+          {CASCADE_DOING[cascade.action]}: {fmtCount(cascade.settled)} settled in {fmtCount(cascade.steps)} steps so far. A large graph is settled in bounded steps, other work running in between.
+        </p>
+      ) : null}
       {said !== null ? (
         <p id="dependency-wait" class={j.status === 'failed' || j.held_at !== null ? 'notice error' : undefined}>
           {said}

@@ -251,6 +251,45 @@ export const jobDependencies = sqliteTable(
 );
 
 /**
+ * Failure cascades still to run (drizzle/0040, src/db/store/dependency-cascades.ts):
+ * one row per job whose failure or cancel (action 'fail'), or whose retry
+ * ('retry', then 'retry_jobs'), still has dependents to settle. The engine
+ * and the maintenance pass settle them in bounded steps; a row is the
+ * remaining work, so a crash mid-cascade loses nothing. `cursor`: every
+ * failed job of the cascade with a smaller id is settled.
+ */
+export const dependencyCascades = sqliteTable(
+  'dependency_cascades',
+  {
+    jobId: integer('job_id').primaryKey(),
+    action: text('action', { enum: ['fail', 'retry', 'retry_jobs'] }).notNull(),
+    cursor: integer('cursor').notNull(),
+    // Who retried the job, for the retried jobs' events.
+    actor: text('actor'),
+    queuedAt: integer('queued_at').notNull(),
+    steps: integer('steps').notNull().default(0),
+    // Edges and jobs settled so far (the progress the job page and the API show).
+    settled: integer('settled').notNull().default(0),
+  },
+  // The next step goes to the cascade that took fewest so far: a large one does not hold back a small one queued after it.
+  (t) => [index('dependency_cascades_steps_idx').on(t.steps, t.jobId)],
+);
+
+/**
+ * One cascade step's edges, filled and emptied inside the step's own
+ * transaction (always empty between transactions): every statement of the
+ * step works on the same bounded set.
+ */
+export const dependencyCascadeBatch = sqliteTable(
+  'dependency_cascade_batch',
+  {
+    dependentId: integer('dependent_id').notNull(),
+    dependencyId: integer('dependency_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.dependentId, t.dependencyId] })],
+);
+
+/**
  * The audit trail: one row per transition, rejected stale write and reaper
  * decision, except a job's routine enqueue and completion (drizzle/0015:
  * the timeline derives those from the job row).

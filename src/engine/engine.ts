@@ -43,6 +43,7 @@ import { maintenancePassOnce, type MaintenancePassOptions, type MaintenancePassR
 import { claimOrWait, ClaimWaiters, MAX_CLAIM_WAIT_MS, type WaitBounds } from './claim-waiters.ts';
 import { handOffClaims } from './claim-handoff.ts';
 import { DueTimers } from './due-timers.ts';
+import { CascadeRunner } from './dependency-cascades.ts';
 import { ScheduleTimer } from './schedule-timer.ts';
 import { createEnqueuing, type EnqueueSource } from './enqueue.ts';
 import { waitOnJobs, type JobWaitAnswer, type JobWaitRequest } from './job-wait.ts';
@@ -115,6 +116,20 @@ export function createEngine(deps: EngineDeps) {
   // Started only where a reaper runs in this process (src/runtime/reaper-timer.ts, deno.ts): schedules fire at their time.
   let scheduleTimer: ScheduleTimer | undefined;
   const jobsChanged = (ids: readonly number[]) => jobWatchers.notify(ids);
+  // A failed, cancelled or retried job's dependents are settled in bounded steps (src/engine/dependency-cascades.ts).
+  const cascades = new CascadeRunner({
+    store,
+    clock,
+    log: deps.log,
+    rows: config.cascadeStepRows,
+    isolated: deps.isolatedRequests === true,
+    stepped(step) {
+      if (step.changed.length > 0) jobsChanged(step.changed);
+      const byQueue = new Map<string, number>();
+      for (const { queue } of step.released) byQueue.set(queue, (byQueue.get(queue) ?? 0) + 1);
+      for (const [queue, n] of byQueue) jobsBecameClaimable(queue, n);
+    },
+  });
   const protocol: WorkerProtocol = createWorkerProtocol({
     store,
     config,
@@ -122,10 +137,21 @@ export function createEngine(deps: EngineDeps) {
     changed: jobsChanged,
     becameClaimable: jobsBecameClaimable,
     comesDue: (queue, at) => due.add(queue, at),
-    dependentsMayRun: () => claimWaiters.lookNow(),
+    dependentsMayRun: () => {
+      claimWaiters.lookNow();
+      return cascades.settle();
+    },
   });
-  /** An operator's or the reaper's write finished jobs (rare next to completions): jobs waiting for them may run now; the look is a read, and only when claims wait. */
-  const jobsFinished = () => claimWaiters.lookNow();
+  /**
+   * An operator's or the reaper's write finished jobs, or retried them (rare
+   * next to completions): jobs waiting for them may run now (the look is a
+   * read, and only when claims wait), and a cascade the write made owed
+   * takes its first steps before the caller is answered (one read when none is).
+   */
+  const jobsFinished = () => {
+    claimWaiters.lookNow();
+    return cascades.settle();
+  };
   /**
    * New pending jobs of `queue` were committed: wake claims for the ones due
    * now that the claims run in the same transaction did not take (`started`),
@@ -161,6 +187,8 @@ export function createEngine(deps: EngineDeps) {
     claimWaiters,
     /** The waits on jobs in progress (tests read `waiting`). */
     jobWatchers,
+    /** The failure cascades this engine steps (tests read `steps`, and await `settle()`). */
+    cascades,
 
     /** One job, gathered with the enqueues of its turn into one transaction; input checked first (src/engine/enqueue-input.ts). */
     enqueue: (queue: string, job: NewJob, source: EnqueueSource): Promise<Enqueued> => enqueuing.one(queue, job, source),
@@ -247,8 +275,8 @@ export function createEngine(deps: EngineDeps) {
         jobsChanged([p.id]);
         // A held job (onLost 'hold'), or one still waiting for a dependency, is pending but claimable by nobody.
         if (outcome.job.status === 'pending' && outcome.job.held_at === null && outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
-        // A cancel, or a requeue that failed it for good: jobs waiting for it with policy 'run' may go on.
-        if (outcome.job.status === 'cancelled' || outcome.job.status === 'failed') jobsFinished();
+        // A cancel, or a requeue that failed it for good: its dependents by their policy; a retry undoes that.
+        if (outcome.job.status === 'cancelled' || outcome.job.status === 'failed' || p.action === 'retry') await jobsFinished();
       }
       return outcome;
     },
@@ -263,7 +291,7 @@ export function createEngine(deps: EngineDeps) {
           if (outcome.job.dependencies_unmet === 0) jobsBecameClaimable(outcome.job.queue_name, 1);
         }
         // Completed or failed by hand: jobs waiting for it may go on.
-        else jobsFinished();
+        else await jobsFinished();
       }
       return outcome;
     },
@@ -278,6 +306,8 @@ export function createEngine(deps: EngineDeps) {
         // cancelled jobs, or requeued ones failed for good, may let jobs
         // waiting for them go on (policy 'run'): the waiters look at theirs now.
         if (!(p.kind === 'retry' && p.queue)) claimWaiters.lookNow();
+        // Cancelled or failed jobs' dependents, or retried jobs' undo (their cascades' first steps).
+        await cascades.settle();
       }
       return ids;
     },
@@ -301,8 +331,9 @@ export function createEngine(deps: EngineDeps) {
     /** One maintenance pass over the store (src/maintenance/pass.ts); what it makes claimable wakes the waiting claims. */
     async maintenancePass(now: Parameters<typeof maintenancePassOnce>[1], options: MaintenancePassOptions = {}): Promise<MaintenancePassReport> {
       const report = await maintenancePassOnce(store, now, config, { ...options, jobsBecameClaimable });
-      // Failed for good (attempts spent, a deadline): jobs waiting for them with policy 'run' may go on.
-      if (report.failed.length > 0) jobsFinished();
+      // Failed for good (attempts spent, a deadline): their dependents by their policy; and a cascade
+      // the pass found owed, and left after its own steps, goes on here.
+      if (report.failed.length > 0 || report.cascades.owed > 0) await jobsFinished();
       return report;
     },
 
@@ -324,6 +355,7 @@ export function createEngine(deps: EngineDeps) {
      */
     close(): void {
       enqueuing.flush();
+      cascades.close();
       claimWaiters.close();
       jobWatchers.close();
       due.close();

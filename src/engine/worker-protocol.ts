@@ -123,9 +123,10 @@ export interface WorkerProtocolDeps {
    * After a completion or a failure for good committed that finished a job
    * others wait for (docs/flows.md): the triggers may have released some of
    * them, on queues the write does not name (claims waiting for work look).
-   * Not called for a write whose jobs nothing waits for.
+   * Not called for a write whose jobs nothing waits for. A failure's call
+   * waits for what it answers: the first steps of the cascade it made owed.
    */
-  dependentsMayRun?: () => void;
+  dependentsMayRun?: () => void | Promise<void>;
 }
 
 export type WorkerProtocol = ReturnType<typeof createWorkerProtocol>;
@@ -252,8 +253,8 @@ export function createWorkerProtocol(deps: WorkerProtocolDeps) {
       const a = told([answer(o!)])[0]!;
       // To be retried: claimable again once its backoff is over (a held job never is).
       if (a.ok && a.job.status === 'pending' && a.job.held_at === null) deps.comesDue?.(a.job.queue_name, a.job.available_at);
-      // Failed for good: dependents with policy 'run' may go on (drizzle/0031).
-      if (o!.ok && o!.dependents && o!.job.status === 'failed') deps.dependentsMayRun?.();
+      // Failed for good: its dependents by their policy, the cascade's first steps before the answer (src/engine/dependency-cascades.ts).
+      if (o!.ok && o!.dependents && o!.job.status === 'failed') await deps.dependentsMayRun?.();
       return a;
     },
 

@@ -8,17 +8,20 @@
  *    back, leases renewed before the step counted from now, so that no dead
  *    owner's job waits the step out;
  * 1. reapLostLeases (reaper.ts): take back what the reaper's rules say;
- * 2. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
+ * 2. dependencyCascadesOnce (cascades.ts): bounded steps of the failure
+ *    cascades owed (a failed, cancelled or retried job's dependents), among
+ *    them those of the jobs the reaper just failed;
+ * 3. schedulesOnce (schedules.ts): enqueue due occurrences of recurring jobs,
  *    each exactly once however many passes run at once;
- * 3. canaryRunsOnce (canary.ts): one decision for each canary requeue still
+ * 4. canaryRunsOnce (canary.ts): one decision for each canary requeue still
  *    watching (take its next step, stop it, or end it), after the reaper so
  *    a step never takes a job the reaper just took;
- * 4. pruneOnce (prune.ts): retention;
- * 5. sampleActivityOnce (activity.ts): the heartbeat lag history;
- * 6. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
+ * 5. pruneOnce (prune.ts): retention;
+ * 6. sampleActivityOnce (activity.ts): the heartbeat lag history;
+ * 7. alertsOnce (alerts.ts): evaluate alerts and tell the webhook. Its
  *    failure is reported in `alerts.error` and never fails the pass: the
  *    jobs are already taken back, and the next pass tries again.
- * 7. Last, the pass records that it completed (maintenance_state: when it
+ * 8. Last, the pass records that it completed (maintenance_state: when it
  *    started and finished), so /healthz, /metrics and the dashboard on any
  *    server or isolate can tell when no reaper runs any more
  *    (src/core/maintenance-watch.ts). A pass that throws before this records
@@ -39,6 +42,7 @@ import { createStore } from '../db/store/create-store.ts';
 import type { JobStore } from '../db/store/port.ts';
 import { sampleActivityOnce } from './activity.ts';
 import { canaryRunsOnce, type CanaryReport } from './canary.ts';
+import { dependencyCascadesOnce, type CascadesReport } from './cascades.ts';
 import { alertsOnce, NO_ALERTS_PASS, type AlertPassReport, type Fetch } from './alerts.ts';
 import { pruneOnce } from './prune.ts';
 import type { RefusedOwnerAnswer } from './owner-check.ts';
@@ -55,6 +59,8 @@ export interface MaintenancePassReport extends ReaperReport {
   schedules: SchedulesReport;
   /** Canary requeues: steps taken, runs stopped by themselves, runs done. */
   canary: CanaryReport;
+  /** Failure cascades: steps taken, edges settled, cascades still owed. */
+  cascades: CascadesReport;
   alerts: AlertPassReport;
   /** The clock had stepped back: how far (at least) and how many running jobs were moved onto the clock as it is now. */
   clockStepBack?: StepBackReport;
@@ -108,6 +114,7 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     jobsBecameClaimable: options.jobsBecameClaimable,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+  const cascades = await dependencyCascadesOnce(store, at, config, options.jobsBecameClaimable);
   const schedules = await schedulesOnce(store, at, config, options.jobsBecameClaimable);
   const canary = await canaryRunsOnce(store, at, config, options.jobsBecameClaimable);
   const [pruned] = await Promise.all([pruneOnce(store, at, config), sampleActivityOnce(store, at)]);
@@ -119,5 +126,5 @@ export async function maintenancePassOnce(store: JobStore, now: Now, config: Con
     alerts = { ...NO_ALERTS_PASS, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
   }
   await store.maintenancePassRecord({ startedAt: at, now });
-  return { at, ...reaped, pruned: pruned.jobs, schedules, canary, alerts, ...(clockStepBack ? { clockStepBack } : {}) };
+  return { at, ...reaped, pruned: pruned.jobs, schedules, canary, cascades, alerts, ...(clockStepBack ? { clockStepBack } : {}) };
 }

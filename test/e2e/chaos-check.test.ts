@@ -246,3 +246,14 @@ test("a lease taken as lost right after the lease clock stepped forward is a vio
   stopped.faults.push({ n: 1, kind: 'stop_worker', target: 0, plannedAtMs: 0, wallAt: 1_500, wallEnd: 3_500, workerId: 'A' });
   expect(check(stopped).clockSteps.takenFromLiveOwners).toBe(0);
 });
+
+test('a large flow cascade whose root failed, with dependents left pending or its cascade still owed, is a violation; all failed is none', () => {
+  const clean = input({}, [{ id: 1, type: 'claimed', worker_id: 'A', at: 100 }]);
+  const ok = check({ ...clean, cascades: [{ queue: 'chaos-cascade-3', rootStatus: 'failed', dependents: { failed: 2_000 }, owed: 0, answered: true }] });
+  expect(ok.violations.filter((v) => /flow cascade/.test(v))).toEqual([]);
+  const bad = check({ ...clean, cascades: [{ queue: 'chaos-cascade-3', rootStatus: 'failed', dependents: { failed: 1_990, pending: 10 }, owed: 1, answered: true }] });
+  expect(bad.violations.filter((v) => /flow cascade/.test(v))).toEqual([
+    'flow cascade on chaos-cascade-3: its root failed, yet dependents are 10 pending',
+    'flow cascade on chaos-cascade-3: still owed when the run ended',
+  ]);
+});

@@ -2,6 +2,7 @@
  * The verdict: what the database's audit trail, the effects ledger and the
  * workers' own side-effect files say about a chaos run. Pure: data in, report out.
  */
+import type { CascadeRun } from './cascade.ts';
 import type { Behaviour, FaultKind, Plan, Timings } from './plan.ts';
 
 /** A stored event; id 0 and `fence` (the completing run's fencing token): the completion read from the job row. */
@@ -29,6 +30,20 @@ export interface FaultRecord {
   drops?: number[];
   /** clock_step: how far the servers' lease clock stepped at wallAt (it stepped back by as much at wallEnd). */
   stepMs?: number;
+  /** flow_cascade: what the harness built and failed (tools/chaos/cascade.ts). */
+  cascade?: CascadeRun;
+}
+
+/** A flow cascade's end state, read from the database after the run. */
+export interface CascadeEnd {
+  queue: string;
+  rootStatus: string;
+  /** The dependents' counts by status. */
+  dependents: Record<string, number>;
+  /** Cascades still owed for the root. */
+  owed: number;
+  /** The root's failure was answered. */
+  answered: boolean;
 }
 
 export interface Outage { server: number; from: number; to: number }
@@ -44,6 +59,8 @@ export interface CheckInput {
   lines: Line[];
   faults: FaultRecord[];
   outages: Outage[];
+  /** flow_cascade faults' end states. */
+  cascades?: CascadeEnd[];
   /** job index -> id the server acknowledged. */
   acked: Map<number, string>;
   enqueueGaveUp: boolean;
@@ -130,6 +147,15 @@ export function check(input: CheckInput): Report {
   for (const j of input.jobs) {
     jobById.set(j.id, j);
     if (j.idempotency_key?.startsWith(keyPrefix)) indexOfJob.set(j.id, Number(j.idempotency_key.slice(keyPrefix.length)));
+  }
+
+  // ---- 0. every large flow cascade settled as its policy says, whatever landed meanwhile --------
+  for (const c of input.cascades ?? []) {
+    const notFailed = Object.entries(c.dependents).filter(([status]) => status !== 'failed');
+    if (c.rootStatus === 'failed' && notFailed.length > 0) v(`flow cascade on ${c.queue}: its root failed, yet dependents are ${notFailed.map(([s, n]) => `${n} ${s}`).join(', ')}`);
+    if (c.rootStatus !== 'failed' && c.answered) v(`flow cascade on ${c.queue}: the root's failure was answered, yet the root is ${c.rootStatus}`);
+    if (c.rootStatus !== 'failed' && (c.dependents.failed ?? 0) > 0) v(`flow cascade on ${c.queue}: the root is ${c.rootStatus}, yet ${c.dependents.failed} dependents failed`);
+    if (c.owed > 0) v(`flow cascade on ${c.queue}: still owed when the run ended`);
   }
 
   // ---- 1. every acknowledged enqueue present, one job per planned job -------------

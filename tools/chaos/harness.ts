@@ -14,6 +14,7 @@ import { createClient } from '@libsql/client';
 import { check, type CheckInput, type EffectRow, type EventRow, type FaultRecord, type JobRow, type Line, type Outage, type Report } from './check.ts';
 import { clockSpanMs, clockStepsOn, describeFault, DROPPED_CALLS, makePlan, networkSpanMs, type ChaosOptions, type Fault } from './plan.ts';
 import { startOperator } from './operator.ts';
+import { runFlowCascade } from './cascade.ts';
 import { startProxy, type PartitionMode, type Proxy } from './proxy.ts';
 import { printSummary } from './summary.ts';
 
@@ -470,6 +471,18 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
         out(`  [${fmt(elapsed())}] lease clock back to true time (a step ${f.stepMs! > 0 ? 'back' : 'forward'} of ${Math.abs(f.stepMs!)} ms)`);
         break;
       }
+      case 'flow_cascade': {
+        const s = servers[f.target]!;
+        if (!(await serverForFault(s, rec))) break;
+        const queue = `${QUEUE}-cascade-${f.n}`;
+        note(rec, `a flow graph of ${f.count} dependents on ${queue} (server ${s.index}), then its root failed for good`);
+        // The server the fault drew, or any server up while it is down.
+        const url = () => (s.up ? serverUrl(s.index) : servers.find((x) => x.up) ? serverUrl(servers.find((x) => x.up)!.index) : undefined);
+        rec.cascade = await runFlowCascade({ serverUrl: url, workerToken, queue, dependents: f.count! });
+        rec.wallEnd = Date.now();
+        out(`  [${fmt(elapsed())}] flow cascade on ${queue}: ${rec.cascade.failed ? `root ${rec.cascade.root} failed, cascade settled ${rec.cascade.settledMs === undefined ? 'not seen' : `${rec.cascade.settledMs} ms after the answer`}` : `not failed (${rec.cascade.error})`}`);
+        break;
+      }
       case 'stop_server': {
         const s = servers[f.target]!;
         const started = await serverForFault(s, rec);
@@ -595,10 +608,18 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
   let jobs: JobRow[] = [];
   let events: EventRow[] = [];
   let effects: EffectRow[] = [];
+  const cascades: CheckInput['cascades'] = [];
   try {
     jobs = (await db.execute({ sql: 'SELECT id, status, last_error, idempotency_key, attempt_count, lost_attempts, completed_at, result FROM jobs WHERE queue_name = ?', args: [QUEUE] })).rows.map((r) => ({ ...r }) as unknown as JobRow);
     events = (await db.execute({ sql: 'SELECT id, job_id, type, to_status, reason, message, actor, worker_id, at FROM events WHERE queue_name = ? ORDER BY id', args: [QUEUE] })).rows.map((r) => ({ ...r }) as unknown as EventRow);
     effects = (await db.execute('SELECT job_id, key, state, completed_at FROM effects')).rows.map((r) => ({ ...r }) as unknown as EffectRow);
+    for (const rec of records) {
+      if (!rec.cascade?.root) continue;
+      const root = (await db.execute({ sql: 'SELECT status FROM jobs WHERE id = ?', args: [Number(rec.cascade.root)] })).rows[0];
+      const byStatus = (await db.execute({ sql: 'SELECT status, count(*) AS n FROM jobs WHERE queue_name = ? AND id <> ? GROUP BY status', args: [rec.cascade.queue, Number(rec.cascade.root)] })).rows;
+      const owed = (await db.execute({ sql: 'SELECT count(*) AS n FROM dependency_cascades WHERE job_id = ?', args: [Number(rec.cascade.root)] })).rows[0];
+      cascades.push({ queue: rec.cascade.queue, rootStatus: String(root?.status), dependents: Object.fromEntries(byStatus.map((r) => [String(r.status), Number(r.n)])), owed: Number(owed?.n ?? 0), answered: rec.cascade.failed });
+    }
   } finally {
     db.close();
   }
@@ -615,7 +636,7 @@ export async function runChaos(o: ChaosOptions, out: (line: string) => void = (l
     }
   }
   const input: CheckInput = {
-    plan, timings: tm, jobsWanted: o.jobs, seed: o.seed, jobs, events, effects, lines, faults: records, outages, acked, enqueueGaveUp, finishedInTime, workerEvents,
+    plan, timings: tm, jobsWanted: o.jobs, seed: o.seed, jobs, events, effects, lines, faults: records, outages, acked, enqueueGaveUp, finishedInTime, workerEvents, cascades,
     unexpectedExits, unhandledRejections, tolerateUnhandledRejections: o.tolerateUnhandledRejections,
   };
   const report = check(input);

@@ -84,7 +84,19 @@ export const NETWORK_FAULT_KINDS = ['partition_stall_requests', 'partition_stall
  * each way.
  */
 export const CLOCK_FAULT_KINDS = ['clock_step'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof NETWORK_FAULT_KINDS)[number] | (typeof CLOCK_FAULT_KINDS)[number];
+/**
+ * Large flow cascades: through the worker API, a flow graph of
+ * CASCADE_DEPENDENTS jobs (each waiting for the 10 before it) on a queue of
+ * its own, whose root the harness then fails for good, while the other
+ * faults land; the verdict checks that every dependent ended failed.
+ */
+export const CASCADE_FAULT_KINDS = ['flow_cascade'] as const;
+export const CASCADE_DEPENDENTS = 2_000;
+export type FaultKind =
+  | (typeof FAULT_KINDS)[number]
+  | (typeof NETWORK_FAULT_KINDS)[number]
+  | (typeof CLOCK_FAULT_KINDS)[number]
+  | (typeof CASCADE_FAULT_KINDS)[number];
 
 /** The calls whose answers drop_answers loses, by the head of their request. */
 export const DROPPED_CALLS = {
@@ -100,7 +112,7 @@ export interface Fault {
   n: number;
   atMs: number;
   kind: FaultKind;
-  /** Worker slot (worker faults, partitions) or server index (kill_server, stop_server). */
+  /** Worker slot (worker faults, partitions) or server index (kill_server, stop_server, flow_cascade). */
   target: number;
   /**
    * stop: how long stopped; partition: how long cut off; kill_worker: delay before the
@@ -183,6 +195,7 @@ export function makePlan(o: ChaosOptions): Plan {
   });
   faults.push(...serverPauses(o, faults, servers));
   if (o.networkFaults) faults.push(...networkFaults(o, faults.length, proxiedSlots));
+  faults.push(...cascadeFaults(o, faults.length, servers));
   if (clockStepsOn(o)) faults.push(...clockSteps(o, faults.length));
   faults.sort((a, b) => a.atMs - b.atMs || a.n - b.n);
   faults.forEach((f, n) => (f.n = n));
@@ -298,6 +311,23 @@ function clockSteps(o: ChaosOptions, firstN: number): Fault[] {
   }));
 }
 
+/**
+ * Two large flow cascades, from their own random stream (every other
+ * fault keeps the time earlier seeds gave it), a third and two thirds into
+ * the horizon, each on a server drawn at random.
+ */
+function cascadeFaults(o: ChaosOptions, firstN: number, servers: number): Fault[] {
+  const r = rng((o.seed ^ 0xca5cade) >>> 0);
+  return [1 / 3, 2 / 3].map((at, i) => ({
+    n: firstN + i,
+    atMs: Math.round(o.horizonMs * (at + (r.next() - 0.5) * 0.1)),
+    kind: 'flow_cascade' as const,
+    target: r.int(0, servers - 1),
+    durationMs: 0,
+    count: CASCADE_DEPENDENTS,
+  }));
+}
+
 export function describeFault(f: Fault): string {
   const at = `t+${(f.atMs / 1000).toFixed(2)}s`.padEnd(10);
   switch (f.kind) {
@@ -323,5 +353,7 @@ export function describeFault(f: Fault): string {
       return `${at} slot ${f.target}: every answer arrives ${f.delayMs} ms late for ${f.durationMs} ms`;
     case 'clock_step':
       return `${at} the servers' lease clock steps ${f.stepMs! > 0 ? 'forward' : 'back'} ${Math.abs(f.stepMs!)} ms (monotonic clocks go on), and steps back to true time after ${f.durationMs} ms`;
+    case 'flow_cascade':
+      return `${at} server ${f.target}: a flow graph of ${f.count} dependents through the worker API, then its root failed for good (the cascade goes in bounded steps)`;
   }
 }

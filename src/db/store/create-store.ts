@@ -27,6 +27,7 @@ import { queuesGroupCounts } from './group-counts.ts';
 import { deadLetterQueuesList, jobsDeadLetterList, jobsRedrive } from './dead-letters.ts';
 import { jobSnoozeIfOwned } from './snooze.ts';
 import { jobDependencyGraph, jobsDependencyCandidates, jobsInsertFlow } from './dependencies.ts';
+import { dependencyCascadeOf, dependencyCascadesOwed, dependencyCascadeStep } from './dependency-cascades.ts';
 import { jobFailIfOwned, jobsCompleteIfOwned, jobsCompleteThenClaim, jobsReleaseIfOwned } from './finish.ts';
 import { jobCheckpointIfOwned, jobsHeartbeatIfOwned } from './lease.ts';
 import { maintenancePassRecord, maintenanceWatch } from './maintenance-state.ts';
@@ -170,6 +171,9 @@ export function createStore(db: Db): JobStore {
     jobsInsertFlow: (p) => jobsInsertFlow(db, p),
     jobsDependencyCandidates: (p) => jobsDependencyCandidates(db, p),
     jobDependencyGraph: (p) => jobDependencyGraph(db, p),
+    dependencyCascadeStep: (p) => dependencyCascadeStep(db, p),
+    dependencyCascadeOf: (p) => dependencyCascadeOf(db, p),
+    dependencyCascadesOwed: () => dependencyCascadesOwed(db),
   };
 }
 

@@ -88,7 +88,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
       coalesce(qt.grace, ${config.graceMs}) AS grace
     FROM jobs j INDEXED BY jobs_lease_expiry_idx LEFT JOIN qt ON qt.name = j.queue_name WHERE j.status = 'running')`;
   const recentFinished = recentFinishedSql(now);
-  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows, passRows, histogramRows] = await db.batch([
+  const [clock, running, late, events, recent, workers, serving, healthRows, stalledRows, counterRows, passRows, histogramRows, cascadeRows] = await db.batch([
     db.all<{ now: number }>(sql`SELECT ${now} AS now`),
     db.all<Record<string, number | string | null>>(
       sql`WITH ${lateAfter}, ${runningJobs}
@@ -154,6 +154,8 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     db
       .select({ queue: histogramBuckets.queueName, name: histogramBuckets.name, leMs: histogramBuckets.leMs, count: histogramBuckets.count, sumMs: histogramBuckets.sumMs })
       .from(histogramBuckets),
+    // Failure cascades still owed (a small table: only cascades in progress).
+    db.all<{ owed: number }>(sql`SELECT count(*) AS owed FROM dependency_cascades`),
   ]);
   const at = clock[0]!.now;
   const finished: Record<string, number | string | null>[] = [];
@@ -299,6 +301,7 @@ export async function metricsSnapshot(db: Db, p: { now: Now; config: QueueDefaul
     ownerCheckRefused: Object.fromEntries(
       (countersOf.get(OUTSIDE_ANY_QUEUE) ?? []).filter((c) => c.name === OWNER_CHECK_REFUSED).map((c) => [c.label, num(c.value)]),
     ),
+    cascadesOwed: num(cascadeRows[0]?.owed),
   };
 }
 

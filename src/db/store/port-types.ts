@@ -1011,6 +1011,39 @@ export interface JobDependencyGraph {
   dependents: DependencyLink[];
 }
 
+/** One step of a failure cascade (store/dependency-cascades): at most `rows` edges and `rows` jobs per statement. */
+export interface CascadeStepParams {
+  rows: number;
+  now: Now;
+  /** That job's cascade; absent: the one owed with fewest steps so far. */
+  jobId?: number | undefined;
+}
+
+/** What one step did. */
+export interface CascadeStep {
+  /** The job whose failure (or retry) the cascade is. */
+  jobId: number;
+  action: 'fail' | 'retry' | 'retry_jobs';
+  /** Edges the step settled (or set waiting again). */
+  edges: number;
+  /** Jobs it failed, held, counted a met dependency for, or put back to waiting. */
+  changed: number[];
+  /** Jobs it made claimable ('run' released them, or a retry did), by queue. */
+  released: { id: number; queue: string }[];
+  /** Nothing is left of this cascade. */
+  done: boolean;
+}
+
+/** A cascade still owed, as the job page and GET /jobs/:id show it. */
+export interface CascadeProgress {
+  jobId: number;
+  action: 'fail' | 'retry' | 'retry_jobs';
+  steps: number;
+  /** Edges and jobs settled so far. */
+  settled: number;
+  queuedAt: number;
+}
+
 // What-if tuning's evidence (store/tuning-evidence; replayed by src/core/what-if.ts).
 
 export type { TuningEvidence, SilenceCount, TakenAttempt, WorkerBlock } from '../../core/what-if.ts';

@@ -61,6 +61,9 @@ import type {
   ClaimedNotification,
   CompleteParams,
   DashboardReadDefaults,
+  CascadeProgress,
+  CascadeStep,
+  CascadeStepParams,
   DependencyCandidate,
   FlowInsertParams,
   JobDependencyGraph,
@@ -380,7 +383,7 @@ export interface MaintenanceStateStore {
   maintenanceWatch(p: { now: Now; defaults: Pick<QueueDefaults, 'graceMs'> }): Promise<MaintenanceWatchRow>;
 }
 
-/** Jobs that wait for other jobs (store/dependencies; the triggers of drizzle/0031 keep the rest). */
+/** Jobs that wait for other jobs (store/dependencies, store/dependency-cascades). */
 export interface DependencyStore {
   /** — -> pending, each waiting for its dependencies: a flow (or one job), all or none, in input order. */
   jobsInsertFlow(p: FlowInsertParams): Promise<JobRecord[]>;
@@ -388,6 +391,12 @@ export interface DependencyStore {
   jobsDependencyCandidates(p: { ids: readonly number[] }): Promise<DependencyCandidate[]>;
   /** A job's dependencies (a completed one's result) and the jobs waiting for it. */
   jobDependencyGraph(p: { id: number; limit: number }): Promise<JobDependencyGraph>;
+  /** One bounded step of a failure cascade still owed (a failed, cancelled or retried job's dependents); undefined when none is. */
+  dependencyCascadeStep(p: CascadeStepParams): Promise<CascadeStep | undefined>;
+  /** The cascade still owed for this job's failure or retry, if any. */
+  dependencyCascadeOf(p: { jobId: number }): Promise<CascadeProgress | undefined>;
+  /** How many cascades are owed. */
+  dependencyCascadesOwed(): Promise<number>;
 }
 
 /** The whole store: one backend (libSQL, D1, Turso) behind one contract, section by section. */

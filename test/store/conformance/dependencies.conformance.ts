@@ -26,8 +26,22 @@ export function defineDependencies(backend: StoreBackend) {
     const claim = (queue: string, now = T0) => t().store.jobsClaimPending({ queue, workerId: 'w', limit: 10, now, defaults: DEFAULTS });
     const complete = (id: number, lockToken: string, result: unknown, now = T0) =>
       t().store.jobsCompleteIfOwned({ workerId: 'w', results: [{ id, lockToken, data: JSON.stringify(result) }], now });
-    const failForGood = (id: number, lockToken: string, now = T0) =>
-      t().store.jobFailIfOwned({ workerId: 'w', id, lockToken, error: 'boom', retryable: false, now, defaults: DEFAULTS });
+    /** Every step of the failure cascades owed (the engine and the maintenance pass run them: src/engine/dependency-cascades.ts); how many it took. */
+    async function cascade(now = T0, rows = 500): Promise<number> {
+      let steps = 0;
+      while (await t().store.dependencyCascadeStep({ rows, now })) steps++;
+      return steps;
+    }
+    const failForGood = async (id: number, lockToken: string, now = T0) => {
+      const outcomes = await t().store.jobFailIfOwned({ workerId: 'w', id, lockToken, error: 'boom', retryable: false, now, defaults: DEFAULTS });
+      await cascade(now);
+      return outcomes;
+    };
+    const retry = async (id: number, now: number, actor = 'op', reason: string | null = 'fixed') => {
+      const outcome = await t().store.jobRetryIfFinishedUnsuccessfully({ id, actor, reason, now });
+      await cascade(now);
+      return outcome;
+    };
 
     test('a parent waits out of reach until its last child completes, then runs once and reads their results', async () => {
       const { store, row, events } = t();
@@ -51,7 +65,7 @@ export function defineDependencies(backend: StoreBackend) {
     });
 
     test("policy 'fail': a failed child fails the parent naming it; retrying the child puts the parent back to waiting, and the flow goes on", async () => {
-      const { store, row, events } = t();
+      const { row, events } = t();
       const { parent } = await flow(2);
       const [a, b] = await claim('c');
       await complete(a!.id, a!.lock_token!, 'ok');
@@ -60,7 +74,7 @@ export function defineDependencies(backend: StoreBackend) {
       expect(failed).toMatchObject({ status: 'failed', dependency_failed_by: b!.id, last_event_reason: 'dependency_failed' });
       expect(failed.last_error).toContain(`dependency ${b!.id}`);
       expect((await events(parent.id)).at(-1)).toMatchObject({ type: 'failed', reason: 'dependency_failed' });
-      await store.jobRetryIfFinishedUnsuccessfully({ id: b!.id, actor: 'op', reason: 'fixed', now: T0 + 100 });
+      await retry(b!.id, T0 + 100);
       expect(await row(parent.id)).toMatchObject({ status: 'pending', dependencies_unmet: 1, available_at: HELD_AVAILABLE_AT, dependency_failed_by: null, last_event: 'dependency_retried' });
       expect(await claim('q', T0 + 200)).toEqual([]);
       const [again] = await claim('c', T0 + 200);
@@ -128,7 +142,7 @@ export function defineDependencies(backend: StoreBackend) {
       const [k] = await claim('c');
       await failForGood(k!.id, k!.lock_token!);
       expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['failed', 'failed']);
-      await store.jobRetryIfFinishedUnsuccessfully({ id: a!.id, actor: 'op', reason: null, now: T0 + 1 });
+      await retry(a!.id, T0 + 1, 'op', null);
       expect([(await row(a!.id + 1)).status, (await row(a!.id + 2)).status]).toEqual(['pending', 'pending']);
       expect((await row(a!.id + 2)).dependencies_unmet).toBe(1);
     });
@@ -143,6 +157,132 @@ export function defineDependencies(backend: StoreBackend) {
       const count = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM jobs`);
       expect(count[0]!.n).toBe(2);
       expect(await store.jobsDependencyCandidates({ ids: [children[0]!.id, 987654] })).toEqual([{ id: children[0]!.id, status: 'failed', dependents: 1 }]);
+    });
+
+    /** Every edge's state and every job's wait, keyed, to tell what one step changed. */
+    async function snapshot() {
+      const edges = await t().db.all<{ k: string; state: string }>(sql`SELECT dependent_id || '<-' || dependency_id AS k, state FROM job_dependencies`);
+      const jobs = await t().db.all<{ id: number; v: string }>(sql`SELECT id, status || '/' || coalesce(held_at, '-') || '/' || dependencies_unmet || '/' || available_at AS v FROM jobs`);
+      return { edges: new Map(edges.map((e) => [e.k, e.state])), jobs: new Map(jobs.map((j) => [j.id, j.v])) };
+    }
+    const changed = <K, V>(a: Map<K, V>, b: Map<K, V>) => [...b].filter(([k, v]) => a.get(k) !== v).length;
+
+    /**
+     * A root, 12 jobs waiting for it ('fail', but job 3 'hold' and job 4
+     * 'run'), and a second level: each of the first 12 waited for by one more,
+     * and the last of those by one 'run' job that also waits for a plain job.
+     */
+    async function wideFlow() {
+      const { store } = t();
+      const [root] = await store.jobsInsertFlow({ jobs: [{ queue: 'c', payload: 'root', dependsOn: [] }], actor: null, now: T0, defaults: DEFAULTS, nonce: 'root' });
+      const [other] = await store.jobsInsertFlow({ jobs: [{ queue: 'other', payload: 'other', dependsOn: [] }], actor: null, now: T0, defaults: DEFAULTS, nonce: 'other' });
+      const first = Array.from({ length: 12 }, (_, i) => ({ queue: 'q', payload: i, dependsOn: [root!.id], dependencyPolicy: (i === 3 ? 'hold' : i === 4 ? 'run' : undefined) as DependencyPolicy | undefined }));
+      const second = Array.from({ length: 12 }, (_, i) => ({ queue: 'q', payload: 100 + i, dependsOn: [{ ref: i }] }));
+      const last = { queue: 'q', payload: 'last', dependsOn: [{ ref: 12 + 11 }, other!.id], dependencyPolicy: 'run' as const };
+      const rows = await store.jobsInsertFlow({ jobs: [...first, ...second, last], actor: null, now: T0, defaults: DEFAULTS, nonce: 'wide' });
+      return { root: root!, other: other!, first: rows.slice(0, 12), second: rows.slice(12, 24), last: rows[24]! };
+    }
+
+    test('a failure settles its dependents in bounded steps: the failing statement changes none of them, and no step changes more edges or jobs than the cap', async () => {
+      const { store, row } = t();
+      const g = await wideFlow();
+      const [r] = await claim('c');
+      const before = await snapshot();
+      await store.jobFailIfOwned({ workerId: 'w', id: r!.id, lockToken: r!.lock_token!, error: 'boom', retryable: false, now: T0, defaults: DEFAULTS });
+      const after = await snapshot();
+      // Only the root's own row moved; the cascade is owed, in the database.
+      expect(changed(before.edges, after.edges)).toBe(0);
+      expect(changed(before.jobs, after.jobs)).toBe(1);
+      expect(await store.dependencyCascadeOf({ jobId: g.root.id })).toMatchObject({ jobId: g.root.id, action: 'fail', steps: 0, settled: 0 });
+      const CAP = 2;
+      let prev = after;
+      let steps = 0;
+      for (;;) {
+        const step = await store.dependencyCascadeStep({ rows: CAP, now: T0 + 1 });
+        if (!step) break;
+        steps++;
+        const now = await snapshot();
+        expect(changed(prev.edges, now.edges)).toBeLessThanOrEqual(CAP);
+        expect(changed(prev.jobs, now.jobs)).toBeLessThanOrEqual(CAP);
+        expect(step.edges).toBeLessThanOrEqual(CAP);
+        prev = now;
+        expect(steps).toBeLessThan(100);
+      }
+      // 25 edges two at a time, and the steps that find the end.
+      expect(steps).toBeGreaterThanOrEqual(13);
+      expect(await store.dependencyCascadeOf({ jobId: g.root.id })).toBeUndefined();
+      for (const [i, j] of g.first.entries()) {
+        const want = i === 3 ? { status: 'pending', held_at: T0 + 1 } : i === 4 ? { status: 'pending', dependencies_unmet: 0 } : { status: 'failed', dependency_failed_by: g.root.id };
+        expect(await row(j.id), `first[${i}]`).toMatchObject(want);
+      }
+      for (const [i, j] of g.second.entries()) {
+        // Below the held job and the 'run' job nothing failed: they wait on.
+        const want = i === 3 || i === 4 ? { status: 'pending', dependencies_unmet: 1, dependency_failed_by: null } : { status: 'failed', dependency_failed_by: g.root.id };
+        expect(await row(j.id), `second[${i}]`).toMatchObject(want);
+      }
+      // 'run' below a failed job: met, still waiting for the plain job.
+      expect(await row(g.last.id)).toMatchObject({ status: 'pending', dependencies_unmet: 1, last_event: 'dependency_failed', last_event_reason: 'run' });
+      expect([...prev.edges.values()].filter((s) => s === 'waiting')).toHaveLength(3);
+    });
+
+    test("under 'fail', each job down a chain names its own dependency as the cause (and the job whose failure started it)", async () => {
+      const { store, row } = t();
+      const [a, b, c] = await store.jobsInsertFlow({
+        jobs: [
+          { queue: 'c', payload: 1, dependsOn: [] },
+          { queue: 'q', payload: 2, dependsOn: [{ ref: 0 }] },
+          { queue: 'q', payload: 3, dependsOn: [{ ref: 1 }] },
+        ],
+        actor: null, now: T0, defaults: DEFAULTS, nonce: 'cause',
+      });
+      const [k] = await claim('c');
+      await failForGood(k!.id, k!.lock_token!);
+      expect(await row(b!.id)).toMatchObject({ status: 'failed', dependency_failed_by: a!.id, last_error: `dependency ${a!.id} (c) was failed: boom` });
+      expect(await row(c!.id)).toMatchObject({ status: 'failed', dependency_failed_by: a!.id });
+      expect((await row(c!.id)).last_error).toBe(`dependency ${b!.id} (q) was failed, after job ${a!.id} (c) was failed: boom`);
+    });
+
+    test('a retry midway through a failure, and a failure again midway through its retry, still end as the policies say', async () => {
+      const { store, row, db } = t();
+      const chain = await store.jobsInsertFlow({
+        jobs: [{ queue: 'c', payload: 0, dependsOn: [] }, ...Array.from({ length: 8 }, (_, i) => ({ queue: 'q', payload: i + 1, dependsOn: [{ ref: i }] }))],
+        actor: null, now: T0, defaults: DEFAULTS, nonce: 'midway',
+      });
+      const root = chain[0]!;
+      const rest = chain.slice(1);
+      const statuses = async () => Promise.all(rest.map(async (j) => (await row(j.id)).status));
+      const edges = async () => (await db.all<{ state: string }>(sql`SELECT state FROM job_dependencies ORDER BY dependent_id`)).map((e) => e.state);
+      const step = (n: number, now: number) => Promise.all([]).then(async () => {
+        for (let i = 0; i < n; i++) await store.dependencyCascadeStep({ rows: 1, now });
+      });
+      let [k] = await claim('c');
+      await store.jobFailIfOwned({ workerId: 'w', id: k!.id, lockToken: k!.lock_token!, error: 'boom', retryable: false, now: T0, defaults: DEFAULTS });
+      await step(3, T0 + 1);
+      expect((await statuses()).filter((s) => s === 'failed').length).toBeGreaterThan(0);
+      expect((await statuses()).filter((s) => s === 'failed').length).toBeLessThan(8);
+      // Retried before the failure reached the end: everything waits again.
+      await store.jobRetryIfFinishedUnsuccessfully({ id: root.id, actor: 'op', reason: null, now: T0 + 2 });
+      await cascade(T0 + 3);
+      expect(await statuses()).toEqual(rest.map(() => 'pending'));
+      expect(await edges()).toEqual(rest.map(() => 'waiting'));
+      expect(await row(rest[0]!.id)).toMatchObject({ dependency_failed_by: null, dependencies_unmet: 1, available_at: HELD_AVAILABLE_AT });
+      // Failed to the end, retried, and failed again before the retry's steps ended.
+      [k] = await claim('c', T0 + 4);
+      await store.jobFailIfOwned({ workerId: 'w', id: k!.id, lockToken: k!.lock_token!, error: 'again', retryable: false, now: T0 + 4, defaults: DEFAULTS });
+      await cascade(T0 + 5);
+      expect(await statuses()).toEqual(rest.map(() => 'failed'));
+      await store.jobRetryIfFinishedUnsuccessfully({ id: root.id, actor: 'op', reason: null, now: T0 + 6 });
+      await step(4, T0 + 7);
+      [k] = await claim('c', T0 + 8);
+      await store.jobFailIfOwned({ workerId: 'w', id: k!.id, lockToken: k!.lock_token!, error: 'third', retryable: false, now: T0 + 8, defaults: DEFAULTS });
+      await cascade(T0 + 9);
+      expect(await statuses()).toEqual(rest.map(() => 'failed'));
+      expect(await edges()).toEqual(rest.map(() => 'failed'));
+      expect(await store.dependencyCascadeOf({ jobId: root.id })).toBeUndefined();
+      // And the last retry brings all of it back.
+      await retry(root.id, T0 + 10);
+      expect(await statuses()).toEqual(rest.map(() => 'pending'));
+      expect(await edges()).toEqual(rest.map(() => 'waiting'));
     });
   });
 }
