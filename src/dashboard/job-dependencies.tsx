@@ -61,7 +61,11 @@ function verdict(j: JobPageView, dependencies: DependencyLink[]): string | null 
   const total = dependencies.length;
   const failedBy = j.dependency_failed_by;
   if (j.status === 'failed' && failedBy !== null) {
-    return `Failed because dependency ${failedBy} failed (${policy}). Retry job ${failedBy}, not this one: this job then waits again, and runs once all its dependencies complete.`;
+    // Down a chain the job that failed first is not one of this job's own dependencies: say which of them the failure came through.
+    const direct = dependencies.some((d) => d.id === failedBy);
+    const through = dependencies.find((d) => d.status === 'failed' || d.status === 'cancelled');
+    const cause = direct || !through ? `dependency ${failedBy} failed` : `dependency ${through.id} failed after job ${failedBy} upstream`;
+    return `Failed because ${cause} (${policy}). Retry job ${failedBy}, not this one: this job then waits again, and runs once all its dependencies complete.`;
   }
   if (j.status === 'pending' && j.dependencies_unmet > 0) {
     const waiting = `Waiting for ${fmtCount(j.dependencies_unmet)} of ${fmtCount(total)} dependencies (${policy}): not claimable until they complete.`;

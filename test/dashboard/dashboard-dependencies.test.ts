@@ -200,6 +200,20 @@ test("under policy 'fail' the parent's page says to retry the failed child, not 
   expect(row(html, 'waits-for', child)).toEqual([child, 'parts', 'failed', 'failed', '—', '—']);
 });
 
+test("down a chain under policy 'fail', a job's page names the dependency the failure came through, and says to retry the job that failed first", async () => {
+  t = await setup({ adminToken: ADMIN });
+  const flow = await t.call('POST', api('/flows'), { jobs: [{ queue: 'parts', payload: {} }, { queue: 'assemble', payload: {}, dependsOn: ['#0'] }, { queue: 'ship', payload: {}, dependsOn: ['#1'] }] }, admin);
+  const [root, middle, last] = (flow.json.jobs as { id: string }[]).map((j) => j.id) as [string, string, string];
+  const c = await claimOne('parts');
+  await t.call('POST', api(`/jobs/${c.id}/fail`), { workerId: 'w1', lockToken: c.lockToken, error: 'boom', retryable: false }, admin);
+  await t.post(api('/reaper/run'), {}, admin);
+  const html = await page(await login(), `/dashboard/jobs/${last}`);
+  expect(html).toContain('<span class="status failed" id="job-status">');
+  expect(text(element(html, 'dependency-wait', 'p'))).toBe(
+    `Failed because dependency ${middle} failed after job ${root} upstream (policy 'fail'). Retry job ${root}, not this one: this job then waits again, and runs once all its dependencies complete.`,
+  );
+});
+
 test("a snoozed job's page shows its snoozes against its queue's maxSnoozes, and the snooze reads clearly in its timeline", async () => {
   t = await setup({ adminToken: ADMIN });
   expect((await t.call('PATCH', api('/queues/naps/settings'), { maxSnoozes: 3 }, admin)).status).toBe(200);
