@@ -169,6 +169,28 @@ describe('a batch counts each of its jobs once, in its own bucket', () => {
   });
 });
 
+describe('a renewal counts each of its jobs once, in its own bucket', () => {
+  test('one heartbeat of jobs last renewed at different times, naming one twice, beside a stale ref', async () => {
+    t = await setup();
+    const store = createStore(t.db);
+    const d = t.config;
+    const T0 = t.clock.now() as number;
+    const intervals = valuesFor('heartbeat_interval').reverse();
+    const beatAt = T0 + intervals[0]!;
+    await store.jobsInsert({ queue: 'b', jobs: [...intervals, 0].map(() => ({ payload: {} })), actor: null, now: T0, defaults: d });
+    // Job i is claimed `intervals[i]` ms before the one heartbeat (longest first): its first renewal's interval counts from its claim.
+    const held = [];
+    for (const v of intervals) held.push(...(await store.jobsClaimPending({ queue: 'b', workerId: 'w', limit: 1, leaseMs: 10 * 3_600_000, now: beatAt - v, defaults: d })));
+    const [other] = await store.jobsClaimPending({ queue: 'b', workerId: 'w', limit: 1, leaseMs: 10 * 3_600_000, now: beatAt, defaults: d });
+    const leases = held.map((j) => ({ id: j.id, lockToken: j.lock_token! }));
+    const outcomes = await store.jobsHeartbeatIfOwned({ workerId: 'w', leases: [...leases, leases[0]!, { id: other!.id, lockToken: 'stale' }], now: beatAt });
+    expect(outcomes.map((o) => o.ok)).toEqual([...leases.map(() => true), true, false]);
+    const snapshot = await store.metricsSnapshot({ now: beatAt, config: t.config });
+    expect(snapshot.queues.find((q) => q.queue === 'b')!.histograms.heartbeat_interval).toEqual(expected('heartbeat_interval', intervals));
+    expect(t.errors).toEqual([]);
+  });
+});
+
 describe('several servers on one database', () => {
   test('two apps on one file: each claim, renewal and completion counted once, and both scrape the same histograms', async () => {
     t = await setup();

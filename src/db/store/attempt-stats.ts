@@ -1,10 +1,15 @@
 /**
- * What a claim and an owner's completion count besides the job rows, once
- * per statement for the whole batch instead of once per job by a trigger.
+ * What a claim, a renewal and an owner's completion count besides the job
+ * rows, once per statement for the whole batch instead of once per job by a
+ * trigger.
  *
  * - Claim: the queue-wait histogram (claimWaitStatement), read back from the
  *   jobs the claim statement just took. The claim's counters, live counts and
  *   rate window are claim.ts's claimTallyStatement.
+ * - Renewal (heartbeat, extend, checkpoint, a claim sent again): the
+ *   renewal-interval histogram (renewalIntervalStatement), read before the
+ *   update under its guard: each job's time since its previous renewal, or
+ *   since its claim for the first.
  * - Owner's completion (completionTallyStatement): one read of the batch,
  *   before its UPDATE and under the same guard, grouped by queue and by the
  *   buckets of each job's run time and longest silence; the
@@ -50,6 +55,22 @@ export function claimWaitStatement(db: Db, p: { claimKey: string; workerId: stri
   return db.all<never>(sql`INSERT INTO histogram_buckets (queue_name, name, le_ms, count, sum_ms)
     SELECT queue_name, 'queue_wait', le_ms, count(*), sum(waited_ms) FROM (
       SELECT queue_name, waited_ms, ${bucketSql('queue_wait', 'waited_ms')} AS le_ms ${claimed} AND started_at = (SELECT max(started_at) ${claimed}))
+    GROUP BY queue_name, le_ms
+    ON CONFLICT (queue_name, name, le_ms) DO UPDATE SET count = count + excluded.count, sum_ms = sum_ms + excluded.sum_ms`);
+}
+
+/**
+ * A renewal's intervals: `renewing` selects the jobs it is about to renew
+ * (queue_name and last_heartbeat_at, each job once, under the renewal's own
+ * guard). A lease rebased after the clock stepped back (lease.ts,
+ * renewalSet) counts 0, as the step is not an interval.
+ */
+export function renewalIntervalStatement(db: Db, p: { renewing: SQL; now: Now }) {
+  const now = nowSql(p.now);
+  return db.all<never>(sql`INSERT INTO histogram_buckets (queue_name, name, le_ms, count, sum_ms)
+    SELECT queue_name, 'heartbeat_interval', le_ms, count(*), sum(ms) FROM (
+      SELECT queue_name, ms, ${bucketSql('heartbeat_interval', 'ms')} AS le_ms FROM (
+        SELECT queue_name, max(0, ${now} - last_heartbeat_at) AS ms FROM (${p.renewing}) WHERE last_heartbeat_at IS NOT NULL))
     GROUP BY queue_name, le_ms
     ON CONFLICT (queue_name, name, le_ms) DO UPDATE SET count = count + excluded.count, sum_ms = sum_ms + excluded.sum_ms`);
 }

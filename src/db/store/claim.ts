@@ -2,7 +2,10 @@
  * Claim: pending -> running.
  *
  * Precondition (in the WHERE): the job is pending, in this queue, due
- * (`available_at <= now`), and the queue is not paused. With the queue's
+ * (`available_at <= now`), and the queue is not paused. (Held jobs and jobs
+ * waiting for dependencies are never due, their available_at being far in
+ * the future; and the database refuses to start one whatever the statement,
+ * trigger jobs_unclaimable_never_running.) With the queue's
  * max_running set, the LIMIT is also at most max_running minus the queue's
  * running jobs, counted inside the same statement: SQLite runs one writer at
  * a time, so no two claims (from any worker or server) can both see the
@@ -32,7 +35,7 @@ import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
 import { longestSilenceSet, renewalSet } from './lease.ts';
-import { claimWaitStatement } from './attempt-stats.ts';
+import { claimWaitStatement, renewalIntervalStatement } from './attempt-stats.ts';
 import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts';
 
 /**
@@ -310,7 +313,14 @@ export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWit
 export function claimStatements(db: Db, p: ClaimParams) {
   const claimKey = p.claimId ?? `server-${crypto.randomUUID()}`;
   const claim = [claimStatement(db, { ...p, claimKey }), claimTallyStatement(db, p), claimWaitStatement(db, { claimKey, workerId: p.workerId })];
-  return p.claimId === undefined ? claim : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), ...claim];
+  if (p.claimId === undefined) return claim;
+  // A claim sent again renews the jobs it took: their intervals, counted as any renewal's, right before it.
+  const renewing = sql`SELECT queue_name, last_heartbeat_at FROM jobs WHERE ${underClaimSql('jobs', { workerId: p.workerId, claimId: p.claimId, now: nowSql(p.now) })}`;
+  return [
+    renewalIntervalStatement(db, { renewing, now: p.now }),
+    claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }),
+    ...claim,
+  ];
 }
 
 /**
