@@ -1,17 +1,17 @@
 /**
  * The durable histograms behind /metrics: job runtime, queue wait and the
  * heartbeat interval as the server sees it, per queue. Each observation is
- * counted once, in the transaction that made it (a claim's waits, a
- * renewal's intervals and a completion's run times, once per batch:
- * src/db/store/attempt-stats.ts), into one row per queue, histogram and bucket
+ * counted once, in the transaction that made it (a claim's waits and a
+ * completion's run times once per batch, src/db/store/attempt-stats.ts; a
+ * renewal's interval by a trigger, drizzle/0022_histograms.sql), into one row per queue, histogram and bucket
  * of `histogram_buckets`: a plain count of the observations that fell in
  * that bucket (not cumulative) and their sum. Nothing prunes it, so like the
  * `_total` counters these never go down; /metrics adds the buckets up into
  * Prometheus' cumulative `_bucket{le}` series when it is read.
  *
  * The bucket bounds below are the ones the statements' CASE expressions use
- * (attempt-stats.ts writes them from here); the stored rows are keyed by
- * bound, so a changed bound starts new rows (test/store/histograms.test.ts
+ * (attempt-stats.ts writes them from here; the renewal trigger has its own
+ * copy): change one only with a migration that changes the trigger too (test/store/histograms.test.ts
  * drives a value to each bound and one past it through the real statements).
  */
 

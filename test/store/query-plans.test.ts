@@ -231,10 +231,10 @@ test('a claim with a claim id, sent again or not, and a beat naming lost claims 
   await store.jobsClaimPending({ queue: 'q', workerId: 'w', instanceId: 'i', limit: 5, claimId: 'fresh', now, defaults: t.config });
   await store.workerBeat({ id: 'w', instanceId: 'i', lostClaims: ['fresh'], now });
 
-  // Per claim: the replay and its renewal count, the claim's own "nothing
-  // under this id yet" and its queue-wait count (attempt-stats.ts); and the beat.
+  // Per claim: the replay, the claim's own "nothing under this id yet" and
+  // its queue-wait count (attempt-stats.ts); and the beat.
   const touchingClaimIds = seen.filter((q) => /claim_id (=|IN)/.test(q.sql));
-  expect(touchingClaimIds.length).toBe(9);
+  expect(touchingClaimIds.length).toBe(7);
   for (const { sql, params } of touchingClaimIds) {
     const plan = (await t.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: params as never[] })).rows.map((r) => String(r.detail));
     expect(plan.filter((step) => /claim_id/.test(step) || /^(SCAN|SEARCH) (jobs|r)\b/.test(step)), sql).toContainEqual(expect.stringMatching(/USING INDEX jobs_claim_id_idx \(claim_id=\?/));

@@ -35,7 +35,7 @@ import { queueRateWaitStatement, toRateWait } from './read.ts';
 import { slidingRateUsedSql } from './rate-window.ts';
 import { workerTouch } from './workers.ts';
 import { longestSilenceSet, renewalSet } from './lease.ts';
-import { claimWaitStatement, renewalIntervalStatement } from './attempt-stats.ts';
+import { claimWaitStatement } from './attempt-stats.ts';
 import type { ClaimParams, Claimed, ClaimedWithRateWait } from './port-types.ts';
 
 /**
@@ -313,14 +313,7 @@ export function claimWithRateWaitAnswer(results: readonly unknown[]): ClaimedWit
 export function claimStatements(db: Db, p: ClaimParams) {
   const claimKey = p.claimId ?? `server-${crypto.randomUUID()}`;
   const claim = [claimStatement(db, { ...p, claimKey }), claimTallyStatement(db, p), claimWaitStatement(db, { claimKey, workerId: p.workerId })];
-  if (p.claimId === undefined) return claim;
-  // A claim sent again renews the jobs it took: their intervals, counted as any renewal's, right before it.
-  const renewing = sql`SELECT queue_name, last_heartbeat_at FROM jobs WHERE ${underClaimSql('jobs', { workerId: p.workerId, claimId: p.claimId, now: nowSql(p.now) })}`;
-  return [
-    renewalIntervalStatement(db, { renewing, now: p.now }),
-    claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }),
-    ...claim,
-  ];
+  return p.claimId === undefined ? claim : [claimReplayStatement(db, { workerId: p.workerId, claimId: p.claimId, now: p.now, defaults: p.defaults }), ...claim];
 }
 
 /**

@@ -12,17 +12,13 @@
  * `deadline_exceeded`): a hung handler's heartbeats cannot keep its job. These
  * write no event: they are not transitions. No row back: `lease_lost` (or `not_found`).
  * Heartbeats may carry the worker's liveness beat (workers.ts), recorded in
- * the same batch whether or not the leases are accepted. Each renewal adds
- * its jobs' intervals to the renewal-interval histogram once for the batch
- * (attempt-stats.ts).
+ * the same batch whether or not the leases are accepted.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import type { Now } from '../../core/clock.ts';
 import type { Db } from '../db.ts';
 import { nowSql } from '../sql.ts';
 import { ownedWrite, returning } from './owned.ts';
 import { workerBeat } from './lost-claims.ts';
-import { renewalIntervalStatement } from './attempt-stats.ts';
 import type { CheckpointParams, HeartbeatParams, OwnedOutcome } from './port-types.ts';
 
 /**
@@ -50,11 +46,6 @@ export function renewalSet(now: SQL, lease: SQL): SQL {
     started_at = jobs.started_at - ${shift}, progressed_at = jobs.progressed_at - ${shift}, last_heartbeat_at = ${now}`;
 }
 
-/** A renewal's intervals (attempt-stats.ts), read under the update's own refs and guard right before it. */
-const renewalTally = (db: Db, now: Now) => (v: SQL, guard: SQL) => [
-  renewalIntervalStatement(db, { renewing: sql`SELECT DISTINCT jobs.id, jobs.queue_name, jobs.last_heartbeat_at FROM ${v} AS v JOIN jobs ON jobs.id = v.id WHERE ${guard}`, now }),
-];
-
 export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<OwnedOutcome[]> {
   if (p.leases.length === 0) {
     if (p.beat) await workerBeat(db, { ...p.beat, id: p.workerId, now: p.now });
@@ -62,7 +53,7 @@ export async function jobsHeartbeatIfOwned(db: Db, p: HeartbeatParams): Promise<
   }
   const now = nowSql(p.now);
   const lease = sql`coalesce(${p.leaseMs ?? null}, jobs.lease_ms)`;
-  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true, beat: p.beat, tally: renewalTally(db, p.now) }, (v, guard) =>
+  return ownedWrite(db, { refs: p.leases, workerId: p.workerId, write: p.leaseMs ? 'extend' : 'heartbeat', now: p.now, beforeDeadline: true, beat: p.beat }, (v, guard) =>
     sql`UPDATE jobs SET ${longestSilenceSet(now)}, ${renewalSet(now, lease)},
         progress = coalesce(v.data, jobs.progress),
         progressed_at = CASE WHEN v.data IS NOT NULL AND v.data IS NOT jobs.progress THEN ${now} ELSE jobs.progressed_at END
@@ -74,7 +65,7 @@ export function jobCheckpointIfOwned(db: Db, p: CheckpointParams): Promise<Owned
   const now = nowSql(p.now);
   return ownedWrite(
     db,
-    { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now, beforeDeadline: true, tally: renewalTally(db, p.now) },
+    { refs: [{ id: p.id, lockToken: p.lockToken, data: p.checkpoint }], workerId: p.workerId, write: 'checkpoint', now: p.now, beforeDeadline: true },
     (v, guard) => sql`UPDATE jobs SET checkpoint = v.data, ${longestSilenceSet(now)}, ${renewalSet(now, sql`jobs.lease_ms`)},
         progressed_at = CASE WHEN v.data IS NOT jobs.checkpoint THEN ${now} ELSE jobs.progressed_at END
       FROM ${v} AS v WHERE ${guard} RETURNING ${returning(false)}`,
