@@ -100,7 +100,9 @@ test('an idle worker whose server goes away logs one warning, then one line when
 
   const failures = lines.filter((l) => /^(heartbeat|claim) failed/.test(l.message));
   expect(failures.length).toBeGreaterThanOrEqual(4);
-  const warnings = lines.filter((l) => l.level === 'warn');
+  // A loaded host may also stall this process's event loop past half a heartbeat, which the
+  // worker rightly warns about too: that is another signal, not a failed call.
+  const warnings = lines.filter((l) => l.level === 'warn' && !l.message.startsWith('event loop was blocked'));
   expect(warnings).toHaveLength(1);
   expect(warnings[0]!.message).toMatch(/^(heartbeat|claim) failed \(.+\).*: calls to the server are failing; the worker keeps trying/);
   expect(warnings[0]!.message).not.toContain('(none)');
