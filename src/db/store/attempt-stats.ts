@@ -60,9 +60,9 @@ export function claimWaitStatement(db: Db, p: { claimKey: string; workerId: stri
 }
 
 /**
- * The completion's counts: `jobs` selects the jobs it is about to complete
- * (the update's refs joined to jobs, under its guard); a job named twice is
- * counted once.
+ * The completion's counts: `refsJoinedUnderGuard` is the FROM and WHERE that
+ * select the jobs it is about to complete (the update's refs joined to jobs,
+ * under its guard); a job named twice is counted once.
  */
 export function completionTallyStatement(db: Db, p: { refsJoinedUnderGuard: SQL; now: Now }) {
   const now = nowSql(p.now);
