@@ -148,6 +148,25 @@ test('cut off (its requests pass, its answers are held): the worker fences itsel
   expect((await read(server, id)).job).toMatchObject({ attempt: 2, result: 'done by beside' });
 }, 60_000);
 
+test("cut off, on the server's and the SDK's defaults (lease 30 s): the worker fences itself, and the failure it sends holds the job, never run again", async () => {
+  // The test above runs the same fault on short timings to also release the job in time. On the
+  // defaults a release can take up to lease + grace + maxReapDeferMs to reach the worker beside:
+  // the cut-off worker's own waiting claim may take the released job, and its lost answer keeps
+  // the lease for that long (its owner still looks alive).
+  const server = await serve({});
+  const proxy: Proxy = await startProxy(() => Number(new URL(server.url).port));
+  cleanups.push(() => proxy.close());
+  const id = await enqueue(server, {});
+  startWorker(`http://127.0.0.1:${proxy.port}`, 'cut-off');
+  await until('A runs the job', () => runs.has(id));
+  void proxy.partition('stall_answers', 120_000);
+  startWorker(server.url, 'beside', 100);
+  const ended = await firstAttemptEnded(server, id, 60_000);
+  expect(runs.get(id)).toEqual([{ worker: 'cut-off', attempt: 1, aborted: 'lease_expired_locally' }]);
+  expect(ended.events.find((e) => e.type === 'held')).toMatchObject({ reason: 'lost_attempt_held', workerId: 'cut-off' });
+  await expectHeldAndNotRunAgain(server, id, 'lost_attempt_held', 2);
+}, 120_000);
+
 test("an operator's force, on the server's defaults: held (requeue_held); the worker's next heartbeat is refused and it sends nothing", async () => {
   const server = await serve({});
   const id = await enqueue(server, {});
